@@ -1,0 +1,86 @@
+import { NetworkList } from './networks';
+
+/** Values `allow` may hold (decisions.md "API keys"). */
+export const AllowValues = ['cmd', 'lock', 'device', 'supervisor'] as const;
+
+/** List fields of a key, all stored comma-joined in files and the user db. */
+export const KeyListFields = [
+  'groups', 'items', 'items_ro', 'groups_ro', 'items_deny', 'groups_deny',
+  'hosts_allow', 'hosts_assign', 'pvt', 'rpvt', 'cdata', 'allow',
+] as const;
+export type KeyListField = (typeof KeyListFields)[number];
+
+export interface ApiKeyProps {
+  id: string;
+  key: string;
+  master?: boolean;
+  sysfunc?: boolean;
+  dynamic?: boolean;
+  lists?: Partial<Record<KeyListField, string[]>>;
+}
+
+/** Split a comma list: trimmed, empties dropped. */
+export function splitList(v: unknown): string[] {
+  if (Array.isArray(v)) return v.map((x) => String(x).trim()).filter(Boolean);
+  if (v === undefined || v === null) return [];
+  return String(v).split(',').map((x) => x.trim()).filter(Boolean);
+}
+
+/** An API key, static (etc/<product>_apikeys.ini) or dynamic (user db). */
+export class ApiKey {
+  readonly id: string;
+  key: string;
+  readonly master: boolean;
+  sysfunc: boolean;
+  readonly dynamic: boolean;
+  lists: Record<KeyListField, string[]>;
+  hostsAllow: NetworkList;
+  hostsAssign: NetworkList;
+
+  constructor(p: ApiKeyProps) {
+    this.id = p.id;
+    this.key = p.key;
+    this.master = !!p.master;
+    this.sysfunc = !!p.sysfunc;
+    this.dynamic = !!p.dynamic;
+    this.lists = Object.fromEntries(KeyListFields.map((f) => [f, [...(p.lists?.[f] ?? [])]])) as ApiKey['lists'];
+    this.hostsAllow = new NetworkList(this.lists.hosts_allow);
+    this.hostsAssign = new NetworkList(this.lists.hosts_assign);
+  }
+
+  /** Replace a list property, revalidating networks (throws on a bad one). */
+  setList(field: KeyListField, values: string[]): void {
+    if (field === 'hosts_allow') this.hostsAllow = new NetworkList(values);
+    if (field === 'hosts_assign') this.hostsAssign = new NetworkList(values);
+    this.lists[field] = values;
+  }
+
+  allows(what: string): boolean {
+    return this.master || this.lists.allow.includes(what);
+  }
+
+  /** The full key object (create_key, list_key_props). */
+  serialize(): Record<string, unknown> {
+    return {
+      id: this.id, key: this.key, master: this.master, sysfunc: this.sysfunc, dynamic: this.dynamic,
+      allow: [...this.lists.allow], groups: [...this.lists.groups], items: [...this.lists.items],
+      groups_ro: [...this.lists.groups_ro], items_ro: [...this.lists.items_ro],
+      groups_deny: [...this.lists.groups_deny], items_deny: [...this.lists.items_deny],
+      hosts_allow: [...this.lists.hosts_allow], hosts_assign: [...this.lists.hosts_assign],
+      pvt: [...this.lists.pvt], rpvt: [...this.lists.rpvt], cdata: [...this.lists.cdata],
+    };
+  }
+
+  /** The acl as `test` and list_keys report it. */
+  acl(): Record<string, unknown> {
+    if (this.master) return { key_id: this.id, master: true };
+    return {
+      key_id: this.id, master: false, sysfunc: this.sysfunc, dynamic: this.dynamic,
+      allow: Object.fromEntries(['cmd', 'device', 'lock'].map((a) => [a, this.lists.allow.includes(a)])),
+      groups: [...this.lists.groups], items: [...this.lists.items],
+      groups_ro: [...this.lists.groups_ro], items_ro: [...this.lists.items_ro],
+      groups_deny: [...this.lists.groups_deny], items_deny: [...this.lists.items_deny],
+      pvt: [...this.lists.pvt], rpvt: [...this.lists.rpvt], cdata: [...this.lists.cdata],
+    };
+  }
+}

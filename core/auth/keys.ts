@@ -1,0 +1,120 @@
+import { injectable } from 'tsyringe';
+import fs from 'node:fs';
+import crypto from 'node:crypto';
+import ini from 'ini';
+import { ApiKey, KeyListFields, splitList } from './apikey';
+import { TokenStore } from './tokens';
+import { Paths } from '../paths';
+import { writeFileAtomicSync } from '../store/atomic';
+import { parseBool } from '../config';
+
+const KEY_CHARS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+
+/** A new key value: 64 characters of [A-Za-z0-9] from a cryptographic source. */
+export function generateKeyValue(): string {
+  let s = '';
+  for (let i = 0; i < 64; i++) s += KEY_CHARS[crypto.randomInt(KEY_CHARS.length)];
+  return s;
+}
+
+const digest = (s: string) => crypto.createHash('sha256').update(s).digest();
+
+export interface ResolvedKey { key: ApiKey; token?: string; user?: string }
+
+/**
+ * All API keys: static ones from etc/<product>_apikeys.ini and dynamic ones
+ * (added by the user db store). Keys are found by the SHA-256 of the value
+ * and confirmed with a constant-time compare, so lookup time says nothing
+ * about how much of a guess was right.
+ */
+@injectable()
+export class KeyStore {
+  private readonly byId = new Map<string, ApiKey>();
+  private readonly byDigest = new Map<string, ApiKey>();
+  /** warnings met while loading, for the logger once it exists */
+  readonly warnings: string[] = [];
+  /** set when this start generated the master key file */
+  generatedMasterFile?: string;
+
+  constructor(private readonly paths: Paths, readonly tokens: TokenStore) {}
+
+  /** Read the static key file; on a first start write one with a fresh master key. */
+  loadStatic(): void {
+    const file = this.paths.apikeysFile;
+    if (!fs.existsSync(file)) {
+      const content = ini.stringify({
+        masterkey: { key: generateKeyValue(), master: 'yes', hosts_allow: '127.0.0.1, ::1' },
+      }, { whitespace: true });
+      writeFileAtomicSync(file, content, 0o600);
+      this.generatedMasterFile = file;
+    }
+    const parsed = ini.parse(fs.readFileSync(file, 'utf8')) as Record<string, Record<string, unknown>>;
+    for (const [id, sec] of Object.entries(parsed)) {
+      if (typeof sec !== 'object' || sec === null) continue;
+      const value = typeof sec.key === 'string' ? sec.key.trim() : '';
+      if (!value) {
+        this.warnings.push(`key ${id} in ${file} has no "key" field, skipped`);
+        continue;
+      }
+      try {
+        const lists = Object.fromEntries(KeyListFields.map((f) => [f, splitList(sec[f])]));
+        this.add(new ApiKey({
+          id, key: value, master: parseBool(sec.master) === true, sysfunc: parseBool(sec.sysfunc) === true, lists,
+        }));
+      } catch (err) {
+        this.warnings.push(`key ${id} in ${file} skipped: ${(err as Error).message}`);
+      }
+    }
+  }
+
+  add(key: ApiKey): void {
+    const old = this.byId.get(key.id);
+    if (old) this.byDigest.delete(digest(old.key).toString('hex'));
+    this.byId.set(key.id, key);
+    this.byDigest.set(digest(key.key).toString('hex'), key);
+  }
+
+  remove(id: string): boolean {
+    const key = this.byId.get(id);
+    if (!key) return false;
+    this.byId.delete(id);
+    this.byDigest.delete(digest(key.key).toString('hex'));
+    this.tokens.dropKey(id);
+    return true;
+  }
+
+  /** Change a key's value (regenerate / set_key_prop key): reindex and end its tokens. */
+  rekey(key: ApiKey, value: string): void {
+    this.byDigest.delete(digest(key.key).toString('hex'));
+    key.key = value;
+    this.byDigest.set(digest(value).toString('hex'), key);
+    this.tokens.dropKey(key.id);
+  }
+
+  get(id: string): ApiKey | undefined {
+    return this.byId.get(id);
+  }
+
+  all(): ApiKey[] {
+    return [...this.byId.values()];
+  }
+
+  /** Find a key by its value, or by a login token. */
+  resolve(value: string): ResolvedKey | undefined {
+    if (value.startsWith('token:')) {
+      const info = this.tokens.resolve(value);
+      const key = info && this.byId.get(info.keyId);
+      return key ? { key, token: value, user: info.user } : undefined;
+    }
+    const d = digest(value);
+    const key = this.byDigest.get(d.toString('hex'));
+    if (!key || !crypto.timingSafeEqual(d, digest(key.key))) return undefined;
+    return { key };
+  }
+
+  /** The key assigned to a client address by hosts_assign. */
+  assigned(ip: string): ApiKey | undefined {
+    for (const key of this.byId.values()) if (key.hostsAssign.has(ip)) return key;
+    return undefined;
+  }
+}

@@ -1,0 +1,80 @@
+import 'reflect-metadata';
+import fs from 'node:fs';
+import { container as root, type DependencyContainer, type InjectionToken } from 'tsyringe';
+import { Paths } from './paths';
+import { Config } from './config';
+import { EventBus } from './bus';
+import { Logger } from './log';
+import { TokenStore } from './auth/tokens';
+import { KeyStore } from './auth/keys';
+import { FunctionRegistry } from './functions';
+import { Dispatcher } from './dispatch';
+import { PluginHost } from './plugins';
+import { HttpServer } from './http/server';
+import { SaveRegistry } from './save';
+import type { Product } from './defaults';
+
+export interface ControllerOptions { dir: string; product: Product }
+
+/**
+ * One controller: a child DI container holding the kernel services, the
+ * plugins and the HTTP server. Several controllers can live in one process
+ * (the tests do that); each has its own container.
+ */
+export class Controller {
+  readonly container: DependencyContainer;
+  private stopping?: Promise<void>;
+
+  private constructor(opts: ControllerOptions) {
+    const c = root.createChildContainer();
+    const paths = new Paths(opts.dir, opts.product);
+    c.registerInstance(Paths, paths);
+    c.registerInstance('container', c);
+    for (const cls of [Config, EventBus, Logger, TokenStore, KeyStore, FunctionRegistry, SaveRegistry, Dispatcher, PluginHost, HttpServer]) {
+      c.registerSingleton(cls as InjectionToken<unknown> as any);
+    }
+    this.container = c;
+  }
+
+  get<T>(token: InjectionToken<T>): T {
+    return this.container.resolve(token);
+  }
+
+  static async start(opts: ControllerOptions): Promise<Controller> {
+    const ctl = new Controller(opts);
+    const paths = ctl.get(Paths);
+    for (const d of [paths.etc, paths.runtime, paths.xc]) fs.mkdirSync(d, { recursive: true });
+    const logger = ctl.get(Logger);
+    const log = logger.module('controller');
+    const keys = ctl.get(KeyStore);
+    keys.loadStatic();
+    for (const w of keys.warnings) log.warning(w);
+    if (keys.generatedMasterFile) {
+      log.warning(`no API key file found: a master key was generated, see ${keys.generatedMasterFile}`);
+    }
+    await ctl.get(PluginHost).startAll();
+    try {
+      await ctl.get(HttpServer).start();
+    } catch (err) {
+      await ctl.get(PluginHost).stopAll();
+      throw err;
+    }
+    log.info(`controller ${paths.product} started in ${paths.dir}`);
+    return ctl;
+  }
+
+  /** Stop: no new calls, then plugins in reverse order (each writes what it holds). */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      await this.get(HttpServer).stop();
+      await this.get(PluginHost).stopAll();
+      this.get(Logger).module('controller').info('controller stopped');
+    })();
+    return this.stopping;
+  }
+
+  /** The first bound HTTP port (tests and the console). */
+  get port(): number {
+    return this.get(HttpServer).bound[0].port;
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * Every default and limit of the kernel in one place. Config files override
+ * these (etc/<product>.ini); nothing else in the code carries a magic number.
+ */
+export const Products = ['uc', 'lm', 'sfa'] as const;
+export type Product = (typeof Products)[number];
+
+export const DefaultPorts: Record<Product, number> = { uc: 8812, lm: 8817, sfa: 8828 };
+
+export const Defaults = {
+  server: {
+    polldelay: 0.01,
+    db_update: 'instant' as 'manual' | 'instant' | 'on_exit',
+    keep_logmem: 86400,
+    /** memory log bound in records, so a flood of records cannot exhaust memory */
+    logmem_max_records: 100_000,
+    timeout: 5,
+    debug: false,
+    layout: 'enterprise',
+    mqtt_update_default: '',
+    /** how long one plugin may take to stop before the kernel moves on, seconds */
+    plugin_stop_timeout: 5,
+    /** log file; empty: standard output */
+    log_file: '',
+  },
+  webapi: {
+    listen: '', // host:port; empty: 127.0.0.1:<product default port>
+    ssl_listen: '',
+    ssl_cert: '',
+    ssl_key: '',
+    session_timeout: 3600,
+    session_no_prolong: false,
+    x_real_ip: false,
+    /** largest request body accepted, bytes; larger bodies answer 413 */
+    max_body_size: 1024 * 1024,
+    /** how long a client may take to send a request, seconds */
+    request_timeout: 30,
+    /** most requests in one JSON RPC batch */
+    max_batch: 1000,
+  },
+  sysapi: {
+    file_management: false,
+    setup_mode: false,
+  },
+};
+
+export const Product_names: Record<Product, string> = {
+  uc: 'EVA Universal Controller',
+  lm: 'EVA Logic Manager',
+  sfa: 'EVA SCADA Final Aggregator',
+};
+
+/** Controller version reported by `test`. */
+export const Version = '3.3.2';
+export const Build = 2026112201;

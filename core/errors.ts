@@ -1,0 +1,51 @@
+/**
+ * The one catalogue of API errors. Every failure a function can report is one
+ * of these: a stable JSON RPC code and the HTTP status of the direct API
+ * (spec "Errors", decisions.md "Errors: which failure is which code").
+ */
+export const ErrorKinds = {
+  not_found: { code: 1, status: 404 },
+  access_denied: { code: 2, status: 403 },
+  method_not_found: { code: 6, status: 405 },
+  function_failed: { code: 10, status: 500 },
+  invalid_params: { code: 11, status: 400 },
+  already_exists: { code: 12, status: 409 },
+  busy: { code: 13, status: 409 },
+  not_implemented: { code: 14, status: 405 },
+} as const;
+
+export type ErrorKind = keyof typeof ErrorKinds;
+
+export class ApiError extends Error {
+  readonly kind: ErrorKind;
+  constructor(kind: ErrorKind, message: string) {
+    super(message);
+    this.kind = kind;
+    this.name = 'ApiError';
+  }
+  get code(): number {
+    return ErrorKinds[this.kind].code;
+  }
+  get status(): number {
+    return ErrorKinds[this.kind].status;
+  }
+}
+
+/** Shorthands so handlers read as `throw notFound('lock x')`. */
+export const notFound = (what: string) => new ApiError('not_found', `${what} not found`);
+export const accessDenied = (msg = 'access denied') => new ApiError('access_denied', msg);
+export const invalidParams = (msg: string) => new ApiError('invalid_params', msg);
+export const alreadyExists = (what: string) => new ApiError('already_exists', `${what} already exists`);
+export const busy = (msg: string) => new ApiError('busy', msg);
+export const functionFailed = (msg: string) => new ApiError('function_failed', msg);
+export const methodNotFound = (name: string) => new ApiError('method_not_found', `method not found: ${name}`);
+
+/**
+ * Turn anything thrown by a handler into an ApiError. Unknown errors become
+ * function_failed with a generic message: the real error (and its stack) goes
+ * to the log, never to the client.
+ */
+export function toApiError(err: unknown): { error: ApiError; internal: boolean } {
+  if (err instanceof ApiError) return { error: err, internal: false };
+  return { error: functionFailed('function failed, see the controller log'), internal: true };
+}

@@ -1,0 +1,130 @@
+import { ApiKey } from './auth/apikey';
+import { accessDenied, ApiError, methodNotFound } from './errors';
+import { ParamSpec, schemaOf, validate } from './params';
+import { Version } from './defaults';
+
+/**
+ * What a key must have to call a function. `none`: no key needed (login,
+ * rpc.discover); `any`: any valid key; the rest as the spec's permission
+ * levels (master, sysfunc, allow=cmd/lock/device).
+ */
+export type Permission = 'none' | 'any' | 'master' | 'sysfunc' | 'cmd' | 'lock' | 'device';
+
+/** Which direct path serves a function: /sys-api/ or /<product>-api/ (both are on /jrpc). */
+export type ApiSpace = 'sys' | 'product';
+
+/** What a handler knows about its caller. */
+export interface CallContext {
+  key?: ApiKey;
+  /** the token the call was authenticated with, if any */
+  token?: string;
+  /** the user the token belongs to, if any */
+  user?: string;
+  ip: string;
+  transport: string;
+  /** request headers, lower-case names (login reads Authorization) */
+  headers: Record<string, string | string[] | undefined>;
+}
+
+export interface FunctionDecl<P = any> {
+  name: string;
+  aliases?: string[];
+  api?: ApiSpace;
+  permission: Permission;
+  params: Record<string, ParamSpec>;
+  description: string;
+  /** what the result is, in words, for the description */
+  returns?: string;
+  handler: (params: P, call: CallContext) => unknown;
+}
+
+interface Entry { decl: FunctionDecl; owner: string }
+
+export function permits(key: ApiKey | undefined, permission: Permission): boolean {
+  if (permission === 'none') return true;
+  if (!key) return false;
+  switch (permission) {
+    case 'any': return true;
+    case 'master': return key.master;
+    case 'sysfunc': return key.master || key.sysfunc;
+    default: return key.allows(permission);
+  }
+}
+
+/**
+ * The function registry. A function is declared once; transports find it
+ * here by name or alias, and validation, the permission check and the
+ * OpenRPC description all come from the declaration.
+ */
+export class FunctionRegistry {
+  private readonly byName = new Map<string, Entry>();
+  private readonly primary = new Map<string, Entry>();
+
+  register(owner: string, decl: FunctionDecl): void {
+    for (const name of [decl.name, ...(decl.aliases ?? [])]) {
+      const taken = this.byName.get(name);
+      if (taken) throw new Error(`function ${name} is already declared by ${taken.owner}`);
+    }
+    const entry = { decl, owner };
+    this.primary.set(decl.name, entry);
+    for (const name of [decl.name, ...(decl.aliases ?? [])]) this.byName.set(name, entry);
+  }
+
+  /** Remove every function an owner declared (plugin stop). */
+  unregisterOwner(owner: string): void {
+    for (const [name, e] of this.byName) if (e.owner === owner) this.byName.delete(name);
+    for (const [name, e] of this.primary) if (e.owner === owner) this.primary.delete(name);
+  }
+
+  /** Find a function; `space` limits it to one direct path. */
+  find(name: string, space?: ApiSpace): FunctionDecl | undefined {
+    const e = this.byName.get(name);
+    if (!e || (space && (e.decl.api ?? 'sys') !== space)) return undefined;
+    return e.decl;
+  }
+
+  list(): FunctionDecl[] {
+    return [...this.primary.values()].map((e) => e.decl);
+  }
+
+  /**
+   * Run a call whose key is already resolved: permission, validation, handler.
+   * Throws ApiError (or whatever the handler throws).
+   */
+  async invoke(decl: FunctionDecl, params: Record<string, unknown>, call: CallContext): Promise<unknown> {
+    if (!permits(call.key, decl.permission)) throw accessDenied();
+    const { k: _k, ...rest } = params;
+    return decl.handler(validate(decl.params, rest), call);
+  }
+
+  /** Look up by name or throw method_not_found. */
+  get(name: string, space?: ApiSpace): FunctionDecl {
+    const d = this.find(name, space);
+    if (!d) throw methodNotFound(name);
+    return d;
+  }
+
+  /** The OpenRPC document for rpc.discover. */
+  describe(title: string): Record<string, unknown> {
+    return {
+      openrpc: '1.2.6',
+      info: { title, version: Version },
+      methods: this.list().map((d) => ({
+        name: d.name,
+        description: d.description,
+        params: [
+          { name: 'k', required: d.permission !== 'none', schema: { type: 'string' }, description: 'API key or token' },
+          ...Object.entries(d.params).map(([name, p]) => ({
+            name, required: p.required, schema: schemaOf(p.type), description: p.description,
+          })),
+        ],
+        result: { name: 'result', description: d.returns ?? 'OK', schema: {} },
+        'x-permission': d.permission,
+        'x-aliases': d.aliases ?? [],
+        'x-api': d.api ?? 'sys',
+      })),
+    };
+  }
+}
+
+export { ApiError };

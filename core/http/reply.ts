@@ -1,0 +1,50 @@
+import type { Context } from 'koa';
+import { encode } from '@msgpack/msgpack';
+
+/** Headers of every function answer (spec, transport rule 7). */
+export const NoCacheHeaders = {
+  'Cache-Control': 'no-cache, no-store, must-revalidate',
+  Expires: '0',
+  Pragma: 'no-cache',
+};
+
+export function replyJson(ctx: Context, status: number, body: unknown): void {
+  ctx.status = status;
+  ctx.set(NoCacheHeaders);
+  ctx.set('Content-Type', 'application/json');
+  ctx.body = JSON.stringify(body);
+}
+
+export function replyMsgpack(ctx: Context, status: number, body: unknown): void {
+  ctx.status = status;
+  ctx.set(NoCacheHeaders);
+  ctx.set('Content-Type', 'application/msgpack');
+  ctx.body = Buffer.from(encode(body, { ignoreUndefined: true }));
+}
+
+/** The direct API error body. */
+export function replyDirectError(ctx: Context, status: number, message: string): void {
+  replyJson(ctx, status, { result: 'ERROR', _error: message });
+}
+
+/** Marks a result object that carries the transport's own success field (`test`). */
+export const WithStatus = Symbol('withStatus');
+
+export function withStatus<T extends object>(obj: T): T {
+  Object.defineProperty(obj, WithStatus, { value: true, enumerable: false });
+  return obj;
+}
+
+/** A handler's result as the direct API answers it. */
+export function directResult(r: unknown): unknown {
+  if (r === undefined || r === null || r === true) return { result: 'OK' };
+  if (typeof r === 'object' && (r as any)[WithStatus]) return { ...(r as object), result: 'OK' };
+  return r;
+}
+
+/** A handler's result as JSON RPC answers it. */
+export function rpcResult(r: unknown): unknown {
+  if (r === undefined || r === null || r === true) return { ok: true };
+  if (typeof r === 'object' && (r as any)[WithStatus]) return { ...(r as object), ok: true };
+  return r;
+}

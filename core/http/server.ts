@@ -1,0 +1,97 @@
+import http from 'node:http';
+import https from 'node:https';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import Koa, { type Context } from 'koa';
+import Router from '@koa/router';
+import { injectable } from 'tsyringe';
+import { Config, parseListen } from '../config';
+import { Paths } from '../paths';
+import { Dispatcher } from '../dispatch';
+import { Logger, ModuleLogger } from '../log';
+import { normalizeIp } from '../auth/networks';
+import { directHandler } from './direct';
+import { jrpcHandler } from './jrpc';
+import { replyDirectError } from './reply';
+
+/**
+ * The HTTP(S) front: Koa with three routes — /sys-api/<fn>, /<product>-api/<fn>
+ * and /jrpc. Anything else is 404; an exception that escapes a handler is
+ * logged and answered 500 without details.
+ */
+@injectable()
+export class HttpServer {
+  private readonly servers: (http.Server | https.Server)[] = [];
+  private readonly log: ModuleLogger;
+  readonly app = new Koa();
+  /** bound addresses, after start: [{host, port, tls}] */
+  readonly bound: { host: string; port: number; tls: boolean }[] = [];
+
+  constructor(private readonly config: Config, private readonly paths: Paths, dispatcher: Dispatcher, logger: Logger) {
+    this.log = logger.module('webapi');
+    const w = config.webapi;
+    const clientIp = (ctx: Context): string => {
+      const real = w.x_real_ip ? ctx.get('x-real-ip') : '';
+      return normalizeIp(real || ctx.req.socket.remoteAddress || '');
+    };
+    const router = new Router();
+    const direct = (space: 'sys' | 'product') => directHandler(dispatcher, space, w.max_body_size, clientIp);
+    router.all('/sys-api/:fn', direct('sys'));
+    router.all(`/${paths.product}-api/:fn`, direct('product'));
+    router.all('/jrpc', jrpcHandler(dispatcher, w.max_body_size, w.max_batch, clientIp));
+
+    this.app.silent = true;
+    this.app.use(async (ctx, next) => {
+      try {
+        await next();
+      } catch (err) {
+        this.log.error(`${ctx.method} ${ctx.path}: ${(err as Error)?.stack ?? err}`);
+        replyDirectError(ctx, 500, 'internal error');
+      }
+    });
+    this.app.use(router.routes());
+    this.app.use(async (ctx) => {
+      if (ctx.body === undefined && ctx.status === 404) replyDirectError(ctx, 404, 'not found');
+    });
+  }
+
+  async start(): Promise<void> {
+    const w = this.config.webapi;
+    const cb = this.app.callback();
+    await this.listen(http.createServer(cb), w.listen, false);
+    if (w.ssl_listen) {
+      const rel = (f: string) => path.resolve(this.paths.etc, f);
+      const opts = { cert: fs.readFileSync(rel(w.ssl_cert)), key: fs.readFileSync(rel(w.ssl_key)) };
+      await this.listen(https.createServer(opts, cb), w.ssl_listen, true);
+    }
+  }
+
+  private async listen(server: http.Server | https.Server, listen: string, tls: boolean): Promise<void> {
+    const { host, port } = parseListen(listen);
+    server.requestTimeout = this.config.webapi.request_timeout * 1000;
+    server.headersTimeout = Math.min(server.requestTimeout, 60_000);
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    server.on('clientError', (_err, socket) => {
+      if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+    });
+    const addr = server.address() as AddressInfo;
+    this.bound.push({ host: addr.address, port: addr.port, tls });
+    this.servers.push(server);
+    this.log.info(`listening on ${tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${addr.port}`);
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.servers.map((s) => new Promise<void>((resolve) => {
+      s.close(() => resolve());
+      s.closeAllConnections?.();
+    })));
+    this.servers.length = 0;
+  }
+}

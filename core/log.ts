@@ -1,0 +1,117 @@
+import { injectable } from 'tsyringe';
+import fs from 'node:fs';
+import { EventBus } from './bus';
+import { Config } from './config';
+
+/** A log record as the API and the `log` event carry it (spec "Log record"). */
+export interface LogRecord { h: string; l: number; mod: string; msg: string; p: string; t: number; th: string }
+
+export const Levels = { debug: 10, info: 20, warning: 30, error: 40, critical: 50 } as const;
+export type LevelName = keyof typeof Levels;
+
+/** Level from a name (any case, a prefix is enough: "warn") or a number 10..50; undefined when bad. */
+export function parseLevel(v: unknown): number | undefined {
+  if (typeof v === 'number') return Number.isInteger(v) && v >= 0 && v <= 100 ? v : undefined;
+  if (typeof v !== 'string' || !v.trim()) return undefined;
+  const s = v.trim().toLowerCase();
+  if (/^\d+$/.test(s)) return parseLevel(Number(s));
+  for (const [name, code] of Object.entries(Levels)) if (name.startsWith(s)) return code;
+  return undefined;
+}
+
+export interface ModuleLogger {
+  debug(msg: string): void;
+  info(msg: string): void;
+  warning(msg: string): void;
+  error(msg: string): void;
+  critical(msg: string): void;
+  log(level: number, msg: string): void;
+}
+
+/**
+ * The controller log: keeps records in memory (bounded by age and count),
+ * writes them to standard output or a file, and publishes each as a `log`
+ * event — except records of modules created with `events: false` (the
+ * notification system's own), which must never feed back into notifiers.
+ */
+@injectable()
+export class Logger {
+  private mem: LogRecord[] = [];
+  private out: (line: string) => void;
+  debugMode: boolean;
+
+  constructor(private readonly config: Config, private readonly bus: EventBus) {
+    this.debugMode = config.server.debug;
+    const file = config.server.log_file;
+    if (file) {
+      const fd = fs.openSync(file, 'a');
+      this.out = (line) => { try { fs.writeSync(fd, line + '\n'); } catch { /* disk full: keep running */ } };
+    } else {
+      this.out = (line) => process.stdout.write(line + '\n');
+    }
+    bus.onListenerError = (owner, subject, err) =>
+      this.write(40, 'bus', `listener of ${owner} failed on ${subject}: ${describe(err)}`, false);
+  }
+
+  module(mod: string, opts: { events?: boolean } = {}): ModuleLogger {
+    const events = opts.events !== false;
+    const log = (l: number, msg: string) => this.write(l, mod, msg, events);
+    return {
+      log,
+      debug: (m) => log(10, m), info: (m) => log(20, m), warning: (m) => log(30, m),
+      error: (m) => log(40, m), critical: (m) => log(50, m),
+    };
+  }
+
+  /** Add a record. Debug records are kept only in debug mode. */
+  write(l: number, mod: string, msg: string, event = true): LogRecord | undefined {
+    if (l < Levels.info && !this.debugMode) return undefined;
+    const rec: LogRecord = {
+      h: this.config.server.name, l, mod, msg, p: this.config.paths.product, t: Date.now() / 1000, th: 'main',
+    };
+    this.keep(rec);
+    this.out(`${new Date(rec.t * 1000).toISOString()} ${levelName(l).toUpperCase()} ${mod}: ${msg}`);
+    if (event) this.bus.emit('log', rec);
+    return rec;
+  }
+
+  /** Store a record taken from elsewhere (e.g. collected from other controllers); no event. */
+  keep(rec: LogRecord): void {
+    this.mem.push(rec);
+    const max = this.config.server.logmem_max_records;
+    if (this.mem.length > max) this.mem.splice(0, this.mem.length - max);
+  }
+
+  /** Records not below `level`, not older than `since` seconds, newest `n`, oldest first. */
+  records(level = Levels.info, since?: number, n = 100): LogRecord[] {
+    this.purge();
+    const from = since !== undefined ? Date.now() / 1000 - since : -Infinity;
+    const out: LogRecord[] = [];
+    for (let i = this.mem.length - 1; i >= 0 && out.length < n; i--) {
+      const r = this.mem[i];
+      if (r.t < from) break;
+      if (r.l >= level) out.push(r);
+    }
+    return out.reverse();
+  }
+
+  /** Drop records older than keep_logmem. */
+  purge(): void {
+    const limit = Date.now() / 1000 - this.config.server.keep_logmem;
+    let i = 0;
+    while (i < this.mem.length && this.mem[i].t < limit) i++;
+    if (i) this.mem.splice(0, i);
+  }
+}
+
+export function levelName(l: number): string {
+  let name = 'debug';
+  for (const [n, code] of Object.entries(Levels)) if (l >= code) name = n;
+  return name;
+}
+
+/** An error's message without a stack, for logs and clients. */
+export function describe(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  return String(err);
+}

@@ -1,0 +1,51 @@
+import 'reflect-metadata';
+import { Command, Option } from 'commander';
+import { Controller } from './controller';
+import { Products, Product } from './defaults';
+import { KeyStore } from './auth/keys';
+import { HttpServer } from './http/server';
+
+/**
+ * Entry: `node dist/core/main.js [--dir DIR] [--product uc|lm|sfa]`.
+ * SIGTERM/SIGINT stop the controller cleanly and exit 0.
+ */
+async function main(): Promise<void> {
+  const program = new Command()
+    .name('controller')
+    .description('Controller management API (sys-api) and notification system')
+    .option('-d, --dir <dir>', 'controller directory', process.cwd())
+    .addOption(new Option('-p, --product <product>', 'controller kind').choices([...Products]).default('uc'))
+    .parse();
+  const opts = program.opts<{ dir: string; product: Product }>();
+  const ctl = await Controller.start({ dir: opts.dir, product: opts.product });
+  // the console always says where the controller is and where a generated master key went,
+  // whatever the log configuration
+  const keys = ctl.get(KeyStore);
+  if (keys.generatedMasterFile) {
+    process.stdout.write(`a master key was generated: see ${keys.generatedMasterFile} (readable by its owner only)\n`);
+  }
+  for (const b of ctl.get(HttpServer).bound) {
+    const host = b.host.includes(':') ? `[${b.host}]` : b.host;
+    process.stdout.write(`${opts.product} controller listening on ${b.tls ? 'https' : 'http'}://${host}:${b.port}\n`);
+  }
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    process.stdout.write(`${signal} received, stopping\n`);
+    try {
+      await ctl.stop();
+      process.exit(0);
+    } catch (err) {
+      process.stderr.write(`stop failed: ${(err as Error).message}\n`);
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+}
+
+main().catch((err) => {
+  process.stderr.write(`controller failed to start: ${err?.message ?? err}\n`);
+  process.exit(1);
+});

@@ -68,6 +68,8 @@ export interface PluginContext {
   hasService(name: string): boolean;
   interval(fn: () => void, ms: number): NodeJS.Timeout;
   timeout(fn: () => void, ms: number): NodeJS.Timeout;
+  /** run once every plugin has started (in start order): cross-plugin wiring, start-up events */
+  onReady(fn: () => unknown): void;
   /** how this plugin writes its modified data when `save` runs (manual/on_exit db_update) */
   onSave(fn: () => unknown): void;
   /** run at stop, after the plugin's own stop, in reverse order of registration */

@@ -15,7 +15,7 @@ import { KERNEL_API, PluginContext, PluginDefinition, PluginKinds } from './plug
 const BUILTIN_DIR = path.resolve(__dirname, '..', 'plugins');
 
 interface Loaded { def: PluginDefinition; file: string; builtin: boolean }
-interface Running { loaded: Loaded; ctx: PluginContext; cleanups: (() => unknown)[] }
+interface Running { loaded: Loaded; ctx: PluginContext; cleanups: (() => unknown)[]; ready: (() => unknown)[] }
 
 /** Check a definition's shape; returns what is wrong, or undefined. */
 export function checkDefinition(d: any): string | undefined {
@@ -159,6 +159,11 @@ export class PluginHost {
         this.skip(l.file, `failed to start: ${describe(err)}`, l.def.name);
       }
     }
+    for (const run of this.running) {
+      for (const fn of run.ready) {
+        try { await fn(); } catch (err) { this.log.error(`plugin ${run.loaded.def.name} ready: ${describe(err)}`); }
+      }
+    }
   }
 
   /** Stop plugins in reverse start order, each within the configured time limit. */
@@ -201,6 +206,7 @@ export class PluginHost {
   private context(loaded: Loaded): Running {
     const name = loaded.def.name;
     const cleanups: (() => unknown)[] = [];
+    const ready: (() => unknown)[] = [];
     const host = this;
     const ctx: PluginContext = {
       name,
@@ -235,9 +241,10 @@ export class PluginHost {
         cleanups.push(() => clearTimeout(t));
         return t;
       },
+      onReady: (fn) => { ready.push(fn); },
       onSave: (fn) => this.saves.add(name, fn),
       onStop: (fn) => { cleanups.push(fn); },
     };
-    return { loaded, ctx, cleanups };
+    return { loaded, ctx, cleanups, ready };
   }
 }

@@ -1,0 +1,94 @@
+import type { PluginContext } from '../../core/plugin';
+import type { ModuleLogger } from '../../core/log';
+import type { Subject } from '../../core/bus';
+
+/**
+ * The contract between the notifier host (plugin `notifiers`, service
+ * `notifiers`) and the notifier type plugins (kind `notifier`). Types only.
+ *
+ * A type plugin exports, besides its plugin definition, the type itself as
+ * `plugin.notifier` (a NotifierType) and registers it at start:
+ *   start(ctx) { ctx.service<NotifierHost>('notifiers').registerType(ctx, myType) }
+ * The notifier command line reads `plugin.notifier` without starting anything.
+ */
+
+/** One subscription of a notifier (decisions.md "Notifiers"). */
+export interface Subscription {
+  subject: Subject;
+  /** state/action: item types, '#' for all */
+  types?: string[];
+  /** state/action: groups, '#' for all */
+  groups?: string[];
+  /** state/action: item oids (instead of types + groups) */
+  items?: string[];
+  /** log: minimum level */
+  level?: number;
+  /** action: statuses, '#' for all */
+  action_status?: string[];
+}
+
+/** A notifier config file runtime/<product>_notify.d/<id>.json (common fields + the type's own). */
+export interface NotifierConfig {
+  id: string;
+  type: string;
+  enabled: boolean;
+  space?: string;
+  /** seconds */
+  timeout?: number;
+  skip_test?: boolean;
+  events: Subscription[];
+  [field: string]: unknown;
+}
+
+/** What the host gives an endpoint. */
+export interface EndpointEnv {
+  /** the type plugin's context: services (items, corescripts), config, paths */
+  ctx: PluginContext;
+  /** a logger whose records never become log events */
+  log: ModuleLogger;
+}
+
+/** One configured notifier's connection to its endpoint. */
+export interface Endpoint {
+  /** connect; the host calls it once before the first send */
+  start?(): Promise<void>;
+  stop?(): Promise<void>;
+  /** the endpoint test (CLI `test`, start-up test); throws when it fails */
+  test(): Promise<void>;
+  /** deliver a batch of events of one subject; throws when it fails (the host retries) */
+  send(subject: Subject, events: unknown[]): Promise<void>;
+  /** type-specific live figures for get_notifier */
+  info?(): Record<string, unknown>;
+}
+
+export interface NotifierType {
+  /** the `type` field value */
+  type: string;
+  /** other names read as this type (json: http-json) */
+  aliases?: string[];
+  /** most events in one send (http: 1) */
+  maxBatch?: number;
+  /** fields of this type with their defaults (host fills them in, CLI `props`/`set` know them) */
+  fields: Record<string, unknown>;
+  /** CLI `create ID PROPS`: the PROPS text after `type:` into fields; throws when malformed */
+  parseProps(props: string): Record<string, unknown>;
+  /** what `list` shows as the target */
+  target(cfg: NotifierConfig): string;
+  /** check and normalize a loaded config (throws when unusable) */
+  validate?(cfg: NotifierConfig): void;
+  /** the notifier object as get_notifier / list_notifiers show it (type-specific fields) */
+  serialize?(cfg: NotifierConfig): Record<string, unknown>;
+  create(cfg: NotifierConfig, env: EndpointEnv): Endpoint;
+}
+
+/** Delivery figures of one notifier (get_notifier). */
+export interface NotifierStats { queued: number; sent: number; failed: number; dropped: number }
+
+/** Service `notifiers`. */
+export interface NotifierHost {
+  registerType(ctx: PluginContext, type: NotifierType): void;
+  /** a running notifier's config (mqtt core-script subscriptions look theirs up) */
+  get(id: string): { config: NotifierConfig; endpoint: Endpoint | undefined; enabled: boolean } | undefined;
+  /** the id of the default MQTT notifier (the first enabled mqtt one), if any */
+  defaultOf(type: string): string | undefined;
+}

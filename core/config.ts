@@ -1,7 +1,7 @@
 import { injectable } from 'tsyringe';
 import fs from 'node:fs';
 import os from 'node:os';
-import ini from 'ini';
+import { parseIni } from './ini';
 import { Defaults, DefaultPorts } from './defaults';
 import { Paths } from './paths';
 
@@ -22,7 +22,7 @@ export function parseBool(v: unknown): boolean | undefined {
 }
 
 /** Merge one ini section over its defaults, converting each value to the default's type. */
-function typed<T extends Section>(defaults: T, raw: Section | undefined): T {
+export function typed<T extends Section>(defaults: T, raw: Section | undefined): T {
   const out: Section = { ...defaults };
   for (const [k, v] of Object.entries(raw ?? {})) {
     const d = (defaults as Section)[k];
@@ -53,7 +53,7 @@ export class Config {
 
   constructor(readonly paths: Paths) {
     let raw: Record<string, Section> = {};
-    if (fs.existsSync(paths.configFile)) raw = ini.parse(fs.readFileSync(paths.configFile, 'utf8'));
+    if (fs.existsSync(paths.configFile)) raw = parseIni(fs.readFileSync(paths.configFile, 'utf8'));
     this.raw = raw;
     const server = typed(Defaults.server, raw.server) as Config['server'];
     if (!server.name) server.name = os.hostname().split('.')[0];

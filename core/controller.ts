@@ -4,7 +4,7 @@ import { container as root, type DependencyContainer, type InjectionToken } from
 import { Paths } from './paths';
 import { Config } from './config';
 import { EventBus } from './bus';
-import { Logger } from './log';
+import { Logger, describe } from './log';
 import { TokenStore } from './auth/tokens';
 import { KeyStore } from './auth/keys';
 import { FunctionRegistry } from './functions';
@@ -12,6 +12,7 @@ import { Dispatcher } from './dispatch';
 import { PluginHost } from './plugins';
 import { HttpServer } from './http/server';
 import { SaveRegistry } from './save';
+import { Lifecycle } from './lifecycle';
 import type { Product } from './defaults';
 
 export interface ControllerOptions { dir: string; product: Product }
@@ -30,7 +31,7 @@ export class Controller {
     const paths = new Paths(opts.dir, opts.product);
     c.registerInstance(Paths, paths);
     c.registerInstance('container', c);
-    for (const cls of [Config, EventBus, Logger, TokenStore, KeyStore, FunctionRegistry, SaveRegistry, Dispatcher, PluginHost, HttpServer]) {
+    for (const cls of [Config, EventBus, Logger, TokenStore, KeyStore, FunctionRegistry, SaveRegistry, Lifecycle, Dispatcher, PluginHost, HttpServer]) {
       c.registerSingleton(cls as InjectionToken<unknown> as any);
     }
     this.container = c;
@@ -46,6 +47,8 @@ export class Controller {
     for (const d of [paths.etc, paths.runtime, paths.xc]) fs.mkdirSync(d, { recursive: true });
     const logger = ctl.get(Logger);
     const log = logger.module('controller');
+    // a shutdown request (shutdown_core) stops an in-process controller; main.ts makes it an exit
+    ctl.get(Lifecycle).onShutdown(() => ctl.stop());
     const keys = ctl.get(KeyStore);
     keys.loadStatic();
     for (const w of keys.warnings) log.warning(w);
@@ -63,10 +66,17 @@ export class Controller {
     return ctl;
   }
 
-  /** Stop: no new calls, then plugins in reverse order (each writes what it holds). */
+  /**
+   * Stop: no new calls; with db_update = on_exit every saver writes; then the
+   * plugins stop in reverse order (each flushes what it is writing).
+   */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       await this.get(HttpServer).stop();
+      if (this.get(Config).server.db_update === 'on_exit') {
+        const log = this.get(Logger).module('controller');
+        for (const f of await this.get(SaveRegistry).saveAll()) log.error(`save of ${f.owner} at stop failed: ${describe(f.error)}`);
+      }
       await this.get(PluginHost).stopAll();
       this.get(Logger).module('controller').info('controller stopped');
     })();

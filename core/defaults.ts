@@ -35,8 +35,20 @@ export const Defaults = {
     max_body_size: 1024 * 1024,
     /** how long a client may take to send a request, seconds */
     request_timeout: 30,
+    /** at stop, how long answers in flight (shutdown_core's own) may take to finish, seconds */
+    stop_grace: 3,
     /** most requests in one JSON RPC batch */
     max_batch: 1000,
+    /** most login tokens held at once; past it expired ones are purged, then the oldest is ended */
+    max_tokens: 100_000,
+    /** failed logins an address may make before it must wait */
+    login_free_failures: 5,
+    /** first wait after those, seconds; each further failure doubles it */
+    login_delay: 1,
+    /** longest wait, seconds; also how long an address's failures are remembered */
+    login_delay_max: 300,
+    /** most client addresses whose failures are remembered (memory bound) */
+    login_clients_max: 10_000,
   },
   sysapi: {
     file_management: false,

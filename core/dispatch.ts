@@ -37,7 +37,8 @@ export class Dispatcher {
       if (k !== undefined && typeof k !== 'string') throw new ApiError('invalid_params', 'parameter k: expected string');
       const who = authenticate(this.keys, k, meta.ip);
       const call: CallContext = {
-        key: who?.key, token: who?.token, user: who?.user, ip: meta.ip, transport: meta.transport, headers: meta.headers,
+        key: who?.key, token: who?.token, user: who?.user, assigned: who?.assigned,
+        ip: meta.ip, transport: meta.transport, headers: meta.headers,
       };
       return await this.functions.invoke(decl, params, call);
     } catch (err) {

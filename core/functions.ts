@@ -20,6 +20,8 @@ export interface CallContext {
   token?: string;
   /** the user the token belongs to, if any */
   user?: string;
+  /** the key came from hosts_assign, not from the caller */
+  assigned?: boolean;
   ip: string;
   transport: string;
   /** request headers, lower-case names (login reads Authorization) */

@@ -83,7 +83,7 @@ export class Logger {
   }
 
   /** Records not below `level`, not older than `since` seconds, newest `n`, oldest first. */
-  records(level = Levels.info, since?: number, n = 100): LogRecord[] {
+  records(level: number = Levels.info, since?: number, n = 100): LogRecord[] {
     this.purge();
     const from = since !== undefined ? Date.now() / 1000 - since : -Infinity;
     const out: LogRecord[] = [];

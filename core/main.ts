@@ -4,10 +4,14 @@ import { Controller } from './controller';
 import { Products, Product } from './defaults';
 import { KeyStore } from './auth/keys';
 import { HttpServer } from './http/server';
+import { Lifecycle } from './lifecycle';
+import { supervise } from './watchdog';
 
 /**
- * Entry: `node dist/core/main.js [--dir DIR] [--product uc|lm|sfa]`.
- * SIGTERM/SIGINT stop the controller cleanly and exit 0.
+ * Entry: `node dist/core/main.js [--dir DIR] [--product uc|lm|sfa] [--watchdog]`.
+ * SIGTERM/SIGINT and shutdown_core stop the controller cleanly and exit 0.
+ * With --watchdog this process only supervises: it runs the controller as a
+ * child and starts it again whenever it exits (core/watchdog.ts).
  */
 async function main(): Promise<void> {
   const program = new Command()
@@ -15,8 +19,13 @@ async function main(): Promise<void> {
     .description('Controller management API (sys-api) and notification system')
     .option('-d, --dir <dir>', 'controller directory', process.cwd())
     .addOption(new Option('-p, --product <product>', 'controller kind').choices([...Products]).default('uc'))
+    .option('--watchdog', 'supervise: run the controller as a child, start it again when it exits (with back-off)')
     .parse();
-  const opts = program.opts<{ dir: string; product: Product }>();
+  const opts = program.opts<{ dir: string; product: Product; watchdog?: boolean }>();
+  if (opts.watchdog) {
+    supervise(__filename, process.argv.slice(2).filter((a) => a !== '--watchdog'));
+    return;
+  }
   const ctl = await Controller.start({ dir: opts.dir, product: opts.product });
   // the console always says where the controller is and where a generated master key went,
   // whatever the log configuration
@@ -29,10 +38,10 @@ async function main(): Promise<void> {
     process.stdout.write(`${opts.product} controller listening on ${b.tls ? 'https' : 'http'}://${host}:${b.port}\n`);
   }
   let stopping = false;
-  const stop = async (signal: string) => {
+  const stop = async (reason: string) => {
     if (stopping) return;
     stopping = true;
-    process.stdout.write(`${signal} received, stopping\n`);
+    process.stdout.write(`${reason}: stopping\n`);
     try {
       await ctl.stop();
       process.exit(0);
@@ -41,6 +50,7 @@ async function main(): Promise<void> {
       process.exit(1);
     }
   };
+  ctl.get(Lifecycle).onShutdown((reason) => stop(reason));
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
 }

@@ -5,6 +5,7 @@ import type { Listener, Subject } from './bus';
 import type { Logger, ModuleLogger } from './log';
 import type { FunctionDecl } from './functions';
 import type { KeyStore } from './auth/keys';
+import type { ApiError, ErrorKind } from './errors';
 
 /** The plugin API version this kernel speaks; a plugin may ask for it with `kernel`. */
 export const KERNEL_API = 1;
@@ -56,6 +57,8 @@ export interface PluginContext {
   readonly keys: KeyStore;
   /** the DI container, for TypeScript plugins that resolve kernel classes */
   readonly container: DependencyContainer;
+  /** an API error of a catalogue kind, for plugins that cannot import core/errors (drop-ins) */
+  error(kind: ErrorKind, message: string): ApiError;
   /** a logger whose records never become `log` events (the notification system's own) */
   quietLog(mod?: string): ModuleLogger;
   on(subject: Subject, listener: Listener): void;
@@ -74,4 +77,6 @@ export interface PluginContext {
   onSave(fn: () => unknown): void;
   /** run at stop, after the plugin's own stop, in reverse order of registration */
   onStop(fn: () => unknown): void;
+  /** run when the controller begins to stop, before any plugin stops (every service is still there) */
+  onStopping(fn: () => unknown): void;
 }

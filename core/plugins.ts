@@ -9,13 +9,14 @@ import { Logger, describe, ModuleLogger } from './log';
 import { FunctionRegistry } from './functions';
 import { KeyStore } from './auth/keys';
 import { SaveRegistry } from './save';
+import { ApiError } from './errors';
 import { KERNEL_API, PluginContext, PluginDefinition, PluginKinds } from './plugin';
 
 /** Where the built-in plugins are after the build (dist/plugins). */
 const BUILTIN_DIR = path.resolve(__dirname, '..', 'plugins');
 
 interface Loaded { def: PluginDefinition; file: string; builtin: boolean }
-interface Running { loaded: Loaded; ctx: PluginContext; cleanups: (() => unknown)[]; ready: (() => unknown)[] }
+interface Running { loaded: Loaded; ctx: PluginContext; cleanups: (() => unknown)[]; ready: (() => unknown)[]; stopping: (() => unknown)[] }
 
 /** Check a definition's shape; returns what is wrong, or undefined. */
 export function checkDefinition(d: any): string | undefined {
@@ -31,7 +32,7 @@ export function checkDefinition(d: any): string | undefined {
   return undefined;
 }
 
-function pickDefinition(mod: any): any {
+export function pickDefinition(mod: any): any {
   for (const c of [mod?.plugin, mod?.default?.plugin, mod?.default]) if (c && typeof c === 'object' && 'name' in c) return c;
   return undefined;
 }
@@ -169,21 +170,30 @@ export class PluginHost {
   /** Stop plugins in reverse start order, each within the configured time limit. */
   async stopAll(): Promise<void> {
     const limit = this.config.server.plugin_stop_timeout * 1000;
+    // first every onStopping hook, while every plugin (and service) still runs
+    for (const run of this.running) {
+      for (const fn of run.stopping.splice(0)) await this.withinLimit(fn, limit, `plugin ${run.loaded.def.name} stopping`, 'finish');
+    }
     while (this.running.length) {
       const run = this.running.pop()!;
       const { def } = run.loaded;
-      let timer: NodeJS.Timeout | undefined;
-      try {
-        await Promise.race([
-          Promise.resolve().then(() => def.stop?.(run.ctx)),
-          new Promise((_, rej) => { timer = setTimeout(() => rej(new Error(`did not stop within ${limit} ms`)), limit); }),
-        ]);
-      } catch (err) {
-        this.log.error(`plugin ${def.name} stop: ${describe(err)}`);
-      } finally {
-        clearTimeout(timer);
-      }
+      await this.withinLimit(() => def.stop?.(run.ctx), limit, `plugin ${def.name} stop`, 'stop');
       await this.cleanup(run);
+    }
+  }
+
+  /** Run fn, waiting at most `limit` ms; a failure or overrun is logged, never thrown. */
+  private async withinLimit(fn: () => unknown, limit: number, what: string, verb: string): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        Promise.resolve().then(fn),
+        new Promise((_, rej) => { timer = setTimeout(() => rej(new Error(`did not ${verb} within ${limit} ms`)), limit); }),
+      ]);
+    } catch (err) {
+      this.log.error(`${what}: ${describe(err)}`);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -207,6 +217,7 @@ export class PluginHost {
     const name = loaded.def.name;
     const cleanups: (() => unknown)[] = [];
     const ready: (() => unknown)[] = [];
+    const stopping: (() => unknown)[] = [];
     const host = this;
     const ctx: PluginContext = {
       name,
@@ -216,6 +227,7 @@ export class PluginHost {
       logger: this.logger,
       keys: this.keys,
       container: this.container,
+      error: (kind, message) => new ApiError(kind, message),
       quietLog: (mod = name) => this.logger.module(mod, { events: false }),
       on: (subject, listener) => this.bus.on(name, subject, listener),
       emit: (subject, data) => this.bus.emit(subject, data),
@@ -244,7 +256,8 @@ export class PluginHost {
       onReady: (fn) => { ready.push(fn); },
       onSave: (fn) => this.saves.add(name, fn),
       onStop: (fn) => { cleanups.push(fn); },
+      onStopping: (fn) => { stopping.push(fn); },
     };
-    return { loaded, ctx, cleanups, ready };
+    return { loaded, ctx, cleanups, ready, stopping };
   }
 }

@@ -10,7 +10,7 @@ import { KeyStore, ResolvedKey } from './keys';
 export function authenticate(keys: KeyStore, presented: string | undefined, ip: string): ResolvedKey | undefined {
   if (presented === undefined || presented === '') {
     const key = keys.assigned(ip);
-    return key ? { key } : undefined;
+    return key ? { key, assigned: true } : undefined;
   }
   const found = keys.resolve(presented);
   if (!found) throw accessDenied('invalid key');

@@ -2,6 +2,7 @@ import { injectable } from 'tsyringe';
 import fs from 'node:fs';
 import crypto from 'node:crypto';
 import ini from 'ini';
+import { parseIni } from '../ini';
 import { ApiKey, KeyListFields, splitList } from './apikey';
 import { TokenStore } from './tokens';
 import { Paths } from '../paths';
@@ -19,11 +20,12 @@ export function generateKeyValue(): string {
 
 const digest = (s: string) => crypto.createHash('sha256').update(s).digest();
 
-export interface ResolvedKey { key: ApiKey; token?: string; user?: string }
+/** `assigned`: no key was presented, hosts_assign gave this one (login tells the two apart). */
+export interface ResolvedKey { key: ApiKey; token?: string; user?: string; assigned?: boolean }
 
 /**
  * All API keys: static ones from etc/<product>_apikeys.ini and dynamic ones
- * (added by the user db store). Keys are found by the SHA-256 of the value
+ * (added from the user db by plugin sysapi-keys). Keys are found by the SHA-256 of the value
  * and confirmed with a constant-time compare, so lookup time says nothing
  * about how much of a guess was right.
  */
@@ -48,7 +50,7 @@ export class KeyStore {
       writeFileAtomicSync(file, content, 0o600);
       this.generatedMasterFile = file;
     }
-    const parsed = ini.parse(fs.readFileSync(file, 'utf8')) as Record<string, Record<string, unknown>>;
+    const parsed = parseIni(fs.readFileSync(file, 'utf8')) as Record<string, Record<string, unknown>>;
     for (const [id, sec] of Object.entries(parsed)) {
       if (typeof sec !== 'object' || sec === null) continue;
       const value = typeof sec.key === 'string' ? sec.key.trim() : '';
@@ -89,6 +91,16 @@ export class KeyStore {
     key.key = value;
     this.byDigest.set(digest(value).toString('hex'), key);
     this.tokens.dropKey(key.id);
+  }
+
+  /** A key's rights changed (set_key_prop): end its tokens, their holders log in again under the new rules. */
+  changed(key: ApiKey): void {
+    this.tokens.dropKey(key.id);
+  }
+
+  /** Whether some key already has this value (two keys must never share one). */
+  hasValue(value: string): boolean {
+    return this.byDigest.has(digest(value).toString('hex'));
   }
 
   get(id: string): ApiKey | undefined {

@@ -4,9 +4,6 @@ import { Config } from '../config';
 
 export interface TokenInfo { keyId: string; user?: string; created: number; used: number }
 
-/** Most tokens held at once; past it the least recently created is ended. */
-const MAX_TOKENS = 100_000;
-
 /**
  * Login tokens: `token:` + 64 hex characters, in memory only (a restart ends
  * them). A token lives `session_timeout` seconds since its last use (since
@@ -22,12 +19,30 @@ export class TokenStore {
     return this.config.webapi.session_timeout > 0;
   }
 
+  /**
+   * A new token for a key (and the user who logged in). At `max_tokens` the
+   * expired tokens are purged first; if none were, the oldest token is ended.
+   */
   create(keyId: string, user?: string): string {
+    if (this.tokens.size >= this.config.webapi.max_tokens) {
+      this.purge();
+      while (this.tokens.size >= this.config.webapi.max_tokens) this.tokens.delete(this.tokens.keys().next().value!);
+    }
     const token = 'token:' + crypto.randomBytes(32).toString('hex');
     const now = Date.now();
     this.tokens.set(token, { keyId, user, created: now, used: now });
-    if (this.tokens.size > MAX_TOKENS) this.tokens.delete(this.tokens.keys().next().value!);
     return token;
+  }
+
+  private expired(info: TokenInfo, now: number): boolean {
+    const since = this.config.webapi.session_no_prolong ? info.created : info.used;
+    return now - since > this.config.webapi.session_timeout * 1000;
+  }
+
+  /** End every expired token. */
+  purge(): void {
+    const now = Date.now();
+    for (const [t, info] of this.tokens) if (this.expired(info, now)) this.tokens.delete(t);
   }
 
   /** The token's info when it is valid (and refreshes its idle timer). */
@@ -35,8 +50,7 @@ export class TokenStore {
     const info = this.tokens.get(token);
     if (!info) return undefined;
     const now = Date.now();
-    const since = this.config.webapi.session_no_prolong ? info.created : info.used;
-    if (now - since > this.config.webapi.session_timeout * 1000) {
+    if (!this.enabled || this.expired(info, now)) {
       this.tokens.delete(token);
       return undefined;
     }

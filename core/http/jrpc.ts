@@ -1,15 +1,14 @@
 import type { Context } from 'koa';
-import { decode } from '@msgpack/msgpack';
+import { Decoder } from '@msgpack/msgpack';
 import { Dispatcher } from '../dispatch';
-import { ApiError } from '../errors';
+import { rpcCall, rpcError, RpcResponse } from '../rpc';
 import { BodyTooLarge, mediaType, readBody } from './body';
-import { replyJson, replyMsgpack, rpcResult } from './reply';
+import { replyJson, replyMsgpack } from './reply';
+
+/** one decoder for every request: building one per call costs more than the decoding */
+const decoder = new Decoder();
 
 const MSGPACK_TYPES = new Set(['application/msgpack', 'application/x-msgpack']);
-
-type RpcResponse = { jsonrpc: '2.0'; id: unknown; result?: unknown; error?: { code: number; message: string } };
-
-const rpcError = (id: unknown, code: number, message: string): RpcResponse => ({ jsonrpc: '2.0', id, error: { code, message } });
 
 /**
  * JSON RPC 2.0 at /jrpc: JSON or MessagePack (by Content-Type, answered in
@@ -17,29 +16,8 @@ const rpcError = (id: unknown, code: number, message: string): RpcResponse => ({
  * 202 when nothing else is, and the GET form /jrpc?i=ID&m=METHOD&p=PARAMS.
  */
 export function jrpcHandler(dispatcher: Dispatcher, maxBody: number, maxBatch: number, clientIp: (ctx: Context) => string) {
-  async function one(req: unknown, ctx: Context, headerKey: string | undefined): Promise<RpcResponse | undefined> {
-    if (!req || typeof req !== 'object' || Array.isArray(req)) return rpcError(null, -32600, 'invalid request');
-    const { jsonrpc, method, params, id } = req as Record<string, unknown>;
-    const notification = id === undefined || id === null;
-    if (jsonrpc !== '2.0' || typeof method !== 'string' ||
-        (id !== undefined && id !== null && typeof id !== 'string' && typeof id !== 'number')) {
-      return rpcError(notification ? null : id, -32600, 'invalid request');
-    }
-    let result: unknown;
-    try {
-      if (params !== undefined && params !== null && (typeof params !== 'object' || Array.isArray(params))) {
-        throw new ApiError('invalid_params', 'params must be an object');
-      }
-      result = rpcResult(await dispatcher.call(method, (params ?? {}) as Record<string, unknown>, {
-        ip: clientIp(ctx), transport: 'jrpc', headers: ctx.headers, headerKey,
-      }));
-    } catch (err) {
-      if (notification) return undefined;
-      const e = err as ApiError;
-      return rpcError(id, e.code, e.message);
-    }
-    return notification ? undefined : { jsonrpc: '2.0', id, result };
-  }
+  const one = (req: unknown, ctx: Context, headerKey: string | undefined) =>
+    rpcCall(dispatcher, req, { ip: clientIp(ctx), transport: 'jrpc', headers: ctx.headers, headerKey });
 
   return async (ctx: Context) => {
     let packed = false;
@@ -66,7 +44,7 @@ export function jrpcHandler(dispatcher: Dispatcher, maxBody: number, maxBatch: n
         return;
       }
       try {
-        payload = packed ? decode(raw) : JSON.parse(raw.toString('utf8'));
+        payload = packed ? decoder.decode(raw) : JSON.parse(raw.toString('utf8'));
       } catch {
         reply(400, rpcError(null, -32700, 'parse error'));
         return;

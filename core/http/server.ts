@@ -25,6 +25,9 @@ export class HttpServer {
   private readonly servers: (http.Server | https.Server)[] = [];
   private readonly log: ModuleLogger;
   readonly app = new Koa();
+  /** requests not answered yet: stop lets them finish (within stop_grace) */
+  private inflight = 0;
+  private drained: (() => void) | undefined;
   /** bound addresses, after start: [{host, port, tls}] */
   readonly bound: { host: string; port: number; tls: boolean }[] = [];
 
@@ -78,6 +81,12 @@ export class HttpServer {
         resolve();
       });
     });
+    server.on('request', (_req, res: http.ServerResponse) => {
+      this.inflight++;
+      res.once('close', () => {
+        if (--this.inflight === 0) this.drained?.();
+      });
+    });
     server.on('clientError', (_err, socket) => {
       if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
     });
@@ -87,11 +96,23 @@ export class HttpServer {
     this.log.info(`listening on ${tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${addr.port}`);
   }
 
+  /** Stop listening, let answers in flight go out (within stop_grace), then close every connection. */
   async stop(): Promise<void> {
-    await Promise.all(this.servers.map((s) => new Promise<void>((resolve) => {
+    const closed = this.servers.map((s) => new Promise<void>((resolve) => {
       s.close(() => resolve());
-      s.closeAllConnections?.();
-    })));
+      s.closeIdleConnections();
+    }));
+    if (this.inflight > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await new Promise<void>((resolve) => {
+        this.drained = resolve;
+        timer = setTimeout(resolve, this.config.webapi.stop_grace * 1000);
+      });
+      clearTimeout(timer);
+      this.drained = undefined;
+    }
+    for (const s of this.servers) s.closeAllConnections();
+    await Promise.all(closed);
     this.servers.length = 0;
   }
 }

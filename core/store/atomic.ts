@@ -52,6 +52,26 @@ export function writeFileAtomicSync(file: string, data: string | Uint8Array, mod
   try { fs.fsyncSync(dfd); } finally { fs.closeSync(dfd); }
 }
 
+/**
+ * Remove the temp files a killed writer of `file` left behind (written, never
+ * renamed). Call it at start, before the first write: only then is no write of
+ * that file in progress. Returns how many were removed.
+ */
+export function removeStaleTemps(file: string): number {
+  const dir = path.dirname(file);
+  const prefix = `.${path.basename(file)}.`;
+  let removed = 0;
+  let names: string[];
+  try { names = fs.readdirSync(dir); } catch { return 0; }
+  for (const name of names) {
+    if (name.startsWith(prefix) && /^\d+\.[0-9a-f]{8}\.tmp$/.test(name.slice(prefix.length))) {
+      fs.rmSync(path.join(dir, name), { force: true });
+      removed++;
+    }
+  }
+  return removed;
+}
+
 async function syncDir(dir: string): Promise<void> {
   const dh = await fsp.open(dir, 'r');
   try { await dh.sync(); } finally { await dh.close(); }

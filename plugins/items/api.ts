@@ -59,6 +59,9 @@ export interface ItemInfo {
   mqtt_control: string;
 }
 
+/** What happened to an item's existence or configuration (ItemsService.watch). */
+export type ItemChange = 'created' | 'destroyed' | 'props';
+
 export interface ItemsService {
   get(oid: string): ItemInfo | undefined;
   list(): ItemInfo[];
@@ -72,4 +75,9 @@ export interface ItemsService {
   update(oid: string, change: { status?: number; value?: string | null }, source?: string): void;
   /** Start a unit action (MQTT control, core scripts); resolves to its uuid. */
   action(oid: string, params: { status: number; value?: string | null; priority?: number }, source?: string): Promise<string>;
+  /**
+   * Be told when items are created, destroyed or change configuration (the
+   * mqtt notifier follows mqtt_update / mqtt_control); returns the way to stop.
+   */
+  watch?(listener: (item: ItemInfo, change: 'created' | 'destroyed' | 'props') => void): () => void;
 }

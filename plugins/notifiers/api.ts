@@ -55,7 +55,11 @@ export interface Endpoint {
   stop?(): Promise<void>;
   /** the endpoint test (CLI `test`, start-up test); throws when it fails */
   test(): Promise<void>;
-  /** deliver a batch of events of one subject; throws when it fails (the host retries) */
+  /**
+   * deliver a batch of events of one subject; throws when it fails (the host
+   * retries). A DeliveryError with `remaining` says which events are still
+   * undelivered (the others count as sent and are not sent again).
+   */
   send(subject: Subject, events: unknown[]): Promise<void>;
   /** type-specific live figures for get_notifier */
   info?(): Record<string, unknown>;
@@ -66,7 +70,7 @@ export interface NotifierType {
   type: string;
   /** other names read as this type (json: http-json) */
   aliases?: string[];
-  /** most events in one send (http: 1) */
+  /** most events in one send (the host's max_batch when absent) */
   maxBatch?: number;
   /** fields of this type with their defaults (host fills them in, CLI `props`/`set` know them) */
   fields: Record<string, unknown>;
@@ -81,6 +85,12 @@ export interface NotifierType {
   create(cfg: NotifierConfig, env: EndpointEnv): Endpoint;
 }
 
+/** What Endpoint.send may throw when part of a batch got through. */
+export interface DeliveryError extends Error {
+  /** the events of the batch that were not delivered, in order */
+  remaining?: unknown[];
+}
+
 /** Delivery figures of one notifier (get_notifier). */
 export interface NotifierStats { queued: number; sent: number; failed: number; dropped: number }
 
@@ -91,4 +101,10 @@ export interface NotifierHost {
   get(id: string): { config: NotifierConfig; endpoint: Endpoint | undefined; enabled: boolean } | undefined;
   /** the id of the default MQTT notifier (the first enabled mqtt one), if any */
   defaultOf(type: string): string | undefined;
+  /** ids of the loaded notifiers, sorted */
+  list(): string[];
+  /** the notifier object as list_notifiers / get_notifier show it; `stats` adds the live figures */
+  describe(id: string, stats?: boolean): Record<string, unknown> | undefined;
+  /** enable or disable until restart; false when the id is unknown; rejects when it cannot start */
+  setEnabled(id: string, enabled: boolean): Promise<boolean>;
 }

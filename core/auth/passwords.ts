@@ -1,0 +1,86 @@
+import crypto from 'node:crypto';
+
+/**
+ * Password hashes of user accounts. New ones are node's scrypt with a random
+ * salt, stored self-describing so the cost can be raised later without
+ * breaking stored hashes:
+ *   $scrypt$ln=<log2 N>,r=<r>,p=<p>$<salt, base64>$<hash, base64>
+ * A bare 64-hex string is an unsalted SHA-256 from a user db of EVA ICS 3.3:
+ * accepted, and reported as needing an upgrade so the caller rewrites it.
+ */
+export const PasswordDefaults = {
+  /** log2 of scrypt's N: 2^15 takes ~0.1 s and 32 MiB, slow enough to make guessing costly */
+  ln: 15,
+  r: 8,
+  p: 1,
+  saltBytes: 16,
+  hashBytes: 32,
+  /** highest cost accepted from a stored string: a forged db row must not make a login eat the memory */
+  maxLn: 20,
+};
+
+const PREFIX = '$scrypt$';
+const LEGACY_SHA256 = /^[0-9a-f]{64}$/i;
+
+interface Params { ln: number; r: number; p: number }
+
+function scrypt(password: string, salt: Buffer, length: number, { ln, r, p }: Params): Promise<Buffer> {
+  const N = 2 ** ln;
+  return new Promise((resolve, reject) => {
+    // maxmem: scrypt needs 128 * N * r bytes; node's default cap is 32 MiB
+    crypto.scrypt(password, salt, length, { N, r, p, maxmem: 256 * N * r + 1024 * 1024 }, (err, key) =>
+      err ? reject(err) : resolve(key));
+  });
+}
+
+/** A new salted hash of `password`. */
+export async function hashPassword(password: string): Promise<string> {
+  const d = PasswordDefaults;
+  const salt = crypto.randomBytes(d.saltBytes);
+  const hash = await scrypt(password, salt, d.hashBytes, d);
+  return `${PREFIX}ln=${d.ln},r=${d.r},p=${d.p}$${salt.toString('base64')}$${hash.toString('base64')}`;
+}
+
+function parseScrypt(stored: string): { params: Params; salt: Buffer; hash: Buffer } | undefined {
+  const m = /^\$scrypt\$ln=(\d+),r=(\d+),p=(\d+)\$([A-Za-z0-9+/=]+)\$([A-Za-z0-9+/=]+)$/.exec(stored);
+  if (!m) return undefined;
+  const params = { ln: Number(m[1]), r: Number(m[2]), p: Number(m[3]) };
+  if (params.ln < 1 || params.ln > PasswordDefaults.maxLn || params.r < 1 || params.r > 32 || params.p < 1 || params.p > 16) {
+    return undefined;
+  }
+  const hash = Buffer.from(m[5], 'base64');
+  if (hash.length < 16) return undefined;
+  return { params, salt: Buffer.from(m[4], 'base64'), hash };
+}
+
+export interface Verdict {
+  ok: boolean;
+  /** the stored form is outdated (legacy SHA-256, or a lower cost than today's): rewrite it */
+  upgrade: boolean;
+}
+
+/**
+ * Check a password against a stored hash, in constant time for the compare.
+ * An unknown stored form never matches.
+ */
+export async function verifyPassword(password: string, stored: string): Promise<Verdict> {
+  if (LEGACY_SHA256.test(stored)) {
+    const given = crypto.createHash('sha256').update(password).digest();
+    const ok = crypto.timingSafeEqual(given, Buffer.from(stored, 'hex'));
+    return { ok, upgrade: ok };
+  }
+  const parsed = parseScrypt(stored);
+  if (!parsed) {
+    await dummyVerify(password); // the same time as a real check: the answer must not tell the form apart
+    return { ok: false, upgrade: false };
+  }
+  const given = await scrypt(password, parsed.salt, parsed.hash.length, parsed.params);
+  const ok = crypto.timingSafeEqual(given, parsed.hash);
+  const d = PasswordDefaults;
+  return { ok, upgrade: ok && (parsed.params.ln < d.ln || parsed.params.r < d.r) };
+}
+
+/** Spend the time of one check: used for unknown users so their absence does not answer faster. */
+export async function dummyVerify(password: string): Promise<void> {
+  await scrypt(password, Buffer.alloc(PasswordDefaults.saltBytes), PasswordDefaults.hashBytes, PasswordDefaults);
+}

@@ -1,0 +1,59 @@
+import { container as root } from 'tsyringe';
+import { Paths } from '../paths';
+import { Config } from '../config';
+import { ApiError } from '../errors';
+import { levelName, type Logger, type ModuleLogger } from '../log';
+import type { KeyStore } from '../auth/keys';
+import type { PluginContext } from '../plugin';
+
+/** Messages of warning level and above go to standard error; the command line keeps no log. */
+export function stderrLog(mod: string): ModuleLogger {
+  const log = (l: number, m: string) => { if (l >= 30) process.stderr.write(`${levelName(l)}: ${mod}: ${m}\n`); };
+  return {
+    log, debug: (m) => log(10, m), info: (m) => log(20, m), warning: (m) => log(30, m),
+    error: (m) => log(40, m), critical: (m) => log(50, m),
+  };
+}
+
+/**
+ * What an endpoint gets from its plugin, for `test` outside the controller:
+ * the controller's paths and configuration. No controller runs here, so
+ * there are no services, keys, functions or events; timers and stop hooks
+ * are kept and run by `close`.
+ */
+export function standaloneContext(paths: Paths): { ctx: PluginContext; close(): Promise<void> } {
+  const config = new Config(paths);
+  const log = stderrLog('notifier');
+  const cleanups: (() => unknown)[] = [];
+  const unavailable = (what: string) => () => { throw new Error(`${what} is not available in the command line`); };
+  const ctx: PluginContext = {
+    name: 'notifier-cli',
+    paths,
+    config,
+    log,
+    // no controller log and no keys outside a controller: an endpoint that reaches for them fails clearly
+    get logger(): Logger { return unavailable('the controller log')(); },
+    get keys(): KeyStore { return unavailable('the key store')(); },
+    container: root.createChildContainer(),
+    error: (kind, message) => new ApiError(kind, message),
+    quietLog: (mod) => stderrLog(mod ?? 'notifier'),
+    on: () => {},
+    emit: () => {},
+    register: unavailable('registering functions'),
+    provide: () => {},
+    service: unavailable('a controller service'),
+    hasService: () => false,
+    interval(fn, ms) { const t = setInterval(fn, ms); cleanups.push(() => clearInterval(t)); return t; },
+    timeout(fn, ms) { const t = setTimeout(fn, ms); cleanups.push(() => clearTimeout(t)); return t; },
+    onReady: () => {},
+    onSave: () => {},
+    onStop: (fn) => { cleanups.push(fn); },
+    onStopping: () => {},
+  };
+  return {
+    ctx,
+    async close() {
+      for (const fn of cleanups.reverse()) { try { await fn(); } catch { /* closing anyway */ } }
+    },
+  };
+}

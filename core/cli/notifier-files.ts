@@ -1,0 +1,144 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { writeFileAtomic } from '../store/atomic';
+import { parseBool } from '../config';
+import type { NotifierConfig, NotifierType } from '../../plugins/notifiers/api';
+import { NotifierIdPattern, normalizeConfig } from '../../plugins/notifiers/host/config';
+import { CommonFields, DeliveryDefaults } from '../../plugins/notifiers/host/defaults';
+
+/** A command-line failure: its message is shown as it is, the exit code is 1. */
+export class CliError extends Error {}
+
+export type RawConfig = Record<string, unknown>;
+
+/** The notifier files of one controller (runtime/<product>_notify.d/<id>.json), read and written as the controller reads them. */
+export class NotifierFiles {
+  constructor(readonly dir: string) {}
+
+  file(id: string): string {
+    if (!NotifierIdPattern.test(id)) throw new CliError(`bad notifier id ${JSON.stringify(id)}: letters, digits, _ . - (up to 128), not starting with a sign`);
+    return path.join(this.dir, `${id}.json`);
+  }
+
+  exists(id: string): boolean {
+    return fs.existsSync(this.file(id));
+  }
+
+  ids(): string[] {
+    if (!fs.existsSync(this.dir)) return [];
+    return fs.readdirSync(this.dir).filter((n) => n.endsWith('.json')).map((n) => n.slice(0, -5)).sort();
+  }
+
+  /** The file's JSON as it is (unknown fields kept, so an edit changes only what it names). */
+  read(id: string): RawConfig {
+    const file = this.file(id);
+    let text: string;
+    try {
+      text = fs.readFileSync(file, 'utf8');
+    } catch {
+      throw new CliError(`notifier ${id} not found (no ${file})`);
+    }
+    let raw: unknown;
+    try {
+      raw = JSON.parse(text);
+    } catch (err) {
+      throw new CliError(`${file} is not valid JSON: ${(err as Error).message}`);
+    }
+    if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw new CliError(`${file} does not hold a JSON object`);
+    return raw as RawConfig;
+  }
+
+  /** Check the config as the controller will (common fields, then its type), then write it atomically. */
+  async write(id: string, raw: RawConfig, types: Map<string, NotifierType>): Promise<void> {
+    checked(raw, id, types);
+    await writeFileAtomic(this.file(id), JSON.stringify(raw, null, 2) + '\n');
+  }
+
+  async remove(id: string): Promise<void> {
+    const file = this.file(id);
+    if (!fs.existsSync(file)) throw new CliError(`notifier ${id} not found`);
+    await fs.promises.rm(file);
+  }
+}
+
+/** The config as the controller would load it; throws CliError with the reason when it would refuse it. */
+export function checked(raw: RawConfig, id: string, types: Map<string, NotifierType>): { cfg: NotifierConfig; type: NotifierType } {
+  let cfg: NotifierConfig;
+  try {
+    cfg = normalizeConfig(structuredClone(raw), id);
+  } catch (err) {
+    throw new CliError(`notifier ${id}: ${(err as Error).message}`);
+  }
+  const type = types.get(cfg.type);
+  if (!type) throw new CliError(`notifier ${id}: unknown type ${cfg.type} (known: ${[...types.keys()].sort().join(', ')})`);
+  cfg.type = type.type;
+  try {
+    type.validate?.(cfg);
+  } catch (err) {
+    throw new CliError(`notifier ${id}: ${(err as Error).message}`);
+  }
+  return { cfg, type };
+}
+
+/** Fields every notifier has, with an example of their kind where the default (null) does not say. */
+const CommonKinds: Record<string, unknown> = { enabled: false, space: '', timeout: 0, skip_test: false };
+
+/** Every field `props` shows and `set` knows for a type: name -> default. */
+export function knownFields(type: NotifierType): Record<string, unknown> {
+  return { ...CommonFields, ...DeliveryDefaults, ...type.fields };
+}
+
+/** A text from the command line as the kind of value `example` is. */
+function convert(name: string, text: string, example: unknown): unknown {
+  if (typeof example === 'number') {
+    const n = Number(text);
+    if (text.trim() === '' || !Number.isFinite(n)) throw new CliError(`${name} must be a number, not ${JSON.stringify(text)}`);
+    return n;
+  }
+  if (typeof example === 'boolean') {
+    const b = parseBool(text);
+    if (b === undefined) throw new CliError(`${name} must be true or false, not ${JSON.stringify(text)}`);
+    return b;
+  }
+  if (example && typeof example === 'object') {
+    // a whole object field (mqtt qos) takes a number for every member, or JSON
+    const members = Object.entries(example as Record<string, unknown>);
+    if (members.every(([, v]) => typeof v === 'number') && /^\s*-?\d+(\.\d+)?\s*$/.test(text)) {
+      return Object.fromEntries(members.map(([k]) => [k, Number(text)]));
+    }
+    try { return JSON.parse(text); } catch { throw new CliError(`${name} must be a number or a JSON object`); }
+  }
+  return text;
+}
+
+/**
+ * `set ID PROP [VALUE]`: the value converted to the field's kind; no value
+ * removes the field (back to its default). `field.member` sets one member of
+ * an object field (`qos.state 2`).
+ */
+export function setField(raw: RawConfig, type: NotifierType, prop: string, value: string | undefined): void {
+  const known = knownFields(type);
+  const [field, member, ...rest] = prop.split('.');
+  if (field === 'id' || field === 'type' || field === 'events') {
+    throw new CliError(`${field} cannot be set: ${field === 'events' ? 'use subscribe / unsubscribe' : 'create a new notifier instead'}`);
+  }
+  if (!(field in known) || rest.length) throw new CliError(`unknown property ${prop} for a ${type.type} notifier (known: ${Object.keys(known).join(', ')})`);
+  const example = field in CommonKinds ? CommonKinds[field] : known[field];
+  if (member === undefined) {
+    if (value === undefined) delete raw[field];
+    else raw[field] = convert(field, value, example);
+    return;
+  }
+  if (!example || typeof example !== 'object' || !(member in (example as object))) {
+    throw new CliError(`unknown property ${prop}: ${field} has no member ${member}`);
+  }
+  // start from the current value: a single number stands for every member
+  const current = raw[field];
+  const members = Object.keys(example as object);
+  const obj: Record<string, unknown> = current && typeof current === 'object' && !Array.isArray(current)
+    ? { ...(current as Record<string, unknown>) }
+    : current === undefined || current === null ? {} : Object.fromEntries(members.map((k) => [k, current]));
+  if (value === undefined) delete obj[member];
+  else obj[member] = convert(prop, value, (example as Record<string, unknown>)[member]);
+  raw[field] = obj;
+}

@@ -1,0 +1,53 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { pickDefinition } from '../plugins';
+import type { NotifierType } from '../../plugins/notifiers/api';
+
+/** Where the built-in notifier type plugins are after the build (dist/plugins/notifiers). */
+const BUILTIN_DIR = path.resolve(__dirname, '..', '..', 'plugins', 'notifiers');
+
+export interface TypeCatalogue {
+  /** by type name and alias */
+  types: Map<string, NotifierType>;
+  /** drop-in files that could not be read, with the reason */
+  problems: string[];
+}
+
+function isNotifierType(t: any): t is NotifierType {
+  return !!t && typeof t === 'object' && typeof t.type === 'string' && typeof t.parseProps === 'function' && typeof t.create === 'function';
+}
+
+function jsFiles(dir: string): string[] {
+  if (!fs.existsSync(dir)) return [];
+  return fs.readdirSync(dir).filter((n) => /\.m?js$/.test(n)).sort().map((n) => path.join(dir, n));
+}
+
+/**
+ * The notifier types a controller would have, read from the plugin modules
+ * without starting them: the built-in ones and the controller directory's
+ * drop-ins (plugins/*.js|.mjs), each exporting its type as `plugin.notifier`.
+ */
+export async function loadTypes(controllerDir: string): Promise<TypeCatalogue> {
+  const types = new Map<string, NotifierType>();
+  const problems: string[] = [];
+  const files = [...jsFiles(BUILTIN_DIR).map((f) => ({ f, builtin: true })), ...jsFiles(path.join(controllerDir, 'plugins')).map((f) => ({ f, builtin: false }))];
+  for (const { f, builtin } of files) {
+    let mod: unknown;
+    try {
+      mod = builtin ? require(f) : await import(pathToFileURL(f).href);
+    } catch (err) {
+      problems.push(`${f}: ${(err as Error).message}`);
+      continue;
+    }
+    const def = pickDefinition(mod);
+    if (def?.kind !== 'notifier') continue;
+    if (!isNotifierType(def.notifier)) {
+      problems.push(`${f}: a notifier plugin without a usable plugin.notifier type`);
+      continue;
+    }
+    const t: NotifierType = def.notifier;
+    for (const name of [t.type, ...(t.aliases ?? [])]) if (!types.has(name)) types.set(name, t);
+  }
+  return { types, problems };
+}

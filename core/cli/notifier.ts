@@ -1,0 +1,277 @@
+import path from 'node:path';
+import { Command, CommanderError, Option } from 'commander';
+import { Paths } from '../paths';
+import { Products, type Product } from '../defaults';
+import { describe } from '../log';
+import type { Subscription } from '../../plugins/notifiers/api';
+import { normalizeSubscription } from '../../plugins/notifiers/host/config';
+import { DefaultLogLevel } from '../../plugins/notifiers/host/filter';
+import { loadTypes } from './notifier-types';
+import { CliError, NotifierFiles, checked, knownFields, setField, type RawConfig } from './notifier-files';
+import { standaloneContext } from './notifier-env';
+
+/**
+ * The notifier command line (uc-notifier, lm-notifier, sfa-notifier): edits
+ * the notifier files of a controller directory; the controller reads them at
+ * its next start (spec "Notifier command-line management").
+ */
+
+/** Exit codes: 0 done, 1 the command failed (not found, refused, test failed), 2 bad usage. */
+export const ExitCodes = { ok: 0, failed: 1, usage: 2 };
+
+const APPLY = 'restart the controller to apply';
+
+/** uc/lm/sfa from the name the tool was started by (uc-notifier ...), else uc. */
+export function productOf(invokedAs: string | undefined): Product {
+  const m = /^(uc|lm|sfa)-notifier/.exec(path.basename(invokedAs ?? ''));
+  return (m?.[1] as Product | undefined) ?? 'uc';
+}
+
+export interface Io { out(text: string): void; err(text: string): void }
+
+interface Globals { dir: string; product: Product }
+
+/** Align columns of text rows. */
+function table(rows: string[][]): string {
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
+  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ')).join('\n') + '\n';
+}
+
+function splitComma(v: string): string[] {
+  return v.split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+/** The subscription `subscribe` builds from its options; throws CliError when they do not fit the subject. */
+export function subscriptionOf(subject: string, o: { level?: string; types?: string; groups?: string; items?: string; statuses?: string }): Subscription {
+  if (!['state', 'action', 'log'].includes(subject)) throw new CliError(`subject must be state, action or log, not ${subject}`);
+  const raw: Record<string, unknown> = { subject };
+  if (subject === 'log') {
+    for (const [flag, v] of [['-v', o.types], ['-g', o.groups], ['-I', o.items], ['-a', o.statuses]] as const) {
+      if (v !== undefined) throw new CliError(`${flag} is for state and action subscriptions, not log`);
+    }
+    raw.level = o.level ?? DefaultLogLevel;
+  } else {
+    if (o.level !== undefined) throw new CliError('-l is for log subscriptions');
+    if (o.statuses !== undefined && subject !== 'action') throw new CliError('-a is for action subscriptions');
+    const byType = o.types !== undefined || o.groups !== undefined;
+    if (byType && (o.types === undefined || o.groups === undefined)) throw new CliError('types (-v) and groups (-g) go together');
+    if (!byType && o.items === undefined) throw new CliError(`a ${subject} subscription needs types (-v) with groups (-g), or items (-I)`);
+    if (o.types !== undefined) raw.types = splitComma(o.types);
+    if (o.groups !== undefined) raw.groups = splitComma(o.groups);
+    if (o.items !== undefined) raw.items = splitComma(o.items);
+    if (o.statuses !== undefined) raw.action_status = splitComma(o.statuses);
+    for (const f of ['types', 'groups', 'items', 'action_status']) {
+      if (Array.isArray(raw[f]) && !(raw[f] as string[]).length) throw new CliError(`an empty list for ${f}`);
+    }
+  }
+  try {
+    return normalizeSubscription(raw);
+  } catch (err) {
+    throw new CliError(describe(err));
+  }
+}
+
+function show(v: unknown): string {
+  if (v === undefined || v === null) return '';
+  return typeof v === 'object' ? JSON.stringify(v) : String(v);
+}
+
+/** Build the program; actions write through `io`. */
+function program(io: Io, defaultProduct: Product): Command {
+  const cmd = new Command()
+    .name(`${defaultProduct}-notifier`)
+    .description('Manage the notifiers of a controller; changes apply at its next start')
+    .option('-d, --dir <dir>', 'controller directory', process.cwd())
+    .addOption(new Option('-p, --product <product>', 'controller kind').choices([...Products]).default(defaultProduct))
+    .showHelpAfterError()
+    .exitOverride()
+    .configureOutput({ writeOut: io.out, writeErr: io.err });
+
+  const ctx = async () => {
+    const g = cmd.opts<Globals>();
+    const paths = new Paths(g.dir, g.product);
+    const files = new NotifierFiles(paths.notifyDir);
+    const catalogue = await loadTypes(paths.dir);
+    for (const p of catalogue.problems) io.err(`warning: notifier plugin ${p}\n`);
+    return { paths, files, types: catalogue.types };
+  };
+  /** Read, change, check and write one notifier file. */
+  const edit = async (id: string, change: (raw: RawConfig, c: Awaited<ReturnType<typeof ctx>>) => string) => {
+    const c = await ctx();
+    const raw = c.files.read(id);
+    const said = change(raw, c);
+    await c.files.write(id, raw, c.types);
+    io.out(`${said}; ${APPLY}\n`);
+  };
+  const typeOf = (raw: RawConfig, id: string, c: Awaited<ReturnType<typeof ctx>>) => checked(raw, id, c.types).type;
+
+  cmd.command('list')
+    .description('List the notifiers: type, id, status, target')
+    .action(async () => {
+      const c = await ctx();
+      const rows = [['TYPE', 'ID', 'STATUS', 'TARGET']];
+      for (const id of c.files.ids()) {
+        try {
+          const { cfg, type } = checked(c.files.read(id), id, c.types);
+          rows.push([cfg.type, id, cfg.enabled ? 'enabled' : 'disabled', type.target(cfg)]);
+        } catch (err) {
+          rows.push(['?', id, 'unusable', describe(err)]);
+        }
+      }
+      io.out(table(rows));
+    });
+
+  cmd.command('test')
+    .description('Test the endpoint of a notifier (mqtt: publish to [space]/test; web hooks: a request of subject test)')
+    .argument('<id>', 'notifier id')
+    .action(async (id: string) => {
+      const c = await ctx();
+      const { cfg, type } = checked(c.files.read(id), id, c.types);
+      // only the endpoint is tested: nothing of a running controller (API over MQTT, log collection) is started here
+      cfg.api_enabled = false;
+      cfg.collect_logs = false;
+      const env = standaloneContext(c.paths);
+      const endpoint = type.create(cfg, { ctx: env.ctx, log: env.ctx.quietLog(`notifier.${id}`) });
+      try {
+        await endpoint.test();
+      } catch (err) {
+        throw new CliError(`${id}: test failed: ${describe(err)}`);
+      } finally {
+        await endpoint.stop?.().catch(() => undefined);
+        await env.close();
+      }
+      io.out(`${id}: test passed\n`);
+    });
+
+  cmd.command('create')
+    .description('Create a notifier (disabled unless -y). PROPS: mqtt:[user:password@]host[:port], db:<file>[:keep], json:<uri>, http-post:<uri>, http:<uri>')
+    .option('-s, --space <space>', 'notification space')
+    .option('-t, --timeout <seconds>', 'endpoint timeout, seconds')
+    .option('-y, --enable', 'enable it at once')
+    .argument('<id>', 'notifier id')
+    .argument('<props>', 'TYPE:endpoint')
+    .action(async (id: string, props: string, o: { space?: string; timeout?: string; enable?: boolean }) => {
+      const c = await ctx();
+      if (c.files.exists(id)) throw new CliError(`notifier ${id} already exists`);
+      const colon = props.indexOf(':');
+      const typeName = colon > 0 ? props.slice(0, colon) : '';
+      const type = c.types.get(typeName);
+      if (!type) throw new CliError(`PROPS must start with a notifier type (${[...c.types.keys()].sort().join(', ')}), as in json:http://host/path`);
+      let fields: Record<string, unknown>;
+      try {
+        fields = type.parseProps(props.slice(colon + 1));
+      } catch (err) {
+        throw new CliError(describe(err));
+      }
+      const raw: RawConfig = { id, type: type.type, enabled: !!o.enable };
+      if (o.space !== undefined) raw.space = o.space;
+      if (o.timeout !== undefined) {
+        const n = Number(o.timeout);
+        if (!Number.isFinite(n) || n <= 0) throw new CliError(`-t must be a number of seconds above 0, not ${o.timeout}`);
+        raw.timeout = n;
+      }
+      Object.assign(raw, fields, { events: [] });
+      await c.files.write(id, raw, c.types);
+      io.out(`notifier ${id} (${type.type}) created${o.enable ? ', enabled' : ', disabled'}; ${APPLY}\n`);
+    });
+
+  cmd.command('props')
+    .description('Show the properties of a notifier (defaults for those not set)')
+    .argument('<id>', 'notifier id')
+    .action(async (id: string) => {
+      const c = await ctx();
+      const raw = c.files.read(id);
+      const type = typeOf(raw, id, c);
+      const rows = [['PROPERTY', 'VALUE']];
+      const known = knownFields(type);
+      rows.push(['id', id], ['type', type.type]);
+      for (const [f, d] of Object.entries(known)) rows.push([f, show(raw[f] ?? d)]);
+      for (const [f, v] of Object.entries(raw)) if (!(f in known) && !['id', 'type', 'events'].includes(f)) rows.push([f, show(v)]);
+      io.out(table(rows));
+    });
+
+  cmd.command('set')
+    .description('Set a property; without a value it returns to its default. Object members as field.member (qos.state 2)')
+    .argument('<id>', 'notifier id')
+    .argument('<property>', 'property name')
+    .argument('[value]', 'new value')
+    .action((id: string, prop: string, value: string | undefined) => edit(id, (raw, c) => {
+      setField(raw, typeOf(raw, id, c), prop, value);
+      return value === undefined ? `notifier ${id}: ${prop} unset` : `notifier ${id}: ${prop} = ${value}`;
+    }));
+
+  cmd.command('get_config')
+    .description('Show the whole configuration of a notifier, subscriptions included')
+    .argument('<id>', 'notifier id')
+    .action(async (id: string) => {
+      const c = await ctx();
+      io.out(JSON.stringify(c.files.read(id), null, 2) + '\n');
+    });
+
+  cmd.command('subscribe')
+    .description('Subscribe a notifier to a subject (state, action, log); replaces its subscription to that subject')
+    .argument('<subject>', 'state, action or log')
+    .argument('<id>', 'notifier id')
+    .option('-l, --level <level>', 'log: lowest level (10, 20, 30, 40, 50 or a name; default 20)')
+    .option('-v, --types <types>', 'state/action: item types, comma separated, or #')
+    .option('-g, --groups <groups>', 'state/action: groups, comma separated, or #')
+    .option('-I, --items <items>', 'state/action: item ids, comma separated')
+    .option('-a, --statuses <statuses>', 'action: statuses, comma separated, or # for all')
+    .action((subject: string, id: string, o: Record<string, string | undefined>) => edit(id, (raw) => {
+      const sub = subscriptionOf(subject, o);
+      const events = Array.isArray(raw.events) ? (raw.events as Record<string, unknown>[]) : [];
+      raw.events = [...events.filter((e) => e?.subject !== subject), sub];
+      return `notifier ${id}: subscribed to ${subject}`;
+    }));
+
+  cmd.command('unsubscribe')
+    .description('Remove the subscription to a subject, or every subscription when no subject is given')
+    .argument('<subject-or-id>', 'subject (state, action, log), or the notifier id')
+    .argument('[id]', 'notifier id, when a subject is given')
+    .action((first: string, second: string | undefined) => {
+      const [subject, id] = second === undefined ? [undefined, first] : [first, second];
+      if (subject !== undefined && !['state', 'action', 'log'].includes(subject)) throw new CliError(`subject must be state, action or log, not ${subject}`);
+      return edit(id, (raw) => {
+        const events = Array.isArray(raw.events) ? (raw.events as Record<string, unknown>[]) : [];
+        raw.events = subject === undefined ? [] : events.filter((e) => e?.subject !== subject);
+        return `notifier ${id}: unsubscribed from ${subject ?? 'every subject'}`;
+      });
+    });
+
+  for (const [name, enabled] of [['enable', true], ['disable', false]] as const) {
+    cmd.command(name)
+      .description(`${name === 'enable' ? 'Enable' : 'Disable'} a notifier (from the next controller start)`)
+      .argument('<id>', 'notifier id')
+      .action((id: string) => edit(id, (raw) => {
+        raw.enabled = enabled;
+        return `notifier ${id} ${name}d`;
+      }));
+  }
+
+  cmd.command('destroy')
+    .description('Delete a notifier')
+    .argument('<id>', 'notifier id')
+    .action(async (id: string) => {
+      const c = await ctx();
+      await c.files.remove(id);
+      io.out(`notifier ${id} destroyed; ${APPLY}\n`);
+    });
+
+  return cmd;
+}
+
+/** Run the command line; resolves with the exit code. */
+export async function runNotifierCli(argv: string[], invokedAs: string | undefined, io: Io): Promise<number> {
+  const cmd = program(io, productOf(invokedAs));
+  try {
+    await cmd.parseAsync(argv, { from: 'user' });
+    return ExitCodes.ok;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // help and version end well; every other parse failure is a usage error (commander already said why)
+      return err.exitCode === 0 ? ExitCodes.ok : ExitCodes.usage;
+    }
+    io.err(`error: ${err instanceof CliError ? err.message : describe(err)}\n`);
+    return ExitCodes.failed;
+  }
+}

@@ -1,0 +1,34 @@
+import { Dispatcher, CallMeta } from './dispatch';
+import { ApiError } from './errors';
+import { rpcResult } from './http/reply';
+
+export type RpcResponse = { jsonrpc: '2.0'; id: unknown; result?: unknown; error?: { code: number; message: string } };
+
+export const rpcError = (id: unknown, code: number, message: string): RpcResponse => ({ jsonrpc: '2.0', id, error: { code, message } });
+
+/**
+ * One JSON RPC 2.0 request object through the dispatcher, for every
+ * transport that speaks JSON RPC (HTTP /jrpc, the MQTT API). Resolves to the
+ * response, or undefined for a notification (a request without id).
+ */
+export async function rpcCall(dispatcher: Dispatcher, req: unknown, meta: CallMeta): Promise<RpcResponse | undefined> {
+  if (!req || typeof req !== 'object' || Array.isArray(req)) return rpcError(null, -32600, 'invalid request');
+  const { jsonrpc, method, params, id } = req as Record<string, unknown>;
+  const notification = id === undefined || id === null;
+  if (jsonrpc !== '2.0' || typeof method !== 'string' ||
+      (id !== undefined && id !== null && typeof id !== 'string' && typeof id !== 'number')) {
+    return rpcError(notification ? null : id, -32600, 'invalid request');
+  }
+  let result: unknown;
+  try {
+    if (params !== undefined && params !== null && (typeof params !== 'object' || Array.isArray(params))) {
+      throw new ApiError('invalid_params', 'params must be an object');
+    }
+    result = rpcResult(await dispatcher.call(method, (params ?? {}) as Record<string, unknown>, meta));
+  } catch (err) {
+    if (notification) return undefined;
+    const e = err as ApiError;
+    return rpcError(id, e.code, e.message);
+  }
+  return notification ? undefined : { jsonrpc: '2.0', id, result };
+}

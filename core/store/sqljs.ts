@@ -1,0 +1,148 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import initSqlJs from 'sql.js';
+import type { Database, SqlJsStatic } from 'sql.js';
+import { AtomicFile, writeFileAtomicSync } from './atomic';
+
+export type { Database } from 'sql.js';
+
+/*
+ * The sql.js WASM module holds no data of its own (each Database is separate),
+ * so one instance serves every controller of the process: it is compiled once.
+ */
+let engine: Promise<SqlJsStatic> | undefined;
+
+/** The sql.js engine, loaded on first use. */
+export function sqlJs(): Promise<SqlJsStatic> {
+  engine ??= initSqlJs().catch((err) => {
+    engine = undefined; // let a later call try again rather than keep a failed load forever
+    throw err;
+  });
+  return engine;
+}
+
+/** Bytes 18 and 19 of an SQLite file: file format write/read versions; 2 means WAL. */
+const FORMAT_OFFSET = 18;
+
+/**
+ * The bytes of an SQLite file as sql.js can open them. sql.js keeps the
+ * database in memory and has no WAL support, so a file left in WAL mode by
+ * another program is read as a rollback-journal file; a non-empty `-wal`
+ * beside it would hold changes we cannot see, and is refused.
+ */
+function readableImage(file: string): Uint8Array {
+  const data = new Uint8Array(fs.readFileSync(file));
+  if (data.length > FORMAT_OFFSET + 1 && (data[FORMAT_OFFSET] === 2 || data[FORMAT_OFFSET + 1] === 2)) {
+    const wal = `${file}-wal`;
+    if (fs.existsSync(wal) && fs.statSync(wal).size > 0) {
+      throw new Error(`${file} has un-checkpointed changes in ${wal}; run "sqlite3 ${file} 'PRAGMA wal_checkpoint'" first`);
+    }
+    data[FORMAT_OFFSET] = 1;
+    data[FORMAT_OFFSET + 1] = 1;
+  }
+  return data;
+}
+
+/** Whether a process of that id is running (signal 0 checks without sending). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Remove temp files a killed process left beside `file` (atomic.ts names them
+ * .<name>.<pid>.<random>.tmp): they were never renamed, so they hold nothing
+ * the file lacks. Those of a running process are left alone.
+ */
+function removeStaleTemps(file: string): void {
+  const dir = path.dirname(file);
+  const prefix = `.${path.basename(file)}.`;
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return; // no folder yet: nothing left behind
+  }
+  for (const name of names) {
+    if (!name.startsWith(prefix) || !name.endsWith('.tmp')) continue;
+    const pid = Number(name.slice(prefix.length).split('.')[0]);
+    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && !alive(pid)) fs.rmSync(path.join(dir, name), { force: true });
+  }
+}
+
+/**
+ * An SQLite database kept in memory by sql.js and written to its file as a
+ * whole, atomically (core/store/atomic.ts), so a crash leaves the previous
+ * or the new file and any SQLite reader can open it at any time.
+ */
+export class SqliteFile {
+  private readonly out: AtomicFile;
+
+  private constructor(readonly file: string, readonly db: Database, readonly mode: number) {
+    this.out = new AtomicFile(file, mode);
+  }
+
+  /** Open `file`, or start an empty database when it does not exist (written on the first write). */
+  static async open(file: string, mode = 0o644): Promise<SqliteFile> {
+    const SQL = await sqlJs();
+    removeStaleTemps(file);
+    let db: Database;
+    if (fs.existsSync(file)) {
+      try {
+        db = new SQL.Database(readableImage(file));
+        db.exec('PRAGMA schema_version'); // sql.js opens lazily: make a damaged file fail here
+      } catch (err) {
+        throw new Error(`${file} is not a readable SQLite database: ${(err as Error).message}`);
+      }
+    } else {
+      db = new SQL.Database();
+    }
+    return new SqliteFile(file, db, mode);
+  }
+
+  /** Write the database as it is when the write starts; resolves once it is on disk. */
+  write(): Promise<void> {
+    return this.out.write(() => this.db.export());
+  }
+
+  /** Wait for every write asked for so far. */
+  flush(): Promise<void> {
+    return this.out.flush();
+  }
+
+  /** Write now, synchronously (process exit). */
+  writeSync(): void {
+    writeFileAtomicSync(this.file, this.db.export(), this.mode);
+  }
+
+  /** Rows of a query as objects. */
+  rows(sql: string, params: (string | number | null)[] = []): Record<string, unknown>[] {
+    const st = this.db.prepare(sql);
+    try {
+      st.bind(params);
+      const out: Record<string, unknown>[] = [];
+      while (st.step()) out.push(st.getAsObject());
+      return out;
+    } finally {
+      st.free();
+    }
+  }
+
+  /** Run one statement with parameters. */
+  run(sql: string, params: (string | number | null)[] = []): void {
+    this.db.run(sql, params);
+  }
+
+  /** Names of a table's columns (empty when the table does not exist). */
+  columns(table: string): string[] {
+    return this.rows(`PRAGMA table_info("${table.replace(/"/g, '""')}")`).map((r) => String(r.name));
+  }
+
+  close(): void {
+    this.db.close();
+  }
+}

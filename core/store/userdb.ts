@@ -1,0 +1,110 @@
+import { ApiKey, ApiKeyProps, KeyListField, splitList } from '../auth/apikey';
+import { SqliteFile } from './sqljs';
+
+/**
+ * Columns of table `apikeys` that hold a key's lists (decisions.md "API
+ * keys"), comma-joined, as EVA ICS 3.3 wrote them.
+ */
+const ListColumns: Record<string, KeyListField> = {
+  i: 'items', g: 'groups', i_ro: 'items_ro', g_ro: 'groups_ro', i_deny: 'items_deny', g_deny: 'groups_deny',
+  a: 'allow', hal: 'hosts_allow', has: 'hosts_assign', pvt: 'pvt', rpvt: 'rpvt', cdata: 'cdata',
+};
+
+/** Column types as EVA ICS 3.3 declared them, so either program reads the other's file. */
+const ApikeysColumns: [string, string][] = [
+  ['k_id', 'VARCHAR(64) NOT NULL'], ['k', 'VARCHAR(64)'], ['m', 'INTEGER'], ['s', 'INTEGER'],
+  ['i', 'VARCHAR(8192)'], ['g', 'VARCHAR(8192)'], ['i_ro', 'VARCHAR(8192)'], ['g_ro', 'VARCHAR(8192)'],
+  ['i_deny', 'VARCHAR(8192)'], ['g_deny', 'VARCHAR(8192)'], ['a', 'VARCHAR(256)'], ['hal', 'VARCHAR(8192)'],
+  ['has', 'VARCHAR(8192)'], ['pvt', 'VARCHAR(8192)'], ['rpvt', 'VARCHAR(8192)'], ['cdata', 'VARCHAR(16384)'],
+];
+const UsersColumns: [string, string][] = [['u', 'VARCHAR(64) NOT NULL'], ['p', 'VARCHAR(64)'], ['k', 'VARCHAR(2048)']];
+
+/** A user account as stored: `keys` is the key id (a comma list in files of the old system). */
+export interface UserRecord { user: string; password: string; keys: string[] }
+
+const text = (v: unknown) => (v === null || v === undefined ? '' : String(v));
+
+/**
+ * The user db runtime/db/<product>.db: dynamic API keys and user accounts in
+ * an SQLite 3 file with the schema of EVA ICS 3.3. Changes are made in memory
+ * and reach the file with write() (atomically, the whole file).
+ */
+export class UserDb {
+  /** true when open() created a table or added columns: the file should be written */
+  schemaChanged = false;
+
+  private constructor(readonly store: SqliteFile) {}
+
+  /** Open the file (or start a new one) and make sure both tables and every column exist. */
+  static async open(file: string): Promise<UserDb> {
+    // 0600: the file holds key values and password hashes
+    const db = new UserDb(await SqliteFile.open(file, 0o600));
+    db.ensure('apikeys', ApikeysColumns);
+    db.ensure('users', UsersColumns);
+    return db;
+  }
+
+  /** Create a table, or add the columns an older file lacks (files from before items_deny etc.). */
+  private ensure(table: string, columns: [string, string][]): void {
+    const have = this.store.columns(table);
+    if (have.length === 0) {
+      const cols = columns.map(([n, t]) => `${n} ${t}`).join(', ');
+      this.store.run(`CREATE TABLE ${table} (${cols}, PRIMARY KEY (${columns[0][0]}))`);
+      this.schemaChanged = true;
+      return;
+    }
+    for (const [n, t] of columns) {
+      if (have.includes(n)) continue;
+      this.store.run(`ALTER TABLE ${table} ADD COLUMN ${n} ${t.replace(' NOT NULL', '')}`);
+      this.schemaChanged = true;
+    }
+  }
+
+  /** Every stored key as the properties of a dynamic key (a row may still hold a bad network: ApiKey checks). */
+  keys(): ApiKeyProps[] {
+    return this.store.rows('SELECT * FROM apikeys ORDER BY k_id').map((r) => ({
+      id: text(r.k_id),
+      key: text(r.k),
+      sysfunc: Number(r.s) === 1 || /^(true|yes|1)$/i.test(text(r.s)),
+      dynamic: true,
+      lists: Object.fromEntries(Object.entries(ListColumns).map(([col, field]) => [field, splitList(text(r[col]))])),
+    }));
+  }
+
+  putKey(key: ApiKey): void {
+    const cols = ['k_id', 'k', 'm', 's', ...Object.keys(ListColumns)];
+    const values = [key.id, key.key, 0, key.sysfunc ? 1 : 0, ...Object.values(ListColumns).map((f) => key.lists[f].join(','))];
+    this.store.run(`INSERT OR REPLACE INTO apikeys (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`, values);
+  }
+
+  deleteKey(id: string): void {
+    this.store.run('DELETE FROM apikeys WHERE k_id = ?', [id]);
+  }
+
+  users(): UserRecord[] {
+    return this.store.rows('SELECT u, p, k FROM users ORDER BY u').map((r) => ({
+      user: text(r.u), password: text(r.p), keys: splitList(text(r.k)),
+    }));
+  }
+
+  putUser(u: UserRecord): void {
+    this.store.run('INSERT OR REPLACE INTO users (u, p, k) VALUES (?, ?, ?)', [u.user, u.password, u.keys.join(',')]);
+  }
+
+  deleteUser(user: string): void {
+    this.store.run('DELETE FROM users WHERE u = ?', [user]);
+  }
+
+  /** Write the file as it is now; resolves when it is on disk. */
+  write(): Promise<void> {
+    return this.store.write();
+  }
+
+  flush(): Promise<void> {
+    return this.store.flush();
+  }
+
+  close(): void {
+    this.store.close();
+  }
+}

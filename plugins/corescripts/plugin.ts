@@ -1,0 +1,118 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { definePlugin } from '../../core/plugin';
+import { FunctionRegistry } from '../../core/functions';
+import { Build } from '../../core/defaults';
+import type { CorescriptsService } from './api';
+import { readOptions } from './options';
+import { holdListener } from './rejections';
+import { ScriptSet, type ScriptEvent } from './runner';
+import { scriptGlobals } from './globals';
+import { RpcFunctions } from './rpc';
+import { EventQueue } from './queue';
+import { TopicRegistry } from './registry';
+import { mqttTarget } from './endpoints';
+import { watchFolder } from './watcher';
+import { registerFunctions } from './functions';
+
+/**
+ * Core scripts: the JavaScript files of xc/<product>/cs/, each in its own
+ * vm context, run on controller events (start, stop, item state, MQTT
+ * messages, cs_<topic> calls, a periodic tick). The folder is watched, so
+ * a script added, changed or removed takes effect at once.
+ */
+export const plugin = definePlugin({
+  name: 'corescripts',
+  kind: 'service',
+  version: '1.0.0',
+  async start(ctx) {
+    const opts = readOptions(ctx.config);
+    const { log, paths } = ctx;
+    ctx.onStop(holdListener());
+    fs.mkdirSync(paths.corescriptsDir, { recursive: true });
+
+    const rpc = new RpcFunctions(ctx.container.resolve(FunctionRegistry), log, (topic, p, caller) => scripts.call(topic, p, caller));
+    ctx.onStop(() => rpc.clear());
+    const scripts: ScriptSet = new ScriptSet({
+      dir: paths.corescriptsDir,
+      base: paths.dir,
+      timeoutMs: Math.max(1, Math.round(opts.timeout * 1000)),
+      waitMs: opts.wait * 1000,
+      maxFileSize: opts.max_file_size,
+      log,
+      globals: (script) => scriptGlobals(script, {
+        product: { code: paths.product, build: Build },
+        systemName: ctx.config.server.name,
+        maxSleepSeconds: opts.max_sleep,
+        maxSleeps: opts.max_sleeps,
+        maxHandlers: opts.max_handlers,
+        logger: (s) => ctx.logger.module(`cs:${path.basename(s.name, '.js')}`),
+        service: <T>(name: string) => (ctx.hasService(name) ? ctx.service<T>(name) : undefined),
+        mqtt: (notifier) => mqttTarget(ctx, notifier),
+      }),
+      changed: (methods) => rpc.sync(methods),
+    });
+
+    let tickQueued = false;
+    const offer = (event: ScriptEvent) => {
+      if (scripts.handles(event.type)) queue.push(event);
+    };
+    const queue = new EventQueue<ScriptEvent>(opts.queue_size, async (event) => {
+      if (event.type === 'tick') tickQueued = false;
+      await scripts.run(event);
+    }, log);
+
+    const topics = new TopicRegistry({
+      file: paths.corescriptsConfig,
+      maxTopics: opts.max_topics,
+      instant: ctx.config.server.db_update === 'instant',
+      log,
+      target: (notifier) => mqttTarget(ctx, notifier),
+      deliver: (msg) => offer({ type: 'mqtt', ...msg }),
+    });
+    topics.load();
+    ctx.onSave(() => topics.save());
+
+    ctx.provide<CorescriptsService>('corescripts', {
+      dispatch: (event) => {
+        if (event && typeof event.type === 'string') offer(event);
+      },
+    });
+    // the state event's own `type` is the item type: the script gets the state as event.data
+    ctx.on('state', (state) => offer({ type: 'state', data: state }));
+    registerFunctions(ctx, scripts, topics);
+
+    let closeWatcher: (() => Promise<void>) | undefined;
+    let started = false;
+    ctx.onReady(async () => {
+      // loaded once every plugin runs: a script's top level may use their services
+      await scripts.reloadAll();
+      closeWatcher = await watchFolder(paths.corescriptsDir, opts.settle_ms, (name) => {
+        scripts.reloadFile(name).catch((err) => log.error(`core script ${name}: ${(err as Error).message}`));
+      }, log);
+      topics.rebind();
+      ctx.interval(() => topics.rebind(), opts.rebind * 1000);
+      if (opts.tick > 0) {
+        ctx.interval(() => {
+          if (tickQueued || !scripts.handles('tick')) return;
+          tickQueued = queue.push({ type: 'tick', t: Date.now() / 1000 });
+        }, opts.tick * 1000);
+      }
+      started = true;
+      queue.push({ type: 'start' });
+    });
+    ctx.onStopping(async () => {
+      const dropped = queue.close();
+      if (dropped) log.warning(`controller stopping: ${dropped} events for core scripts dropped`);
+      // while every other plugin still runs: stop handlers may use their services
+      if (started) await scripts.run({ type: 'stop' });
+    });
+    ctx.onStop(async () => {
+      queue.close();
+      await closeWatcher?.();
+      await scripts.unloadAll();
+      topics.unbindAll();
+      await topics.flush();
+    });
+  },
+});

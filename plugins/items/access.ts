@@ -1,0 +1,45 @@
+import type { ApiKey } from '../../core/auth/apikey';
+import type { Oid } from './oid';
+
+/**
+ * Which items a key reaches, from its lists (decisions.md "API keys"):
+ * `items` / `groups` give read and write, `items_ro` / `groups_ro` read only,
+ * `items_deny` / `groups_deny` take away whatever the others gave. An items
+ * entry is an oid (`unit:g/id`), a full id (`g/id`) or `#` for all; a groups
+ * entry is a group with MQTT-style wildcards: `#` all, `a/#` a and below,
+ * `+` one level. A master key reaches everything.
+ */
+
+/** Does a group pattern cover a group? */
+export function groupMatches(pattern: string, group: string): boolean {
+  if (pattern === '#') return true;
+  const p = pattern.split('/');
+  const g = group.split('/');
+  for (let i = 0; i < p.length; i++) {
+    if (p[i] === '#') return i <= g.length; // `a/#` covers `a` itself too
+    if (i >= g.length) return false;
+    if (p[i] !== '+' && p[i] !== g[i]) return false;
+  }
+  return p.length === g.length;
+}
+
+function listed(items: string[], groups: string[], o: Oid): boolean {
+  return items.some((e) => e === '#' || e === o.oid || e === o.full_id) || groups.some((p) => groupMatches(p, o.group));
+}
+
+function denied(key: ApiKey, o: Oid): boolean {
+  return listed(key.lists.items_deny, key.lists.groups_deny, o);
+}
+
+export function canWrite(key: ApiKey | undefined, o: Oid): boolean {
+  if (!key) return false;
+  if (key.master) return true;
+  return !denied(key, o) && listed(key.lists.items, key.lists.groups, o);
+}
+
+export function canRead(key: ApiKey | undefined, o: Oid): boolean {
+  if (!key) return false;
+  if (key.master) return true;
+  if (denied(key, o)) return false;
+  return listed(key.lists.items, key.lists.groups, o) || listed(key.lists.items_ro, key.lists.groups_ro, o);
+}

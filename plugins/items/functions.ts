@@ -1,0 +1,174 @@
+import type { PluginContext } from '../../core/plugin';
+import type { CallContext } from '../../core/functions';
+import { accessDenied, invalidParams, notFound } from '../../core/errors';
+import { bool, int, num, str, any } from '../../core/params';
+import { parseBool } from '../../core/config';
+import { canRead, canWrite, groupMatches } from './access';
+import { parseOid, ItemTypes } from './oid';
+import { PropTypes, type ItemRegistry } from './registry';
+import type { Item, ItemProps } from './item';
+import type { Action } from './actions';
+import { MAX_SECONDS } from './defaults';
+
+/**
+ * A value parameter as the API gives it: "" and "null" stand for no value
+ * (null), as in EVA ICS 3.3, since a query string cannot carry a JSON null.
+ */
+export function valueParam(v: string | undefined): string | null | undefined {
+  if (v === undefined) return undefined;
+  return v === '' || v === 'null' ? null : v;
+}
+
+/** Convert a set_prop value to the property's type; absent means "back to the default". */
+function propValue(prop: keyof ItemProps, v: unknown): ItemProps[keyof ItemProps] {
+  const absent = v === undefined || v === null || v === '';
+  switch (prop) {
+    case 'mqtt_update':
+    case 'mqtt_control':
+      if (absent) return '';
+      if (typeof v !== 'string') throw invalidParams(`${prop}: expected a string`);
+      return v.trim();
+    case 'action_enabled': {
+      if (absent) return true;
+      const b = parseBool(v);
+      if (b === undefined) throw invalidParams(`${prop}: expected a boolean`);
+      return b;
+    }
+    case 'action_timeout': {
+      if (absent) return null;
+      const n = Number(v);
+      if (!Number.isFinite(n) || n <= 0 || n > MAX_SECONDS) throw invalidParams(`${prop}: expected seconds, above 0 up to ${MAX_SECONDS}`);
+      return n;
+    }
+  }
+}
+
+/** The items API, at /<product>-api/<function> and on /jrpc. */
+export function registerFunctions(ctx: PluginContext, reg: ItemRegistry): void {
+  const readable = (call: CallContext, oid: string): Item => {
+    const o = parseOid(oid);
+    // the key's lists speak of names, so access is decided before existence: no probing
+    if (!canRead(call.key, o)) throw accessDenied(`no access to ${oid}`);
+    return reg.must(oid);
+  };
+  const writable = (call: CallContext, oid: string): Item => {
+    const o = parseOid(oid);
+    if (!canWrite(call.key, o)) throw accessDenied(`no write access to ${oid}`);
+    return reg.must(oid);
+  };
+  /** Every item the key can read, of type p and group g when given, as `state` answers. */
+  const visible = (p: { p?: string; g?: string }, call: CallContext) => {
+    if (p.p !== undefined && !ItemTypes.includes(p.p as never)) throw invalidParams(`p: item type must be one of ${ItemTypes.join(', ')}`);
+    return reg.all()
+      .filter((i) => (p.p === undefined || i.o.type === p.p) && (p.g === undefined || groupMatches(p.g, i.o.group)) && canRead(call.key, i.o))
+      .map((i) => i.full());
+  };
+  const result = (a: Action) => a.event();
+
+  ctx.register({
+    name: 'create', api: 'product', permission: 'master',
+    params: { i: str('item oid type:group/id (unit, sensor, lvar)').req(), save: bool('write the items file at once, whatever db_update') },
+    description: 'Create an item: status 0, no value; mqtt_update from [server] mqtt_update_default.',
+    returns: 'the item state',
+    async handler(p: { i: string; save?: boolean }) {
+      return (await reg.create(parseOid(p.i), !!p.save)).full();
+    },
+  });
+
+  ctx.register({
+    name: 'destroy', api: 'product', permission: 'master',
+    params: { i: str('item oid').req(), save: bool('write the items file at once, whatever db_update') },
+    description: 'Destroy an item (refused with 13 / 409 while a unit action runs or waits).',
+    async handler(p: { i: string; save?: boolean }) {
+      await reg.destroy(reg.must(parseOid(p.i).oid), !!p.save);
+      return true;
+    },
+  });
+
+  ctx.register({
+    name: 'list', api: 'product', permission: 'any',
+    params: { p: str('item type'), g: str('group, wildcards + and #') },
+    description: 'Items the key can read, with state and configuration.',
+    returns: 'array of items',
+    handler: (p: { p?: string; g?: string }, call) => visible(p, call),
+  });
+
+  ctx.register({
+    name: 'state', api: 'product', permission: 'any',
+    params: { i: str('item oid; without it, every readable item'), p: str('item type'), g: str('group, wildcards + and #') },
+    description: 'Item state: status, value (units also nstatus, nvalue, action_enabled), time of the last change.',
+    returns: 'the item state, or an array without i',
+    handler(p: { i?: string; p?: string; g?: string }, call) {
+      return p.i !== undefined ? readable(call, p.i).full() : visible(p, call);
+    },
+  });
+
+  ctx.register({
+    name: 'update', api: 'product', permission: 'any',
+    params: { i: str('item oid').req(), s: int('status'), v: str('value; "" or "null" for no value') },
+    description: 'Set item status and/or value; a state event goes out when that changed something.',
+    handler(p: { i: string; s?: number; v?: string }, call) {
+      if (p.s === undefined && p.v === undefined) throw invalidParams('give s, v or both');
+      const item = writable(call, p.i);
+      reg.update(item.o.oid, { status: p.s, value: valueParam(p.v) });
+      return true;
+    },
+  });
+
+  ctx.register({
+    name: 'action', api: 'product', permission: 'device',
+    params: {
+      i: str('unit oid').req(), s: int('target status').req(), v: str('target value; "" or "null" for no value'),
+      p: int('priority, lower runs first (default 100)'), w: num('seconds to wait for the action to finish'),
+    },
+    description: 'Run a unit action: xc/<product>/<unit id> STATUS [VALUE] when the script exists, else set the state directly.',
+    returns: 'the action result',
+    async handler(p: { i: string; s: number; v?: string; p?: number; w?: number }, call) {
+      if (p.w !== undefined && (p.w < 0 || p.w > MAX_SECONDS)) throw invalidParams(`w: expected seconds, 0 to ${MAX_SECONDS}`);
+      const item = writable(call, p.i);
+      const a = reg.startAction(item, p.s, valueParam(p.v), p.p);
+      if (p.w) {
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([a.finished, new Promise<void>((r) => { timer = setTimeout(r, p.w! * 1000); })]);
+        clearTimeout(timer);
+      }
+      return result(a);
+    },
+  });
+
+  ctx.register({
+    name: 'result', api: 'product', permission: 'any',
+    params: { u: str('action uuid'), i: str('unit oid: every kept result of it'), s: str('only results of this status') },
+    description: 'Action results: one by uuid, or those of a unit, or all the key can read.',
+    returns: 'the action result, or an array without u',
+    handler(p: { u?: string; i?: string; s?: string }, call) {
+      reg.actions.purge(); // the age bound holds at every read, not only at the cleaner's tick
+      if (p.u !== undefined) {
+        const a = reg.actions.get(p.u);
+        if (!a) throw notFound(`action ${p.u}`);
+        if (!canRead(call.key, a.item.o)) throw accessDenied(`no access to ${a.item.o.oid}`);
+        return result(a);
+      }
+      if (p.i !== undefined) readable(call, p.i);
+      return reg.actions.all()
+        .filter((a) => (p.i === undefined || a.item.o.oid === p.i) && (p.s === undefined || a.status === p.s) && canRead(call.key, a.item.o))
+        .map(result);
+    },
+  });
+
+  ctx.register({
+    name: 'set_prop', api: 'product', permission: 'master',
+    params: {
+      i: str('item oid').req(), p: str(`property: ${Object.keys(PropTypes).join(', ')}`).req(),
+      v: any('value; absent or empty: back to the default'), save: bool('write the items file at once, whatever db_update'),
+    },
+    description: 'Set an item property. mqtt_update / mqtt_control: <mqtt notifier id>[:qos].',
+    async handler(p: { i: string; p: string; v?: unknown; save?: boolean }) {
+      const item = reg.must(parseOid(p.i).oid);
+      if (!Object.hasOwn(PropTypes, p.p)) throw notFound(`property ${p.p}`);
+      const prop = p.p as keyof ItemProps;
+      await reg.setProp(item, prop, propValue(prop, p.v), !!p.save);
+      return true;
+    },
+  });
+}

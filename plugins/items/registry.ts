@@ -1,0 +1,282 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { PluginContext } from '../../core/plugin';
+import { alreadyExists, ApiError, busy, functionFailed, invalidParams, notFound } from '../../core/errors';
+import { describe } from '../../core/log';
+import { EventSource, type ItemChange, type ItemInfo, type ItemsService, type StateEvent } from './api';
+import type { NotifierHost } from '../notifiers/api';
+import type { CvarsService } from '../sysapi/api';
+import { Item, type ItemProps, type StateChange, type StoredItem } from './item';
+import type { Oid } from './oid';
+import { ItemsFile } from './store';
+import { Action, ActionQueues, type Outcome } from './actions';
+import { runScript } from './script';
+import type { ItemsLimits } from './defaults';
+
+/** Default action priority (EVA ICS: lower runs first). */
+export const DEFAULT_PRIORITY = 100;
+
+export type ItemWatcher = (item: ItemInfo, change: ItemChange) => void;
+
+/** Properties set_prop knows, and the item types they apply to. */
+export const PropTypes: Record<keyof ItemProps, readonly string[]> = {
+  mqtt_update: ['unit', 'sensor', 'lvar'],
+  mqtt_control: ['unit'],
+  action_enabled: ['unit'],
+  action_timeout: ['unit'],
+};
+
+/** Set bus event objects apart from later changes: listeners share them. */
+function publishable<T extends object>(e: T, source?: string): T {
+  if (source !== undefined) Object.defineProperty(e, EventSource, { value: source, enumerable: false });
+  return Object.freeze(e);
+}
+
+/**
+ * The items of one controller: their state, configuration, persistence and
+ * unit actions; the `items` service. State changes go to the bus as `state`
+ * events, action status changes as `action` events.
+ */
+export class ItemRegistry implements ItemsService {
+  private readonly items = new Map<string, Item>();
+  /** `type:id` -> oid: an id is unique within its type (a unit id names its script file) */
+  private readonly ids = new Map<string, string>();
+  private readonly watchers = new Set<ItemWatcher>();
+  private readonly file: ItemsFile;
+  private dirty = false;
+  /** the write asked for and not started yet */
+  private queued?: Promise<void>;
+  readonly actions: ActionQueues;
+
+  constructor(private readonly ctx: PluginContext, private readonly limits: ItemsLimits) {
+    this.file = new ItemsFile(ctx.paths.itemsFile, ctx.log);
+    this.actions = new ActionQueues({
+      changed: (a) => ctx.emit('action', publishable(a.event())),
+      execute: (a) => this.execute(a),
+      starting: (a) => {
+        if (a.item.setTarget(a.nstatus, a.nvalue === undefined ? a.item.value : a.nvalue)) this.emitState(a.item);
+      },
+      ended: (a, outcome) => {
+        // the unit is idle again (a waiting action sets its own target when it starts)
+        const change = outcome.status === 'completed' ? { status: a.nstatus, value: a.nvalue } : {};
+        this.change(a.item, change, undefined, true);
+      },
+    }, limits);
+  }
+
+  load(): void {
+    for (const { o, props, stored } of this.file.load()) {
+      if (this.ids.has(`${o.type}:${o.id}`)) {
+        this.ctx.log.warning(`${this.file.path}: ${o.oid} has the id of another ${o.type}, skipped`);
+        continue;
+      }
+      this.add(new Item(o, props, stored));
+    }
+  }
+
+  // ---- the items service (plugins/items/api.ts) ----
+
+  get(oid: string): ItemInfo | undefined {
+    return this.items.get(oid)?.info();
+  }
+
+  list(): ItemInfo[] {
+    return [...this.items.values()].map((i) => i.info());
+  }
+
+  state(oid: string): StateEvent | undefined {
+    return this.items.get(oid)?.event();
+  }
+
+  update(oid: string, change: StateChange, source?: string): void {
+    this.change(this.must(oid), change, source);
+  }
+
+  async action(oid: string, params: { status: number; value?: string | null; priority?: number }, _source?: string): Promise<string> {
+    return this.startAction(this.must(oid), params.status, params.value, params.priority).uuid;
+  }
+
+  /** Be told when items are created, destroyed or change configuration; returns the way to stop. */
+  watch(listener: ItemWatcher): () => void {
+    this.watchers.add(listener);
+    return () => { this.watchers.delete(listener); };
+  }
+
+  // ---- for the functions ----
+
+  /** The item or not_found. */
+  must(oid: string): Item {
+    const item = this.items.get(oid);
+    if (!item) throw notFound(`item ${oid}`);
+    return item;
+  }
+
+  all(): Item[] {
+    return [...this.items.values()];
+  }
+
+  startAction(item: Item, status: number, value: string | null | undefined, priority = DEFAULT_PRIORITY): Action {
+    if (!item.isUnit) throw new ApiError('not_implemented', `${item.o.oid}: only units run actions`);
+    if (!Number.isInteger(status)) throw invalidParams('status must be an integer');
+    return this.actions.submit(item, status, value, priority);
+  }
+
+  async create(o: Oid, save: boolean): Promise<Item> {
+    if (this.items.has(o.oid)) throw alreadyExists(`item ${o.oid}`);
+    const same = this.ids.get(`${o.type}:${o.id}`);
+    if (same) throw alreadyExists(`${o.type} with id ${o.id} (${same})`);
+    const props: ItemProps = {
+      mqtt_update: this.ctx.config.server.mqtt_update_default ?? '',
+      mqtt_control: '',
+      action_enabled: true,
+      action_timeout: null,
+    };
+    const item = new Item(o, props);
+    this.add(item);
+    this.emitState(item);
+    this.tell(item, 'created');
+    await this.persist(true, save);
+    return item;
+  }
+
+  async destroy(item: Item, save: boolean): Promise<void> {
+    if (this.actions.busy(item.o.oid)) throw busy(`${item.o.oid} has an action running or queued`);
+    this.items.delete(item.o.oid);
+    this.ids.delete(`${item.o.type}:${item.o.id}`);
+    this.actions.forget(item.o.oid);
+    this.tell(item, 'destroyed');
+    await this.persist(true, save);
+  }
+
+  /** Change one property (already checked and converted by the caller). */
+  async setProp<K extends keyof ItemProps>(item: Item, prop: K, value: ItemProps[K], save: boolean): Promise<void> {
+    if (!PropTypes[prop].includes(item.o.type)) throw invalidParams(`property ${prop} does not apply to a ${item.o.type}`);
+    if ((prop === 'mqtt_update' || prop === 'mqtt_control') && value) this.checkMqttNotifier(value as string);
+    if (item.props[prop] === value) return;
+    const before = item.eventKey();
+    item.props[prop] = value;
+    if (item.eventKey() !== before) this.emitState(item); // action_enabled is part of a unit's state
+    this.tell(item, 'props');
+    await this.persist(true, save);
+  }
+
+  /** `save` and the stop of an on_exit controller: write what changed. */
+  async save(): Promise<void> {
+    if (this.dirty) await this.write();
+    await this.file.flush();
+  }
+
+  async stop(): Promise<void> {
+    await this.actions.shutdown();
+    if (this.ctx.config.server.db_update === 'on_exit') await this.save();
+    else await this.file.flush(); // instant writes under way
+  }
+
+  // ---- internals ----
+
+  private add(item: Item): void {
+    this.items.set(item.o.oid, item);
+    this.ids.set(`${item.o.type}:${item.o.id}`, item.o.oid);
+  }
+
+  /** Apply a state change: store it when it changed, send it when what events show changed. */
+  private change(item: Item, change: StateChange, source?: string, idle = !this.actions.busy(item.o.oid)): void {
+    if (change.status !== undefined && !Number.isInteger(change.status)) throw invalidParams('status must be an integer');
+    if (change.value !== undefined && change.value !== null && typeof change.value !== 'string') throw invalidParams('value must be a string or null');
+    const { changed, visible } = item.apply(change, idle);
+    if (visible) this.emitState(item, source);
+    if (changed) void this.persist(false, false);
+  }
+
+  private emitState(item: Item, source?: string): void {
+    item.t = Date.now() / 1000;
+    this.ctx.emit('state', publishable(item.event(), source));
+  }
+
+  private tell(item: Item, change: ItemChange): void {
+    const info = item.info();
+    for (const w of this.watchers) {
+      try { w(info, change); } catch (err) { this.ctx.log.error(`item watcher failed on ${info.oid}: ${(err as Error)?.message}`); }
+    }
+  }
+
+  /**
+   * A change happened. db_update instant writes at once (configuration
+   * changes wait for the disk, state changes do not: they come in streams and
+   * the writes collapse); manual and on_exit write on `save` (and on_exit at
+   * stop). `save` (the function parameter) writes at once whatever the mode.
+   */
+  private persist(waitForDisk: boolean, save: boolean): Promise<void> {
+    this.dirty = true;
+    if (!save && this.ctx.config.server.db_update !== 'instant') return Promise.resolve();
+    const p = this.write();
+    if (waitForDisk) {
+      return p.catch((err) => {
+        throw functionFailed(`the change is made but ${this.file.path} could not be written (${describe(err)}); `
+          + 'it is written again at the next change or save');
+      });
+    }
+    p.catch(() => { /* logged by write; the next change or save tries again */ });
+    return Promise.resolve();
+  }
+
+  private write(): Promise<void> {
+    // a write that has not started yet will take every change made until it starts
+    if (this.queued) return this.queued;
+    this.queued = this.file.write(() => {
+      this.queued = undefined;
+      this.dirty = false;
+      const out: Record<string, StoredItem> = {};
+      for (const [oid, item] of this.items) out[oid] = item.stored();
+      return out;
+    }).catch((err) => {
+      this.dirty = true;
+      this.ctx.log.error(`cannot write ${this.file.path}: ${describe(err)}`);
+      throw err;
+    });
+    return this.queued;
+  }
+
+  /** `<notifier id>[:qos]` of an existing mqtt notifier, when the notifier host runs. */
+  private checkMqttNotifier(value: string): void {
+    const [id, qos, ...rest] = value.split(':');
+    if (!id || rest.length || (qos !== undefined && !/^[012]$/.test(qos))) {
+      throw invalidParams(`"${value}": expected <mqtt notifier id>[:qos], qos 0, 1 or 2`);
+    }
+    if (!this.ctx.hasService('notifiers')) return;
+    const n = this.ctx.service<NotifierHost>('notifiers').get(id);
+    if (!n || n.config.type !== 'mqtt') throw invalidParams(`no mqtt notifier ${id}`);
+  }
+
+  /** Run the unit's script xc/<product>/<unit id>, or, without one, just report success (the state is then set directly). */
+  private async execute(a: Action): Promise<Outcome> {
+    const item = a.item;
+    const file = path.join(this.ctx.paths.unitScriptsDir, item.o.id);
+    let isFile = false;
+    try { isFile = (await fs.promises.stat(file)).isFile(); } catch { isFile = false; }
+    if (!isFile) return { status: 'completed', exitcode: null, out: '', err: '' };
+    const args = [String(a.nstatus)];
+    if (a.nvalue !== undefined && a.nvalue !== null) args.push(a.nvalue);
+    a.abort = new AbortController();
+    return runScript({
+      file, args, env: this.scriptEnv(item), cwd: this.ctx.paths.dir,
+      timeout: item.props.action_timeout ?? this.ctx.config.server.timeout,
+      killAfter: this.limits.term_kill_interval,
+      maxOutput: this.limits.max_script_output,
+      signal: a.abort.signal,
+      abortKillAfter: this.limits.stop_kill_interval,
+    });
+  }
+
+  /** The script's environment: PATH, the cvars (when the cvars service runs) and the item's names. */
+  private scriptEnv(item: Item): Record<string, string> {
+    const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
+    if (this.ctx.hasService('cvars')) Object.assign(env, this.ctx.service<CvarsService>('cvars').all());
+    Object.assign(env, {
+      EVA_DIR: this.ctx.paths.dir, EVA_ITEM_OID: item.o.oid, EVA_ITEM_TYPE: item.o.type,
+      EVA_ITEM_GROUP: item.o.group, EVA_ITEM_ID: item.o.id, EVA_ITEM_FULL_ID: item.o.full_id,
+    });
+    return env;
+  }
+}
+

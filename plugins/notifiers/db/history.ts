@@ -1,0 +1,151 @@
+import path from 'node:path';
+import { Worker } from 'node:worker_threads';
+import type { ModuleLogger } from '../../../core/log';
+import type { HistoryRow } from './schema';
+
+/** What the history thread needs to know; all times in seconds. */
+export interface HistoryOptions {
+  file: string;
+  space: string;
+  keep: number;
+  /** most rows the table holds; the oldest go first */
+  maxRows: number;
+  /** shortest time between two flushes */
+  flushInterval: number;
+  /** the pause after a flush is at least its duration times this, so big files are not rewritten back to back */
+  flushPauseFactor: number;
+  cleanInterval: number;
+  /** most batches on their way to the thread; more are refused (the notifier host retries them) */
+  maxPending: number;
+}
+
+/** Live figures of the history (get_notifier). */
+export interface HistoryStats {
+  rows: number;
+  inserted: number;
+  /** rows deleted because the table was at its bound */
+  trimmed: number;
+  /** rows deleted because they were older than keep */
+  expired: number;
+  flushes: number;
+  flush_errors: number;
+  last_flush_ms: number;
+  last_flush: number;
+  file_size: number;
+  last_error: string;
+}
+
+export type ToWorker =
+  | { kind: 'insert'; id: number; rows: HistoryRow[] }
+  | { kind: 'flush'; id: number }
+  | { kind: 'clean'; id: number }
+  | { kind: 'stop'; id: number };
+
+export type FromWorker =
+  | { kind: 'ready'; stats: HistoryStats }
+  | { kind: 'failed'; message: string }
+  | { kind: 'done'; id: number; stats: HistoryStats }
+  | { kind: 'error'; id: number; message: string }
+  | { kind: 'warning'; message: string }
+  | { kind: 'stats'; stats: HistoryStats };
+
+const WORKER_FILE = path.join(__dirname, 'history-worker.js');
+
+type Call = { kind: 'insert'; rows: HistoryRow[] } | { kind: 'flush' } | { kind: 'clean' } | { kind: 'stop' };
+
+/**
+ * The main thread's side of one history database: it hands rows to the
+ * history thread (history-worker.ts) and waits for each batch to be in the
+ * database, so a batch the host believes delivered is in the next flush.
+ * A thread that dies is started again on the next batch, from the last
+ * flushed file.
+ */
+export class History {
+  private worker: Worker | undefined;
+  private ready: Promise<void> | undefined;
+  private nextId = 1;
+  private readonly pending = new Map<number, { resolve: () => void; reject: (e: Error) => void }>();
+  private stopped = false;
+  stats: HistoryStats | undefined;
+
+  constructor(readonly options: HistoryOptions, private readonly log: ModuleLogger) {}
+
+  /** Start the thread and open (or create) the file. */
+  start(): Promise<void> {
+    this.ready ??= new Promise<void>((resolve, reject) => {
+      const w = new Worker(WORKER_FILE, { workerData: { historyWorker: true, options: this.options } });
+      this.worker = w;
+      w.on('message', (m: FromWorker) => {
+        switch (m.kind) {
+          case 'ready': this.stats = m.stats; resolve(); break;
+          case 'failed': reject(new Error(m.message)); break;
+          case 'warning': this.log.warning(m.message); break;
+          case 'stats': this.stats = m.stats; break;
+          case 'done': this.stats = m.stats; this.settle(m.id); break;
+          case 'error': this.settle(m.id, new Error(m.message)); break;
+        }
+      });
+      w.on('error', (err) => this.log.error(`history thread of ${this.options.file} failed: ${err.message}`));
+      w.on('exit', (code) => {
+        this.worker = undefined;
+        this.ready = undefined;
+        const lost = new Error(`history thread of ${this.options.file} ended (exit code ${code})`);
+        reject(lost);
+        for (const id of [...this.pending.keys()]) this.settle(id, lost);
+        if (!this.stopped) this.log.error(`${lost.message}; it starts again on the next event`);
+      });
+    });
+    return this.ready;
+  }
+
+  /** Resolves once the rows are in the database (on disk after the next flush). */
+  insert(rows: HistoryRow[]): Promise<void> {
+    return this.call({ kind: 'insert', rows });
+  }
+
+  /** Write the file now if anything changed. */
+  flush(): Promise<void> {
+    return this.call({ kind: 'flush' });
+  }
+
+  /** Delete expired rows now (the thread does it every cleanInterval anyway). */
+  clean(): Promise<void> {
+    return this.call({ kind: 'clean' });
+  }
+
+  /** Last flush, then end the thread. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    if (!this.worker) return;
+    try {
+      await this.send({ kind: 'stop' });
+    } finally {
+      await this.worker?.terminate();
+    }
+  }
+
+  private async call(c: Call): Promise<void> {
+    if (this.stopped) throw new Error('the history is stopped');
+    await this.start();
+    if (this.pending.size >= this.options.maxPending) throw new Error(`history of ${this.options.file} is busy: ${this.pending.size} batches waiting`);
+    return this.send(c);
+  }
+
+  private send(c: Call): Promise<void> {
+    const w = this.worker;
+    if (!w) return Promise.reject(new Error('the history thread is not running'));
+    const id = this.nextId++;
+    return new Promise<void>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      w.postMessage({ ...c, id } as ToWorker);
+    });
+  }
+
+  private settle(id: number, err?: Error): void {
+    const p = this.pending.get(id);
+    if (!p) return;
+    this.pending.delete(id);
+    if (err) p.reject(err); else p.resolve();
+  }
+}

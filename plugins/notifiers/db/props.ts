@@ -1,0 +1,54 @@
+import fs from 'node:fs';
+import path from 'node:path';
+
+/**
+ * The db notifier's own fields: the history file and how long rows are kept.
+ * Parsing and confinement live here so the command line (which never starts
+ * the plugin) and the plugin read them the same way.
+ */
+
+/** `db:<file>[:keep]` without the `db:` prefix -> fields; throws a readable message when malformed. */
+export function parseDbProps(props: string): { db: string; keep?: number } {
+  const text = props.trim();
+  if (!text) throw new Error('db notifier props: expected <file>[:keep], got nothing');
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) {
+    throw new Error(`db notifier props: ${text} is a database URI; only an SQLite file in the runtime folder is supported`);
+  }
+  // the keep time is the last colon-separated part when it is a number; a file name may hold colons otherwise
+  const m = /^(.*):([^:]*)$/.exec(text);
+  if (m && /^\d+$/.test(m[2])) return { db: checkDbName(m[1]), keep: checkKeep(Number(m[2])) };
+  if (m && m[2] !== '' && /^[\d.+-]+$/.test(m[2])) throw new Error(`db notifier props: keep must be a whole number of seconds, got ${m[2]}`);
+  return { db: checkDbName(text) };
+}
+
+function checkDbName(db: string): string {
+  if (!db || db.endsWith('/')) throw new Error('db notifier props: the database file name is missing');
+  return db;
+}
+
+export function checkKeep(keep: unknown): number {
+  const n = typeof keep === 'string' && keep.trim() !== '' ? Number(keep) : keep;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n <= 0) throw new Error(`db notifier: keep must be a positive whole number of seconds, got ${String(keep)}`);
+  return n;
+}
+
+/**
+ * The absolute path of the history file: relative names are inside the
+ * runtime folder, and whatever the name, the result must stay inside it
+ * (no `..`, no absolute path elsewhere): a notifier file must not make the
+ * controller write anywhere on the host.
+ */
+export function resolveDbFile(runtime: string, db: string): string {
+  const root = path.resolve(runtime);
+  const file = path.resolve(root, db);
+  const outside = () => new Error(`db notifier: database file ${db} is outside the runtime folder`);
+  if (!file.startsWith(root + path.sep)) throw outside();
+  // a symlinked folder (or file) must not lead out either: compare real paths of what exists
+  if (!fs.existsSync(root)) return file;
+  const realRoot = fs.realpathSync(root);
+  let existing = file;
+  while (!fs.existsSync(existing) && existing !== root) existing = path.dirname(existing);
+  const real = fs.realpathSync(existing);
+  if (real !== realRoot && !real.startsWith(realRoot + path.sep)) throw outside();
+  return file;
+}

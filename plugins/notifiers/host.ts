@@ -1,0 +1,23 @@
+import { definePlugin } from '../../core/plugin';
+import { Subjects } from '../../core/bus';
+import { Notifiers } from './host/manager';
+
+/**
+ * The notifier host: plugin `notifiers`, service `notifiers` (api.ts
+ * NotifierHost). Notifier types are plugins of their own (json.ts,
+ * http-post.ts, http.ts, db, mqtt, drop-ins) that register with it.
+ */
+export const plugin = definePlugin({
+  name: 'notifiers',
+  kind: 'service',
+  version: '1.0.0',
+  start(ctx) {
+    const host = new Notifiers(ctx);
+    // files are read now, so events of the other plugins' ready phase already queue
+    host.load();
+    ctx.provide('notifiers', host);
+    for (const s of Subjects) ctx.on(s, (data, subject) => host.onEvent(subject, data));
+    ctx.onReady(() => host.ready());
+    ctx.onStop(() => host.stop());
+  },
+});

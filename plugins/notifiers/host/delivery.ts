@@ -1,0 +1,158 @@
+import type { Subject } from '../../../core/bus';
+import { describe, type ModuleLogger } from '../../../core/log';
+import type { DeliveryError, Endpoint, NotifierStats } from '../api';
+import type { DeliveryOptions } from './defaults';
+import { EventQueue } from './queue';
+
+/** Retry delay before retry number `attempt` (0-based): doubling, capped, with jitter so peers do not retry in step. */
+export function backoff(attempt: number, opts: Pick<DeliveryOptions, 'retry_delay' | 'retry_max_delay'>): number {
+  const base = Math.min(opts.retry_delay * 2 ** attempt, opts.retry_max_delay);
+  return base * (0.5 + Math.random() / 2) * 1000;
+}
+
+/**
+ * The queue and worker of one notifier: the event source only pushes (never
+ * waits), one loop sends batches to the endpoint one after the other, so a
+ * slow or dead endpoint holds up nothing but its own queue.
+ */
+export class Delivery {
+  private readonly queue: EventQueue;
+  private inflight = 0;
+  private readonly figures = { sent: 0, failed: 0, dropped: 0 };
+  private endpoint: Endpoint | undefined;
+  private loop: Promise<void> | undefined;
+  /** wakes the loop: an event arrived, or it must stop waiting */
+  private wake: (() => void) | undefined;
+  /** true while a run of failed sends lasts, so the log gets one line per run, not one per try */
+  private failing = false;
+  /** set by cancel(): the batch in hand is dropped, no retry waits */
+  private generation = 0;
+  private draining = false;
+  private closed = false;
+  /** true from a queue overflow until the queue is empty again: one log line per overflow */
+  private overflowing = false;
+  /** ends a retry wait early */
+  private interrupt: (() => void) | undefined;
+
+  constructor(private readonly id: string, private readonly opts: DeliveryOptions, private readonly log: ModuleLogger) {
+    this.queue = new EventQueue(opts.queue_size);
+  }
+
+  stats(): NotifierStats {
+    return { queued: this.queue.size + this.inflight, ...this.figures };
+  }
+
+  /** Queue an event (never blocks, never throws). */
+  push(subject: Subject, event: unknown): void {
+    if (this.draining || this.closed) return;
+    const dropped = this.queue.push(subject, event);
+    if (dropped) {
+      if (!this.overflowing) this.log.error(`notifier ${this.id}: queue full (${this.opts.queue_size}), dropping the oldest events`);
+      this.overflowing = true;
+      this.figures.dropped += dropped;
+    }
+    this.wake?.();
+  }
+
+  /** Start sending through `endpoint`; `before` runs first (connect, start-up test). */
+  run(endpoint: Endpoint, before?: () => Promise<void>): void {
+    if (this.loop) return;
+    this.endpoint = endpoint;
+    this.loop = (async () => {
+      if (before) await before().catch((err) => this.log.error(`notifier ${this.id}: ${describe(err)}`));
+      await this.work();
+    })();
+  }
+
+  /** Drop what waits and the batch in hand (disable); the loop stays, ready for new events. */
+  cancel(): void {
+    this.generation++;
+    this.figures.dropped += this.queue.clear();
+    this.interrupt?.();
+    this.wake?.();
+  }
+
+  /**
+   * Deliver what is queued within `stop_drain` seconds, without retry waits,
+   * then end the loop; what is left is dropped and counted.
+   */
+  async stop(): Promise<void> {
+    this.draining = true;
+    this.interrupt?.();
+    this.wake?.();
+    if (this.loop) {
+      let timer: NodeJS.Timeout | undefined;
+      const limit = new Promise<void>((r) => { timer = setTimeout(r, this.opts.stop_drain * 1000); });
+      await Promise.race([this.loop, limit]);
+      clearTimeout(timer);
+    }
+    this.closed = true;
+    this.generation++;
+    this.interrupt?.();
+    this.wake?.();
+    this.figures.dropped += this.queue.clear() + this.inflight;
+    this.inflight = 0;
+  }
+
+  private async work(): Promise<void> {
+    while (!this.closed) {
+      const batch = this.queue.take(this.opts.max_batch);
+      if (!batch) {
+        this.overflowing = false;
+        if (this.draining) return;
+        await new Promise<void>((r) => { this.wake = r; });
+        this.wake = undefined;
+        continue;
+      }
+      this.inflight = batch.events.length;
+      await this.deliver(batch.subject, batch.events);
+      this.inflight = 0;
+    }
+  }
+
+  private async deliver(subject: Subject, batch: unknown[]): Promise<void> {
+    const generation = this.generation;
+    let events = batch;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.endpoint!.send(subject, events);
+        if (this.closed) return; // stop() has counted this batch as dropped already
+        this.figures.sent += events.length;
+        if (this.failing) this.log.info(`notifier ${this.id}: delivering again`);
+        this.failing = false;
+        return;
+      } catch (err) {
+        if (this.closed) return;
+        this.figures.failed++;
+        const remaining = (err as DeliveryError)?.remaining;
+        if (Array.isArray(remaining) && remaining.length <= events.length) {
+          this.figures.sent += events.length - remaining.length;
+          events = remaining;
+          this.inflight = events.length;
+        }
+        if (!this.failing) this.log.warning(`notifier ${this.id}: delivery failed: ${describe(err)}; retrying`);
+        this.failing = true;
+        if (!events.length) return;
+        if (attempt >= this.opts.retries || this.draining || generation !== this.generation) {
+          this.figures.dropped += events.length;
+          this.log.error(`notifier ${this.id}: ${events.length} ${subject} event(s) dropped after ${attempt + 1} failed tries: ${describe(err)}`);
+          return;
+        }
+        await this.sleep(backoff(attempt, this.opts));
+        if (generation !== this.generation || this.closed) {
+          if (!this.closed) this.figures.dropped += events.length;
+          return;
+        }
+      }
+    }
+  }
+
+  /** A retry wait that cancel() and stop() cut short (a new event does not). */
+  private sleep(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = () => { clearTimeout(timer); this.interrupt = undefined; resolve(); };
+      const timer = setTimeout(done, ms);
+      this.interrupt = done;
+    });
+  }
+}

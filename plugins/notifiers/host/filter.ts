@@ -1,0 +1,55 @@
+import type { Subject } from '../../../core/bus';
+import type { Subscription } from '../api';
+
+/** A group pattern as MQTT topics have them: `#` all below, `+` one level, else equal. */
+export function groupMatches(pattern: string, group: string): boolean {
+  if (pattern === '#' || pattern === group) return true;
+  const p = pattern.split('/');
+  const g = group.split('/');
+  for (let i = 0; i < p.length; i++) {
+    if (p[i] === '#') return true;
+    if (i >= g.length) return false;
+    if (p[i] !== '+' && p[i] !== g[i]) return false;
+  }
+  return p.length === g.length;
+}
+
+interface ItemRef { oid: string; type: string; group: string; id: string }
+
+/** Items by id (oid or group/id, `#` all), or types together with groups. */
+function itemSelected(sub: Subscription, it: ItemRef): boolean {
+  const fullId = `${it.group}/${it.id}`;
+  if (sub.items?.some((i) => i === '#' || i === it.oid || i === fullId)) return true;
+  if (!sub.types?.length || !sub.groups?.length) return false;
+  return (sub.types.includes('#') || sub.types.includes(it.type)) && sub.groups.some((g) => groupMatches(g, it.group));
+}
+
+function str(v: unknown): string {
+  return typeof v === 'string' ? v : '';
+}
+
+/** The item an event is about, from either event shape; undefined when the event names none. */
+function itemOf(subject: Subject, e: Record<string, unknown>): ItemRef | undefined {
+  if (subject === 'state') {
+    if (typeof e.oid !== 'string') return undefined;
+    return { oid: e.oid, type: str(e.type), group: str(e.group), id: str(e.id) };
+  }
+  if (typeof e.item_oid !== 'string') return undefined;
+  return { oid: e.item_oid, type: str(e.item_type), group: str(e.item_group), id: str(e.item_id) };
+}
+
+/** Default log level of a log subscription without one (as the old system). */
+export const DefaultLogLevel = 20;
+
+/** Whether an event of `subject` falls under the subscription (spec: Notifier command-line management). */
+export function subscribed(sub: Subscription, subject: Subject, event: unknown): boolean {
+  if (sub.subject !== subject || !event || typeof event !== 'object') return false;
+  const e = event as Record<string, unknown>;
+  if (subject === 'log') return typeof e.l === 'number' && e.l >= (sub.level ?? DefaultLogLevel);
+  const item = itemOf(subject, e);
+  if (!item || !itemSelected(sub, item)) return false;
+  if (subject === 'action' && sub.action_status?.length) {
+    return sub.action_status.includes('#') || sub.action_status.includes(str(e.status));
+  }
+  return true;
+}

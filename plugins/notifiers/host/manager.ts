@@ -1,0 +1,208 @@
+import type { PluginContext } from '../../../core/plugin';
+import type { Subject } from '../../../core/bus';
+import { describe, type ModuleLogger } from '../../../core/log';
+import { functionFailed } from '../../../core/errors';
+import type { Endpoint, NotifierConfig, NotifierHost, NotifierType } from '../api';
+import { deliveryOptions, loadConfigs } from './config';
+import { DeliveryDefaults } from './defaults';
+import { Delivery } from './delivery';
+import { subscribed } from './filter';
+
+type TestResult = 'passed' | 'failed' | 'skipped' | 'not run';
+
+/** One loaded notifier: its file, its run-time state, its queue. */
+interface Managed {
+  config: NotifierConfig;
+  /** runtime state; enable/disable_notifier change it until restart */
+  enabled: boolean;
+  delivery: Delivery;
+  type?: NotifierType;
+  /** the context of the plugin that registered the type (services for the endpoint) */
+  typeCtx?: PluginContext;
+  endpoint?: Endpoint;
+  /** why this notifier cannot run (type missing, config refused by its type) */
+  problem?: string;
+  test: TestResult;
+}
+
+/**
+ * The notifier host (service `notifiers`): loads the notifier files, matches
+ * every bus event against each enabled notifier's subscriptions and hands it
+ * to that notifier's own queue. Types come from notifier plugins, which
+ * register them while they start; notifiers of a type wait (their queue
+ * bounded) until it registers, and are reported when it never does.
+ */
+export class Notifiers implements NotifierHost {
+  private readonly all = new Map<string, Managed>();
+  private readonly types = new Map<string, NotifierType>();
+  /** the notification system's own records: never `log` events */
+  private readonly log: ModuleLogger;
+
+  constructor(private readonly ctx: PluginContext) {
+    this.log = ctx.quietLog('notifiers');
+  }
+
+  load(): void {
+    for (const f of loadConfigs(this.ctx.paths.notifyDir)) {
+      if (!f.config) {
+        this.log.error(`notifier file ${f.file} skipped: ${f.error}`);
+        continue;
+      }
+      const opts = deliveryOptions(f.config, this.ctx.config.raw.notifiers);
+      const delivery = new Delivery(f.id, opts, this.ctx.quietLog(`notifier.${f.id}`));
+      this.all.set(f.id, { config: f.config, enabled: f.config.enabled, delivery, test: 'not run' });
+    }
+  }
+
+  /** A bus event: into the queue of every enabled notifier subscribed to it. */
+  onEvent(subject: Subject, data: unknown): void {
+    for (const n of this.all.values()) {
+      if (!n.enabled || n.problem) continue;
+      if (n.config.events.some((s) => subscribed(s, subject, data))) n.delivery.push(subject, data);
+    }
+  }
+
+  registerType(ctx: PluginContext, type: NotifierType): void {
+    const names = [type.type, ...(type.aliases ?? [])];
+    for (const name of names) {
+      if (this.types.has(name)) throw new Error(`notifier type ${name} is already registered`);
+    }
+    for (const name of names) this.types.set(name, type);
+    ctx.onStop(() => this.detach(type));
+    for (const n of this.all.values()) if (!n.type && names.includes(n.config.type)) this.attach(n, type, ctx);
+  }
+
+  private attach(n: Managed, type: NotifierType, ctx: PluginContext): void {
+    n.type = type;
+    n.typeCtx = ctx;
+    n.config.type = type.type; // an alias (http-json) is read as the type itself
+    try {
+      type.validate?.(n.config);
+    } catch (err) {
+      this.refuse(n, `bad ${type.type} config: ${describe(err)}`);
+      return;
+    }
+    if (n.enabled) this.startEndpoint(n, !n.config.skip_test);
+  }
+
+  private refuse(n: Managed, problem: string): void {
+    n.problem = problem;
+    n.delivery.cancel();
+    this.log.error(`notifier ${n.config.id} is not usable: ${problem}`);
+  }
+
+  /** Create and start the endpoint, then the worker; the start-up test (when asked) runs first, in the worker. */
+  private startEndpoint(n: Managed, test: boolean): void {
+    const { config: cfg, type } = n;
+    let endpoint: Endpoint;
+    try {
+      endpoint = type!.create(cfg, { ctx: n.typeCtx!, log: this.ctx.quietLog(`notifier.${cfg.id}`) });
+    } catch (err) {
+      this.refuse(n, `cannot create: ${describe(err)}`);
+      return;
+    }
+    n.endpoint = endpoint;
+    n.test = cfg.skip_test ? 'skipped' : 'not run';
+    n.delivery.run(endpoint, async () => {
+      try {
+        await endpoint.start?.();
+      } catch (err) {
+        this.log.error(`notifier ${cfg.id} (${cfg.type}) failed to start: ${describe(err)}`);
+      }
+      if (!test) return;
+      try {
+        await endpoint.test();
+        n.test = 'passed';
+        this.log.info(`notifier ${cfg.id} (${cfg.type}) test passed`);
+      } catch (err) {
+        // as the old system: the notifier stays active, it may come up later
+        n.test = 'failed';
+        this.log.error(`notifier ${cfg.id} (${cfg.type}) test failed: ${describe(err)}`);
+      }
+    });
+  }
+
+  /** After every plugin started: a notifier whose type never registered is reported once. */
+  ready(): void {
+    for (const n of this.all.values()) {
+      if (!n.type && !n.problem) this.refuse(n, `notifier type ${n.config.type} is not available`);
+    }
+  }
+
+  /** The type's plugin stops: deliver what is queued (bounded by stop_drain), then stop the endpoints. */
+  private async detach(type: NotifierType): Promise<void> {
+    for (const [name, t] of this.types) if (t === type) this.types.delete(name);
+    const mine = [...this.all.values()].filter((n) => n.type === type);
+    await Promise.all(mine.map((n) => this.stopOne(n)));
+  }
+
+  private async stopOne(n: Managed): Promise<void> {
+    await n.delivery.stop();
+    try {
+      await n.endpoint?.stop?.();
+    } catch (err) {
+      this.log.error(`notifier ${n.config.id}: stop failed: ${describe(err)}`);
+    }
+    n.endpoint = undefined;
+    n.type = undefined;
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.all.values()].map((n) => this.stopOne(n)));
+  }
+
+  get(id: string) {
+    const n = this.all.get(id);
+    return n && { config: n.config, endpoint: n.endpoint, enabled: n.enabled };
+  }
+
+  defaultOf(type: string): string | undefined {
+    return this.list().find((id) => {
+      const n = this.all.get(id)!;
+      return n.enabled && !n.problem && n.config.type === type;
+    });
+  }
+
+  list(): string[] {
+    return [...this.all.keys()].sort();
+  }
+
+  describe(id: string, stats = false): Record<string, unknown> | undefined {
+    const n = this.all.get(id);
+    if (!n) return undefined;
+    const cfg = n.config;
+    const out: Record<string, unknown> = { id, type: cfg.type, enabled: n.enabled, events: cfg.events };
+    for (const f of ['space', 'timeout', 'skip_test', ...Object.keys(DeliveryDefaults)]) {
+      if (cfg[f] !== undefined) out[f] = cfg[f];
+    }
+    if (n.type) {
+      if (n.type.serialize) Object.assign(out, n.type.serialize(cfg));
+      else for (const f of Object.keys(n.type.fields)) if (cfg[f] !== undefined) out[f] = cfg[f];
+    }
+    if (n.problem) out.problem = n.problem;
+    if (stats) {
+      let extra: Record<string, unknown> = {};
+      try { extra = n.endpoint?.info?.() ?? {}; } catch (err) { extra = { info_error: describe(err) }; }
+      out.stats = { ...extra, ...n.delivery.stats(), test: n.test };
+    }
+    return out;
+  }
+
+  async setEnabled(id: string, enabled: boolean): Promise<boolean> {
+    const n = this.all.get(id);
+    if (!n) return false;
+    if (!enabled) {
+      n.enabled = false;
+      n.delivery.cancel(); // what waits for a disabled notifier is dropped, and counted
+      return true;
+    }
+    if (n.problem) throw functionFailed(`notifier ${id} cannot run: ${n.problem}`);
+    if (!n.type) throw functionFailed(`notifier type ${n.config.type} is not available`);
+    if (!n.endpoint) {
+      this.startEndpoint(n, false);
+      if (n.problem) throw functionFailed(`notifier ${id} cannot run: ${n.problem}`);
+    }
+    n.enabled = true;
+    return true;
+  }
+}

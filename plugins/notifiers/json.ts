@@ -1,0 +1,15 @@
+import { typePlugin } from './type-plugin';
+import { frameHead, webhookType } from './webhook';
+
+/** json web hook: POST {k, subject, space, data: [events]}, a batch of one subject per request. */
+export const jsonType = webhookType({
+  type: 'json',
+  aliases: ['http-json'],
+  encode: (cfg, subject, events) => [{
+    request: { method: 'POST', contentType: 'application/json', body: JSON.stringify({ ...frameHead(cfg, subject), data: events }) },
+    events,
+  }],
+  encodeTest: (cfg) => ({ method: 'POST', contentType: 'application/json', body: JSON.stringify(frameHead(cfg, 'test')) }),
+});
+
+export const plugin = typePlugin('notifier-json', jsonType);

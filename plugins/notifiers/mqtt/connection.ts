@@ -1,0 +1,201 @@
+import fs from 'node:fs';
+import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
+import type { ModuleLogger } from '../../../core/log';
+import { describe } from '../../../core/log';
+import { MqttDefaults, type MqttSettings, type Qos } from './settings';
+import { Routes } from './routes';
+
+/** Thrown by publish while the broker is away (the host buffers and retries). */
+export class NotConnected extends Error {
+  constructor() { super('not connected to the MQTT broker'); }
+}
+
+/**
+ * One controller's connection to one broker: connects, reconnects with
+ * back-off, restores the routes' subscriptions after every (re)connect and
+ * hands incoming messages to them. Publications of QoS 1 and 2 that were in
+ * flight when the connection dropped stay in the client's store and are
+ * sent again on reconnect, so a send waiting for them resolves then.
+ */
+export class Connection {
+  readonly routes = new Routes();
+  private client?: MqttClient;
+  // kept across reconnects: they hold the in-flight QoS 1/2 publications
+  private readonly outgoing = new mqtt.Store();
+  private readonly incoming = new mqtt.Store();
+  private delay: number = MqttDefaults.reconnect_min_ms;
+  private timer?: NodeJS.Timeout;
+  private stopped = false;
+  private lastError = '';
+  private waiters: (() => void)[] = [];
+  /** QoS 0 publications not yet written: a dropped connection fails them (the client would leave them waiting) */
+  private readonly volatile = new Set<() => void>();
+  readonly stats = { connects: 0, attempts: 0, messages_in: 0 };
+  /** run after every successful (re)connect, once the subscriptions are sent */
+  onConnect: () => void = () => {};
+
+  constructor(private readonly s: MqttSettings, private readonly log: ModuleLogger, private readonly clientId: string) {
+    this.routes.onFilter = (filter, qos) => {
+      if (!this.connected) return; // the next connect subscribes what the routes hold then
+      if (qos === undefined) this.client!.unsubscribe(filter, (err) => err && this.fail(`unsubscribe ${filter}`, err));
+      else this.client!.subscribe(filter, { qos }, (err) => err && this.fail(`subscribe ${filter}`, err));
+    };
+    this.routes.onError = (owner, topic, err) => this.log.error(`mqtt ${s.id}: ${owner} failed on a message to ${topic}: ${describe(err)}`);
+  }
+
+  get connected(): boolean {
+    return !!this.client?.connected;
+  }
+
+  get error(): string {
+    return this.lastError;
+  }
+
+  /** Start connecting; never throws for an unreachable broker (it keeps trying). */
+  start(): void {
+    const { s } = this;
+    const opts: IClientOptions = {
+      host: s.host,
+      port: s.port,
+      protocol: s.tls ? 'mqtts' : 'mqtt',
+      protocolVersion: 4,
+      clientId: this.clientId,
+      clean: true,
+      keepalive: s.keepalive,
+      // reconnects are ours (back-off), subscriptions are ours (routes), and
+      // nothing is queued while offline: the host buffers what must survive
+      reconnectPeriod: 0,
+      resubscribe: false,
+      queueQoSZero: false,
+      connectTimeout: s.timeout * 1000,
+      incomingStore: this.incoming,
+      outgoingStore: this.outgoing,
+      username: s.username,
+      password: s.password,
+    };
+    if (s.tls) {
+      opts.ca = fs.readFileSync(s.tls.ca);
+      if (s.tls.cert) opts.cert = fs.readFileSync(s.tls.cert);
+      if (s.tls.key) opts.key = fs.readFileSync(s.tls.key);
+      opts.rejectUnauthorized = true;
+    }
+    const client = mqtt.connect(opts);
+    this.client = client;
+    this.stats.attempts++;
+    client.on('connect', () => {
+      this.stats.connects++;
+      this.delay = MqttDefaults.reconnect_min_ms;
+      if (this.lastError || this.stats.connects > 1) this.log.info(`mqtt ${s.id}: connected to ${s.host}:${s.port}`);
+      this.lastError = '';
+      const subs = Object.fromEntries([...this.routes.all()].map(([f, qos]) => [f, { qos }]));
+      if (Object.keys(subs).length) client.subscribe(subs, (err) => err && this.fail('subscribe', err));
+      for (const w of this.waiters.splice(0)) w();
+      try { this.onConnect(); } catch (err) { this.fail('on connect', err); }
+    });
+    client.on('message', (topic, payload) => {
+      this.stats.messages_in++;
+      this.routes.deliver(topic, payload);
+    });
+    client.on('error', (err) => this.fail('connection', err));
+    client.on('close', () => {
+      for (const fail of [...this.volatile]) fail();
+      this.scheduleReconnect();
+    });
+  }
+
+  private fail(what: string, err: unknown): void {
+    const msg = describe(err);
+    // a broker that stays away repeats the same error on every attempt: log it once
+    if (msg !== this.lastError) this.log.error(`mqtt ${this.s.id}: ${what}: ${msg}`);
+    this.lastError = msg;
+  }
+
+  private scheduleReconnect(): void {
+    if (this.stopped || this.timer) return;
+    const wait = this.delay;
+    this.delay = Math.min(this.delay * 2, MqttDefaults.reconnect_max_ms);
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      if (this.stopped || !this.client || this.client.connected) return;
+      this.stats.attempts++;
+      this.client.reconnect({ incomingStore: this.incoming, outgoingStore: this.outgoing });
+    }, wait);
+  }
+
+  /** Resolves true once connected; false after `ms` (unbounded when omitted) or when the connection stops. */
+  waitConnected(ms?: number): Promise<boolean> {
+    if (this.connected) return Promise.resolve(true);
+    if (this.stopped) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      let t: NodeJS.Timeout | undefined;
+      const done = () => { clearTimeout(t); resolve(this.connected); };
+      if (ms !== undefined) {
+        t = setTimeout(() => {
+          this.waiters = this.waiters.filter((w) => w !== done);
+          resolve(this.connected);
+        }, ms);
+      }
+      this.waiters.push(done);
+    });
+  }
+
+  /** Publish one message; resolves when the broker has it (QoS 1/2) or it is written (QoS 0). */
+  publish(topic: string, payload: string | Buffer, qos: Qos, retain = false): Promise<void> {
+    const client = this.client;
+    if (!client || !client.connected) return Promise.reject(new NotConnected());
+    return new Promise((resolve, reject) => {
+      // QoS 0 waits for the write; a write to a connection that has just died never finishes
+      const fail = () => { this.volatile.delete(fail); reject(new NotConnected()); };
+      if (qos === 0) this.volatile.add(fail);
+      client.publish(topic, payload, { qos, retain }, (err) => {
+        this.volatile.delete(fail);
+        if (err) reject(err);
+        else resolve();
+      });
+    });
+  }
+
+  /**
+   * Publish a batch. QoS 1/2: all at once, resolved when every one is
+   * acknowledged. QoS 0: written one after the other, pausing while the
+   * socket is full (one wait at a time, not one per message).
+   */
+  async publishAll(messages: { topic: string; payload: string; qos: Qos; retain: boolean }[]): Promise<void> {
+    const acks: Promise<void>[] = [];
+    for (const m of messages) {
+      const client = this.client;
+      if (!client || !client.connected) throw new NotConnected();
+      if (m.qos > 0) {
+        acks.push(this.publish(m.topic, m.payload, m.qos, m.retain));
+        continue;
+      }
+      client.publish(m.topic, m.payload, { qos: 0, retain: m.retain });
+      if (client.stream.writableNeedDrain) await this.drained(client);
+    }
+    await Promise.all(acks);
+  }
+
+  /** Resolves when the socket can take more, or the connection is gone. */
+  private drained(client: MqttClient): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        client.stream.off('drain', done);
+        this.volatile.delete(done);
+        resolve();
+      };
+      client.stream.once('drain', done);
+      this.volatile.add(done);
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    for (const w of this.waiters.splice(0)) w();
+    const client = this.client;
+    if (!client) return;
+    // forced: a broker that is away must not hold the stop; pending publications fail
+    await new Promise<void>((resolve) => client.end(true, {}, () => resolve()));
+  }
+}

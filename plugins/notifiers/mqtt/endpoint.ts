@@ -1,0 +1,185 @@
+import crypto from 'node:crypto';
+import type { Subject } from '../../../core/bus';
+import { Dispatcher } from '../../../core/dispatch';
+import { invalidParams } from '../../../core/errors';
+import type { PluginContext } from '../../../core/plugin';
+import type { ModuleLogger } from '../../../core/log';
+import type { ItemsService } from '../../items/api';
+import type { MqttSubscriber } from '../../corescripts/api';
+import type { Endpoint } from '../api';
+import { Connection, NotConnected } from './connection';
+import { EchoFilter } from './echo';
+import { ItemLink } from './receive';
+import { LogCollector } from './logs';
+import { MqttApi } from './api';
+import { messagesOf } from './publish';
+import { LatestRetained } from './retained';
+import { MqttDefaults, type MqttSettings, type Qos } from './settings';
+import { Topics, validFilter, validTopic } from './topics';
+
+/** A promise that rejects after `ms`. */
+function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    p,
+    new Promise<T>((_, reject) => { timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms); }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+const asQos = (q: number | undefined, fallback: Qos): Qos => (q === 0 || q === 1 || q === 2 ? q : fallback);
+
+/**
+ * One mqtt notifier of one controller: publishes the events the host hands
+ * it, and receives unit control, item updates, other controllers' logs,
+ * API requests and core-script topics over the same connection.
+ */
+export class MqttEndpoint implements Endpoint, MqttSubscriber {
+  private readonly conn: Connection;
+  private readonly echo = new EchoFilter(MqttDefaults.echo_track_max);
+  private readonly link: ItemLink;
+  private readonly logs?: LogCollector;
+  private readonly api?: MqttApi;
+  private readonly self: { system: string; product: string };
+  private started = false;
+  private announceTimer?: NodeJS.Timeout;
+  private unwatch?: () => void;
+  /** QoS 0 events that met a broker that was away: not buffered, only counted */
+  private droppedOffline = 0;
+  private readonly missedRetained = new LatestRetained(MqttDefaults.offline_retained_max);
+  /** the catch-up under way: new publications wait for it, so an old value never lands after a new one */
+  private catching: Promise<void> = Promise.resolve();
+
+  constructor(readonly s: MqttSettings, private readonly ctx: PluginContext, private readonly log: ModuleLogger) {
+    this.self = { system: ctx.config.server.name, product: ctx.paths.product };
+    // unique per run: two controllers (or a restarted one) never take each other's session
+    const clientId = `${this.self.product}-${this.self.system}-${s.id}-${crypto.randomBytes(4).toString('hex')}`.slice(0, 64);
+    this.conn = new Connection(s, log, clientId);
+    this.link = new ItemLink(this.conn, s, () => this.items(), this.echo, log);
+    if (s.collectLogs) {
+      if (this.self.product === 'sfa') this.logs = new LogCollector(this.conn, s, ctx.logger, this.self, log);
+      else log.warning(`mqtt ${s.id}: collect_logs works on an sfa controller only, ignored on ${this.self.product}`);
+    }
+    if (s.apiEnabled) this.api = new MqttApi(this.conn, s, ctx.container.resolve(Dispatcher), this.self, log);
+    this.conn.onConnect = () => {
+      this.announce();
+      this.catchUp();
+    };
+  }
+
+  private items(): ItemsService | undefined {
+    return this.ctx.hasService('items') ? this.ctx.service<ItemsService>('items') : undefined;
+  }
+
+  /** Follow the items (when their plugin runs): subscriptions now and after every configuration change. */
+  itemsReady(): void {
+    if (!this.started || this.unwatch) return;
+    const items = this.items();
+    if (!items) return;
+    this.unwatch = items.watch?.(() => this.link.sync()) ?? (() => {});
+    this.link.sync();
+  }
+
+  async start(): Promise<void> {
+    if (this.started) return;
+    this.started = true;
+    this.conn.start();
+    this.api?.start();
+    this.logs?.start();
+    this.itemsReady();
+    if (this.s.announceInterval > 0) {
+      this.announceTimer = setInterval(() => this.announce(), this.s.announceInterval * 1000);
+    }
+    // the first attempt decides nothing: an unreachable broker is retried in the background
+    await this.conn.waitConnected(this.s.timeout * 1000);
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.announceTimer);
+    this.unwatch?.();
+    this.link.stop();
+    this.api?.stop();
+    this.logs?.stop();
+    await this.conn.stop();
+  }
+
+  private announce(): void {
+    if (this.s.announceInterval <= 0 || !this.conn.connected) return;
+    this.conn.publish(Topics.discovery(this.s.prefix), `${this.self.product}/${this.self.system}`, this.s.qos.system)
+      .catch((err) => this.log.warning(`mqtt ${this.s.id}: announcement not sent: ${(err as Error).message}`));
+  }
+
+  /** After an outage: the newest value of each retained QoS 0 topic that missed changes. */
+  private catchUp(): void {
+    const missed = process.env.NO_CATCHUP ? [] : this.missedRetained.take();
+    if (!missed.length) return;
+    this.catching = this.conn.publishAll(missed).catch((err) => {
+      // the connection dropped again: keep what did not go for the next reconnect
+      for (const m of missed) this.missedRetained.restore(m);
+      this.log.warning(`mqtt ${this.s.id}: retained states not yet caught up: ${(err as Error).message}`);
+    });
+  }
+
+  /** Publish `<product>/<system>` to SPACE/test and wait for the broker to take it. */
+  async test(): Promise<void> {
+    await this.start();
+    const ms = this.s.timeout * 1000;
+    if (!(await this.conn.waitConnected(ms))) {
+      throw new Error(`cannot connect to ${this.s.host}:${this.s.port}${this.conn.error ? `: ${this.conn.error}` : ''}`);
+    }
+    await within(this.conn.publish(Topics.test(this.s.prefix), `${this.self.product}/${this.self.system}`, this.s.qos.system), ms, 'test');
+  }
+
+  /**
+   * Publish a batch. While the broker is away a batch with QoS 1 or 2 waits
+   * for it to come back, so the host's queue (bounded by queue_size, drops
+   * counted) holds what comes meanwhile and nothing is lost to the host's
+   * retry limit during a long outage; a batch of QoS 0 only is dropped and
+   * counted, as QoS 0 promises nothing (but the newest value of each retained
+   * topic it held is published on reconnect). Publications in flight when
+   * the connection drops are sent again on reconnect.
+   */
+  async send(subject: Subject, events: unknown[]): Promise<void> {
+    const messages = events.flatMap((e) => messagesOf(this.s, subject, e));
+    if (!messages.length) return;
+    if (!this.conn.connected) {
+      if (messages.every((m) => m.qos === 0)) {
+        this.droppedOffline += events.length;
+        for (const m of messages) this.missedRetained.keep(m);
+        return;
+      }
+      if (!(await this.conn.waitConnected())) throw new NotConnected(); // stopped
+    }
+    await this.catching;
+    for (const m of messages) if (this.link.tracks(m.topic)) this.echo.sent(m.topic, m.payload);
+    await this.conn.publishAll(messages);
+  }
+
+  info(): Record<string, unknown> {
+    return {
+      connected: this.conn.connected,
+      last_error: this.conn.error || null,
+      connects: this.conn.stats.connects,
+      messages_in: this.conn.stats.messages_in,
+      dropped_offline: this.droppedOffline,
+      retained_to_catch_up: this.missedRetained.size,
+      retained_not_kept: this.missedRetained.overflow,
+      ...(this.api ? { api: { ...this.api.stats } } : {}),
+    };
+  }
+
+  // ---- MqttSubscriber, for core scripts: topics are absolute (no space) ----
+
+  subscribe(owner: string, topic: string, qos: number, handler: (topic: string, payload: Buffer) => void): void {
+    if (!validFilter(topic)) throw invalidParams(`bad MQTT topic filter: ${topic}`);
+    this.conn.routes.add(`cs:${owner}`, topic, asQos(qos, this.s.qos.system), handler);
+  }
+
+  unsubscribe(owner: string, topic?: string): void {
+    this.conn.routes.remove(`cs:${owner}`, topic);
+  }
+
+  async publish(topic: string, payload: string | Buffer, opts: { qos?: 0 | 1 | 2; retain?: boolean } = {}): Promise<void> {
+    if (!validTopic(topic)) throw invalidParams(`bad MQTT topic: ${topic}`);
+    await this.conn.publish(topic, payload, asQos(opts.qos, this.s.qos.system), !!opts.retain);
+  }
+}

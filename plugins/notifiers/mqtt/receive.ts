@@ -1,0 +1,141 @@
+import type { ModuleLogger } from '../../../core/log';
+import { describe } from '../../../core/log';
+import type { ItemsService } from '../../items/api';
+import type { Connection } from './connection';
+import type { EchoFilter } from './echo';
+import type { MqttSettings, Qos } from './settings';
+import { Topics, UpdateFields, type UpdateField } from './topics';
+
+const OWNER = 'items';
+
+/** The QoS an item takes updates at when mqtt_update names no QoS (spec rule 2). */
+const DEFAULT_BINDING_QOS: Qos = 1;
+
+/** `<notifier id>[:qos]` (the spec also writes a semicolon) into its parts; undefined when empty or malformed. */
+export function parseBinding(text: string | undefined): { id: string; qos: Qos } | undefined {
+  const m = /^([^:;\s]+)(?:[:;]([012]))?$/.exec((text ?? '').trim());
+  return m ? { id: m[1], qos: (m[2] === undefined ? DEFAULT_BINDING_QOS : Number(m[2])) as Qos } : undefined;
+}
+
+/** A control message `status [value [priority]]`, `none` for no value; a string says what is wrong. */
+export function parseControl(body: string): { status: number; value?: string; priority?: number } | string {
+  const words = body.trim().split(/\s+/).filter(Boolean);
+  if (!words.length) return 'empty';
+  if (words.length > 3) return 'more than status, value and priority';
+  if (!/^-?\d+$/.test(words[0])) return `status "${words[0]}" is not an integer`;
+  const out: { status: number; value?: string; priority?: number } = { status: Number(words[0]) };
+  if (words[1] !== undefined && words[1] !== 'none') out.value = words[1];
+  if (words[2] !== undefined) {
+    if (!/^\d+$/.test(words[2])) return `priority "${words[2]}" is not a whole number`;
+    out.priority = Number(words[2]);
+  }
+  return out;
+}
+
+/** A value as an update message carries it: empty (or `null`, as the API reads it) is no value. */
+export const valueOfPayload = (text: string): string | null => (text === '' || text === 'null' ? null : text);
+
+/** What shows a message for the log: bounded, one line. */
+export const shown = (text: string) => JSON.stringify(text.length > 80 ? `${text.slice(0, 80)}...` : text);
+
+interface Bound { signature: string; update: boolean }
+
+/**
+ * Items bound to this notifier (spec "MQTT notifier" rules 1 and 2): units
+ * whose mqtt_control names it take control messages, items whose
+ * mqtt_update names it take status and value. The subscriptions follow the
+ * items service: `sync` compares what the items want with what is routed.
+ */
+export class ItemLink {
+  private readonly bound = new Map<string, Bound>();
+
+  constructor(
+    private readonly conn: Connection,
+    private readonly s: MqttSettings,
+    private readonly items: () => ItemsService | undefined,
+    private readonly echo: EchoFilter,
+    private readonly log: ModuleLogger,
+  ) {}
+
+  /** Whether a topic is an update topic we listen to (our publications on it come back). */
+  tracks(topic: string): boolean {
+    return this.bound.get(topic)?.update === true;
+  }
+
+  sync(): void {
+    const items = this.items();
+    if (!items) return;
+    const want = new Map<string, { signature: string; qos: Qos; update: boolean; handler: (topic: string, payload: Buffer) => void }>();
+    const { prefix, id } = this.s;
+    for (const it of items.list()) {
+      const fullId = `${it.group}/${it.id}`;
+      const up = parseBinding(it.mqtt_update);
+      if (up?.id === id) {
+        for (const field of UpdateFields) {
+          want.set(Topics.state(prefix, it.type, fullId, field), {
+            signature: `update ${it.oid} ${field} ${up.qos}`, qos: up.qos, update: true,
+            handler: (topic, payload) => this.onUpdate(items, it.oid, field, topic, payload),
+          });
+        }
+      }
+      const ctl = it.type === 'unit' ? parseBinding(it.mqtt_control) : undefined;
+      if (ctl?.id === id) {
+        for (const topic of [Topics.control(prefix, fullId), Topics.controlShort(prefix, fullId)]) {
+          want.set(topic, {
+            signature: `control ${it.oid} ${ctl.qos}`, qos: ctl.qos, update: false,
+            handler: (t, payload) => this.onControl(items, it.oid, t, payload),
+          });
+        }
+      }
+    }
+    for (const [topic, b] of this.bound) {
+      if (want.get(topic)?.signature === b.signature) continue;
+      this.conn.routes.remove(OWNER, topic);
+      this.bound.delete(topic);
+      this.echo.clear(topic);
+    }
+    for (const [topic, w] of want) {
+      if (this.bound.has(topic)) continue;
+      this.bound.set(topic, { signature: w.signature, update: w.update });
+      this.conn.routes.add(OWNER, topic, w.qos, w.handler);
+    }
+  }
+
+  stop(): void {
+    this.conn.routes.remove(OWNER);
+    this.bound.clear();
+  }
+
+  private onUpdate(items: ItemsService, oid: string, field: UpdateField, topic: string, payload: Buffer): void {
+    const text = payload.toString('utf8');
+    if (this.echo.isEcho(topic, text)) return;
+    let change: { status?: number; value?: string | null };
+    if (field === 'status') {
+      if (!/^-?\d+$/.test(text.trim())) {
+        this.log.warning(`mqtt ${this.s.id}: update of ${oid} dropped: status ${shown(text)} is not an integer`);
+        return;
+      }
+      change = { status: Number(text.trim()) };
+    } else {
+      change = { value: valueOfPayload(text) };
+    }
+    try {
+      // tagged with our id: the state event it causes is not published back
+      items.update(oid, change, this.s.id);
+    } catch (err) {
+      this.log.warning(`mqtt ${this.s.id}: update of ${oid} failed: ${describe(err)}`);
+    }
+  }
+
+  private onControl(items: ItemsService, oid: string, topic: string, payload: Buffer): void {
+    const text = payload.toString('utf8');
+    const c = parseControl(text);
+    if (typeof c === 'string') {
+      this.log.warning(`mqtt ${this.s.id}: control message ${shown(text)} on ${topic} dropped: ${c}`);
+      return;
+    }
+    Promise.resolve().then(() => items.action(oid, c, this.s.id)).catch((err) => {
+      this.log.warning(`mqtt ${this.s.id}: control of ${oid} (${shown(text)}) refused: ${describe(err)}`);
+    });
+  }
+}

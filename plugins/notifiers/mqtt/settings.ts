@@ -1,0 +1,169 @@
+import path from 'node:path';
+import type { NotifierConfig } from '../api';
+
+/** Every default and limit of the mqtt notifier. */
+export const MqttDefaults = {
+  port: 1883,
+  /** seconds between pings; the broker drops a client silent for 1.5 × this */
+  keepalive: 60,
+  qos: 1 as Qos,
+  /** first wait before a reconnect attempt, ms; doubles after every failed attempt */
+  reconnect_min_ms: 500,
+  /** longest wait between reconnect attempts, ms */
+  reconnect_max_ms: 30_000,
+  /** most events in one send: one batch is published at once and its acks awaited together */
+  max_batch: 500,
+  /** own publications per topic remembered to recognise their echo (update topics only) */
+  echo_track_max: 1000,
+  /** retained QoS 0 topics whose newest value is kept while the broker is away, to publish on reconnect */
+  offline_retained_max: 100_000,
+  /** MQTT API requests being answered at once; more are refused with `busy` */
+  api_max_pending: 64,
+  /** largest MQTT API request accepted, bytes */
+  api_max_request: 1024 * 1024,
+};
+
+export type Qos = 0 | 1 | 2;
+export const QosSubjects = ['action', 'log', 'state', 'system'] as const;
+export type QosSubject = (typeof QosSubjects)[number];
+export type QosMap = Record<QosSubject, Qos>;
+
+/** The type's own fields with their defaults (decisions.md "Notifiers"). */
+export const MqttFields: Record<string, unknown> = {
+  host: '',
+  port: MqttDefaults.port,
+  username: '',
+  password: '',
+  qos: Object.fromEntries(QosSubjects.map((s) => [s, MqttDefaults.qos])),
+  keepalive: MqttDefaults.keepalive,
+  announce_interval: 0,
+  api_enabled: false,
+  collect_logs: false,
+  ca_certs: '',
+  certfile: '',
+  keyfile: '',
+};
+
+/** A notifier config read into what the endpoint uses. */
+export interface MqttSettings {
+  id: string;
+  /** topic prefix with its trailing slash, '' for no space */
+  prefix: string;
+  host: string;
+  port: number;
+  username?: string;
+  password?: string;
+  qos: QosMap;
+  keepalive: number;
+  /** seconds, 0: no announcements */
+  announceInterval: number;
+  apiEnabled: boolean;
+  collectLogs: boolean;
+  /** absolute paths; ca set means TLS */
+  tls?: { ca: string; cert?: string; key?: string };
+  /** seconds to wait for the broker on start and test */
+  timeout: number;
+}
+
+function qosValue(v: unknown, what: string): Qos {
+  const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v;
+  if (n === 0 || n === 1 || n === 2) return n;
+  throw new Error(`${what} must be 0, 1 or 2`);
+}
+
+/** `qos` as a number (every subject) or an object of subjects; missing subjects take the default. */
+export function parseQos(v: unknown): QosMap {
+  if (v === undefined || v === null || v === '') return Object.fromEntries(QosSubjects.map((s) => [s, MqttDefaults.qos])) as QosMap;
+  if (typeof v === 'object' && !Array.isArray(v)) {
+    const o = v as Record<string, unknown>;
+    for (const k of Object.keys(o)) if (!QosSubjects.includes(k as QosSubject)) throw new Error(`qos: unknown subject ${k}`);
+    return Object.fromEntries(QosSubjects.map((s) => [s, o[s] === undefined ? MqttDefaults.qos : qosValue(o[s], `qos.${s}`)])) as QosMap;
+  }
+  const q = qosValue(v, 'qos');
+  return Object.fromEntries(QosSubjects.map((s) => [s, q])) as QosMap;
+}
+
+function num(v: unknown, what: string, min: number, max: number, integer = true): number {
+  const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v;
+  if (typeof n !== 'number' || !Number.isFinite(n) || n < min || n > max || (integer && !Number.isInteger(n))) {
+    throw new Error(`${what} must be a${integer ? 'n integer' : ' number'} from ${min} to ${max}`);
+  }
+  return n;
+}
+
+function text(v: unknown, what: string): string {
+  if (v === undefined || v === null) return '';
+  if (typeof v !== 'string' && typeof v !== 'number') throw new Error(`${what} must be a string`);
+  return String(v).trim();
+}
+
+function bool(v: unknown, what: string): boolean {
+  if (v === undefined || v === null || v === '') return false;
+  if (typeof v === 'boolean') return v;
+  if (typeof v === 'string' && /^(true|yes|on|1|y|t)$/i.test(v.trim())) return true;
+  if (typeof v === 'string' && /^(false|no|off|0|n|f)$/i.test(v.trim())) return false;
+  if (typeof v === 'number') return v !== 0;
+  throw new Error(`${what} must be a boolean`);
+}
+
+/** The space as a topic prefix: no leading or trailing slashes, no wildcards. */
+export function spacePrefix(space: unknown): string {
+  const s = text(space, 'space').replace(/^\/+|\/+$/g, '');
+  if (/[#+]/.test(s)) throw new Error('space must not hold MQTT wildcards');
+  return s ? `${s}/` : '';
+}
+
+/**
+ * Check a config and read it into settings; throws with what is wrong.
+ * Relative certificate paths are resolved against the controller directory.
+ */
+export function readSettings(cfg: NotifierConfig, dir: string): MqttSettings {
+  const host = text(cfg.host, 'host');
+  if (!host) throw new Error('host is required');
+  const port = cfg.port === undefined || cfg.port === '' ? MqttDefaults.port : num(cfg.port, 'port', 1, 65535);
+  const ca = text(cfg.ca_certs, 'ca_certs');
+  const cert = text(cfg.certfile, 'certfile');
+  const key = text(cfg.keyfile, 'keyfile');
+  if (!ca && (cert || key)) throw new Error('certfile and keyfile need ca_certs (which enables TLS)');
+  if (!!cert !== !!key) throw new Error('certfile and keyfile go together');
+  const abs = (p: string) => (p ? path.resolve(dir, p) : undefined);
+  const username = text(cfg.username, 'username');
+  const password = text(cfg.password, 'password');
+  return {
+    id: cfg.id,
+    prefix: spacePrefix(cfg.space),
+    host,
+    port,
+    username: username || undefined,
+    password: username ? password : undefined,
+    qos: parseQos(cfg.qos),
+    keepalive: cfg.keepalive === undefined ? MqttDefaults.keepalive : num(cfg.keepalive, 'keepalive', 0, 65535),
+    announceInterval: cfg.announce_interval === undefined ? 0 : num(cfg.announce_interval, 'announce_interval', 0, 86400 * 365, false),
+    apiEnabled: bool(cfg.api_enabled, 'api_enabled'),
+    collectLogs: bool(cfg.collect_logs, 'collect_logs'),
+    tls: ca ? { ca: abs(ca)!, cert: abs(cert), key: abs(key) } : undefined,
+    timeout: cfg.timeout === undefined ? 5 : num(cfg.timeout, 'timeout', 0.1, 3600, false),
+  };
+}
+
+/**
+ * CLI `create ID mqtt:PROPS`: `[username:password@]host[:port]` (the
+ * password may hold ':' and '@'; the host part is after the last '@'; an
+ * IPv6 host goes in brackets).
+ */
+export function parseProps(props: string): Record<string, unknown> {
+  const at = props.lastIndexOf('@');
+  const creds = at >= 0 ? props.slice(0, at) : '';
+  const hostPort = at >= 0 ? props.slice(at + 1) : props;
+  const m = /^\[([^\]]+)\](?::(\d+))?$/.exec(hostPort) ?? /^([^:[\]]+)(?::(\d*))?$/.exec(hostPort);
+  if (!m || !m[1]) throw new Error(`bad mqtt props "${props}": expected [username:password@]host[:port]`);
+  const out: Record<string, unknown> = { host: m[1], port: m[2] ? num(m[2], 'port', 1, 65535) : MqttDefaults.port };
+  if (creds) {
+    const c = creds.replace(/^\[(.*)\]$/, '$1');
+    const colon = c.indexOf(':');
+    out.username = colon >= 0 ? c.slice(0, colon) : c;
+    out.password = colon >= 0 ? c.slice(colon + 1) : '';
+    if (!out.username) throw new Error(`bad mqtt props "${props}": empty username`);
+  }
+  return out;
+}

@@ -1,0 +1,195 @@
+import type { PluginContext } from '../../core/plugin';
+import type { Subject } from '../../core/bus';
+import { describe } from '../../core/log';
+import { parseBool } from '../../core/config';
+import type { DeliveryError, Endpoint, NotifierConfig, NotifierType } from './api';
+
+/**
+ * The shared sender of the web hook notifier types (json, http-post, http):
+ * each type only says how events become requests; sending, the timeout, the
+ * answer check, the start-up test and partial failures are done here once.
+ */
+export const WebhookDefaults = {
+  /** most bytes of an answer read to check it; a longer answer is a failure */
+  max_answer_bytes: 64 * 1024,
+};
+
+export interface HookRequest {
+  method: 'GET' | 'POST';
+  /** query parameters (GET) */
+  query?: Record<string, string>;
+  /** body and its content type (POST) */
+  body?: string;
+  contentType?: string;
+}
+
+/** Requests of one send, each with the events it carries (so a failed one names its events). */
+export type HookChunk = { request: HookRequest; events: unknown[] };
+
+export interface WebhookSpec {
+  type: string;
+  aliases?: string[];
+  /** type fields beyond uri and notify_key, with defaults */
+  fields?: Record<string, unknown>;
+  /** the requests that deliver `events` of `subject` */
+  encode(cfg: NotifierConfig, subject: Subject, events: unknown[]): HookChunk[];
+  /** the test request (subject `test`) */
+  encodeTest(cfg: NotifierConfig): HookRequest;
+}
+
+/** The members every frame starts with: key (when set), subject, space (when set). */
+export function frameHead(cfg: NotifierConfig, subject: string, subjectField = 'subject'): Record<string, string> {
+  const head: Record<string, string> = {};
+  if (typeof cfg.notify_key === 'string' && cfg.notify_key) head.k = cfg.notify_key;
+  head[subjectField] = subject;
+  if (cfg.space) head.space = cfg.space;
+  return head;
+}
+
+/** Whether a receiver's answer means success: 202, an empty body, {"result":"OK"} or {"ok":true}. */
+export function answerIsSuccess(status: number, body: string): boolean {
+  if (status === 202) return true;
+  if (status < 200 || status > 299) return false;
+  if (body.trim() === '') return true;
+  try {
+    const a = JSON.parse(body);
+    return !!a && typeof a === 'object' && (a.result === 'OK' || a.ok === true);
+  } catch {
+    return false;
+  }
+}
+
+/** Read at most `limit` bytes of a body; undefined when it is longer. */
+async function readBounded(r: Response, limit: number): Promise<string | undefined> {
+  if (!r.body) return '';
+  const reader = r.body.getReader();
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => {});
+      return undefined;
+    }
+    parts.push(value);
+  }
+  return Buffer.concat(parts).toString('utf8');
+}
+
+/** Send one request within `timeoutMs` (or until `stop` aborts it); throws unless the answer is a success. */
+export async function sendHook(uri: string, req: HookRequest, timeoutMs: number, stop?: AbortSignal): Promise<void> {
+  const url = new URL(uri);
+  for (const [k, v] of Object.entries(req.query ?? {})) url.searchParams.append(k, v);
+  const headers: Record<string, string> = req.contentType ? { 'Content-Type': req.contentType } : {};
+  if (url.username || url.password) {
+    // fetch refuses a URL with credentials: they go as basic auth, as old clients of such URIs expect
+    const user = `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`;
+    headers.Authorization = `Basic ${Buffer.from(user).toString('base64')}`;
+    url.username = '';
+    url.password = '';
+  }
+  const signals = [AbortSignal.timeout(timeoutMs), ...(stop ? [stop] : [])];
+  let r: Response;
+  let body: string | undefined;
+  try {
+    r = await fetch(url, {
+      method: req.method,
+      headers,
+      body: req.body,
+      signal: AbortSignal.any(signals),
+      redirect: 'error',
+    });
+    body = await readBounded(r, WebhookDefaults.max_answer_bytes);
+  } catch (err) {
+    const e = err as Error;
+    if (e.name === 'TimeoutError') throw new Error(`no answer within ${timeoutMs / 1000} s`);
+    const cause = (e as { cause?: unknown }).cause;
+    throw new Error(cause ? describe(cause) : describe(err));
+  }
+  if (body === undefined) throw new Error(`answer longer than ${WebhookDefaults.max_answer_bytes} bytes`);
+  if (!answerIsSuccess(r.status, body)) throw new Error(`answer HTTP ${r.status}: ${body.slice(0, 200)}`);
+}
+
+function checkUri(uri: unknown): string {
+  if (typeof uri !== 'string' || !uri) throw new Error('uri missing');
+  let u: URL;
+  // the uri may hold a password: messages name only what is wrong with it
+  try { u = new URL(uri); } catch { throw new Error('uri is not a URL'); }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`uri must be http or https, not ${u.protocol}`);
+  return uri;
+}
+
+/** One notifier's endpoint: requests one after the other, partial failures reported as DeliveryError. */
+class WebhookEndpoint implements Endpoint {
+  private readonly stopping = new AbortController();
+
+  constructor(private readonly spec: WebhookSpec, private readonly cfg: NotifierConfig, private readonly ctx: PluginContext) {}
+
+  private get timeoutMs(): number {
+    return (this.cfg.timeout ?? this.ctx.config.server.timeout) * 1000;
+  }
+
+  async stop(): Promise<void> {
+    this.stopping.abort(); // a request still hanging at stop is not waited for
+  }
+
+  test(): Promise<void> {
+    return sendHook(this.cfg.uri as string, this.spec.encodeTest(this.cfg), this.timeoutMs, this.stopping.signal);
+  }
+
+  async send(subject: Subject, events: unknown[]): Promise<void> {
+    const chunks = this.spec.encode(this.cfg, subject, events);
+    const remaining: unknown[] = [];
+    let first: unknown;
+    for (let i = 0; i < chunks.length; i++) {
+      try {
+        await sendHook(this.cfg.uri as string, chunks[i].request, this.timeoutMs, this.stopping.signal);
+      } catch (err) {
+        first ??= err;
+        remaining.push(...chunks[i].events);
+        if (this.cfg.stop_on_error === true) {
+          for (const c of chunks.slice(i + 1)) remaining.push(...c.events);
+          break;
+        }
+      }
+    }
+    if (first !== undefined) {
+      const e: DeliveryError = new Error(describe(first));
+      e.remaining = remaining;
+      throw e;
+    }
+  }
+}
+
+/** A web hook notifier type from its encoding. */
+export function webhookType(spec: WebhookSpec): NotifierType {
+  const fields = { uri: null, notify_key: null, ...(spec.fields ?? {}) };
+  return {
+    type: spec.type,
+    aliases: spec.aliases,
+    fields,
+    parseProps(props) {
+      return { uri: checkUri(props) };
+    },
+    target: (cfg) => String(cfg.uri ?? ''),
+    validate(cfg) {
+      checkUri(cfg.uri);
+      if (cfg.notify_key !== undefined && cfg.notify_key !== null && typeof cfg.notify_key !== 'string') {
+        throw new Error('notify_key must be a string');
+      }
+      if (cfg.stop_on_error !== undefined && cfg.stop_on_error !== null) {
+        const b = parseBool(cfg.stop_on_error);
+        if (b === undefined) throw new Error('stop_on_error must be a boolean');
+        cfg.stop_on_error = b;
+      }
+    },
+    serialize(cfg) {
+      const out: Record<string, unknown> = {};
+      for (const f of Object.keys(fields)) if (cfg[f] !== undefined && cfg[f] !== null) out[f] = cfg[f];
+      return out;
+    },
+    create: (cfg, env) => new WebhookEndpoint(spec, cfg, env.ctx),
+  };
+}

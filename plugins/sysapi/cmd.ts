@@ -1,0 +1,156 @@
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { definePlugin } from '../../core/plugin';
+import { typed } from '../../core/config';
+import { functionFailed, invalidParams, notFound } from '../../core/errors';
+import { describe } from '../../core/log';
+import { num, str } from '../../core/params';
+import type { CallContext } from '../../core/functions';
+import type { CvarsService } from './api';
+import { splitArgs } from './cmd/args';
+import { Command } from './cmd/command';
+import { CommandTable } from './cmd/table';
+
+/**
+ * Limits of cmd; each can be set in etc/<product>.ini, section [sysapi].
+ * Worst-case memory for outputs: (cmd_max_running + cmd_keep_results) x 2 x
+ * cmd_max_output bytes.
+ */
+export const CmdDefaults = {
+  /** commands running at once; one more answers busy (13 / 409) */
+  cmd_max_running: 64,
+  /** finished results kept for cmd_result; past it the oldest is dropped */
+  cmd_keep_results: 100,
+  /** seconds a finished result is kept for cmd_result */
+  cmd_keep_seconds: 3600,
+  /** bytes kept per output stream (out, err); the rest is read and dropped, and out_truncated/err_truncated say so */
+  cmd_max_output: 1024 * 1024,
+  /** seconds between SIGTERM and SIGKILL when a command's time runs out */
+  cmd_kill_grace: 5,
+};
+
+/** Longest t or w: node timers cannot wait longer (2^31 - 1 ms). */
+const MAX_SECONDS = Math.floor(0x7fffffff / 1000);
+
+/** How long a controller stop waits for commands to end on SIGTERM before SIGKILL, at most, seconds. */
+const STOP_GRACE_MAX = 2;
+
+function seconds(name: string, v: number, zeroOk: boolean): number {
+  if (!(zeroOk ? v >= 0 : v > 0) || v > MAX_SECONDS) {
+    throw invalidParams(`parameter ${name}: seconds, ${zeroOk ? '0' : 'more than 0'} to ${MAX_SECONDS}`);
+  }
+  return v;
+}
+
+/** Wait for a command to finish, at most `wait` seconds. */
+async function waitFor(c: Command, wait: number): Promise<void> {
+  if (wait <= 0 || c.finished) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([c.done, new Promise<void>((resolve) => { timer = setTimeout(resolve, wait * 1000); })]);
+  clearTimeout(timer);
+}
+
+/** cvars as environment entries; names a process environment cannot hold are left out. */
+function cvarEnv(cvars: Record<string, string>): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(cvars)) {
+    if (name && !name.includes('=') && !name.includes('\0') && !String(value).includes('\0')) env[name] = String(value);
+  }
+  return env;
+}
+
+/** `cmd` and `cmd_result`: run command scripts from xc/cmd/ (spec "General functions"). */
+export const plugin = definePlugin({
+  name: 'sysapi-cmd',
+  kind: 'sysapi',
+  version: '1.0.0',
+  start(ctx) {
+    const limits = typed(CmdDefaults, ctx.config.raw.sysapi);
+    const table = new CommandTable({
+      maxRunning: limits.cmd_max_running, keepResults: limits.cmd_keep_results, keepSeconds: limits.cmd_keep_seconds,
+    });
+
+    /** The script file of a command name; a name that could leave xc/cmd/, or names no file, is not found. */
+    async function scriptFile(c: string): Promise<string> {
+      if (!c || c.includes('/') || c.includes('..') || c.includes('\0')) throw notFound(`command script ${c}`);
+      const file = path.join(ctx.paths.cmdDir, c);
+      const st = await fsp.stat(file).catch(() => undefined);
+      if (!st?.isFile()) throw notFound(`command script ${c}`);
+      return file;
+    }
+
+    /** A command of the caller: a master key reads every command, other keys only their own. */
+    function ownCommand(id: string, call: CallContext): Command {
+      const c = table.get(id);
+      if (!c || (!call.key!.master && c.owner !== call.key!.id)) throw notFound(`command ${id}`);
+      return c;
+    }
+
+    ctx.register({
+      name: 'cmd',
+      permission: 'cmd',
+      params: {
+        c: str('command script name, a file in xc/cmd/').req(),
+        a: str('arguments, split into words as a shell does (quotes honoured); no shell runs'),
+        w: num('seconds to wait for the command to finish before answering; default 0, answer at once'),
+        t: num('seconds the command may run before it is terminated; default [server] timeout'),
+      },
+      description: 'Run a command script from xc/cmd/ on the host of the controller.',
+      returns: 'command result object; status running when w ran out first (read it later with cmd_result)',
+      async handler(p: { c: string; a?: string; w?: number; t?: number }, call) {
+        const file = await scriptFile(p.c);
+        const args = splitArgs(p.a);
+        const timeout = seconds('t', p.t ?? ctx.config.server.timeout, false);
+        const wait = seconds('w', p.w ?? 0, true);
+        const command = new Command(p.c, args, timeout, call.key!.id);
+        table.add(command);
+        const cvars = ctx.hasService('cvars') ? ctx.service<CvarsService>('cvars').all() : {};
+        try {
+          await command.start(file, {
+            cwd: ctx.paths.dir,
+            env: { ...process.env, ...cvarEnv(cvars) },
+            maxOutput: limits.cmd_max_output,
+            killGrace: limits.cmd_kill_grace,
+          });
+        } catch (err) {
+          table.remove(command.id);
+          throw functionFailed(`command script ${p.c} cannot be run: ${describe(err)}`);
+        }
+        ctx.log.info(`cmd ${p.c} started, id ${command.id}, timeout ${timeout}s`);
+        void command.done.then(() => {
+          const how = `cmd ${p.c} (${command.id}) ${command.status}, exit code ${command.exitcode}`;
+          if (command.status === 'completed') ctx.log.info(how);
+          else ctx.log.warning(how);
+          table.purge();
+        });
+        await waitFor(command, wait);
+        return command.result();
+      },
+    });
+
+    ctx.register({
+      name: 'cmd_result',
+      permission: 'cmd',
+      params: {
+        i: str('command id, from the result of cmd').req(),
+        w: num('seconds to wait for the command to finish before answering; default 0'),
+      },
+      description: 'The result of a command started with cmd: running, or finished and still kept.',
+      returns: 'command result object',
+      async handler(p: { i: string; w?: number }, call) {
+        const command = ownCommand(p.i, call);
+        await waitFor(command, seconds('w', p.w ?? 0, true));
+        return command.result();
+      },
+    });
+
+    ctx.onStop(async () => {
+      // no command outlives its controller: SIGTERM every group, a short grace, then SIGKILL
+      const running = table.running();
+      for (const c of running) c.terminate(limits.cmd_kill_grace);
+      const grace = Math.min(limits.cmd_kill_grace, STOP_GRACE_MAX);
+      await Promise.all(running.map((c) => waitFor(c, grace)));
+      for (const c of running) c.kill();
+    });
+  },
+});

@@ -1,0 +1,139 @@
+import fs from 'node:fs';
+import { definePlugin } from '../../core/plugin';
+import { str } from '../../core/params';
+import { functionFailed, invalidParams, notFound } from '../../core/errors';
+import { AtomicFile, removeStaleTemps } from '../../core/store/atomic';
+import type { ModuleLogger } from '../../core/log';
+import type { CvarsService } from './api';
+
+/** Bounds; `[server] cvars_max` and `[server] cvar_max_size` override them. */
+export const CvarDefaults = {
+  /** most cvars one controller keeps; one more answers 10 / 500 */
+  cvars_max: 10_000,
+  /** longest value, in characters; a longer one answers 11 / 400 */
+  cvar_max_size: 65_536,
+};
+
+/**
+ * Read the cvars file. A file that does not parse (it cannot come from us:
+ * every write is atomic) is moved aside, not overwritten, so whoever broke it
+ * can still look at it; the controller starts without cvars.
+ */
+function load(file: string, log: ModuleLogger): Map<string, string> {
+  const vars = new Map<string, string>();
+  const stale = removeStaleTemps(file);
+  if (stale) log.info(`removed ${stale} unfinished temp file(s) of ${file} (the controller was killed while writing)`);
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return vars;
+    throw err;
+  }
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+    if (!data || typeof data !== 'object' || Array.isArray(data)) throw new Error('not a JSON object');
+  } catch (err) {
+    const aside = `${file}.broken-${Date.now()}`;
+    fs.renameSync(file, aside);
+    log.error(`${file} is not a JSON object (${(err as Error).message}): moved to ${aside}, starting without cvars`);
+    return vars;
+  }
+  for (const [name, value] of Object.entries(data as Record<string, unknown>)) {
+    if (typeof value === 'string') vars.set(name, value);
+    else if (typeof value === 'number' || typeof value === 'boolean') vars.set(name, String(value));
+    else log.warning(`cvar ${name} in ${file} is not text, skipped`);
+  }
+  return vars;
+}
+
+/** A positive integer from `[server] <name>`, else the default. */
+function bound(raw: unknown, fallback: number): number {
+  const n = Number(raw);
+  return Number.isInteger(n) && n > 0 ? n : fallback;
+}
+
+/**
+ * get_cvar, set_cvar and the service `cvars`. The file is written at once
+ * (db_update = instant: the call answers only when the change is on disk),
+ * by `save` (manual), or at stop (on_exit: the controller runs every saver).
+ */
+export const plugin = definePlugin({
+  name: 'sysapi-cvars',
+  kind: 'sysapi',
+  version: '1.0.0',
+  start(ctx) {
+    const server = ctx.config.raw.server ?? {};
+    const max = bound(server.cvars_max, CvarDefaults.cvars_max);
+    const maxSize = bound(server.cvar_max_size, CvarDefaults.cvar_max_size);
+    const instant = ctx.config.server.db_update === 'instant';
+    const vars = load(ctx.paths.cvarsFile, ctx.log);
+    const file = new AtomicFile(ctx.paths.cvarsFile);
+    let dirty = false;
+
+    const write = async () => {
+      dirty = false;
+      try {
+        await file.write(() => JSON.stringify(Object.fromEntries([...vars].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))), null, 1));
+      } catch (err) {
+        dirty = true;
+        throw err;
+      }
+    };
+    const changed = async () => {
+      dirty = true;
+      if (instant) await write();
+    };
+    ctx.onSave(async () => { if (dirty) await write(); });
+    ctx.onStop(() => file.flush());
+
+    const service: CvarsService = {
+      get: (name) => vars.get(name),
+      all: () => Object.fromEntries(vars),
+      async set(name, value) {
+        if (!name) throw invalidParams('cvar name is empty');
+        if (value.length > maxSize) throw invalidParams(`cvar value longer than ${maxSize} characters`);
+        if (!vars.has(name) && vars.size >= max) throw functionFailed(`too many cvars (${max})`);
+        vars.set(name, value);
+        await changed();
+      },
+      async delete(name) {
+        if (!vars.delete(name)) return false;
+        await changed();
+        return true;
+      },
+    };
+    ctx.provide<CvarsService>('cvars', service);
+
+    ctx.register({
+      name: 'get_cvar',
+      aliases: ['cvar_get'],
+      permission: 'master',
+      params: { i: str('variable name; all variables when omitted') },
+      description: 'Read one user-defined variable, or all of them.',
+      returns: 'object of name to value',
+      handler: (p: { i?: string }) => {
+        if (p.i === undefined) return service.all();
+        const v = vars.get(p.i);
+        if (v === undefined) throw notFound(`cvar ${p.i}`);
+        return { [p.i]: v };
+      },
+    });
+    ctx.register({
+      name: 'set_cvar',
+      aliases: ['cvar_set'],
+      permission: 'master',
+      params: { i: str('variable name').req(), v: str('value; the variable is deleted when omitted') },
+      description: 'Set a user-defined variable, or delete it when v is omitted.',
+      handler: async (p: { i: string; v?: string }) => {
+        if (p.v === undefined) {
+          if (!(await service.delete(p.i))) throw notFound(`cvar ${p.i}`);
+        } else {
+          await service.set(p.i, p.v);
+        }
+        return true;
+      },
+    });
+  },
+});

@@ -1,0 +1,150 @@
+import { definePlugin } from '../../core/plugin';
+import { str, bool, any } from '../../core/params';
+import { ApiKey } from '../../core/auth/apikey';
+import { generateKeyValue } from '../../core/auth/keys';
+import { alreadyExists, functionFailed, invalidParams, notFound } from '../../core/errors';
+import { UserDb } from '../../core/store/userdb';
+import { describe } from '../../core/log';
+import { AllNetworks, KeyProps, setKeyProp } from './keyprops';
+import { DynamicKeysSync, writeOrFail } from './userdb-sync';
+
+/** A key id: what EVA ICS 3.3 stored (k_id is VARCHAR(64)); no comma, which separates ids in users.k. */
+const KEY_ID = /^[^\s,]{1,64}$/;
+
+/**
+ * API key management (spec "API keys", decisions.md "API keys"): dynamic keys
+ * in the user db runtime/db/<product>.db. Opens the user db for the
+ * controller and offers it to sysapi-users as service `userdb`.
+ */
+export const plugin = definePlugin({
+  name: 'sysapi-keys',
+  kind: 'sysapi',
+  version: '1.0.0',
+  async start(ctx) {
+    const { keys, log } = ctx;
+    // a damaged file makes start fail (logged, plugin skipped): never overwrite what we could not read
+    const db = await UserDb.open(ctx.paths.userDb);
+    for (const props of db.keys()) {
+      if (keys.get(props.id)) {
+        log.warning(`user db key ${props.id} skipped: a key of that id is in ${ctx.paths.apikeysFile}`);
+        continue;
+      }
+      try {
+        if (!props.key) throw new Error('no key value');
+        keys.add(new ApiKey(props));
+      } catch (err) {
+        log.warning(`user db key ${props.id} skipped: ${describe(err)}`);
+      }
+    }
+    if (db.schemaChanged) await writeOrFail(db, log);
+    const sync = new DynamicKeysSync(db, keys, () => ctx.config.server.db_update === 'instant', log);
+    ctx.provide('userdb', db);
+    ctx.onSave(() => sync.saveAll());
+    ctx.onStop(async () => {
+      if (ctx.config.server.db_update === 'on_exit') await sync.saveAll();
+      await db.flush();
+      for (const k of keys.all()) if (k.dynamic) keys.remove(k.id);
+      db.close();
+    });
+
+    /** A key the API may change: it exists, is dynamic, is not master. */
+    const managed = (id: string): ApiKey => {
+      const key = keys.get(id);
+      if (!key) throw notFound(`API key ${id}`);
+      if (key.master || !key.dynamic) throw functionFailed(`API key ${id} is a master or static key: it cannot be changed through the API`);
+      return key;
+    };
+    const saveParam = bool('write the key to the user db now, whatever [server] db_update says');
+
+    ctx.register({
+      name: 'create_key',
+      permission: 'master',
+      params: { i: str('key id').req(), save: saveParam },
+      description: 'Create a dynamic API key (usable from all networks, no rights until set_key_prop gives them).',
+      returns: 'the API key object',
+      async handler(p: { i: string; save?: boolean }) {
+        if (!KEY_ID.test(p.i)) throw invalidParams('i: a key id is 1 to 64 characters without spaces or commas');
+        if (keys.get(p.i)) throw alreadyExists(`API key ${p.i}`);
+        let value = generateKeyValue();
+        while (keys.hasValue(value)) value = generateKeyValue();
+        const key = new ApiKey({ id: p.i, key: value, dynamic: true, lists: { hosts_allow: [...AllNetworks] } });
+        keys.add(key);
+        await sync.changed(key.id, p.save);
+        return key.serialize();
+      },
+    });
+
+    ctx.register({
+      name: 'destroy_key',
+      permission: 'master',
+      params: { i: str('key id').req() },
+      description: 'Destroy a dynamic API key; its tokens end at once.',
+      async handler(p: { i: string }) {
+        const key = managed(p.i);
+        keys.remove(key.id);
+        await sync.changed(key.id);
+      },
+    });
+
+    ctx.register({
+      name: 'list_key_props',
+      permission: 'master',
+      params: { i: str('key id').req(), save: saveParam },
+      description: 'Properties of an API key, with its value.',
+      returns: 'the API key object',
+      async handler(p: { i: string; save?: boolean }) {
+        const key = keys.get(p.i);
+        if (!key) throw notFound(`API key ${p.i}`);
+        if (p.save && sync.pending(key.id)) await sync.changed(key.id, true);
+        return key.serialize();
+      },
+    });
+
+    ctx.register({
+      name: 'list_keys',
+      permission: 'master',
+      params: {},
+      description: 'All API keys with their rights (without their values).',
+      returns: 'array of {key_id, master, dynamic, sysfunc, allow, groups, items, ...}',
+      handler() {
+        return keys.all()
+          .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+          .map((k) => ({ ...k.acl(), dynamic: k.dynamic, sysfunc: k.sysfunc }));
+      },
+    });
+
+    ctx.register({
+      name: 'regenerate_key',
+      permission: 'master',
+      params: { i: str('key id').req(), save: saveParam },
+      description: 'Give a dynamic API key a new value; its tokens end at once.',
+      returns: '{key: the new value}',
+      async handler(p: { i: string; save?: boolean }) {
+        const key = managed(p.i);
+        let value = generateKeyValue();
+        while (keys.hasValue(value)) value = generateKeyValue();
+        keys.rekey(key, value);
+        await sync.changed(key.id, p.save);
+        return { key: value };
+      },
+    });
+
+    ctx.register({
+      name: 'set_key_prop',
+      permission: 'master',
+      params: {
+        i: str('key id').req(),
+        p: str(`property: ${KeyProps.join(', ')}`).req(),
+        v: any('value; lists as a JSON array or a comma-separated string; empty or absent revokes'),
+        save: saveParam,
+      },
+      description: 'Set a property of a dynamic API key; its tokens end at once.',
+      async handler(p: { i: string; p: string; v?: unknown; save?: boolean }) {
+        const key = managed(p.i);
+        setKeyProp(keys, key, p.p, p.v);
+        keys.changed(key);
+        await sync.changed(key.id, p.save);
+      },
+    });
+  },
+});

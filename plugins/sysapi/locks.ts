@@ -1,0 +1,202 @@
+import { definePlugin } from '../../core/plugin';
+import { str, num } from '../../core/params';
+import { busy, functionFailed, invalidParams, notFound } from '../../core/errors';
+import type { LocksService } from './api';
+
+/**
+ * Bounds of the lock table; `[server] locks_max` and `[server] lock_max_waiters`
+ * override them (the tests use small ones to reach the bounds).
+ */
+export const LockDefaults = {
+  /** most named locks one controller holds; `lock` of one more answers 10 / 500 */
+  locks_max: 100_000,
+  /** most callers waiting on one lock; one more answers 13 / 409 at once */
+  lock_max_waiters: 10_000,
+};
+
+interface Waiter {
+  expires?: number;
+  resolve(): void;
+  reject(err: Error): void;
+  timer?: NodeJS.Timeout;
+}
+
+interface Lock {
+  id: string;
+  locked: boolean;
+  /** first come, first served */
+  waiters: Waiter[];
+  expiry?: NodeJS.Timeout;
+}
+
+/** What the tests read to prove no waiter or timer is left behind. */
+export interface LockStats { locks: number; locked: number; waiters: number; timers: number }
+
+/**
+ * The controller's named locks. No owner and not re-entrant (decisions.md):
+ * whoever calls `unlock` releases. A release hands the lock straight to the
+ * first waiter in the same turn of the event loop, so no release can be lost
+ * between a waiter's wake-up and its acquisition, and a waiter that timed out
+ * has already left the queue when the next release looks at it.
+ */
+export class LockTable implements LocksService {
+  private readonly locks = new Map<string, Lock>();
+  /** every armed timer, so stop can clear them and the tests can count them */
+  private readonly timers = new Set<NodeJS.Timeout>();
+
+  constructor(private readonly limits: { locksMax: number; maxWaiters: number; defaultTimeout: number }) {}
+
+  private arm(fn: () => void, seconds: number): NodeJS.Timeout {
+    const t = setTimeout(() => {
+      this.timers.delete(t);
+      fn();
+    }, seconds * 1000);
+    this.timers.add(t);
+    return t;
+  }
+
+  private disarm(t: NodeJS.Timeout | undefined): void {
+    if (!t) return;
+    clearTimeout(t);
+    this.timers.delete(t);
+  }
+
+  /** Take the lock for its new holder, with the holder's auto-release. */
+  private take(lock: Lock, expires?: number): void {
+    lock.locked = true;
+    this.disarm(lock.expiry);
+    lock.expiry = expires !== undefined ? this.arm(() => { lock.expiry = undefined; this.release(lock.id); }, expires) : undefined;
+  }
+
+  acquire(id: string, timeout = this.limits.defaultTimeout, expires?: number): Promise<void> {
+    if (!(timeout >= 0)) return Promise.reject(invalidParams('t must be a number of seconds, 0 or more'));
+    if (expires !== undefined && !(expires > 0)) return Promise.reject(invalidParams('e must be a number of seconds above 0'));
+    let lock = this.locks.get(id);
+    if (!lock) {
+      if (this.locks.size >= this.limits.locksMax) return Promise.reject(functionFailed(`too many locks (${this.limits.locksMax})`));
+      lock = { id, locked: false, waiters: [] };
+      this.locks.set(id, lock);
+    }
+    if (!lock.locked) {
+      this.take(lock, expires);
+      return Promise.resolve();
+    }
+    if (timeout === 0) return Promise.reject(busy(`lock ${id} is locked`));
+    if (lock.waiters.length >= this.limits.maxWaiters) return Promise.reject(busy(`lock ${id}: too many waiters`));
+    const held = lock;
+    return new Promise<void>((resolve, reject) => {
+      const w: Waiter = { expires, resolve, reject };
+      w.timer = this.arm(() => {
+        const i = held.waiters.indexOf(w);
+        if (i >= 0) held.waiters.splice(i, 1);
+        reject(busy(`lock ${id} not acquired within ${timeout} s`));
+      }, timeout);
+      held.waiters.push(w);
+    });
+  }
+
+  release(id: string): boolean {
+    const lock = this.locks.get(id);
+    if (!lock) return false;
+    const next = lock.waiters.shift();
+    if (next) {
+      this.disarm(next.timer);
+      this.take(lock, next.expires);
+      next.resolve();
+    } else {
+      lock.locked = false;
+      this.disarm(lock.expiry);
+      lock.expiry = undefined;
+    }
+    return true;
+  }
+
+  get(id: string): { id: string; locked: boolean; type: 'value' } | undefined {
+    const lock = this.locks.get(id);
+    return lock && { id, locked: lock.locked, type: 'value' };
+  }
+
+  stats(): LockStats {
+    let locked = 0;
+    let waiters = 0;
+    for (const l of this.locks.values()) {
+      if (l.locked) locked++;
+      waiters += l.waiters.length;
+    }
+    return { locks: this.locks.size, locked, waiters, timers: this.timers.size };
+  }
+
+  /** Controller stop: refuse every waiter and clear every timer. */
+  close(): void {
+    for (const lock of this.locks.values()) {
+      for (const w of lock.waiters.splice(0)) w.reject(busy(`lock ${lock.id}: controller is stopping`));
+    }
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+  }
+}
+
+/** A positive integer from `[server] <name>`, else the default. */
+function bound(raw: unknown, fallback: number): number {
+  const n = Number(raw);
+  return Number.isInteger(n) && n > 0 ? n : fallback;
+}
+
+/** get_lock, lock, unlock; the table is also the kernel service `locks`. */
+export const plugin = definePlugin({
+  name: 'sysapi-locks',
+  kind: 'sysapi',
+  version: '1.0.0',
+  start(ctx) {
+    const server = ctx.config.raw.server ?? {};
+    const table = new LockTable({
+      locksMax: bound(server.locks_max, LockDefaults.locks_max),
+      maxWaiters: bound(server.lock_max_waiters, LockDefaults.lock_max_waiters),
+      defaultTimeout: ctx.config.server.timeout,
+    });
+    ctx.provide<LocksService>('locks', table);
+    ctx.onStop(() => table.close());
+
+    const l = str('lock id').req();
+    const found = (id: string) => {
+      const lock = table.get(id);
+      if (!lock) throw notFound(`lock ${id}`);
+      return lock;
+    };
+    ctx.register({
+      name: 'get_lock',
+      aliases: ['lock_get'],
+      permission: 'lock',
+      params: { l },
+      description: 'Lock status.',
+      returns: 'lock object {id, locked, type}',
+      handler: (p: { l: string }) => found(p.l),
+    });
+    ctx.register({
+      name: 'lock',
+      aliases: ['lock_acquire'],
+      permission: 'lock',
+      params: {
+        l,
+        t: num('seconds to wait to acquire (default [server] timeout)'),
+        e: num('seconds after which the lock is released automatically'),
+      },
+      description: 'Acquire a lock, waiting up to t seconds; 13 / 409 when not acquired in time.',
+      handler: async (p: { l: string; t?: number; e?: number }) => {
+        await table.acquire(p.l, p.t, p.e);
+        return true;
+      },
+    });
+    ctx.register({
+      name: 'unlock',
+      aliases: ['lock_release'],
+      permission: 'lock',
+      params: { l },
+      description: 'Release a lock (whoever holds it).',
+      handler: (p: { l: string }) => {
+        if (!table.release(p.l)) throw notFound(`lock ${p.l}`);
+        return true;
+      },
+    });
+  },
+});

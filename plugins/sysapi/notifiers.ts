@@ -1,0 +1,48 @@
+import { definePlugin } from '../../core/plugin';
+import { str } from '../../core/params';
+import { notFound } from '../../core/errors';
+import type { NotifierHost } from '../notifiers/api';
+
+/** Notifier management (spec "Notifier management"): all master only; enable/disable last until restart. */
+export const plugin = definePlugin({
+  name: 'sysapi-notifiers',
+  kind: 'sysapi',
+  version: '1.0.0',
+  needs: ['notifiers'],
+  start(ctx) {
+    const host = ctx.service<NotifierHost>('notifiers');
+    const id = { i: str('notifier id').req() };
+    const known = (i: string) => {
+      if (!host.get(i)) throw notFound(`notifier ${i}`);
+      return i;
+    };
+    ctx.register({
+      name: 'list_notifiers',
+      permission: 'master',
+      params: {},
+      description: 'List the notifiers of the controller.',
+      returns: 'array of notifier objects',
+      handler: () => host.list().map((i) => host.describe(i)),
+    });
+    ctx.register({
+      name: 'get_notifier',
+      permission: 'master',
+      params: id,
+      description: 'One notifier, with its live delivery figures (stats: queued, sent, failed, dropped, test).',
+      returns: 'notifier object',
+      handler: (p: { i: string }) => host.describe(known(p.i), true),
+    });
+    for (const [name, enabled] of [['enable_notifier', true], ['disable_notifier', false]] as const) {
+      ctx.register({
+        name,
+        permission: 'master',
+        params: id,
+        description: `${enabled ? 'Enable' : 'Disable'} a notifier until the controller restarts.`,
+        handler: async (p: { i: string }) => {
+          if (!(await host.setEnabled(p.i, enabled))) throw notFound(`notifier ${p.i}`);
+          return true;
+        },
+      });
+    }
+  },
+});

@@ -1,0 +1,88 @@
+import { definePlugin } from '../../core/plugin';
+import { bool } from '../../core/params';
+import { functionFailed } from '../../core/errors';
+import { SaveRegistry } from '../../core/save';
+import { Lifecycle } from '../../core/lifecycle';
+import { describe, type ModuleLogger } from '../../core/log';
+import { runProgram, splitCommand } from '../../core/program';
+
+/**
+ * Run `[server] exec_before_save` / `exec_after_save`: the words of the
+ * config string as a program and its arguments, never through a shell, in
+ * the controller directory, within `[server] timeout`. Throws 10 / 500 when
+ * the program cannot start or does not exit 0.
+ */
+async function runHook(which: string, line: string | undefined, cwd: string, timeout: number, log: ModuleLogger): Promise<void> {
+  if (!line) return;
+  let result;
+  try {
+    result = await runProgram(splitCommand(line), { cwd, timeout });
+  } catch (err) {
+    log.error(`${which} "${line}": ${describe(err)}`);
+    throw functionFailed(`${which} failed, see the controller log`);
+  }
+  if (result.code !== 0) {
+    const why = result.timedOut ? `did not finish within ${timeout} s` : result.code === null ? `ended by ${result.signal}` : `exited with ${result.code}`;
+    log.error(`${which} "${line}" ${why}${result.err ? `: ${result.err.trim()}` : ''}`);
+    throw functionFailed(`${which} ${why}`);
+  }
+}
+
+/** save, set_debug, shutdown_core. */
+export const plugin = definePlugin({
+  name: 'sysapi-system',
+  kind: 'sysapi',
+  version: '1.0.0',
+  start(ctx) {
+    const saves = ctx.container.resolve(SaveRegistry);
+    const lifecycle = ctx.container.resolve(Lifecycle);
+    const { server } = ctx.config;
+    // one save at a time: the hooks of two saves must not interleave
+    let saving: Promise<unknown> = Promise.resolve();
+
+    const save = async () => {
+      await runHook('exec_before_save', server.exec_before_save, ctx.paths.dir, server.timeout, ctx.log);
+      const failed = await saves.saveAll();
+      for (const f of failed) ctx.log.error(`save of ${f.owner} failed: ${describe(f.error)}`);
+      if (failed.length) throw functionFailed(`save failed: ${failed.map((f) => f.owner).join(', ')}`);
+      await runHook('exec_after_save', server.exec_after_save, ctx.paths.dir, server.timeout, ctx.log);
+    };
+
+    ctx.register({
+      name: 'save',
+      aliases: ['core_save'],
+      permission: 'sysfunc',
+      params: {},
+      description: 'Write everything modified to disk, between exec_before_save and exec_after_save.',
+      handler: async () => {
+        const run = saving.catch(() => {}).then(save);
+        saving = run;
+        await run;
+        return true;
+      },
+    });
+    ctx.register({
+      name: 'set_debug',
+      permission: 'master',
+      params: { debug: bool('debug mode on or off').req() },
+      description: 'Switch debug logging until the controller restarts.',
+      handler: (p: { debug: boolean }, call) => {
+        ctx.logger.debugMode = p.debug;
+        ctx.log.info(`debug mode ${p.debug ? 'on' : 'off'} (key ${call.key?.id})`);
+        return true;
+      },
+    });
+    ctx.register({
+      name: 'shutdown_core',
+      aliases: ['core_shutdown'],
+      permission: 'master',
+      params: {},
+      description: 'Answer, then stop the controller process; a supervisor (--watchdog, systemd) starts it again.',
+      handler: (_p, call) => {
+        ctx.log.warning(`shutdown requested (key ${call.key?.id})`);
+        lifecycle.requestShutdown('shutdown_core');
+        return true;
+      },
+    });
+  },
+});

@@ -1,0 +1,61 @@
+import type { ModuleLogger } from '../../core/log';
+import { describe } from '../../core/log';
+import { functionFailed } from '../../core/errors';
+import type { KeyStore } from '../../core/auth/keys';
+import type { UserDb } from '../../core/store/userdb';
+
+/** Write the user db now; a failure is logged and answered 10 / 500 (the change stays in memory). */
+export async function writeOrFail(db: UserDb, log: ModuleLogger): Promise<void> {
+  try {
+    await db.write();
+  } catch (err) {
+    log.error(`user db ${db.store.file} could not be written: ${describe(err)}`);
+    throw functionFailed('the user db could not be written, see the controller log');
+  }
+}
+
+/**
+ * When dynamic key changes reach the user db. `instant`: every change is on
+ * disk before the call answers. `manual` and `on_exit`: changed keys are
+ * remembered and written by `save` (and at stop for on_exit), or at once when
+ * the call asks for it (`save` parameter).
+ */
+export class DynamicKeysSync {
+  private readonly dirty = new Set<string>();
+
+  constructor(
+    private readonly db: UserDb,
+    private readonly keys: KeyStore,
+    private readonly instant: () => boolean,
+    private readonly log: ModuleLogger,
+  ) {}
+
+  /** Key `id` was created, changed or destroyed. */
+  async changed(id: string, saveNow = false): Promise<void> {
+    if (!this.instant() && !saveNow) {
+      this.dirty.add(id);
+      return;
+    }
+    await this.write([id]);
+  }
+
+  /** Whether key `id` has changes not yet written. */
+  pending(id: string): boolean {
+    return this.dirty.has(id);
+  }
+
+  /** Write every remembered change (save, stop). */
+  async saveAll(): Promise<void> {
+    if (this.dirty.size) await this.write([...this.dirty]);
+  }
+
+  private async write(ids: string[]): Promise<void> {
+    for (const id of ids) {
+      const key = this.keys.get(id);
+      if (key?.dynamic) this.db.putKey(key);
+      else this.db.deleteKey(id);
+      this.dirty.delete(id);
+    }
+    await writeOrFail(this.db, this.log);
+  }
+}

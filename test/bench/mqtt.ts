@@ -1,0 +1,174 @@
+import 'reflect-metadata';
+import fs from 'node:fs';
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import mqtt from 'mqtt';
+import { startBroker, type Broker } from '../helpers/broker';
+import { startController, Keys } from '../helpers/controller';
+import { table, fmt } from './lib';
+
+/**
+ * MQTT notifier throughput: state events per second from the items service's
+ * `update` to an independent subscriber (a child process) through mosquitto,
+ * at QoS 0 and 1, beside a raw mqtt.js loop publishing the same messages
+ * (status and value, retained, per event) to the same broker in the same run.
+ *
+ *   node dist/test/bench/mqtt.js          (BENCH_MQTT_N events per run, default 30000)
+ *
+ * Target: the notifier reaches at least 0.8 of the raw loop at QoS 0.
+ */
+const N = Number(process.env.BENCH_MQTT_N ?? 30_000);
+const SUBSCRIBER_TIMEOUT_MS = 120_000;
+
+/** The subscriber child: counts `n` value messages under `filter`, prints READY, then DONE <epoch ms of the last> <count>. */
+async function subscriberMain(port: number, filter: string, n: number, qos: 0 | 1): Promise<void> {
+  const client = mqtt.connect({ host: '127.0.0.1', port, protocolVersion: 4, clean: true });
+  await new Promise<void>((r) => client.once('connect', () => r()));
+  const seen = new Set<string>();
+  let last = 0;
+  const finish = () => {
+    process.stdout.write(`DONE ${last} ${seen.size}\n`);
+    client.end(true, {}, () => process.exit(0));
+  };
+  client.on('message', (_topic, payload, packet) => {
+    if (packet.retain) return; // a retained message of an earlier run
+    seen.add(payload.toString());
+    last = performance.timeOrigin + performance.now();
+    if (seen.size >= n) finish();
+  });
+  await client.subscribeAsync(filter, { qos });
+  setTimeout(finish, SUBSCRIBER_TIMEOUT_MS).unref();
+  process.stdout.write('READY\n');
+}
+
+interface Child { proc: ChildProcess; done: Promise<{ last: number; count: number }> }
+
+function startSubscriber(port: number, filter: string, n: number, qos: 0 | 1): Promise<Child> {
+  const proc = spawn(process.execPath, [__filename, '--subscriber', String(port), filter, String(n), String(qos)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  let ready: () => void;
+  const isReady = new Promise<void>((r) => { ready = r; });
+  const done = new Promise<{ last: number; count: number }>((resolve, reject) => {
+    proc.stdout!.on('data', (d) => {
+      out += d;
+      if (out.includes('READY')) ready();
+      const m = /DONE (\S+) (\d+)/.exec(out);
+      if (m) resolve({ last: Number(m[1]), count: Number(m[2]) });
+    });
+    proc.once('exit', (code) => { if (!/DONE/.test(out)) reject(new Error(`subscriber exited ${code}: ${out}`)); });
+  });
+  return isReady.then(() => ({ proc, done }));
+}
+
+const now = () => performance.timeOrigin + performance.now();
+
+/** Events/s of a run: from `start` to the subscriber's last message; count says whether all arrived. */
+async function measure(port: number, filter: string, qos: 0 | 1, run: () => Promise<void>) {
+  const sub = await startSubscriber(port, filter, N, qos);
+  const start = now();
+  await run();
+  const { last, count } = await sub.done;
+  return { rate: (count / (last - start)) * 1000, count };
+}
+
+/**
+ * The raw loop: the messages the notifier sends for N state events, published
+ * as fast as the socket takes them (QoS 0: pausing while it is full; QoS 1:
+ * all in flight, then every acknowledgement awaited).
+ */
+async function rawLoop(broker: Broker, space: string, qos: 0 | 1): Promise<void> {
+  const client = mqtt.connect({ host: broker.host, port: broker.port, protocolVersion: 4 });
+  await new Promise<void>((r) => client.once('connect', () => r()));
+  const acks: Promise<unknown>[] = [];
+  const send = async (topic: string, payload: string) => {
+    if (qos > 0) {
+      acks.push(client.publishAsync(topic, payload, { qos, retain: true }));
+      return;
+    }
+    client.publish(topic, payload, { qos, retain: true });
+    if (client.stream.writableNeedDrain) await new Promise((r) => client.stream.once('drain', r));
+  };
+  for (let i = 1; i <= N; i++) {
+    await send(`${space}/lvar/bench/v/status`, '1');
+    await send(`${space}/lvar/bench/v/value`, String(i));
+  }
+  await Promise.all(acks);
+  await client.endAsync();
+}
+
+/** A drop-in plugin of the bench controller: `bench_update` calls the items service's update n times. */
+const BENCH_PLUGIN = `
+module.exports.plugin = {
+  name: 'bench-items', kind: 'sysapi', version: '1.0.0', needs: ['items'],
+  start(ctx) {
+    ctx.register({ name: 'bench_update', permission: 'master', description: 'n updates of lvar:bench/v',
+      params: { n: { type: 'integer', required: true, description: 'updates' } },
+      async handler(p) {
+        const items = ctx.service('items');
+        for (let i = 1; i <= p.n; i++) {
+          items.update('lvar:bench/v', { status: 1, value: String(i) });
+          if (i % 1000 === 0) await new Promise((r) => setImmediate(r));
+        }
+        return true;
+      } });
+  },
+};
+`;
+
+async function main(): Promise<void> {
+  try {
+    execFileSync('mosquitto', ['-h'], { stdio: 'ignore' });
+  } catch (err) {
+    // mosquitto -h exits 3 but runs; only a missing binary is a problem
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+      console.error('mosquitto is not installed (apt-get install mosquitto): the MQTT benchmark needs it');
+      process.exit(2);
+    }
+  }
+  const cleanups: (() => unknown)[] = [];
+  const owner = { teardown: (fn: () => unknown) => { cleanups.push(fn); } };
+  try {
+    // no per-client queue limit: the bench counts what the notifier delivers, not what the broker sheds
+    const broker = await startBroker(owner, { kind: 'mosquitto', mosquittoConf: ['max_queued_messages 0'] });
+    const notifier = (qos: 0 | 1) => JSON.stringify({
+      id: `q${qos}`, type: 'mqtt', enabled: qos === 0, host: broker.host, port: broker.port, space: `ctl${qos}`, qos,
+      events: [{ subject: 'state', types: ['#'], groups: ['#'] }], queue_size: N + 1000, max_batch: 1000,
+    });
+    const c = await startController(undefined, {
+      ini: process.env.BENCH_DB ? { server: { db_update: process.env.BENCH_DB } } : undefined,
+      files: {
+        'plugins/bench-items.js': BENCH_PLUGIN,
+        'runtime/uc_notify.d/q0.json': notifier(0),
+        'runtime/uc_notify.d/q1.json': notifier(1),
+      },
+    });
+    cleanups.push(() => c.stop(), () => fs.rmSync(c.dir, { recursive: true, force: true }));
+    const k = Keys.master;
+    await c.client.ok('create', { k, i: 'lvar:bench/v' });
+    const rows: (string | number)[][] = [];
+    const ratios: number[] = [];
+    for (const qos of [0, 1] as const) {
+      // one notifier at a time, so each run has the controller to itself
+      await c.client.ok('enable_notifier', { k, i: `q${qos}` });
+      await c.client.ok('disable_notifier', { k, i: `q${1 - qos}` });
+      const raw = await measure(broker.port, `raw${qos}/lvar/+/+/value`, qos, () => rawLoop(broker, `raw${qos}`, qos));
+      const ctl = await measure(broker.port, `ctl${qos}/lvar/+/+/value`, qos, async () => {
+        await c.client.ok('bench_update', { k, n: N });
+      });
+      const ratio = ctl.rate / raw.rate;
+      if (qos === 0) ratios.push(ratio);
+      rows.push([qos, fmt(raw.rate), fmt(ctl.rate), fmt(ratio, 2), `${ctl.count}/${N}`]);
+    }
+    console.log(`state events through mosquitto, ${N} per run (2 messages each: status, value)\n`);
+    console.log(table(['QoS', 'raw mqtt.js loop, events/s', 'notifier, events/s', 'ratio', 'delivered'], rows));
+    console.log(`\nQoS 0 ratio ${fmt(ratios[0], 2)} (target 0.8)`);
+  } finally {
+    for (const fn of cleanups.reverse()) await fn();
+  }
+}
+
+if (process.argv[2] === '--subscriber') {
+  const [port, filter, n, qos] = process.argv.slice(3);
+  void subscriberMain(Number(port), filter, Number(n), Number(qos) as 0 | 1);
+} else {
+  main().then(() => process.exit(0), (err) => { console.error(err); process.exit(1); });
+}

@@ -1,0 +1,20 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+
+/**
+ * `npm run bench`: every benchmark of test/bench/ one after another (api,
+ * events, mqtt — those that exist), each in its own process. `npm run bench
+ * -- api` runs one.
+ */
+const wanted = process.argv.slice(2);
+let failed = 0;
+for (const name of ['api', 'events', 'mqtt']) {
+  if (wanted.length && !wanted.includes(name)) continue;
+  const file = path.join(__dirname, `${name}.js`);
+  if (!fs.existsSync(file)) continue;
+  console.log(`\n## ${name}`);
+  const r = spawnSync(process.execPath, [file], { stdio: 'inherit' });
+  if (r.status !== 0) failed++;
+}
+process.exit(failed ? 1 : 0);

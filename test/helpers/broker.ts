@@ -1,0 +1,256 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import net from 'node:net';
+import tls from 'node:tls';
+import path from 'node:path';
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import mqtt, { type MqttClient, type IClientOptions } from 'mqtt';
+
+/**
+ * A real MQTT broker for tests: aedes in this process by default, or, when
+ * MQTT_BROKER=mosquitto, a mosquitto child process on an ephemeral port.
+ * Both can be stopped and started again on the same port (outage tests);
+ * sessions and retained messages survive that (aedes keeps its instance,
+ * mosquitto its persistence file), as they would on a real broker restart.
+ */
+/** What a broker needs from its user: a place to register its cleanup (an ava test, or a benchmark). */
+export interface Owner { teardown(fn: () => unknown): void }
+
+export interface BrokerOptions {
+  /** overrides MQTT_BROKER */
+  kind?: 'aedes' | 'mosquitto';
+  /** extra lines for mosquitto.conf (before the listener) */
+  mosquittoConf?: string[];
+  /** username -> password; when given, anonymous clients are refused */
+  users?: Record<string, string>;
+  /** TLS listener: server cert and key (PEM files); `ca` set requires client certificates signed by it */
+  tls?: { cert: string; key: string; ca?: string };
+}
+
+export interface Broker {
+  kind: 'aedes' | 'mosquitto';
+  host: string;
+  port: number;
+  /** stop listening and drop every client (an outage) */
+  stop(): Promise<void>;
+  /** listen again on the same port */
+  start(): Promise<void>;
+}
+
+export const brokerKind = (): 'aedes' | 'mosquitto' => (process.env.MQTT_BROKER === 'mosquitto' ? 'mosquitto' : 'aedes');
+
+/** Start a broker of the kind MQTT_BROKER asks for; it is closed when the test ends. */
+export async function startBroker(t: Owner, opts: BrokerOptions = {}): Promise<Broker> {
+  return (opts.kind ?? brokerKind()) === 'mosquitto' ? startMosquitto(t, opts) : startAedes(t, opts);
+}
+
+async function startAedes(t: Owner, opts: BrokerOptions): Promise<Broker> {
+  // aedes is an ES module; the tests are CommonJS
+  const { Aedes } = await import('aedes');
+  const aedes = await Aedes.createBroker({
+    authenticate: (_client, username, password, done) => {
+      if (!opts.users) return done(null, true);
+      const ok = username !== undefined && opts.users[username] !== undefined && password?.toString() === opts.users[username];
+      if (ok) return done(null, true);
+      const err = Object.assign(new Error('bad username or password'), { returnCode: 4 });
+      done(err as any, false);
+    },
+  });
+  const sockets = new Set<net.Socket>();
+  const make = (): net.Server => {
+    const handle = (s: net.Socket) => aedes.handle(s);
+    const server = opts.tls
+      ? tls.createServer({
+        cert: fs.readFileSync(opts.tls.cert), key: fs.readFileSync(opts.tls.key),
+        ...(opts.tls.ca ? { ca: fs.readFileSync(opts.tls.ca), requestCert: true, rejectUnauthorized: true } : {}),
+      }, handle)
+      : net.createServer(handle);
+    server.on('connection', (s: net.Socket) => {
+      sockets.add(s);
+      s.once('close', () => sockets.delete(s));
+    });
+    return server;
+  };
+  let server: net.Server | undefined;
+  let port = 0;
+  const listen = async () => {
+    server = make();
+    await new Promise<void>((resolve, reject) => {
+      server!.once('error', reject);
+      server!.listen(port, '127.0.0.1', () => resolve());
+    });
+    port = (server.address() as net.AddressInfo).port;
+  };
+  const stop = async () => {
+    const s = server;
+    server = undefined;
+    if (!s) return;
+    const closed = new Promise<void>((r) => s.close(() => r()));
+    for (const sock of sockets) sock.destroy();
+    await closed;
+  };
+  await listen();
+  t.teardown(async () => {
+    await stop();
+    await new Promise<void>((r) => aedes.close(() => r()));
+  });
+  return { kind: 'aedes', host: '127.0.0.1', get port() { return port; }, stop, start: listen };
+}
+
+async function freePort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+  const port = (s.address() as net.AddressInfo).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+/** Resolves when something accepts TCP connections on the port; rejects after `ms` or when `gone` says the process ended. */
+async function waitListening(port: number, ms: number, gone: () => string | undefined): Promise<void> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const c = net.connect(port, '127.0.0.1', () => { c.destroy(); resolve(true); });
+      c.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    const why = gone();
+    if (why !== undefined) throw new Error(why);
+    if (Date.now() > until) throw new Error(`broker did not listen on ${port} within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function startMosquitto(t: Owner, opts: BrokerOptions): Promise<Broker> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mosq-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const lines = (port: number) => {
+    const l = [
+      // started as root, mosquitto would switch to its own user, which cannot read this test's files
+      ...(process.getuid?.() === 0 ? ['user root'] : []),
+      'per_listener_settings false',
+      `persistence true`, `persistence_location ${dir}/`, 'autosave_interval 0',
+      'log_dest stderr', 'log_type error', 'log_type warning',
+      `allow_anonymous ${opts.users ? 'false' : 'true'}`,
+      ...(opts.mosquittoConf ?? []),
+    ];
+    if (opts.users) {
+      const file = path.join(dir, 'passwd');
+      fs.writeFileSync(file, '', { mode: 0o600 });
+      for (const [u, p] of Object.entries(opts.users)) execFileSync('mosquitto_passwd', ['-b', file, u, p]);
+      l.push(`password_file ${file}`);
+    }
+    l.push(`listener ${port} 127.0.0.1`);
+    if (opts.tls) {
+      l.push(`certfile ${opts.tls.cert}`, `keyfile ${opts.tls.key}`, `cafile ${opts.tls.ca ?? opts.tls.cert}`);
+      if (opts.tls.ca) l.push('require_certificate true');
+    }
+    return l.join('\n') + '\n';
+  };
+  let proc: ChildProcess | undefined;
+  let port = 0;
+  let output = '';
+  const conf = path.join(dir, 'mosquitto.conf');
+  const launch = async () => {
+    fs.writeFileSync(conf, lines(port));
+    const p = spawn('mosquitto', ['-c', conf], { stdio: ['ignore', 'pipe', 'pipe'] });
+    proc = p;
+    let exited: string | undefined;
+    p.once('exit', (code, sig) => { exited = `mosquitto exited (${code ?? sig}): ${output}`; });
+    p.once('error', (err) => { exited = `mosquitto did not start: ${err.message}`; });
+    p.stdout!.on('data', (d: Buffer) => { output = (output + d.toString()).slice(-4000); });
+    p.stderr!.on('data', (d: Buffer) => { output = (output + d.toString()).slice(-4000); });
+    await waitListening(port, 10_000, () => exited);
+  };
+  const stop = async () => {
+    const p = proc;
+    proc = undefined;
+    if (!p || p.exitCode !== null || p.signalCode !== null) return;
+    const gone = new Promise<void>((r) => p.once('exit', () => r()));
+    p.kill('SIGTERM'); // mosquitto writes its persistence file on SIGTERM
+    await gone;
+  };
+  // another process may take the free port before mosquitto binds it: try a few
+  for (let attempt = 0; ; attempt++) {
+    port = await freePort();
+    try {
+      await launch();
+      break;
+    } catch (err) {
+      await stop();
+      if (attempt >= 4) throw err;
+    }
+  }
+  t.teardown(() => { if (proc && proc.exitCode === null) proc.kill('SIGKILL'); });
+  return { kind: 'mosquitto', host: '127.0.0.1', get port() { return port; }, stop, start: launch };
+}
+
+export interface Received { topic: string; payload: string; qos: number; retain: boolean }
+
+/** An independent MQTT client (not the controller's connection) that records what it receives. */
+export class Subscriber {
+  readonly messages: Received[] = [];
+  private waiters: (() => void)[] = [];
+
+  private constructor(readonly client: MqttClient) {
+    client.on('message', (topic, payload, packet) => {
+      this.messages.push({ topic, payload: payload.toString(), qos: packet.qos, retain: packet.retain });
+      for (const w of this.waiters.splice(0)) w();
+    });
+  }
+
+  static async connect(t: Owner, broker: Broker, opts: IClientOptions = {}): Promise<Subscriber> {
+    const client = mqtt.connect({
+      host: broker.host, port: broker.port, protocolVersion: 4, reconnectPeriod: 200, connectTimeout: 5000, ...opts,
+    });
+    t.teardown(() => new Promise<void>((r) => client.end(true, {}, () => r())));
+    await new Promise<void>((resolve, reject) => {
+      client.once('connect', () => resolve());
+      client.once('error', reject);
+    });
+    return new Subscriber(client);
+  }
+
+  async subscribe(filter: string | string[], qos: 0 | 1 | 2 = 2): Promise<void> {
+    await this.client.subscribeAsync(filter, { qos });
+  }
+
+  async publish(topic: string, payload: string, qos: 0 | 1 | 2 = 1, retain = false): Promise<void> {
+    await this.client.publishAsync(topic, payload, { qos, retain });
+  }
+
+  on(topic: string): Received[] {
+    return this.messages.filter((m) => m.topic === topic);
+  }
+
+  /** Wait until `pred` holds over what was received; rejects with what arrived after `ms`. */
+  async waitFor(pred: (msgs: Received[]) => boolean, ms = 10_000, what = 'messages'): Promise<Received[]> {
+    const until = Date.now() + ms;
+    while (!pred(this.messages)) {
+      const left = until - Date.now();
+      if (left <= 0) {
+        throw new Error(`timed out waiting for ${what}; received: ${JSON.stringify(this.messages.slice(-20))}`);
+      }
+      await new Promise<void>((r) => {
+        const timer = setTimeout(r, Math.min(left, 200));
+        this.waiters.push(() => { clearTimeout(timer); r(); });
+      });
+    }
+    return this.messages;
+  }
+}
+
+/** A self-signed certificate for 127.0.0.1/localhost, made with the openssl CLI; undefined when openssl is missing. */
+export function selfSignedCert(dir: string): { cert: string; key: string } | undefined {
+  const cert = path.join(dir, 'cert.pem');
+  const key = path.join(dir, 'key.pem');
+  try {
+    execFileSync('openssl', [
+      'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '2',
+      '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost',
+    ], { stdio: 'ignore' });
+  } catch {
+    return undefined;
+  }
+  return { cert, key };
+}

@@ -1,0 +1,183 @@
+import test from 'ava';
+import { encode, decode } from '@msgpack/msgpack';
+import { startController, Keys } from '../helpers/controller';
+import { ECHO_PLUGIN } from '../helpers/echo-plugin';
+
+const start = (t: any, ini = {}) => startController(t, { files: { 'plugins/echo.js': ECHO_PLUGIN }, ini });
+
+async function rpcRaw(url: string, body: string | Uint8Array, type = 'application/json') {
+  const r = await fetch(`${url}/jrpc`, { method: 'POST', headers: { 'Content-Type': type }, body });
+  const raw = new Uint8Array(await r.arrayBuffer());
+  if (r.headers.get('content-type') === 'application/msgpack') return { status: r.status, body: decode(raw) as any };
+  const text = new TextDecoder().decode(raw);
+  return { status: r.status, body: text ? JSON.parse(text) : undefined };
+}
+
+/** The server still answers a normal call: bad input did not break it. */
+async function stillAlive(t: any, client: any) {
+  t.is((await client.get('test', { k: Keys.master })).status, 200);
+}
+
+const KINDS: [string, number, number][] = [
+  ['not_found', 1, 404], ['access_denied', 2, 403], ['function_failed', 10, 500], ['invalid_params', 11, 400],
+  ['already_exists', 12, 409], ['busy', 13, 409], ['not_implemented', 14, 405],
+];
+
+test('each error kind has its JSON RPC code and HTTP status, with the ERROR body', async (t) => {
+  const { client } = await start(t);
+  for (const [kind, code, status] of KINDS) {
+    const d = await client.get('fail', { k: Keys.ops, kind });
+    t.is(d.status, status, kind);
+    t.deepEqual(d.body, { result: 'ERROR', _error: `failed as ${kind}` });
+    assertNoCache(t, d.headers);
+    const r = await client.rpc('fail', { k: Keys.ops, kind });
+    t.is(r.error!.code, code, kind);
+  }
+});
+
+function assertNoCache(t: any, h: Headers) {
+  t.is(h.get('cache-control'), 'no-cache, no-store, must-revalidate');
+  t.is(h.get('content-type'), 'application/json');
+}
+
+test('unknown function: 405 direct, code 6 JSON RPC', async (t) => {
+  const { client } = await start(t);
+  const d = await client.get('no_such_fn', { k: Keys.master });
+  t.is(d.status, 405);
+  t.is(d.body.result, 'ERROR');
+  t.is((await client.rpc('no_such_fn', { k: Keys.master })).error!.code, 6);
+});
+
+test('HTTP methods other than GET and POST answer 405', async (t) => {
+  const { url } = await start(t);
+  for (const method of ['PUT', 'DELETE', 'PATCH']) {
+    const d = await fetch(`${url}/sys-api/test?k=${Keys.master}`, { method });
+    t.is(d.status, 405, method);
+    t.is(((await d.json()) as any).result, 'ERROR');
+    t.is((await fetch(`${url}/jrpc`, { method })).status, 405, method);
+  }
+});
+
+test('unknown paths answer 404 with a JSON error', async (t) => {
+  const { url } = await start(t);
+  const r = await fetch(`${url}/nothing/here`);
+  t.is(r.status, 404);
+  t.is(((await r.json()) as any).result, 'ERROR');
+});
+
+test('missing, unknown and ill-typed parameters: 400 / 11', async (t) => {
+  const { client } = await start(t);
+  const cases: Record<string, unknown>[] = [
+    {}, // s missing
+    { s: 'x', zzz: 1 }, // unknown
+    { s: 'x', n: 'abc' }, { s: 'x', n: '1.5' }, { s: 'x', f: 'NaN' }, { s: 'x', b: 'maybe' },
+  ];
+  for (const c of cases) {
+    const d = await client.get('echo', { k: Keys.ops, ...c });
+    t.is(d.status, 400, JSON.stringify(c));
+    t.is(d.body.result, 'ERROR');
+    t.is((await client.rpc('echo', { k: Keys.ops, ...c })).error!.code, 11, JSON.stringify(c));
+  }
+  // JSON-only shapes
+  for (const c of [{ s: { x: 1 } }, { s: 'x', l: { a: 1 } }, { s: 'x', b: [] }]) {
+    t.is((await client.post('echo', { k: Keys.ops, ...c })).status, 400, JSON.stringify(c));
+    t.is((await client.rpc('echo', { k: Keys.ops, ...c })).error!.code, 11);
+  }
+  t.is((await client.post('echo', { k: 12345, s: 'x' })).status, 400);
+  await stillAlive(t, client);
+});
+
+test('positional (array) params are invalid params', async (t) => {
+  const { url } = await start(t);
+  const r = await rpcRaw(url, JSON.stringify({ jsonrpc: '2.0', method: 'test', params: [Keys.master], id: 1 }));
+  t.is(r.body.error.code, 11);
+});
+
+test('malformed payloads: -32700 with 400 when undecodable, -32600 with 200 when not a request', async (t) => {
+  const { url, client } = await start(t);
+  for (const body of ['{broken', '', '\u0000\u0001']) {
+    const r = await rpcRaw(url, body);
+    t.is(r.status, 400, JSON.stringify(body));
+    t.is(r.body.error.code, -32700);
+  }
+  const garbage = await rpcRaw(url, new Uint8Array([0xc1, 0xff, 0x00, 0x12]), 'application/msgpack');
+  t.is(garbage.status, 400);
+  t.is(garbage.body.error.code, -32700);
+  const truncated = await rpcRaw(url, encode({ jsonrpc: '2.0', method: 'test' }).slice(0, 5), 'application/msgpack');
+  t.is(truncated.status, 400);
+  t.is(truncated.body.error.code, -32700);
+  for (const body of ['5', '"x"', 'null', '[]', '{"method":"test","id":1}', '{"jsonrpc":"1.0","method":"test","id":1}',
+    '{"jsonrpc":"2.0","id":1}', '{"jsonrpc":"2.0","method":5,"id":1}', '{"jsonrpc":"2.0","method":"test","id":{}}', '[1,2]']) {
+    const r = await rpcRaw(url, body);
+    t.is(r.status, 200, body);
+    const errors = Array.isArray(r.body) ? r.body : [r.body];
+    for (const e of errors) t.is(e.error.code, -32600, body);
+  }
+  await stillAlive(t, client);
+});
+
+test('direct: a malformed or non-object JSON body is 400', async (t) => {
+  const { url, client } = await start(t);
+  for (const body of ['{broken', '[1]', '"s"']) {
+    const r = await fetch(`${url}/sys-api/test`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
+    t.is(r.status, 400, body);
+    t.is(((await r.json()) as any).result, 'ERROR');
+  }
+  await stillAlive(t, client);
+});
+
+test('a 500 never shows the internal error', async (t) => {
+  const { client, dir } = await start(t);
+  const d = await client.get('boom', { k: Keys.ops });
+  t.is(d.status, 500);
+  t.false(JSON.stringify(d.body).includes('secret'));
+  t.false(JSON.stringify(d.body).includes('.js'));
+  const r = await client.rpc('boom', { k: Keys.ops });
+  t.is(r.error!.code, 10);
+  t.false(r.error!.message.includes('secret'));
+  // the detail is in the log for the operator
+  const log = require('node:fs').readFileSync(`${dir}/controller.log`, 'utf8');
+  t.true(log.includes('secret internal detail'));
+});
+
+test('oversized bodies are refused with 413 (declared and chunked), the server stays up', async (t) => {
+  const { url, client } = await start(t, { webapi: { max_body_size: 2048 } });
+  const big = JSON.stringify({ k: Keys.ops, s: 'x'.repeat(5000) });
+  const d = await fetch(`${url}/sys-api/echo`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: big });
+  t.is(d.status, 413);
+  t.is(((await d.json()) as any).result, 'ERROR');
+  const j = await fetch(`${url}/jrpc`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: big });
+  t.is(j.status, 413);
+  // chunked: no Content-Length, the limit is enforced while reading
+  const stream = new ReadableStream({
+    start(c) { for (let i = 0; i < 10; i++) c.enqueue(new TextEncoder().encode('x'.repeat(1000))); c.close(); },
+  });
+  const chunked = await fetch(`${url}/jrpc`, { method: 'POST', body: stream, duplex: 'half' } as any);
+  t.is(chunked.status, 413);
+  const fd = new FormData();
+  fd.set('k', Keys.ops);
+  fd.set('s', new Blob(['y'.repeat(5000)]), 'big.txt');
+  t.is((await fetch(`${url}/sys-api/echo`, { method: 'POST', body: fd })).status, 413);
+  const small = await client.post('echo', { k: Keys.ops, s: 'fits' });
+  t.is(small.status, 200);
+});
+
+test('a batch larger than the limit is refused as invalid request', async (t) => {
+  const { url } = await start(t, { webapi: { max_batch: 3 } });
+  const req = { jsonrpc: '2.0', method: 'test', params: { k: Keys.master }, id: 1 };
+  const r = await rpcRaw(url, JSON.stringify([req, req, req, req]));
+  t.is(r.body.error.code, -32600);
+  const ok = await rpcRaw(url, JSON.stringify([req, req, req]));
+  t.is(ok.body.length, 3);
+});
+
+test('slow calls do not block other calls', async (t) => {
+  const { client } = await start(t);
+  const slow = client.get('slow', { k: Keys.ops, ms: 1500 });
+  const fast = await client.get('test', { k: Keys.master });
+  t.is(fast.status, 200);
+  let slowDone = false;
+  void slow.then(() => { slowDone = true; });
+  t.false(slowDone);
+  t.deepEqual((await slow).body, { waited: 1500 });
+});

@@ -1,0 +1,104 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import test from 'ava';
+import { startController, Keys } from '../helpers/controller';
+
+/** A drop-in that records its start and stop in <dir>/order.txt. */
+const recorder = (name: string, needs: string[] = [], extra = '') => `
+const fs = require('node:fs');
+module.exports.plugin = {
+  name: '${name}', kind: 'service', version: '1.0.0', needs: ${JSON.stringify(needs)},
+  start(ctx) { fs.appendFileSync(ctx.paths.dir + '/order.txt', 'start ${name}\\n'); ${extra} },
+  stop(ctx) { fs.appendFileSync(ctx.paths.dir + '/order.txt', 'stop ${name}\\n'); },
+};`;
+
+test('a plain JavaScript and an ESM drop-in plugin are served without a build', async (t) => {
+  const { client } = await startController(t, {
+    files: {
+      'plugins/hello.js': `module.exports.plugin = { name: 'hello', kind: 'sysapi', version: '0.1.0',
+        start(ctx) { ctx.register({ name: 'hello', permission: 'any', description: 'hi',
+          params: { who: { type: 'string', required: true, description: 'whom' } },
+          handler: (p, call) => ({ hello: p.who, key: call.key.id }) }); } };`,
+      'plugins/esm.mjs': `export default { name: 'esm', kind: 'sysapi', version: '0.1.0',
+        start(ctx) { ctx.register({ name: 'esm_hi', permission: 'master', description: 'hi', params: {}, handler: () => ({ esm: true }) }); } };`,
+    },
+  });
+  t.deepEqual((await client.get('hello', { k: Keys.plain, who: 'you' })).body, { hello: 'you', key: 'plain' });
+  t.deepEqual((await client.rpc('esm_hi', { k: Keys.master })).result, { esm: true });
+  t.is((await client.rpc('esm_hi', { k: Keys.plain })).error!.code, 2);
+});
+
+test('broken plugins are logged with their file and skipped; dependents too; the controller runs', async (t) => {
+  const { client, dir } = await startController(t, {
+    files: {
+      'plugins/a-syntax.js': 'module.exports = {{{',
+      'plugins/b-shape.js': `module.exports.plugin = { name: 'shape', kind: 'weird', version: '1' };`,
+      'plugins/c-throws.js': `module.exports.plugin = { name: 'thrower', kind: 'service', version: '1.0.0',
+        start(ctx) { ctx.register({ name: 'half', permission: 'any', description: '', params: {}, handler: () => 1 });
+                     throw new Error('cannot start'); } };`,
+      'plugins/d-needs.js': recorder('dependent', ['thrower']),
+      'plugins/e-missing.js': recorder('orphan', ['not-there']),
+      'plugins/f-kernel.js': `module.exports.plugin = { name: 'future', kind: 'service', version: '1.0.0', kernel: 99 };`,
+      'plugins/g-ok.js': recorder('fine'),
+    },
+  });
+  t.is((await client.get('test', { k: Keys.master })).status, 200);
+  // a failed start removes what the plugin had registered
+  t.is((await client.get('half', { k: Keys.master })).status, 405);
+  const log = fs.readFileSync(path.join(dir, 'controller.log'), 'utf8');
+  t.regex(log, /a-syntax\.js skipped: failed to load/);
+  t.regex(log, /b-shape\.js skipped: plugin kind/);
+  t.regex(log, /thrower .*c-throws\.js skipped: failed to start: cannot start/);
+  t.regex(log, /dependent .*d-needs\.js skipped: needs thrower/);
+  t.regex(log, /orphan .*e-missing\.js skipped: needs not-there, which is missing/);
+  t.regex(log, /future .*f-kernel\.js skipped: written for kernel API 99/);
+  t.is(fs.readFileSync(path.join(dir, 'order.txt'), 'utf8'), 'start fine\n');
+});
+
+test('plugins start in dependency order and stop in reverse; stop removes their functions', async (t) => {
+  const run = await startController(t, {
+    files: {
+      'plugins/1-c.js': recorder('c', ['b']),
+      'plugins/2-a.js': recorder('a'),
+      'plugins/3-b.js': recorder('b', ['a'], `ctx.register({ name: 'b_fn', permission: 'any', description: '', params: {}, handler: () => true });`),
+    },
+  });
+  t.is((await run.client.get('b_fn', { k: Keys.plain })).status, 200);
+  await run.stop();
+  t.is(fs.readFileSync(path.join(run.dir, 'order.txt'), 'utf8'), 'start a\nstart b\nstart c\nstop c\nstop b\nstop a\n');
+});
+
+test('a plugin that does not stop in time does not hold up the others', async (t) => {
+  const run = await startController(t, {
+    ini: { server: { plugin_stop_timeout: 0.5 } },
+    files: {
+      'plugins/a.js': recorder('first'),
+      'plugins/b.js': `module.exports.plugin = { name: 'stuck', kind: 'service', version: '1.0.0', needs: ['first'],
+        start() {}, stop() { return new Promise(() => {}); } };`,
+    },
+  });
+  const t0 = Date.now();
+  await run.stop();
+  t.true(Date.now() - t0 < 5000);
+  t.is(fs.readFileSync(path.join(run.dir, 'order.txt'), 'utf8'), 'start first\nstop first\n');
+  t.regex(fs.readFileSync(path.join(run.dir, 'controller.log'), 'utf8'), /plugin stuck stop: did not stop within 500 ms/);
+});
+
+test('a bus listener that throws is logged and does not disturb the other listeners', async (t) => {
+  const { client, dir } = await startController(t, {
+    files: {
+      'plugins/bus.js': `module.exports.plugin = { name: 'bus', kind: 'service', version: '1.0.0', start(ctx) {
+        const seen = [];
+        ctx.on('state', () => { throw new Error('listener broke'); });
+        ctx.on('state', (d) => seen.push(d));
+        ctx.register({ name: 'emit_state', permission: 'master', description: '', params: { v: { type: 'string', required: true, description: '' } },
+          handler: (p) => { ctx.emit('state', { v: p.v }); return { seen }; } });
+      } };`,
+    },
+  });
+  const r = await client.rpc('emit_state', { k: Keys.master, v: 'one' });
+  t.deepEqual(r.result.seen, [{ v: 'one' }]);
+  const r2 = await client.rpc('emit_state', { k: Keys.master, v: 'two' });
+  t.deepEqual(r2.result.seen, [{ v: 'one' }, { v: 'two' }]);
+  t.regex(fs.readFileSync(path.join(dir, 'controller.log'), 'utf8'), /listener of bus failed on state: listener broke/);
+});

@@ -1,0 +1,311 @@
+import test, { type ExecutionContext } from 'ava';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { History, type HistoryOptions } from '../../plugins/notifiers/db/history';
+import { parseDbProps, resolveDbFile } from '../../plugins/notifiers/db/props';
+import { dbType } from '../../plugins/notifiers/db';
+import type { HistoryRow } from '../../plugins/notifiers/db/schema';
+import type { ModuleLogger } from '../../core/log';
+import { startController, Keys } from '../helpers/controller';
+
+const run = promisify(execFile);
+
+/** Rows of a query through the sqlite3 tool, read-only, as lines of `|`-separated text. */
+async function sqlite3(file: string, sql: string): Promise<string[]> {
+  const { stdout } = await run('sqlite3', ['-readonly', file, sql], { timeout: 30_000 });
+  return stdout.split('\n').filter((l) => l !== '');
+}
+
+const PY_READ = `
+import sqlite3, sys, json
+c = sqlite3.connect('file:' + sys.argv[1] + '?mode=ro', uri=True)
+print(json.dumps(c.execute(sys.argv[2]).fetchall()))
+`;
+
+/** Rows through Python's sqlite3 module. */
+async function python(file: string, sql: string): Promise<unknown[][]> {
+  const { stdout } = await run('python3', ['-c', PY_READ, file, sql], { timeout: 30_000 });
+  return JSON.parse(stdout);
+}
+
+/** A logger that keeps what it is told, so tests can check warnings. */
+function keepingLog(): ModuleLogger & { lines: string[] } {
+  const lines: string[] = [];
+  const log = (l: number, m: string) => { lines.push(`${l} ${m}`); };
+  return {
+    lines, log,
+    debug: (m) => log(10, m), info: (m) => log(20, m), warning: (m) => log(30, m),
+    error: (m) => log(40, m), critical: (m) => log(50, m),
+  };
+}
+
+function tmpDir(t: ExecutionContext): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hist-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+function history(t: ExecutionContext, opts: Partial<HistoryOptions> & { file: string }, log = keepingLog()): History {
+  const h = new History({
+    space: '', keep: 86400, maxRows: 1_000_000, flushInterval: 0.2, flushPauseFactor: 4, cleanInterval: 60, maxPending: 16, ...opts,
+  }, log);
+  t.teardown(() => h.stop().catch(() => undefined));
+  return h;
+}
+
+const now = () => Date.now() / 1000;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Poll until `check` is true or the time is up; returns the last answer. */
+async function until(check: () => Promise<boolean>, ms = 20_000): Promise<boolean> {
+  const end = Date.now() + ms;
+  for (;;) {
+    if (await check()) return true;
+    if (Date.now() > end) return false;
+    await sleep(100);
+  }
+}
+
+test('db props: file and keep, URIs and bad keep refused', (t) => {
+  t.deepEqual(parseDbProps('history.db'), { db: 'history.db' });
+  t.deepEqual(parseDbProps('db/history.db:3600'), { db: 'db/history.db', keep: 3600 });
+  t.throws(() => parseDbProps(''), { message: /expected <file>/ });
+  t.throws(() => parseDbProps('history.db:-5'), { message: /keep/ });
+  t.throws(() => parseDbProps('history.db:1.5'), { message: /keep/ });
+  t.throws(() => parseDbProps('history.db:0'), { message: /keep/ });
+  t.throws(() => parseDbProps('sqlite:///x.db'), { message: /only an SQLite file/ });
+});
+
+test('db file is confined to the runtime folder, symlinks included', (t) => {
+  const dir = tmpDir(t);
+  const runtime = path.join(dir, 'runtime');
+  fs.mkdirSync(runtime);
+  t.is(resolveDbFile(runtime, 'h.db'), path.join(runtime, 'h.db'));
+  t.is(resolveDbFile(runtime, 'sub/h.db'), path.join(runtime, 'sub', 'h.db'));
+  t.is(resolveDbFile(runtime, path.join(runtime, 'abs.db')), path.join(runtime, 'abs.db'));
+  t.throws(() => resolveDbFile(runtime, '../h.db'), { message: /outside the runtime folder/ });
+  t.throws(() => resolveDbFile(runtime, '/etc/h.db'), { message: /outside the runtime folder/ });
+  const elsewhere = path.join(dir, 'elsewhere');
+  fs.mkdirSync(elsewhere);
+  fs.symlinkSync(elsewhere, path.join(runtime, 'out'));
+  t.throws(() => resolveDbFile(runtime, 'out/h.db'), { message: /outside the runtime folder/ });
+});
+
+test('rows reach the file with the 3.3 schema; sqlite3 and python read them', async (t) => {
+  const file = path.join(tmpDir(t), 'h.db');
+  const h = history(t, { file, space: 'plant1' });
+  const t0 = now();
+  await h.insert([['plant1', t0, 'sensor:env/temp', 1, '21.5'], ['plant1', t0 + 0.001, 'unit:hall/lamp', 0, null]]);
+  await h.flush();
+  t.deepEqual(await sqlite3(file, 'SELECT space, oid, status, value FROM state_history ORDER BY t'), [
+    'plant1|sensor:env/temp|1|21.5', 'plant1|unit:hall/lamp|0|',
+  ]);
+  t.deepEqual(await python(file, 'SELECT oid, status, value FROM state_history ORDER BY t'), [
+    ['sensor:env/temp', 1, '21.5'], ['unit:hall/lamp', 0, null],
+  ]);
+  // decisions.md: primary key (space, t, oid), indexes on (space, t, oid) and (space, oid)
+  const pk = await sqlite3(file, "SELECT name FROM pragma_table_info('state_history') WHERE pk > 0 ORDER BY pk");
+  t.deepEqual(pk, ['space', 't', 'oid']);
+  const idx = await sqlite3(file, "SELECT il.name, group_concat(ii.name) FROM pragma_index_list('state_history') il, pragma_index_info(il.name) ii WHERE il.origin = 'c' GROUP BY il.name ORDER BY il.name");
+  t.deepEqual(idx, ['i_oid|space,oid', 'i_t_oid|space,t,oid']);
+});
+
+test('the row bound drops the oldest rows first', async (t) => {
+  const file = path.join(tmpDir(t), 'h.db');
+  const h = history(t, { file, maxRows: 100 });
+  const t0 = now();
+  const rows: HistoryRow[] = Array.from({ length: 250 }, (_, i) => ['', t0 + i / 1000, `sensor:g/s${i}`, 1, String(i)]);
+  await h.insert(rows.slice(0, 120));
+  await h.insert(rows.slice(120));
+  await h.flush();
+  t.deepEqual(await sqlite3(file, 'SELECT count(*), min(CAST(value AS INT)), max(CAST(value AS INT)) FROM state_history'), ['100|150|249']);
+  t.is(h.stats?.trimmed, 150);
+  t.is(h.stats?.rows, 100);
+});
+
+test('rows older than keep are deleted, other spaces are left alone', async (t) => {
+  const file = path.join(tmpDir(t), 'h.db');
+  const old = now() - 7200;
+  // a history written by another program, as 3.3 would have left it
+  await run('sqlite3', [file, [
+    'CREATE TABLE state_history (space VARCHAR(64) NOT NULL, t NUMERIC(20,8) NOT NULL, oid VARCHAR(256) NOT NULL, status INT(1), value VARCHAR(8192), PRIMARY KEY (space, t, oid));',
+    `INSERT INTO state_history VALUES ('', ${old}, 'sensor:g/old', 1, 'x');`,
+    `INSERT INTO state_history VALUES ('', ${now() - 60}, 'sensor:g/recent', 1, 'y');`,
+    `INSERT INTO state_history VALUES ('other', ${old}, 'sensor:g/theirs', 1, 'z');`,
+  ].join('\n')]);
+  const h = history(t, { file, keep: 3600 });
+  await h.insert([['', now(), 'sensor:g/new', 1, 'n']]);
+  await h.flush();
+  t.deepEqual(await sqlite3(file, 'SELECT oid FROM state_history ORDER BY oid'), ['sensor:g/new', 'sensor:g/recent', 'sensor:g/theirs']);
+  t.is(h.stats?.expired, 1);
+});
+
+test('retention cleaning runs by itself, without new events', async (t) => {
+  const file = path.join(tmpDir(t), 'h.db');
+  const h = history(t, { file, keep: 1, cleanInterval: 0.3, flushInterval: 0.2 });
+  // stamped a few seconds ahead so that it is certainly there at the first read, and expires soon after
+  await h.insert([['', now() + 4, 'sensor:g/s1', 1, '1']]);
+  await h.flush();
+  t.deepEqual(await sqlite3(file, 'SELECT count(*) FROM state_history'), ['1']);
+  t.true(await until(async () => (await sqlite3(file, 'SELECT count(*) FROM state_history'))[0] === '0'));
+});
+
+test('stop writes what the last flush did not', async (t) => {
+  const file = path.join(tmpDir(t), 'h.db');
+  const h = history(t, { file, flushInterval: 3600 });
+  await h.start();
+  t.true(await until(async () => fs.existsSync(file))); // a new file is written at once, empty
+  await h.insert([['', now(), 'sensor:g/s1', 1, 'last']]);
+  t.deepEqual(await sqlite3(file, 'SELECT count(*) FROM state_history'), ['0']);
+  await h.stop();
+  t.deepEqual(await sqlite3(file, 'SELECT value FROM state_history'), ['last']);
+  await t.throwsAsync(h.insert([['', now(), 'sensor:g/s1', 1, 'late']]), { message: /stopped/ });
+});
+
+test('a damaged file is kept aside and an empty history starts', async (t) => {
+  const dir = tmpDir(t);
+  const file = path.join(dir, 'h.db');
+  fs.writeFileSync(file, 'this is not a database, but it is somebody\'s data');
+  const log = keepingLog();
+  const h = history(t, { file }, log);
+  await h.insert([['', now(), 'sensor:g/s1', 1, '1']]);
+  await h.flush();
+  t.deepEqual(await sqlite3(file, 'SELECT oid FROM state_history'), ['sensor:g/s1']);
+  const aside = fs.readdirSync(dir).filter((n) => n.startsWith('h.db.damaged-'));
+  t.is(aside.length, 1);
+  t.is(fs.readFileSync(path.join(dir, aside[0]), 'utf8'), 'this is not a database, but it is somebody\'s data');
+  t.true(log.lines.some((l) => /moved to .*damaged/.test(l)));
+});
+
+test('batches beyond the pending bound are refused, not queued without end', async (t) => {
+  const file = path.join(tmpDir(t), 'h.db');
+  const h = history(t, { file, maxPending: 4 });
+  await h.start();
+  const results = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => h.insert([['', now() + i, 'sensor:g/s', 1, String(i)]])));
+  const refused = results.filter((r) => r.status === 'rejected');
+  t.is(refused.length, 16);
+  t.regex(String((refused[0] as PromiseRejectedResult).reason), /busy/);
+  await h.flush();
+  t.deepEqual(await sqlite3(file, 'SELECT count(*) FROM state_history'), ['4']);
+});
+
+test('readers opening the file during a stream of writes always find a whole database with every older event', async (t) => {
+  const file = path.join(tmpDir(t), 'h.db');
+  const flushInterval = 0.3;
+  const h = history(t, { file, flushInterval });
+  await h.start();
+  const written: { t: number; oid: string }[] = [];
+  let streaming = true;
+  const producer = (async () => {
+    let n = 0;
+    while (streaming) {
+      const batch: HistoryRow[] = [];
+      for (let i = 0; i < 5; i++, n++) batch.push(['', now(), `sensor:g/s${n}`, 1, String(n)]);
+      await h.insert(batch);
+      // counted once the history holds them: that is when the notifier host counts them sent
+      const done = now();
+      for (const r of batch) written.push({ t: done, oid: r[2] });
+      await sleep(10);
+    }
+  })();
+  // every event handed over this long before a reader opens the file must be in it: the flush
+  // interval plus a generous margin for a machine shared with other work
+  const lag = flushInterval + 2.5;
+  let reads = 0;
+  let checked = 0;
+  const end = Date.now() + 6000;
+  while (Date.now() < end) {
+    const opened = now();
+    const expected = written.filter((w) => w.t < opened - lag).map((w) => w.oid);
+    const useSqlite = reads % 2 === 0;
+    const oids = useSqlite
+      ? await sqlite3(file, 'SELECT oid FROM state_history')
+      : (await python(file, 'SELECT oid FROM state_history')).map((r) => String(r[0]));
+    if (useSqlite) t.deepEqual(await sqlite3(file, 'PRAGMA quick_check'), ['ok']);
+    const have = new Set(oids);
+    const missing = expected.filter((o) => !have.has(o));
+    t.deepEqual(missing, [], `${useSqlite ? 'sqlite3' : 'python'} read ${reads} misses events`);
+    reads++;
+    checked += expected.length;
+  }
+  streaming = false;
+  await producer;
+  await h.stop();
+  t.true(reads >= 4);
+  t.true(checked > 0, 'some reads had events old enough to check');
+  const all = (await python(file, 'SELECT count(*) FROM state_history'))[0][0];
+  t.is(all, written.length);
+});
+
+/** Start a controller with one db notifier subscribed to every state. */
+async function controllerWithHistory(t: ExecutionContext, fields: Record<string, unknown> = {}) {
+  const notifier = {
+    id: 'hist', type: 'db', enabled: true, db: 'history.db', keep: 3600, space: 'site1', flush_interval: 0.3,
+    events: [{ subject: 'state', types: ['#'], groups: ['#'] }], ...fields,
+  };
+  return startController(t, { files: { 'runtime/uc_notify.d/hist.json': JSON.stringify(notifier) } });
+}
+
+test('item updates through the controller end up in the history file; save flushes; get_notifier shows figures', async (t) => {
+  const c = await controllerWithHistory(t, { flush_interval: 3600 });
+  const file = path.join(c.dir, 'runtime', 'history.db');
+  const k = Keys.master;
+  await c.client.ok('create', { k, i: 'sensor:env/temp' });
+  await c.client.ok('create', { k, i: 'lvar:flags/on' });
+  for (const v of ['20', '21', '22']) await c.client.ok('update', { k, i: 'sensor:env/temp', s: 1, v });
+  await c.client.ok('update', { k, i: 'lvar:flags/on', s: 1, v: 'yes' });
+  // the flush interval is an hour: only `save` can have written these
+  let values: string[] = [];
+  t.true(await until(async () => {
+    await c.client.ok('save', { k });
+    values = await sqlite3(file, "SELECT value FROM state_history WHERE oid = 'sensor:env/temp' AND value IS NOT NULL ORDER BY t");
+    return values.length >= 3;
+  }));
+  t.deepEqual(values.slice(-3), ['20', '21', '22']);
+  t.deepEqual(await python(file, "SELECT DISTINCT space FROM state_history"), [['site1']]);
+  const info = await c.client.ok('get_notifier', { k, i: 'hist' });
+  t.is(info.type, 'db');
+  t.is(info.db, 'history.db');
+  t.is(info.keep, 3600);
+  t.true(info.stats.rows >= 4);
+  t.true(info.stats.flushes >= 1);
+  t.is(info.stats.file, file);
+});
+
+test('the last events reach the file at controller stop; actions and logs are not stored', async (t) => {
+  const c = await controllerWithHistory(t, {
+    flush_interval: 3600,
+    events: [{ subject: 'state', types: ['#'], groups: ['#'] }, { subject: 'log', level: 10 }, { subject: 'action', types: ['#'], groups: ['#'] }],
+  });
+  const file = path.join(c.dir, 'runtime', 'history.db');
+  const k = Keys.master;
+  await c.client.ok('create', { k, i: 'unit:hall/lamp' });
+  await c.client.ok('action', { k, i: 'unit:hall/lamp', s: 1, w: 5 });
+  await c.client.ok('log_info', { k, m: 'a log record' });
+  await c.client.ok('update', { k, i: 'unit:hall/lamp', s: 0 });
+  await c.stop();
+  const rows = await sqlite3(file, 'SELECT oid, status FROM state_history ORDER BY t');
+  t.true(rows.length >= 2);
+  t.true(rows.every((r) => r.startsWith('unit:hall/lamp|')), rows.join(', '));
+  t.is(rows[rows.length - 1], 'unit:hall/lamp|0');
+});
+
+test('a db notifier pointing outside runtime is refused with a reason', async (t) => {
+  const c = await controllerWithHistory(t, { db: '../escape.db' });
+  const info = await c.client.ok('get_notifier', { k: Keys.master, i: 'hist' });
+  t.regex(String(info.problem), /outside the runtime folder/);
+  t.false(fs.existsSync(path.join(c.dir, 'escape.db')));
+});
+
+test('the type: props, target, defaults', (t) => {
+  t.deepEqual(dbType.parseProps('h.db:600'), { db: 'h.db', keep: 600 });
+  t.is(dbType.target({ id: 'x', type: 'db', enabled: true, events: [], db: 'h.db', keep: 600 }), 'h.db:600');
+  const cfg = { id: 'x', type: 'db', enabled: true, events: [], db: 'h.db' };
+  dbType.validate!(cfg);
+  t.is((cfg as Record<string, unknown>).keep, 86400);
+  t.throws(() => dbType.validate!({ id: 'x', type: 'db', enabled: true, events: [], db: 'h.db', max_rows: -1 }), { message: /max_rows/ });
+  t.throws(() => dbType.validate!({ id: 'x', type: 'db', enabled: true, events: [] }), { message: /db \(the database file\) is missing/ });
+});

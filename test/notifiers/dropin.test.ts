@@ -1,0 +1,53 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import test from 'ava';
+import { Keys, startController } from '../helpers/controller';
+import { eventually, notifierFiles, stateEvent, stats, subscribeAll } from './helpers';
+
+const k = Keys.master;
+
+/** A notifier type as a plain .js drop-in: appends each event as a JSON line to a file. */
+const JSONL_TYPE = `
+const fs = require('node:fs');
+const path = require('node:path');
+const type = {
+  type: 'jsonl',
+  fields: { file: null },
+  parseProps: (props) => ({ file: props }),
+  target: (cfg) => cfg.file,
+  validate(cfg) { if (typeof cfg.file !== 'string' || cfg.file.includes('/')) throw new Error('file must be a plain name'); },
+  create(cfg, env) {
+    const file = path.join(env.ctx.paths.runtime, cfg.file);
+    let lines = 0;
+    return {
+      async test() { fs.appendFileSync(file, JSON.stringify({ subject: 'test' }) + '\\n'); },
+      async send(subject, events) {
+        for (const e of events) fs.appendFileSync(file, JSON.stringify({ subject, space: cfg.space, e }) + '\\n');
+        lines += events.length;
+      },
+      info: () => ({ lines }),
+    };
+  },
+};
+module.exports.plugin = {
+  name: 'notifier-jsonl', kind: 'notifier', version: '1.0.0', needs: ['notifiers'], notifier: type,
+  start(ctx) { ctx.service('notifiers').registerType(ctx, type); },
+};
+`;
+
+test('a drop-in .js notifier type in the controller plugins/ folder works like a built-in one', async (t) => {
+  const files = notifierFiles({
+    lines: { type: 'jsonl', file: 'events.jsonl', space: 'dropin', events: subscribeAll },
+    refused: { type: 'jsonl', file: '../escape' },
+  });
+  files['plugins/jsonl-notifier.js'] = JSONL_TYPE;
+  const { client, dir } = await startController(t, { files });
+  await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/a', 1, '7'), stateEvent('sensor:g/b', 2)] });
+  const s = await eventually(async () => { const s = await stats(client, k, 'lines'); return s.sent === 2 && s; });
+  t.like(s, { lines: 2, queued: 0, test: 'passed' });
+  const out = fs.readFileSync(path.join(dir, 'runtime', 'events.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  t.deepEqual(out.map((l) => [l.subject, l.e?.oid]), [['test', undefined], ['state', 'sensor:g/a'], ['state', 'sensor:g/b']]);
+  t.is(out[1].space, 'dropin');
+  t.like(await client.ok('get_notifier', { k, i: 'lines' }), { type: 'jsonl', file: 'events.jsonl' });
+  t.regex((await client.ok('get_notifier', { k, i: 'refused' })).problem, /file must be a plain name/);
+});

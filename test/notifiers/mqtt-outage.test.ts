@@ -1,0 +1,72 @@
+import crypto from 'node:crypto';
+import test from 'ava';
+import { startBroker, Subscriber, type Broker } from '../helpers/broker';
+import { stats } from './helpers';
+import { controllerWith, mqttNotifier } from './mqtt-setup';
+
+const VALUE = 'sp/lvar/g/v/value';
+const stateOnly = [{ subject: 'state', types: ['#'], groups: ['#'] }];
+
+/** A subscriber whose session outlives the broker restart: what is published while it is away waits for it. */
+async function watcher(t: Parameters<typeof startBroker>[0], broker: Broker, filter: string) {
+  const sub = await Subscriber.connect(t, broker, { clientId: `w-${crypto.randomBytes(4).toString('hex')}`, clean: false });
+  await sub.subscribe(filter, 1);
+  return sub;
+}
+
+const valuesOf = (sub: Subscriber, topic: string) => new Set(sub.on(topic).map((m) => m.payload));
+
+test('a broker restart in the middle of a stream of state events loses nothing; the API answers throughout', async (t) => {
+  const broker = await startBroker(t);
+  const sub = await watcher(t, broker, VALUE);
+  const c = await controllerWith(t, { m1: mqttNotifier(broker, { qos: 1, events: stateOnly }) });
+  await c.ok('create', { i: 'lvar:g/v' });
+  const total = 300;
+  for (let i = 1; i <= total; i++) {
+    if (i === 101) await broker.stop();
+    if (i === 201) await broker.start();
+    // the API keeps answering while the broker is away (c.ok throws on any error)
+    await c.ok('update', { i: 'lvar:g/v', v: String(i) });
+    if (i === 150) {
+      t.true((await c.ok('test')).ok);
+      const s = await stats(c.client, c.k, 'm1');
+      t.false(s.connected);
+      t.true(s.queued > 0, 'events wait for the broker');
+    }
+  }
+  await sub.waitFor(() => valuesOf(sub, VALUE).size >= total + 1, 60_000, 'every value');
+  const got = valuesOf(sub, VALUE);
+  for (let i = 1; i <= total; i++) t.true(got.has(String(i)), `value ${i} arrived`);
+  const s = await stats(c.client, c.k, 'm1');
+  t.is(s.dropped, 0);
+  t.true(s.connected);
+  t.true(s.connects >= 2, 'it reconnected');
+});
+
+test('past the buffer bound the oldest waiting events are dropped and counted; QoS 0 events are not buffered', async (t) => {
+  const broker = await startBroker(t);
+  const sub = await watcher(t, broker, '+/lvar/g/v/value');
+  const c = await controllerWith(t, {
+    m1: mqttNotifier(broker, { qos: 1, events: stateOnly, queue_size: 20 }),
+    q0: mqttNotifier(broker, { space: 'q0', qos: 0, events: stateOnly }),
+  });
+  await c.ok('create', { i: 'lvar:g/v' });
+  for (let i = 1; i <= 10; i++) await c.ok('update', { i: 'lvar:g/v', v: String(i) });
+  await sub.waitFor(() => valuesOf(sub, VALUE).has('10') && valuesOf(sub, 'q0/lvar/g/v/value').has('10'), 10_000, 'values before the outage');
+  await broker.stop();
+  for (let i = 11; i <= 70; i++) await c.ok('update', { i: 'lvar:g/v', v: String(i) });
+  await broker.start();
+  await sub.waitFor(() => valuesOf(sub, VALUE).has('70'), 60_000, 'the newest value after the outage');
+  const s = await stats(c.client, c.k, 'm1');
+  const during = [...valuesOf(sub, VALUE)].filter((v) => Number(v) >= 11).length;
+  t.true(s.dropped > 0, 'the bound was reached');
+  t.true(during <= 20 + 1, `at most the bound and the batch in hand got through (${during})`);
+  t.is(during + s.dropped, 60, 'every event of the outage was either delivered or counted as dropped');
+  const q0 = await stats(c.client, c.k, 'q0');
+  t.true(q0.dropped_offline > 0, 'QoS 0 events met the broker away and were counted');
+  t.is(q0.dropped, 0);
+  // not buffered, but the retained state caught up: a later subscriber learns the newest value
+  const late = await Subscriber.connect(t, broker);
+  await late.subscribe('q0/lvar/g/v/value', 0);
+  await late.waitFor((m) => m.some((x) => x.payload === '70' && x.retain), 10_000, 'the newest retained value');
+});

@@ -1,0 +1,28 @@
+import type { ExecutionContext } from 'ava';
+import { startController, Keys, type DirOptions } from '../helpers/controller';
+import type { Broker } from '../helpers/broker';
+import { notifierFiles } from './helpers';
+
+export const everything = [
+  { subject: 'state', types: ['#'], groups: ['#'] },
+  { subject: 'action', types: ['#'], groups: ['#'], action_status: ['#'] },
+  { subject: 'log', level: 20 },
+];
+
+/** A notifier file for the broker: host and port filled in, the rest from `extra`. */
+export function mqttNotifier(broker: Broker, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { type: 'mqtt', host: broker.host, port: broker.port, space: 'sp', events: everything, timeout: 5, ...extra };
+}
+
+/** A controller with the given mqtt notifiers (by id). */
+export async function controllerWith(t: ExecutionContext, notifiers: Record<string, Record<string, unknown>>, opts: DirOptions = {}) {
+  const product = opts.product ?? 'uc';
+  const c = await startController(t, { ...opts, files: { ...notifierFiles(notifiers, product), ...(opts.files ?? {}) } });
+  const k = Keys.master;
+  return {
+    ...c,
+    k,
+    /** a JSON RPC call with the master key that must succeed */
+    ok: (method: string, params: Record<string, unknown> = {}) => c.client.ok(method, { k, ...params }),
+  };
+}

@@ -1,0 +1,125 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { ExecutionContext } from 'ava';
+
+/** A request as a receiver got it. */
+export interface Received {
+  method: string;
+  url: URL;
+  contentType: string;
+  authorization?: string;
+  body: string;
+  /** the body parsed as JSON, when it is JSON */
+  json?: any;
+  /** the body parsed as a form, when it is one */
+  form?: URLSearchParams;
+}
+
+export interface Answer { status?: number; body?: string }
+
+/**
+ * A real web hook receiver on loopback. `answer` decides each reply (default
+ * {"result":"OK"}); `hold()` keeps replies back until `release()`; `close()`
+ * takes it down and `listen()` brings it back on the same port.
+ */
+export class Receiver {
+  readonly requests: Received[] = [];
+  answer: (r: Received, n: number) => Answer = () => ({ body: '{"result":"OK"}' });
+  private server: http.Server;
+  private gate: Promise<void> | undefined;
+  private openGate: (() => void) | undefined;
+  private waiters: (() => void)[] = [];
+  port = 0;
+
+  private constructor() {
+    this.server = this.make();
+  }
+
+  private make(): http.Server {
+    return http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', async () => {
+        const body = Buffer.concat(chunks).toString('utf8');
+        const contentType = String(req.headers['content-type'] ?? '');
+        const r: Received = {
+          method: req.method ?? '', url: new URL(req.url ?? '/', 'http://x'), contentType, body, authorization: req.headers.authorization,
+        };
+        if (contentType.includes('json')) { try { r.json = JSON.parse(body); } catch { /* left undefined */ } }
+        if (contentType.includes('urlencoded')) r.form = new URLSearchParams(body);
+        const n = this.requests.push(r);
+        for (const w of this.waiters.splice(0)) w();
+        if (this.gate) await this.gate;
+        const a = this.answer(r, n);
+        res.writeHead(a.status ?? 200, { 'Content-Type': 'application/json' });
+        res.end(a.body ?? '');
+      });
+    });
+  }
+
+  static async start(t: ExecutionContext): Promise<Receiver> {
+    const r = new Receiver();
+    await r.listen();
+    t.teardown(() => r.close());
+    return r;
+  }
+
+  get uri(): string {
+    return `http://127.0.0.1:${this.port}/hook`;
+  }
+
+  listen(): Promise<void> {
+    if (this.server.listening) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(this.port, '127.0.0.1', () => {
+        this.port = (this.server.address() as AddressInfo).port;
+        resolve();
+      });
+    });
+  }
+
+  async close(): Promise<void> {
+    this.release();
+    if (!this.server.listening) return;
+    const closed = new Promise<void>((r) => this.server.close(() => r()));
+    this.server.closeAllConnections();
+    await closed;
+    this.server = this.make(); // a closed server cannot listen again
+  }
+
+  /** Answers wait from now on until release(). */
+  hold(): void {
+    this.gate ??= new Promise((r) => { this.openGate = r; });
+  }
+
+  release(): void {
+    this.openGate?.();
+    this.gate = undefined;
+    this.openGate = undefined;
+  }
+
+  /** Resolve once `n` requests have arrived (all of them), or fail after `ms`. */
+  async waitFor(n: number, ms = 15_000): Promise<Received[]> {
+    const deadline = Date.now() + ms;
+    while (this.requests.length < n) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`receiver got ${this.requests.length} requests, expected ${n}`);
+      await new Promise<void>((r) => {
+        const timer = setTimeout(r, left);
+        this.waiters.push(() => { clearTimeout(timer); r(); });
+      });
+    }
+    return this.requests;
+  }
+
+  /** Requests other than start-up tests. */
+  events(): Received[] {
+    return this.requests.filter((r) => subjectOf(r) !== 'test');
+  }
+}
+
+/** The subject of a request of any web hook type. */
+export function subjectOf(r: Received): string | null {
+  return r.json?.subject ?? r.form?.get('subject') ?? r.url.searchParams.get('s');
+}

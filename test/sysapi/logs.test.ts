@@ -1,0 +1,92 @@
+import test from 'ava';
+import { startController, Keys } from '../helpers/controller';
+import { failsBoth, Err } from './expect';
+import { withProbe } from './probe';
+
+const k = Keys.ops; // sysfunc, not master
+const m = Keys.master;
+
+/** Records of the memory log written through the API (module sysapi). */
+async function apiRecords(client: import('../helpers/controller').Client, params: Record<string, unknown> = {}) {
+  const all = (await client.ok('log_get', { k, n: 10000, l: 10, ...params })) as { mod: string; msg: string; l: number }[];
+  return all.filter((r) => r.mod === 'sysapi');
+}
+
+test('log takes a level by name (any case) or number; log_<level> writes that level; both transports', async (t) => {
+  const { client } = await startController(t, { ini: { server: { debug: true } } });
+  await client.ok('log', { k, l: 'WARNING', m: 'by name' });
+  await client.ok('log', { k, l: 40, m: 'by number' });
+  t.deepEqual((await client.get('log', { k, l: '50', m: 'number as text' })).body, { result: 'OK' });
+  t.deepEqual((await client.post('log', { k, m: 'default level' })).body, { result: 'OK' });
+  for (const level of ['debug', 'info', 'warning', 'error', 'critical']) {
+    t.deepEqual(await client.ok(`log_${level}`, { k, m: `via log_${level}` }), { ok: true });
+  }
+  t.deepEqual((await client.get('log_info', { k, m: 'direct' })).body, { result: 'OK' });
+  const recs = await apiRecords(client);
+  t.deepEqual(recs.map((r) => [r.l, r.msg]), [
+    [30, 'by name'], [40, 'by number'], [50, 'number as text'], [20, 'default level'],
+    [10, 'via log_debug'], [20, 'via log_info'], [30, 'via log_warning'], [40, 'via log_error'], [50, 'via log_critical'],
+    [20, 'direct'],
+  ]);
+  const rec = recs[0] as unknown as Record<string, unknown>;
+  t.deepEqual(Object.keys(rec).sort(), ['h', 'l', 'mod', 'msg', 'p', 't', 'th']);
+  t.like(rec, { h: 'testhost', p: 'uc', th: 'main' });
+  t.true(typeof rec.t === 'number' && Math.abs((rec.t as number) - Date.now() / 1000) < 3600);
+});
+
+test('bad levels, messages and log_get parameters answer 11 / 400; keys without sysfunc 2 / 403', async (t) => {
+  const { client } = await startController(t);
+  await failsBoth(t, client, 'log', { k, l: 'loud', m: 'x' }, Err.invalid);
+  await failsBoth(t, client, 'log', { k, l: 60, m: 'x' }, Err.invalid);
+  await failsBoth(t, client, 'log', { k, l: 5, m: 'x' }, Err.invalid);
+  await failsBoth(t, client, 'log', { k, l: 'info' }, Err.invalid);
+  await failsBoth(t, client, 'log_get', { k, l: 'nonsense' }, Err.invalid);
+  await failsBoth(t, client, 'log_get', { k, n: 0 }, Err.invalid);
+  await failsBoth(t, client, 'log_get', { k, n: 1.5 }, Err.invalid);
+  await failsBoth(t, client, 'log_get', { k, t: -1 }, Err.invalid);
+  for (const fn of ['log_debug', 'log_info', 'log_warning', 'log_error', 'log_critical']) {
+    await failsBoth(t, client, fn, { k: Keys.plain, m: 'x' }, Err.denied);
+  }
+  await failsBoth(t, client, 'log', { k: Keys.plain, l: 20, m: 'x' }, Err.denied);
+  await failsBoth(t, client, 'log_get', { k: Keys.plain }, Err.denied);
+  await failsBoth(t, client, 'log_rotate', { k: Keys.plain }, Err.denied);
+  t.deepEqual(await apiRecords(client), []);
+});
+
+test('log_get filters by level (number or name prefix), age and count: newest n, oldest first', async (t) => {
+  const { client } = await startController(t);
+  for (let i = 0; i < 6; i++) await client.ok('log', { k, l: i % 2 ? 'error' : 'info', m: `r${i}` });
+  const mine = (recs: { mod: string; msg: string }[]) => recs.filter((r) => r.mod === 'sysapi').map((r) => r.msg);
+  t.deepEqual(mine(await client.ok('log_get', { k, l: 40 })), ['r1', 'r3', 'r5']);
+  t.deepEqual(mine(await client.ok('log_get', { k, l: 'err' })), ['r1', 'r3', 'r5']);
+  t.deepEqual(mine((await client.get('log_get', { k, l: 'e', n: 2 })).body), ['r3', 'r5']);
+  // the default level is info: everything here
+  t.deepEqual(mine(await client.ok('log_get', { k })), ['r0', 'r1', 'r2', 'r3', 'r4', 'r5']);
+  await new Promise((r) => setTimeout(r, 3000));
+  await client.ok('log', { k, l: 'info', m: 'fresh' });
+  t.deepEqual(mine(await client.ok('log_get', { k, t: 2 })), ['fresh']);
+  // n above the maximum is capped, not refused
+  t.true(Array.isArray(await client.ok('log_get', { k, n: 1_000_000 })));
+});
+
+test('the memory log is bounded in count and by keep_logmem', async (t) => {
+  const { client } = await startController(t, { ini: { server: { logmem_max_records: 5, keep_logmem: 1 } } });
+  for (let i = 0; i < 20; i++) await client.ok('log_info', { k, m: `flood ${i}` });
+  const recs = (await client.ok('log_get', { k, n: 100 })) as { msg: string }[];
+  t.true(recs.length <= 5);
+  t.is(recs[recs.length - 1].msg, 'flood 19');
+  await new Promise((r) => setTimeout(r, 1500));
+  const later = (await client.ok('log_get', { k, n: 100 })) as { msg: string }[];
+  t.false(later.some((r) => r.msg.startsWith('flood')));
+});
+
+test('every record written through the API becomes a log event; log_rotate is accepted', async (t) => {
+  const { client } = await startController(t, { files: withProbe });
+  await client.ok('log_warning', { k, m: 'to the bus' });
+  t.deepEqual(await client.ok('log_rotate', { k }), { ok: true });
+  t.deepEqual((await client.get('log_rotate', { k })).body, { result: 'OK' });
+  const events = (await client.ok('probe_log_events', { k: m })) as { mod: string; msg: string; l: number }[];
+  t.like(events.find((e) => e.msg === 'to the bus'), { mod: 'sysapi', l: 30 });
+  // the controller's own records go there too
+  t.true(events.some((e) => e.mod === 'controller'));
+});

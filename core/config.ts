@@ -40,6 +40,22 @@ export function typed<T extends Section>(defaults: T, raw: Section | undefined):
 }
 
 /**
+ * Counting bounds (most items, longest value) from one ini section over their
+ * defaults: each must be a positive integer, anything else keeps the default,
+ * so a typo cannot lift a bound or set it to zero.
+ */
+export function positiveBounds<T extends Record<string, number>>(defaults: T, raw: Section | undefined): T {
+  const out: Record<string, number> = { ...defaults };
+  for (const k of Object.keys(defaults)) {
+    const v = raw?.[k];
+    // a bare key (ini `true`) is no number
+    const n = typeof v === 'string' || typeof v === 'number' ? Number(v) : NaN;
+    if (Number.isInteger(n) && n > 0) out[k] = n;
+  }
+  return out as T;
+}
+
+/**
  * The controller configuration: etc/<product>.ini over Defaults. Unknown keys
  * are kept (plugins may read their own); known keys get the default's type.
  */

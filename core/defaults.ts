@@ -62,6 +62,9 @@ export const Product_names: Record<Product, string> = {
   sfa: 'EVA SCADA Final Aggregator',
 };
 
+/** The longest wait a node timer can make, in whole seconds (2^31 - 1 ms); a longer one would fire at once. */
+export const MAX_TIMER_SECONDS = Math.floor(0x7fffffff / 1000);
+
 /** Controller version reported by `test`. */
 export const Version = '3.3.2';
 export const Build = 2026112201;

@@ -118,10 +118,10 @@ export class KeyStore {
       const key = info && this.byId.get(info.keyId);
       return key ? { key, token: value, user: info.user } : undefined;
     }
-    const d = digest(value);
-    const key = this.byDigest.get(d.toString('hex'));
-    if (!key || !crypto.timingSafeEqual(d, digest(key.key))) return undefined;
-    return { key };
+    // the map is keyed by digests: how long the lookup takes depends on the
+    // digest of the guess, which says nothing about how close the guess was
+    const key = this.byDigest.get(digest(value).toString('hex'));
+    return key ? { key } : undefined;
   }
 
   /** The key assigned to a client address by hosts_assign. */

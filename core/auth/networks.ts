@@ -6,6 +6,9 @@ export function normalizeIp(ip: string): string {
   return m ? m[1] : ip;
 }
 
+/** most addresses whose answer a list remembers */
+const CACHE_SIZE = 1024;
+
 /**
  * A list of IPv4/IPv6 networks (CIDR or single addresses), matched with
  * node's BlockList. Throws on an entry that is not a network.
@@ -15,6 +18,8 @@ export class NetworkList {
   readonly entries: string[];
   /** the list admits every address (0.0.0.0/0 or ::/0) */
   private readonly everywhere: boolean;
+  /** recent answers by address: a check is on every call, and clients are few */
+  private readonly cache = new Map<string, boolean>();
 
   constructor(entries: string[]) {
     this.entries = entries;
@@ -36,6 +41,16 @@ export class NetworkList {
 
   has(ip: string | undefined): boolean {
     if (!ip || this.entries.length === 0) return false;
+    let hit = this.cache.get(ip);
+    if (hit === undefined) {
+      hit = this.check(ip);
+      if (this.cache.size >= CACHE_SIZE) this.cache.clear();
+      this.cache.set(ip, hit);
+    }
+    return hit;
+  }
+
+  private check(ip: string): boolean {
     const a = normalizeIp(ip);
     const family = net.isIPv4(a) ? 'ipv4' : net.isIPv6(a) ? 'ipv6' : undefined;
     // a call whose address nobody knows (the MQTT API: it comes through a

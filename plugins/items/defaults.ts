@@ -25,9 +25,6 @@ export const ItemsDefaults = {
   stop_kill_interval: 1,
 };
 
-/** Longest w or action_timeout, seconds: node timers cannot wait longer (2^31 - 1 ms). */
-export const MAX_SECONDS = Math.floor(0x7fffffff / 1000);
-
 export type ItemsLimits = typeof ItemsDefaults;
 
 /** The limits for one controller: [server] values over the defaults (bad numbers ignored). */

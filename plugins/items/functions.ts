@@ -8,7 +8,7 @@ import { parseOid, ItemTypes } from './oid';
 import { PropTypes, type ItemRegistry } from './registry';
 import type { Item, ItemProps } from './item';
 import type { Action } from './actions';
-import { MAX_SECONDS } from './defaults';
+import { MAX_TIMER_SECONDS } from '../../core/defaults';
 
 /**
  * A value parameter as the API gives it: "" and "null" stand for no value
@@ -37,7 +37,7 @@ function propValue(prop: keyof ItemProps, v: unknown): ItemProps[keyof ItemProps
     case 'action_timeout': {
       if (absent) return null;
       const n = Number(v);
-      if (!Number.isFinite(n) || n <= 0 || n > MAX_SECONDS) throw invalidParams(`${prop}: expected seconds, above 0 up to ${MAX_SECONDS}`);
+      if (!Number.isFinite(n) || n <= 0 || n > MAX_TIMER_SECONDS) throw invalidParams(`${prop}: expected seconds, above 0 up to ${MAX_TIMER_SECONDS}`);
       return n;
     }
   }
@@ -124,7 +124,7 @@ export function registerFunctions(ctx: PluginContext, reg: ItemRegistry): void {
     description: 'Run a unit action: xc/<product>/<unit id> STATUS [VALUE] when the script exists, else set the state directly.',
     returns: 'the action result',
     async handler(p: { i: string; s: number; v?: string; p?: number; w?: number }, call) {
-      if (p.w !== undefined && (p.w < 0 || p.w > MAX_SECONDS)) throw invalidParams(`w: expected seconds, 0 to ${MAX_SECONDS}`);
+      if (p.w !== undefined && (p.w < 0 || p.w > MAX_TIMER_SECONDS)) throw invalidParams(`w: expected seconds, 0 to ${MAX_TIMER_SECONDS}`);
       const item = writable(call, p.i);
       const a = reg.startAction(item, p.s, valueParam(p.v), p.p);
       if (p.w) {

@@ -261,17 +261,17 @@ export class ItemRegistry implements ItemsService {
     return runScript({
       file, args, env: this.scriptEnv(item), cwd: this.ctx.paths.dir,
       timeout: item.props.action_timeout ?? this.ctx.config.server.timeout,
-      killAfter: this.limits.term_kill_interval,
+      killGrace: this.limits.term_kill_interval,
       maxOutput: this.limits.max_script_output,
       signal: a.abort.signal,
-      abortKillAfter: this.limits.stop_kill_interval,
+      abortKillGrace: this.limits.stop_kill_interval,
     });
   }
 
   /** The script's environment: PATH, the cvars (when the cvars service runs) and the item's names. */
   private scriptEnv(item: Item): Record<string, string> {
     const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
-    if (this.ctx.hasService('cvars')) Object.assign(env, this.ctx.service<CvarsService>('cvars').all());
+    if (this.ctx.hasService('cvars')) Object.assign(env, this.ctx.service<CvarsService>('cvars').env());
     Object.assign(env, {
       EVA_DIR: this.ctx.paths.dir, EVA_ITEM_OID: item.o.oid, EVA_ITEM_TYPE: item.o.type,
       EVA_ITEM_GROUP: item.o.group, EVA_ITEM_ID: item.o.id, EVA_ITEM_FULL_ID: item.o.full_id,

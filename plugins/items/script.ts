@@ -1,56 +1,41 @@
-import { Command } from '../sysapi/cmd/command';
+import { ProgramRun, type RunOptions } from '../../core/process/run';
+import type { Outcome } from './actions';
 
 /**
- * A unit script run. The process handling (argv array, no shell, own process
- * group, SIGTERM then SIGKILL to the group, bounded output) is the one `cmd`
- * uses (plugins/sysapi/cmd/command.ts): this only adapts it to actions.
+ * A unit script run: the kernel's program run (core/process/run.ts: argv
+ * array, no shell, own process group, SIGTERM then SIGKILL to the group,
+ * bounded output), adapted to actions.
  */
-export interface ScriptRun {
+export interface ScriptRun extends RunOptions {
   file: string;
   args: string[];
-  env: NodeJS.ProcessEnv;
-  cwd: string;
-  /** seconds before the script's process group is stopped */
-  timeout: number;
-  /** seconds between SIGTERM and SIGKILL */
-  killAfter: number;
-  /** bytes kept of stdout and of stderr each */
-  maxOutput: number;
   /** stop the script early (controller stop) */
   signal?: AbortSignal;
   /** seconds between SIGTERM and SIGKILL when stopped early */
-  abortKillAfter: number;
-}
-
-export interface ScriptResult {
-  status: 'completed' | 'failed' | 'terminated';
-  /** exit code; -15 when stopped (as cmd); null when the script could not start */
-  exitcode: number | null;
-  out: string;
-  err: string;
+  abortKillGrace: number;
 }
 
 /** Marks output cut at the bound (an action result has no field for it). */
 export const TRUNCATED = '\n[output truncated]\n';
 
-/** Run a unit script to its end; never rejects. */
-export async function runScript(r: ScriptRun): Promise<ScriptResult> {
-  const c = new Command(r.file, r.args, r.timeout, 'items');
+/** Run a unit script to its end; never rejects. Exit code -15 when stopped (as cmd), null when it could not start. */
+export async function runScript(r: ScriptRun): Promise<Outcome> {
+  const run = new ProgramRun([r.file, ...r.args], r);
   try {
-    await c.start(r.file, { cwd: r.cwd, env: r.env, maxOutput: r.maxOutput, killGrace: r.killAfter });
+    await run.start();
   } catch (err) {
     return { status: 'failed', exitcode: null, out: '', err: `cannot run ${r.file}: ${(err as Error)?.message ?? err}` };
   }
-  const stop = () => c.terminate(r.abortKillAfter);
+  const stop = () => run.terminate(r.abortKillGrace);
   r.signal?.addEventListener('abort', stop);
   if (r.signal?.aborted) stop();
-  await c.done;
+  const exit = await run.done;
   r.signal?.removeEventListener('abort', stop);
-  const res = c.result() as { status: ScriptResult['status']; exitcode: number | null; out: string; err: string; out_truncated: boolean; err_truncated: boolean };
+  const output = run.output();
   return {
-    status: res.status,
-    exitcode: res.exitcode,
-    out: res.out + (res.out_truncated ? TRUNCATED : ''),
-    err: res.err + (res.err_truncated ? TRUNCATED : ''),
+    status: exit.status,
+    exitcode: exit.exitcode,
+    out: output.out + (output.out_truncated ? TRUNCATED : ''),
+    err: output.err + (output.err_truncated ? TRUNCATED : ''),
   };
 }

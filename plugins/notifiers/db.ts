@@ -3,7 +3,7 @@ import path from 'node:path';
 import { definePlugin } from '../../core/plugin';
 import type { Endpoint, EndpointEnv, NotifierConfig, NotifierHost, NotifierType } from './api';
 import { History, type HistoryOptions } from './db/history';
-import { checkKeep, parseDbProps, resolveDbFile } from './db/props';
+import { checkDbName, checkKeep, parseDbProps, resolveDbFile } from './db/props';
 import type { HistoryRow } from './db/schema';
 
 /**
@@ -48,7 +48,7 @@ function numberField(cfg: NotifierConfig, field: 'flush_interval' | 'max_rows', 
 function dbFields(cfg: NotifierConfig): { db: string; keep: number; maxRows: number; flushInterval: number } {
   if (typeof cfg.db !== 'string' || !cfg.db) throw new Error(`db notifier ${cfg.id}: db (the database file) is missing`);
   return {
-    db: cfg.db,
+    db: checkDbName(cfg.db),
     keep: cfg.keep === undefined || cfg.keep === null ? DbDefaults.keep : checkKeep(cfg.keep),
     maxRows: numberField(cfg, 'max_rows', true),
     flushInterval: numberField(cfg, 'flush_interval', false),

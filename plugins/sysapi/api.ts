@@ -4,6 +4,12 @@
 export interface CvarsService {
   get(name: string): string | undefined;
   all(): Record<string, string>;
+  /**
+   * The cvars a process environment can hold, for the programs the controller
+   * runs (cmd scripts, unit scripts): a name that is empty or holds `=` or
+   * NUL, or a value that holds NUL, is left out.
+   */
+  env(): Record<string, string>;
   set(name: string, value: string): Promise<void>;
   delete(name: string): Promise<boolean>;
 }

@@ -2,12 +2,13 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { definePlugin } from '../../core/plugin';
 import { typed } from '../../core/config';
+import { MAX_TIMER_SECONDS } from '../../core/defaults';
 import { functionFailed, invalidParams, notFound } from '../../core/errors';
 import { describe } from '../../core/log';
 import { num, str } from '../../core/params';
 import type { CallContext } from '../../core/functions';
 import type { CvarsService } from './api';
-import { splitArgs } from './cmd/args';
+import { CommandLineError, SplitPolicies, splitArgv } from '../../core/process/argv';
 import { Command } from './cmd/command';
 import { CommandTable } from './cmd/table';
 
@@ -29,15 +30,12 @@ export const CmdDefaults = {
   cmd_kill_grace: 5,
 };
 
-/** Longest t or w: node timers cannot wait longer (2^31 - 1 ms). */
-const MAX_SECONDS = Math.floor(0x7fffffff / 1000);
-
 /** How long a controller stop waits for commands to end on SIGTERM before SIGKILL, at most, seconds. */
 const STOP_GRACE_MAX = 2;
 
 function seconds(name: string, v: number, zeroOk: boolean): number {
-  if (!(zeroOk ? v >= 0 : v > 0) || v > MAX_SECONDS) {
-    throw invalidParams(`parameter ${name}: seconds, ${zeroOk ? '0' : 'more than 0'} to ${MAX_SECONDS}`);
+  if (!(zeroOk ? v >= 0 : v > 0) || v > MAX_TIMER_SECONDS) {
+    throw invalidParams(`parameter ${name}: seconds, ${zeroOk ? '0' : 'more than 0'} to ${MAX_TIMER_SECONDS}`);
   }
   return v;
 }
@@ -50,13 +48,19 @@ async function waitFor(c: Command, wait: number): Promise<void> {
   clearTimeout(timer);
 }
 
-/** cvars as environment entries; names a process environment cannot hold are left out. */
-function cvarEnv(cvars: Record<string, string>): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [name, value] of Object.entries(cvars)) {
-    if (name && !name.includes('=') && !name.includes('\0') && !String(value).includes('\0')) env[name] = String(value);
+/**
+ * The `a` parameter as argv words, split as a shell splits words. What would
+ * need a shell beyond that (a `$variable`, a pipe or redirection, a `#`
+ * comment) is refused, saying what to quote, rather than passed as something
+ * the caller did not mean.
+ */
+function splitArgs(a: string | undefined): string[] {
+  try {
+    return splitArgv(a ?? '', SplitPolicies.apiInput);
+  } catch (err) {
+    if (err instanceof CommandLineError) throw invalidParams(`parameter a: ${err.message}`);
+    throw err;
   }
-  return env;
 }
 
 /** `cmd` and `cmd_result`: run command scripts from xc/cmd/ (spec "General functions"). */
@@ -102,16 +106,17 @@ export const plugin = definePlugin({
         const args = splitArgs(p.a);
         const timeout = seconds('t', p.t ?? ctx.config.server.timeout, false);
         const wait = seconds('w', p.w ?? 0, true);
-        const command = new Command(p.c, args, timeout, call.key!.id);
+        const cvars = ctx.hasService('cvars') ? ctx.service<CvarsService>('cvars').env() : {};
+        const command = new Command(p.c, file, args, {
+          cwd: ctx.paths.dir,
+          env: { ...process.env, ...cvars },
+          timeout,
+          killGrace: limits.cmd_kill_grace,
+          maxOutput: limits.cmd_max_output,
+        }, call.key!.id);
         table.add(command);
-        const cvars = ctx.hasService('cvars') ? ctx.service<CvarsService>('cvars').all() : {};
         try {
-          await command.start(file, {
-            cwd: ctx.paths.dir,
-            env: { ...process.env, ...cvarEnv(cvars) },
-            maxOutput: limits.cmd_max_output,
-            killGrace: limits.cmd_kill_grace,
-          });
+          await command.start();
         } catch (err) {
           table.remove(command.id);
           throw functionFailed(`command script ${p.c} cannot be run: ${describe(err)}`);

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { definePlugin } from '../../core/plugin';
+import { positiveBounds } from '../../core/config';
 import { str } from '../../core/params';
 import { functionFailed, invalidParams, notFound } from '../../core/errors';
 import { AtomicFile, removeStaleTemps } from '../../core/store/atomic';
@@ -48,10 +49,9 @@ function load(file: string, log: ModuleLogger): Map<string, string> {
   return vars;
 }
 
-/** A positive integer from `[server] <name>`, else the default. */
-function bound(raw: unknown, fallback: number): number {
-  const n = Number(raw);
-  return Number.isInteger(n) && n > 0 ? n : fallback;
+/** Whether a process environment can hold this entry (execve takes `name=value` C strings). */
+function isEnvEntry(name: string, value: string): boolean {
+  return name !== '' && !name.includes('=') && !name.includes('\0') && !value.includes('\0');
 }
 
 /**
@@ -64,9 +64,7 @@ export const plugin = definePlugin({
   kind: 'sysapi',
   version: '1.0.0',
   start(ctx) {
-    const server = ctx.config.raw.server ?? {};
-    const max = bound(server.cvars_max, CvarDefaults.cvars_max);
-    const maxSize = bound(server.cvar_max_size, CvarDefaults.cvar_max_size);
+    const { cvars_max: max, cvar_max_size: maxSize } = positiveBounds(CvarDefaults, ctx.config.raw.server);
     const instant = ctx.config.server.db_update === 'instant';
     const vars = load(ctx.paths.cvarsFile, ctx.log);
     const file = new AtomicFile(ctx.paths.cvarsFile);
@@ -91,6 +89,7 @@ export const plugin = definePlugin({
     const service: CvarsService = {
       get: (name) => vars.get(name),
       all: () => Object.fromEntries(vars),
+      env: () => Object.fromEntries([...vars].filter(([name, value]) => isEnvEntry(name, value))),
       async set(name, value) {
         if (!name) throw invalidParams('cvar name is empty');
         if (value.length > maxSize) throw invalidParams(`cvar value longer than ${maxSize} characters`);

@@ -54,19 +54,25 @@ export const plugin = definePlugin({
       if (key.master || !key.dynamic) throw functionFailed(`API key ${id} is a master or static key: it cannot be changed through the API`);
       return key;
     };
+    /** A fresh key value no other key has (a lookup finds a key by its value). */
+    const newKeyValue = (): string => {
+      let value = generateKeyValue();
+      while (keys.hasValue(value)) value = generateKeyValue();
+      return value;
+    };
+    const keyId = str('key id').req();
     const saveParam = bool('write the key to the user db now, whatever [server] db_update says');
 
     ctx.register({
       name: 'create_key',
       permission: 'master',
-      params: { i: str('key id').req(), save: saveParam },
+      params: { i: keyId, save: saveParam },
       description: 'Create a dynamic API key (usable from all networks, no rights until set_key_prop gives them).',
       returns: 'the API key object',
       async handler(p: { i: string; save?: boolean }) {
         if (!KEY_ID.test(p.i)) throw invalidParams('i: a key id is 1 to 64 characters without spaces or commas');
         if (keys.get(p.i)) throw alreadyExists(`API key ${p.i}`);
-        let value = generateKeyValue();
-        while (keys.hasValue(value)) value = generateKeyValue();
+        const value = newKeyValue();
         const key = new ApiKey({ id: p.i, key: value, dynamic: true, lists: { hosts_allow: [...AllNetworks] } });
         keys.add(key);
         await sync.changed(key.id, p.save);
@@ -77,7 +83,7 @@ export const plugin = definePlugin({
     ctx.register({
       name: 'destroy_key',
       permission: 'master',
-      params: { i: str('key id').req() },
+      params: { i: keyId },
       description: 'Destroy a dynamic API key; its tokens end at once.',
       async handler(p: { i: string }) {
         const key = managed(p.i);
@@ -89,7 +95,7 @@ export const plugin = definePlugin({
     ctx.register({
       name: 'list_key_props',
       permission: 'master',
-      params: { i: str('key id').req(), save: saveParam },
+      params: { i: keyId, save: saveParam },
       description: 'Properties of an API key, with its value.',
       returns: 'the API key object',
       async handler(p: { i: string; save?: boolean }) {
@@ -116,13 +122,12 @@ export const plugin = definePlugin({
     ctx.register({
       name: 'regenerate_key',
       permission: 'master',
-      params: { i: str('key id').req(), save: saveParam },
+      params: { i: keyId, save: saveParam },
       description: 'Give a dynamic API key a new value; its tokens end at once.',
       returns: '{key: the new value}',
       async handler(p: { i: string; save?: boolean }) {
         const key = managed(p.i);
-        let value = generateKeyValue();
-        while (keys.hasValue(value)) value = generateKeyValue();
+        const value = newKeyValue();
         keys.rekey(key, value);
         await sync.changed(key.id, p.save);
         return { key: value };
@@ -133,7 +138,7 @@ export const plugin = definePlugin({
       name: 'set_key_prop',
       permission: 'master',
       params: {
-        i: str('key id').req(),
+        i: keyId,
         p: str(`property: ${KeyProps.join(', ')}`).req(),
         v: any('value; lists as a JSON array or a comma-separated string; empty or absent revokes'),
         save: saveParam,

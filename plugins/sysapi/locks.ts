@@ -1,4 +1,5 @@
 import { definePlugin } from '../../core/plugin';
+import { positiveBounds } from '../../core/config';
 import { str, num } from '../../core/params';
 import { busy, functionFailed, invalidParams, notFound } from '../../core/errors';
 import type { LocksService } from './api';
@@ -136,22 +137,16 @@ export class LockTable implements LocksService {
   }
 }
 
-/** A positive integer from `[server] <name>`, else the default. */
-function bound(raw: unknown, fallback: number): number {
-  const n = Number(raw);
-  return Number.isInteger(n) && n > 0 ? n : fallback;
-}
-
 /** get_lock, lock, unlock; the table is also the kernel service `locks`. */
 export const plugin = definePlugin({
   name: 'sysapi-locks',
   kind: 'sysapi',
   version: '1.0.0',
   start(ctx) {
-    const server = ctx.config.raw.server ?? {};
+    const bounds = positiveBounds(LockDefaults, ctx.config.raw.server);
     const table = new LockTable({
-      locksMax: bound(server.locks_max, LockDefaults.locks_max),
-      maxWaiters: bound(server.lock_max_waiters, LockDefaults.lock_max_waiters),
+      locksMax: bounds.locks_max,
+      maxWaiters: bounds.lock_max_waiters,
       defaultTimeout: ctx.config.server.timeout,
     });
     ctx.provide<LocksService>('locks', table);

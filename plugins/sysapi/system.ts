@@ -4,25 +4,38 @@ import { functionFailed } from '../../core/errors';
 import { SaveRegistry } from '../../core/save';
 import { Lifecycle } from '../../core/lifecycle';
 import { describe, type ModuleLogger } from '../../core/log';
-import { runProgram, splitCommand } from '../../core/program';
+import { SplitPolicies, splitArgv } from '../../core/process/argv';
+import { runProgram } from '../../core/process/run';
+
+/** Bounds of the save hooks (exec_before_save, exec_after_save); their time limit is `[server] timeout`. */
+export const SaveHookDefaults = {
+  /** bytes kept of a hook's stdout and of its stderr (stderr goes to the log when the hook fails) */
+  max_output: 64 * 1024,
+  /** seconds between SIGTERM and SIGKILL when a hook's time runs out */
+  kill_grace: 5,
+};
 
 /**
  * Run `[server] exec_before_save` / `exec_after_save`: the words of the
  * config string as a program and its arguments, never through a shell, in
- * the controller directory, within `[server] timeout`. Throws 10 / 500 when
- * the program cannot start or does not exit 0.
+ * the controller directory, within `[server] timeout`. The line was written
+ * for the shell EVA ICS ran it with: a `$variable` stays literal text and a
+ * `# comment` ends it; operators are refused. Throws 10 / 500 when the
+ * program cannot start or does not exit 0.
  */
 async function runHook(which: string, line: string | undefined, cwd: string, timeout: number, log: ModuleLogger): Promise<void> {
   if (!line) return;
   let result;
   try {
-    result = await runProgram(splitCommand(line), { cwd, timeout });
+    result = await runProgram(splitArgv(line, SplitPolicies.configLine), {
+      cwd, env: process.env, timeout, killGrace: SaveHookDefaults.kill_grace, maxOutput: SaveHookDefaults.max_output,
+    });
   } catch (err) {
     log.error(`${which} "${line}": ${describe(err)}`);
     throw functionFailed(`${which} failed, see the controller log`);
   }
-  if (result.code !== 0) {
-    const why = result.timedOut ? `did not finish within ${timeout} s` : result.code === null ? `ended by ${result.signal}` : `exited with ${result.code}`;
+  if (result.status !== 'completed') {
+    const why = result.stopped ? `did not finish within ${timeout} s` : result.signal ? `ended by ${result.signal}` : `exited with ${result.exitcode}`;
     log.error(`${which} "${line}" ${why}${result.err ? `: ${result.err.trim()}` : ''}`);
     throw functionFailed(`${which} ${why}`);
   }

@@ -1,6 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Keys, type Client } from '../helpers/controller';
+import { controllerLog, eventually, type Truthy } from '../notifiers/helpers';
+
+export { controllerLog };
 
 /** Where a test controller's core scripts live (product uc). */
 export const CS = 'xc/uc/cs';
@@ -10,15 +13,9 @@ export function writeScript(dir: string, name: string, source: string): void {
   fs.writeFileSync(path.join(dir, CS, name), source);
 }
 
-/** Poll `probe` until it returns something other than undefined; fails after `ms`. */
-export async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+/** Poll `probe` until it gives a truthy value, and return it; reads as "until <what>". */
+export function until<T>(what: string, probe: () => Promise<T>, ms = 20_000): Promise<Truthy<T>> {
+  return eventually(probe, ms, what);
 }
 
 /** Call a method with the master key; the whole JSON RPC response. */
@@ -26,12 +23,7 @@ export function call(client: Client, method: string, params: Record<string, unkn
   return client.rpc(method, { k: Keys.master, ...params });
 }
 
-/** The controller log of a test controller (etc sets log_file to it). */
-export function controllerLog(dir: string): string {
-  try { return fs.readFileSync(path.join(dir, 'controller.log'), 'utf8'); } catch { return ''; }
-}
-
 /** Wait until the controller log matches `re`. */
 export function untilLogged(dir: string, re: RegExp, ms?: number): Promise<true> {
-  return until(`log ${re}`, async () => (re.test(controllerLog(dir)) ? true : undefined), ms);
+  return until(`log ${re}`, async () => re.test(controllerLog(dir)) || undefined, ms) as Promise<true>;
 }

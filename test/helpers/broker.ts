@@ -19,6 +19,11 @@ export interface Owner { teardown(fn: () => unknown): void }
 export interface BrokerOptions {
   /** overrides MQTT_BROKER */
   kind?: 'aedes' | 'mosquitto';
+  /**
+   * subscriptions to topics under these prefixes are refused (aedes only:
+   * mosquitto's ACL file accepts every subscription and filters at delivery)
+   */
+  denyPrefixes?: string[];
   /** extra lines for mosquitto.conf (before the listener) */
   mosquittoConf?: string[];
   /** username -> password; when given, anonymous clients are refused */
@@ -54,6 +59,10 @@ async function startAedes(t: Owner, opts: BrokerOptions): Promise<Broker> {
       if (ok) return done(null, true);
       const err = Object.assign(new Error('bad username or password'), { returnCode: 4 });
       done(err as any, false);
+    },
+    authorizeSubscribe: (_client, sub, done) => {
+      const denied = (opts.denyPrefixes ?? []).some((p) => sub.topic.startsWith(p));
+      done(null, denied ? null : sub);
     },
   });
   const sockets = new Set<net.Socket>();

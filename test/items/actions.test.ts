@@ -164,13 +164,16 @@ test('stopping the controller stops a running script and cancels waiting actions
   t.is(actions(b.uuid).at(-1).status, 'canceled');
 });
 
-test('cvars reach the unit script as environment variables', async (t) => {
+test('cvars reach the unit script as environment variables; those an environment cannot hold are left out', async (t) => {
   const { ok, dir } = await start(t);
-  script(dir, 'env', 'echo "$SITE" > "$EVA_DIR/runtime/site"');
+  script(dir, 'env', 'echo "$SITE|$X|${NULVAL-unset}" > "$EVA_DIR/runtime/site"');
   await ok('set_cvar', { i: 'SITE', v: 'plant 1' });
+  // as an entry "X=Y=z" this would reach the script as X; a NUL cannot be passed at all
+  await ok('set_cvar', { i: 'X=Y', v: 'z' });
+  await ok('set_cvar', { i: 'NULVAL', v: 'a\u0000b' });
   await ok('create', { i: 'unit:g/env' });
   t.is((await ok('action', { i: 'unit:g/env', s: 1, w: 20 })).status, 'completed');
-  t.is(fs.readFileSync(path.join(dir, 'runtime', 'site'), 'utf8'), 'plant 1\n');
+  t.is(fs.readFileSync(path.join(dir, 'runtime', 'site'), 'utf8'), 'plant 1||unset\n');
 });
 
 test('max_queued_actions 0: an action that finds the unit busy is refused, an idle unit runs it', async (t) => {

@@ -231,3 +231,17 @@ test('stop delivers what is still queued', async (t) => {
   await stopped;
   t.deepEqual(rcv.requests.flatMap((r) => r.json.data).map((e: any) => e.oid), ['sensor:g/a', 'sensor:g/b', 'sensor:g/c']);
 });
+
+test('stop does not wait past stop_drain for a receiver that never answers', async (t) => {
+  const rcv = await Receiver.start(t);
+  rcv.hold();
+  const { client, stop } = await startController(t, {
+    files: notifierFiles({ hook: { type: 'json', uri: rcv.uri, skip_test: true, timeout: 600, stop_drain: 0.2, events: subscribeAll } }),
+  });
+  await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/a')] });
+  await rcv.waitFor(1);
+  await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/b')] });
+  // the request would hang for 600 s; stop must end it (ava's timeout would fail this test otherwise)
+  await stop();
+  t.is(rcv.requests.length, 1);
+});

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import test from 'ava';
 import { startBroker, Subscriber, type Broker } from '../helpers/broker';
-import { stats } from './helpers';
+import { eventually, stats } from './helpers';
 import { controllerWith, mqttNotifier } from './mqtt-setup';
 
 const VALUE = 'sp/lvar/g/v/value';
@@ -21,6 +21,8 @@ test('a broker restart in the middle of a stream of state events loses nothing; 
   const sub = await watcher(t, broker, VALUE);
   const c = await controllerWith(t, { m1: mqttNotifier(broker, { qos: 1, events: stateOnly }) });
   await c.ok('create', { i: 'lvar:g/v' });
+  await c.ok('create', { i: 'lvar:g/in' });
+  await c.ok('set_prop', { i: 'lvar:g/in', p: 'mqtt_update', v: 'm1' });
   const total = 300;
   for (let i = 1; i <= total; i++) {
     if (i === 101) await broker.stop();
@@ -41,6 +43,10 @@ test('a broker restart in the middle of a stream of state events loses nothing; 
   t.is(s.dropped, 0);
   t.true(s.connected);
   t.true(s.connects >= 2, 'it reconnected');
+  // the subscriptions came back with the connection
+  const ext = await Subscriber.connect(t, broker);
+  await ext.publish('sp/lvar/g/in/value', 'after the restart');
+  await eventually(async () => (await c.ok('state', { i: 'lvar:g/in' })).value === 'after the restart', 10_000, 'an update after the restart');
 });
 
 test('past the buffer bound the oldest waiting events are dropped and counted; QoS 0 events are not buffered', async (t) => {
@@ -69,4 +75,20 @@ test('past the buffer bound the oldest waiting events are dropped and counted; Q
   const late = await Subscriber.connect(t, broker);
   await late.subscribe('q0/lvar/g/v/value', 0);
   await late.waitFor((m) => m.some((x) => x.payload === '70' && x.retain), 10_000, 'the newest retained value');
+});
+
+test('while the broker is away, reconnect attempts back off', async (t) => {
+  const broker = await startBroker(t);
+  const c = await controllerWith(t, { m1: mqttNotifier(broker, { events: stateOnly }) });
+  const before = await eventually(async () => {
+    const s = await stats(c.client, c.k, 'm1');
+    return s.connected && s;
+  }, 10_000, 'connected') as Record<string, any>;
+  await broker.stop();
+  await new Promise((r) => setTimeout(r, 3200));
+  const tries = (await stats(c.client, c.k, 'm1')).connect_attempts - before.connect_attempts;
+  // waits of 0.5, 1, 2 s: two tries within 3.2 s (a slow machine makes fewer); a fixed 0.5 s period would make six
+  t.true(tries >= 1 && tries <= 3, `${tries} attempts`);
+  await broker.start();
+  await eventually(async () => (await stats(c.client, c.k, 'm1')).connected, 20_000, 'connected again');
 });

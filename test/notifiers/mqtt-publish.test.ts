@@ -1,9 +1,11 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { execFile } from 'node:child_process';
 import test from 'ava';
+import { makeDir } from '../helpers/controller';
 import { startBroker, Subscriber, selfSignedCert } from '../helpers/broker';
-import { eventually, stats } from './helpers';
+import { controllerLog, eventually, notifierFiles, stats } from './helpers';
 import { controllerWith, mqttNotifier } from './mqtt-setup';
 import { plugin as mqttPlugin } from '../../plugins/notifiers/mqtt';
 
@@ -81,8 +83,9 @@ test('username and password: right ones connect, a wrong one is refused and repo
   await sub.subscribe(['sp/#', 'bad/#']);
   const c = await controllerWith(t, {
     good: mqttNotifier(broker, { username: 'ctl', password: 's3cr:et@x' }),
-    bad: mqttNotifier(broker, { space: 'bad', username: 'ctl', password: 'wrong' }),
-    anon: mqttNotifier(broker, { space: 'bad' }),
+    // a short timeout: the start-up test gives up sooner
+    bad: mqttNotifier(broker, { space: 'bad', username: 'ctl', password: 'wrong', timeout: 1 }),
+    anon: mqttNotifier(broker, { space: 'bad', timeout: 1 }),
   });
   await sub.waitFor((m) => m.some((x) => x.topic === 'sp/test'), 10_000, 'the test of the good notifier');
   for (const id of ['bad', 'anon']) {
@@ -117,7 +120,7 @@ test('TLS with ca_certs, certfile and keyfile (self-signed, made by openssl)', a
   await sub.subscribe(['sp/#', 'nocert/#']);
   const c = await controllerWith(t, {
     tls: mqttNotifier(broker, { ca_certs: pem.cert, certfile: pem.cert, keyfile: pem.key }),
-    nocert: mqttNotifier(broker, { space: 'nocert', ca_certs: pem.cert }),
+    nocert: mqttNotifier(broker, { space: 'nocert', ca_certs: pem.cert, timeout: 1 }),
   });
   await sub.waitFor((m) => m.some((x) => x.topic === 'sp/test'), 10_000, 'the test over TLS');
   await c.ok('create', { i: 'lvar:g/v' });
@@ -137,10 +140,19 @@ test('a notifier with an unusable config is refused with the reason', async (t) 
     q3: mqttNotifier(broker, { qos: { state: 3 } }),
     nohost: mqttNotifier(broker, { host: '' }),
     half: mqttNotifier(broker, { certfile: 'c.pem' }),
+    noca: mqttNotifier(broker, { ca_certs: 'etc/missing-ca.pem' }),
   });
   t.regex((await c.ok('get_notifier', { i: 'q3' })).problem, /qos\.state must be 0, 1 or 2/);
   t.regex((await c.ok('get_notifier', { i: 'nohost' })).problem, /host is required/);
   t.regex((await c.ok('get_notifier', { i: 'half' })).problem, /need ca_certs/);
+  // a CA file that cannot be read: the notifier runs, fails its test and every delivery, and says why
+  await c.ok('create', { i: 'sensor:g/s' });
+  const s = await eventually(async () => {
+    const st = await stats(c.client, c.k, 'noca');
+    return st.test === 'failed' && st.failed > 0 && st;
+  }, 15_000, 'the notifier without its CA file to fail') as Record<string, any>;
+  t.is(s.connected, false);
+  t.regex(controllerLog(c.dir), /notifier noca \(mqtt\) failed to start: cannot connect: ENOENT.*missing-ca\.pem/);
 });
 
 test('CLI props: [username:password@]host[:port]', (t) => {
@@ -152,4 +164,25 @@ test('CLI props: [username:password@]host[:port]', (t) => {
   t.throws(() => parse('host:notaport'), { message: /bad mqtt props/ });
   t.throws(() => parse('host:70000'), { message: /port/ });
   t.throws(() => parse(':pw@host'), { message: /empty username/ });
+});
+
+test('the notifier command line tests an mqtt endpoint: publishes to SPACE/test, fails when the broker is away', async (t) => {
+  const broker = await startBroker(t);
+  const sub = await Subscriber.connect(t, broker);
+  await sub.subscribe('sp/#');
+  const dir = makeDir(t, { files: notifierFiles({ m1: mqttNotifier(broker, { timeout: 2 }) }) });
+  const bin = path.resolve(__dirname, '..', '..', 'core', 'cli', 'notifier-bin.js');
+  const cli = () => new Promise<{ code: number; out: string; err: string }>((resolve) => {
+    execFile(process.execPath, [bin, '--dir', dir, 'test', 'm1'], { timeout: 60_000 }, (error, out, err) => {
+      resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, out, err });
+    });
+  });
+  const passed = await cli();
+  t.is(passed.code, 0, passed.err);
+  t.regex(passed.out, /m1: test passed/);
+  await sub.waitFor((m) => m.some((x) => x.topic === 'sp/test' && x.payload === 'uc/testhost'), 10_000, 'the CLI test message');
+  await broker.stop();
+  const failed = await cli();
+  t.not(failed.code, 0);
+  t.regex(failed.err, /m1: test failed: cannot connect/);
 });

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { startBroker, Subscriber } from '../helpers/broker';
+import { brokerKind, startBroker, Subscriber } from '../helpers/broker';
 import { Keys } from '../helpers/controller';
 import { controllerLog, eventually } from './helpers';
 import { controllerWith, mqttNotifier } from './mqtt-setup';
@@ -169,8 +169,9 @@ test('api_enabled: JSON RPC over MQTT, authenticated by k, answered on .../api/r
   t.deepEqual(await c.ok('get_cvar', { i: 'x' }), { x: 'over mqtt' });
   await eventually(async () => (await c.ok('log_get', {})).some((r: any) => r.msg === 'by notification'), 10_000, 'the notification ran');
   const log = controllerLog(c.dir);
-  t.regex(log, /API request "\{not json" dropped: not JSON/);
+  t.regex(log, /API request of 9 bytes dropped: not JSON/);
   t.regex(log, /dropped: the id cannot be a topic level/);
+  t.false(log.includes(Keys.master), 'a dropped request is logged without its key');
   // answers only: no request echoed, nothing for the notification
   const responses = ext.messages.filter((m) => m.topic.startsWith(`${base}/response/`)).map((m) => m.topic.slice(`${base}/response/`.length));
   t.deepEqual(responses.sort(), ['4', 'b1', 'b2', 'r1', 'r2', 'r3']);
@@ -196,4 +197,18 @@ test('api_enabled: requests beyond the bound under way are refused with busy', a
   t.is(api.refused, 1);
   await c.ok('unlock', { l: 'held' });
   await ext.waitFor((ms) => ms.some((x) => x.topic === `${base}/response/w0`), 10_000, 'a waiting request answered after unlock');
+});
+
+test('a subscription the broker refuses is reported', async (t) => {
+  if (brokerKind() === 'mosquitto') {
+    t.log('mosquitto accepts every subscription (its ACL filters at delivery): tested with aedes');
+    t.pass();
+    return;
+  }
+  const broker = await startBroker(t, { denyPrefixes: ['secret/'] });
+  const c = await controllerWith(t, { m1: mqttNotifier(broker) });
+  await eventually(async () => (await c.ok('get_notifier', { i: 'm1' })).stats.connected, 10_000, 'connected');
+  await c.ok('subscribe_corescripts_mqtt', { t: 'secret/#', q: 1 });
+  await eventually(() => /m1: the broker refused the subscription to secret\/#/.test(controllerLog(c.dir)), 10_000, 'the refusal logged');
+  t.pass();
 });

@@ -253,6 +253,18 @@ test('cvars reach the script as environment variables', async (t) => {
   t.is((await client.ok('cmd', { k: Keys.master, c: 'env', w: 10 })).out, 'hello wörld|');
 });
 
+test('cvars a process environment cannot hold are left out; the others still reach the script', async (t) => {
+  const { client } = await withScripts(t, { env: '#!/bin/sh\nprintf "%s|%s|%s" "$GOOD" "$X" "${NULVAL-unset}"\n' });
+  await client.ok('set_cvar', { k: Keys.master, i: 'GOOD', v: 'yes' });
+  // as an entry "X=Y=z" this would reach the script as X; a NUL cannot be passed at all
+  await client.ok('set_cvar', { k: Keys.master, i: 'X=Y', v: 'z' });
+  t.is((await client.ok('cmd', { k: Keys.master, c: 'env', w: 10 })).out, 'yes||unset');
+  await client.ok('set_cvar', { k: Keys.master, i: 'NULVAL', v: 'a\u0000b' });
+  const r = await client.ok('cmd', { k: Keys.master, c: 'env', w: 10 });
+  t.is(r.status, 'completed');
+  t.is(r.out, 'yes||unset');
+});
+
 test('many commands running at once do not block the API', async (t) => {
   const { client, dir } = await withScripts(t, {
     slow: '#!/bin/sh\nsleep 60\n', gate: GATE, args: ARGS,

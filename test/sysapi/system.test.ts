@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { startController, spawnController, makeDir, Keys, Client, MAIN } from '../helpers/controller';
-import { splitCommand } from '../../core/program';
+import { SplitPolicies, splitArgv } from '../../core/process/argv';
 import { nextDelay, WatchdogDefaults } from '../../core/watchdog';
 import { failsBoth, Err, until } from './expect';
 
@@ -58,6 +58,15 @@ test('a failing exec_before_save stops the save with 10 / 500; shell operators a
 
   const missing = await startController(t, { ini: { server: { exec_after_save: 'no-such-program-here' } } });
   await failsBoth(t, missing.client, 'save', { k: m }, Err.failed);
+});
+
+test('a save hook past [server] timeout is stopped and the save fails, saying so', async (t) => {
+  const { client } = await startController(t, {
+    ini: { server: { timeout: 1, exec_before_save: `${node} -e "setTimeout(() => {}, 60000)"` } },
+  });
+  const r = await client.rpc('save', { k: m });
+  t.is(r.error?.code, Err.failed.code);
+  t.regex(r.error!.message, /exec_before_save did not finish within 1 s/);
 });
 
 test('save needs sysfunc; set_debug and shutdown_core need master', async (t) => {
@@ -154,7 +163,7 @@ test('the systemd unit restarts the controller always, and its ExecStart runs on
   // the unit's paths, pointed at this build and a temp controller directory
   const dir = makeDir(t);
   const build = path.resolve(MAIN, '..', '..');
-  const argv = splitCommand(exec).map((w) => w.replace('/opt/eva/dist', build).replace(/^\/opt\/eva$/, dir).replace('%i', 'uc'));
+  const argv = splitArgv(exec, SplitPolicies.configLine).map((w) => w.replace('/opt/eva/dist', build).replace(/^\/opt\/eva$/, dir).replace('%i', 'uc'));
   t.deepEqual(argv.slice(1), [MAIN, '--dir', dir, '--product', 'uc']);
   const child = await spawnController(t, dir, argv.slice(4));
   t.is((await child.client.ok('test', { k: m })).product_code, 'uc');
@@ -177,10 +186,4 @@ test('the watchdog back-off doubles while the controller keeps exiting quickly, 
   for (let i = 0; i < 6; i++) waits.push((w = nextDelay(w, 0.5, d)));
   t.deepEqual(waits, [1, 2, 4, 8, 8, 8]);
   t.is(nextDelay(8, 61, d), 1);
-});
-
-test('command strings split like a shell splits words and nothing more', (t) => {
-  t.deepEqual(splitCommand(`prog 'a b' "c d" e\\ f $HOME *.log`), ['prog', 'a b', 'c d', 'e f', '$HOME', '*.log']);
-  t.deepEqual(splitCommand('prog x # a comment'), ['prog', 'x']);
-  for (const bad of ['a | b', 'a > f', 'a; b', 'a && b', 'a &']) t.throws(() => splitCommand(bad), { message: /shell operator/ });
 });

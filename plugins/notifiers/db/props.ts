@@ -21,8 +21,12 @@ export function parseDbProps(props: string): { db: string; keep?: number } {
   return { db: checkDbName(text) };
 }
 
-function checkDbName(db: string): string {
-  if (!db || db.endsWith('/')) throw new Error('db notifier props: the database file name is missing');
+/** A file name that names a file, and, when relative, stays below the folder it is relative to. */
+export function checkDbName(db: string): string {
+  if (!db || db.endsWith('/')) throw new Error('db notifier: the database file name is missing');
+  if (!path.isAbsolute(db) && path.normalize(db).split(path.sep)[0] === '..') {
+    throw new Error(`db notifier: database file ${db} is outside the runtime folder`);
+  }
   return db;
 }
 

@@ -4,7 +4,7 @@ import { describe, type ModuleLogger } from '../../../core/log';
 import { functionFailed } from '../../../core/errors';
 import type { Endpoint, NotifierConfig, NotifierHost, NotifierType } from '../api';
 import { deliveryOptions, loadConfigs } from './config';
-import { DeliveryDefaults } from './defaults';
+import { CommonFields, DeliveryDefaults } from './defaults';
 import { Delivery } from './delivery';
 import { subscribed } from './filter';
 
@@ -172,8 +172,9 @@ export class Notifiers implements NotifierHost {
     if (!n) return undefined;
     const cfg = n.config;
     const out: Record<string, unknown> = { id, type: cfg.type, enabled: n.enabled, events: cfg.events };
-    for (const f of ['space', 'timeout', 'skip_test', ...Object.keys(DeliveryDefaults)]) {
-      if (cfg[f] !== undefined) out[f] = cfg[f];
+    // the optional common fields as the file has them (enabled is the run-time state, set above)
+    for (const f of [...Object.keys(CommonFields), ...Object.keys(DeliveryDefaults)]) {
+      if (f !== 'enabled' && cfg[f] !== undefined) out[f] = cfg[f];
     }
     if (n.type) {
       if (n.type.serialize) Object.assign(out, n.type.serialize(cfg));

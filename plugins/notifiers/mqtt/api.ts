@@ -6,7 +6,6 @@ import { ErrorKinds } from '../../../core/errors';
 import type { Connection } from './connection';
 import { MqttDefaults, type MqttSettings } from './settings';
 import { Topics } from './topics';
-import { shown } from './receive';
 
 const OWNER = 'api';
 
@@ -46,30 +45,30 @@ export class MqttApi {
     this.conn.routes.remove(OWNER);
   }
 
-  private drop(why: string, text: string): void {
+  /** A request that gets no answer. Its text is never logged: it may carry a key. */
+  private drop(why: string, bytes: number): void {
     this.stats.dropped++;
-    this.log.warning(`mqtt ${this.s.id}: API request ${shown(text)} dropped: ${why}`);
+    this.log.warning(`mqtt ${this.s.id}: API request of ${bytes} bytes dropped: ${why}`);
   }
 
   private onRequest(payload: Buffer): void {
-    const text = payload.toString('utf8');
-    if (payload.length > MqttDefaults.api_max_request) return this.drop(`larger than ${MqttDefaults.api_max_request} bytes`, text.slice(0, 80));
+    if (payload.length > MqttDefaults.api_max_request) return this.drop(`larger than ${MqttDefaults.api_max_request} bytes`, payload.length);
     let req: unknown;
-    try { req = JSON.parse(text); } catch { return this.drop('not JSON', text); }
+    try { req = JSON.parse(payload.toString('utf8')); } catch { return this.drop('not JSON', payload.length); }
     const reqs = Array.isArray(req) ? req : [req];
-    for (const r of reqs) this.one(r, text);
+    for (const r of reqs) this.one(r, payload.length);
   }
 
-  private one(req: unknown, text: string): void {
+  private one(req: unknown, bytes: number): void {
     const id = req && typeof req === 'object' ? (req as Record<string, unknown>).id : undefined;
     const answerable = (typeof id === 'string' || typeof id === 'number') && TOPIC_SAFE_ID.test(String(id));
-    if (id !== undefined && id !== null && !answerable) return this.drop('the id cannot be a topic level', text);
+    if (id !== undefined && id !== null && !answerable) return this.drop('the id cannot be a topic level', bytes);
     this.stats.requests++;
     if (this.pending >= this.maxPending) {
       // bounded: a flood of requests must not pile up calls; the caller may retry
       this.stats.refused++;
       if (answerable) this.answer(String(id), rpcError(id, ErrorKinds.busy.code, `too many MQTT API requests under way (${this.maxPending})`));
-      else this.drop('too many requests under way', text);
+      else this.drop('too many requests under way', bytes);
       return;
     }
     this.pending++;
@@ -77,7 +76,7 @@ export class MqttApi {
       .then((res) => {
         if (!res) return;
         if (answerable) this.answer(String(id), res);
-        else this.drop(res.error?.message ?? 'no id to answer to', text);
+        else this.drop(res.error?.message ?? 'no id to answer to', bytes);
       })
       .catch((err) => this.log.error(`mqtt ${this.s.id}: API request failed: ${describe(err)}`))
       .finally(() => { this.pending--; });

@@ -1,11 +1,11 @@
 import fs from 'node:fs';
-import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
+import mqtt, { type IClientOptions, type ISubscriptionGrant, type MqttClient } from 'mqtt';
 import type { ModuleLogger } from '../../../core/log';
 import { describe } from '../../../core/log';
 import { MqttDefaults, type MqttSettings, type Qos } from './settings';
 import { Routes } from './routes';
 
-/** Thrown by publish while the broker is away (the host buffers and retries). */
+/** Thrown by publish while the broker is away. */
 export class NotConnected extends Error {
   constructor() { super('not connected to the MQTT broker'); }
 }
@@ -38,7 +38,7 @@ export class Connection {
     this.routes.onFilter = (filter, qos) => {
       if (!this.connected) return; // the next connect subscribes what the routes hold then
       if (qos === undefined) this.client!.unsubscribe(filter, (err) => err && this.fail(`unsubscribe ${filter}`, err));
-      else this.client!.subscribe(filter, { qos }, (err) => err && this.fail(`subscribe ${filter}`, err));
+      else this.client!.subscribe(filter, { qos }, (err, subs, packet) => this.subscribed(err, subs, packet as { granted?: number[] }));
     };
     this.routes.onError = (owner, topic, err) => this.log.error(`mqtt ${s.id}: ${owner} failed on a message to ${topic}: ${describe(err)}`);
   }
@@ -88,7 +88,7 @@ export class Connection {
       if (this.lastError || this.stats.connects > 1) this.log.info(`mqtt ${s.id}: connected to ${s.host}:${s.port}`);
       this.lastError = '';
       const subs = Object.fromEntries([...this.routes.all()].map(([f, qos]) => [f, { qos }]));
-      if (Object.keys(subs).length) client.subscribe(subs, (err) => err && this.fail('subscribe', err));
+      if (Object.keys(subs).length) client.subscribe(subs, (err, subs, packet) => this.subscribed(err, subs, packet as { granted?: number[] }));
       for (const w of this.waiters.splice(0)) w();
       try { this.onConnect(); } catch (err) { this.fail('on connect', err); }
     });
@@ -101,6 +101,14 @@ export class Connection {
       for (const fail of [...this.volatile]) fail();
       this.scheduleReconnect();
     });
+  }
+
+  /** A broker may refuse a subscription (its ACL): say which, since nothing will arrive on it. */
+  private subscribed(err: Error | null, subs?: ISubscriptionGrant[], packet?: { granted?: number[] }): void {
+    if (!err) return;
+    const refused = (subs ?? []).filter((_s, i) => ((packet?.granted?.[i] ?? 0) & 0x80) !== 0);
+    if (!refused.length) return this.fail('subscribe', err);
+    this.log.error(`mqtt ${this.s.id}: the broker refused the subscription to ${refused.map((r) => r.topic).join(', ')}`);
   }
 
   private fail(what: string, err: unknown): void {

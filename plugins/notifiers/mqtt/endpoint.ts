@@ -41,6 +41,9 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
   private readonly api?: MqttApi;
   private readonly self: { system: string; product: string };
   private started = false;
+  private stopped = false;
+  /** why this endpoint cannot work at all (set at start) */
+  private broken?: string;
   private announceTimer?: NodeJS.Timeout;
   private unwatch?: () => void;
   /** QoS 0 events that met a broker that was away: not buffered, only counted */
@@ -75,14 +78,26 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
     if (!this.started || this.unwatch) return;
     const items = this.items();
     if (!items) return;
-    this.unwatch = items.watch?.(() => this.link.sync()) ?? (() => {});
+    // a burst of changes (items created in a row) makes one sync
+    let pending = false;
+    this.unwatch = items.watch?.(() => {
+      if (pending) return;
+      pending = true;
+      queueMicrotask(() => { pending = false; if (!this.stopped) this.link.sync(); });
+    }) ?? (() => {});
     this.link.sync();
   }
 
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
-    this.conn.start();
+    try {
+      this.conn.start();
+    } catch (err) {
+      // unreadable certificate files: nothing can be sent until the config is fixed
+      this.broken = `cannot connect: ${(err as Error).message}`;
+      throw new Error(this.broken);
+    }
     this.api?.start();
     this.logs?.start();
     this.itemsReady();
@@ -94,12 +109,14 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     clearInterval(this.announceTimer);
     this.unwatch?.();
+    // the connection first: dropping the routes then sends no unsubscribe for each
+    await this.conn.stop();
     this.link.stop();
     this.api?.stop();
     this.logs?.stop();
-    await this.conn.stop();
   }
 
   private announce(): void {
@@ -110,8 +127,9 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
 
   /** After an outage: the newest value of each retained QoS 0 topic that missed changes. */
   private catchUp(): void {
-    const missed = process.env.NO_CATCHUP ? [] : this.missedRetained.take();
+    const missed = this.missedRetained.take();
     if (!missed.length) return;
+    for (const m of missed) if (this.link.tracks(m.topic)) this.echo.sent(m.topic, m.payload);
     this.catching = this.conn.publishAll(missed).catch((err) => {
       // the connection dropped again: keep what did not go for the next reconnect
       for (const m of missed) this.missedRetained.restore(m);
@@ -122,6 +140,7 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
   /** Publish `<product>/<system>` to SPACE/test and wait for the broker to take it. */
   async test(): Promise<void> {
     await this.start();
+    if (this.broken) throw new Error(this.broken);
     const ms = this.s.timeout * 1000;
     if (!(await this.conn.waitConnected(ms))) {
       throw new Error(`cannot connect to ${this.s.host}:${this.s.port}${this.conn.error ? `: ${this.conn.error}` : ''}`);
@@ -141,6 +160,7 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
   async send(subject: Subject, events: unknown[]): Promise<void> {
     const messages = events.flatMap((e) => messagesOf(this.s, subject, e));
     if (!messages.length) return;
+    if (this.broken) throw new Error(this.broken);
     if (!this.conn.connected) {
       if (messages.every((m) => m.qos === 0)) {
         this.droppedOffline += events.length;
@@ -159,6 +179,7 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
       connected: this.conn.connected,
       last_error: this.conn.error || null,
       connects: this.conn.stats.connects,
+      connect_attempts: this.conn.stats.attempts,
       messages_in: this.conn.stats.messages_in,
       dropped_offline: this.droppedOffline,
       retained_to_catch_up: this.missedRetained.size,

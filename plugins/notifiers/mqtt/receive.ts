@@ -1,6 +1,7 @@
 import type { ModuleLogger } from '../../../core/log';
 import { describe } from '../../../core/log';
 import type { ItemsService } from '../../items/api';
+import { valueParam } from '../../items/functions';
 import type { Connection } from './connection';
 import type { EchoFilter } from './echo';
 import type { MqttSettings, Qos } from './settings';
@@ -31,9 +32,6 @@ export function parseControl(body: string): { status: number; value?: string; pr
   }
   return out;
 }
-
-/** A value as an update message carries it: empty (or `null`, as the API reads it) is no value. */
-export const valueOfPayload = (text: string): string | null => (text === '' || text === 'null' ? null : text);
 
 /** What shows a message for the log: bounded, one line. */
 export const shown = (text: string) => JSON.stringify(text.length > 80 ? `${text.slice(0, 80)}...` : text);
@@ -117,7 +115,8 @@ export class ItemLink {
       }
       change = { status: Number(text.trim()) };
     } else {
-      change = { value: valueOfPayload(text) };
+      // read as the API reads a value: empty or `null` is no value
+      change = { value: valueParam(text) ?? null };
     }
     try {
       // tagged with our id: the state event it causes is not published back

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { parseBool } from '../../../core/config';
 import type { NotifierConfig } from '../api';
 
 /** Every default and limit of the mqtt notifier. */
@@ -98,12 +99,10 @@ function text(v: unknown, what: string): string {
 }
 
 function bool(v: unknown, what: string): boolean {
-  if (v === undefined || v === null || v === '') return false;
-  if (typeof v === 'boolean') return v;
-  if (typeof v === 'string' && /^(true|yes|on|1|y|t)$/i.test(v.trim())) return true;
-  if (typeof v === 'string' && /^(false|no|off|0|n|f)$/i.test(v.trim())) return false;
-  if (typeof v === 'number') return v !== 0;
-  throw new Error(`${what} must be a boolean`);
+  if (v === undefined || v === null) return false;
+  const b = parseBool(v);
+  if (b === undefined) throw new Error(`${what} must be a boolean`);
+  return b;
 }
 
 /** The space as a topic prefix: no leading or trailing slashes, no wildcards. */

@@ -1,0 +1,256 @@
+import 'reflect-metadata';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import initSqlJs from 'sql.js';
+import { startController, Keys } from '../helpers/controller';
+import { History } from '../../plugins/notifiers/db/history';
+import { HistorySchema, type HistoryRow } from '../../plugins/notifiers/db/schema';
+import { writeFileAtomic } from '../../core/store/atomic';
+import type { ModuleLogger } from '../../core/log';
+import { table, fmt } from './lib';
+
+/**
+ * Notification throughput and db flush cost.
+ *
+ *   node dist/test/bench/events.js
+ *
+ * 1. State events per second from the items service's `update` through a json
+ *    notifier to a receiver on loopback, and through the db notifier (until
+ *    the history holds them), beside raw loops doing the same I/O without the
+ *    controller: the same JSON frames POSTed with fetch in batches of the same
+ *    size, the same rows inserted into sql.js in batches of the same size.
+ * 2. What a flush costs as the history grows (BENCH_DB_SIZES rows, default
+ *    10000,100000,1000000): export and atomic write on the main thread (what a
+ *    design without a worker would stall the controller for), against a flush
+ *    in the history thread, with the main thread's longest stall meanwhile.
+ *
+ * BENCH_EVENTS_N sets the events per run (default 20000).
+ */
+const N = Number(process.env.BENCH_EVENTS_N ?? 20_000);
+const SIZES = (process.env.BENCH_DB_SIZES ?? '10000,100000,1000000').split(',').map(Number);
+const JSON_BATCH = 100; // the host's default max_batch
+const DB_BATCH = 1000; // the db type's maxBatch
+const WAIT_MS = 300_000;
+
+const now = () => performance.now();
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A drop-in plugin of the bench controller: `bench_update` calls the items service's update n times. */
+const BENCH_PLUGIN = `
+module.exports.plugin = {
+  name: 'bench-events', kind: 'sysapi', version: '1.0.0', needs: ['items'],
+  start(ctx) {
+    ctx.register({ name: 'bench_update', permission: 'master', description: 'n updates of sensor:bench/s',
+      params: { n: { type: 'integer', required: true, description: 'updates' } },
+      async handler(p) {
+        const items = ctx.service('items');
+        for (let i = 1; i <= p.n; i++) {
+          items.update('sensor:bench/s', { status: 1, value: String(i) });
+          if (i % 1000 === 0) await new Promise((r) => setImmediate(r));
+        }
+        return true;
+      } });
+  },
+};
+`;
+
+/** A json receiver on loopback: answers OK, counts the events of state frames, resolves when `want` arrived. */
+async function receiver(): Promise<{ url: string; expect(want: number): Promise<number>; close(): Promise<void> }> {
+  let count = 0;
+  let waiting: { want: number; resolve: (at: number) => void } | undefined;
+  const server = http.createServer((req, res) => {
+    const parts: Buffer[] = [];
+    req.on('data', (d: Buffer) => parts.push(d));
+    req.on('end', () => {
+      const frame = JSON.parse(Buffer.concat(parts).toString('utf8'));
+      if (frame.subject === 'state') count += frame.data.length;
+      res.setHeader('Content-Type', 'application/json');
+      res.end('{"result":"OK"}');
+      if (waiting && count >= waiting.want) { waiting.resolve(now()); waiting = undefined; }
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    expect(want) {
+      count = 0;
+      return new Promise((resolve) => { waiting = { want, resolve }; });
+    },
+    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+  };
+}
+
+function stateEvent(i: number) {
+  return { oid: 'sensor:bench/s', full_id: 'bench/s', group: 'bench', id: 's', type: 'sensor', status: 1, value: String(i), t: Date.now() / 1000 };
+}
+
+/** The raw json loop: the frames the notifier sends for N events, POSTed one after the other with fetch. */
+async function rawJson(url: string): Promise<void> {
+  for (let i = 0; i < N; i += JSON_BATCH) {
+    const data = Array.from({ length: Math.min(JSON_BATCH, N - i) }, (_, j) => stateEvent(i + j + 1));
+    const r = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ subject: 'state', data }) });
+    await r.text();
+  }
+}
+
+/** The raw db loop: the same rows into an in-memory sql.js database, in transactions of the same size. */
+async function rawDb(): Promise<void> {
+  const SQL = await initSqlJs();
+  const db = new SQL.Database();
+  for (const sql of HistorySchema) db.run(sql);
+  for (let i = 0; i < N; i += DB_BATCH) {
+    db.run('BEGIN');
+    const st = db.prepare('INSERT OR IGNORE INTO state_history (space, t, oid, status, value) VALUES (?, ?, ?, ?, ?)');
+    for (let j = i; j < Math.min(i + DB_BATCH, N); j++) {
+      const e = stateEvent(j + 1);
+      st.run(['', e.t + j / 1e6, e.oid, e.status, e.value]);
+    }
+    st.free();
+    db.run('COMMIT');
+    await new Promise((r) => setImmediate(r)); // as the worker: other messages get their turn between batches
+  }
+  db.close();
+}
+
+async function throughput(): Promise<(string | number)[][]> {
+  const rx = await receiver();
+  const common = { enabled: false, events: [{ subject: 'state', types: ['#'], groups: ['#'] }], queue_size: N + 1000 };
+  const c = await startController(undefined, {
+    files: {
+      'plugins/bench-events.js': BENCH_PLUGIN,
+      'runtime/uc_notify.d/hook.json': JSON.stringify({ id: 'hook', type: 'json', uri: rx.url, ...common }),
+      'runtime/uc_notify.d/hist.json': JSON.stringify({ id: 'hist', type: 'db', db: 'history.db', max_batch: DB_BATCH, ...common }),
+    },
+  });
+  const k = Keys.master;
+  const rows: (string | number)[][] = [];
+  try {
+    await c.client.ok('create', { k, i: 'sensor:bench/s' });
+
+    // json: raw first, then the notifier, each alone
+    let start = now();
+    let done = rx.expect(N);
+    await rawJson(rx.url);
+    const rawJsonRate = N / ((await done) - start) * 1000;
+    await c.client.ok('enable_notifier', { k, i: 'hook' });
+    done = rx.expect(N);
+    start = now();
+    await c.client.ok('bench_update', { k, n: N });
+    const jsonRate = N / ((await withTimeout(done, 'json events')) - start) * 1000;
+    await c.client.ok('disable_notifier', { k, i: 'hook' });
+    rows.push(['json notifier → loopback receiver', fmt(rawJsonRate), fmt(jsonRate), fmt(jsonRate / rawJsonRate, 2)]);
+
+    // db: until the history holds every event (in memory; on disk at the next flush)
+    start = now();
+    await rawDb();
+    const rawDbRate = N / (now() - start) * 1000;
+    await c.client.ok('enable_notifier', { k, i: 'hist' });
+    const inserted = async () => Number((await c.client.ok('get_notifier', { k, i: 'hist' })).stats?.inserted ?? 0);
+    const before = await inserted();
+    start = now();
+    await c.client.ok('bench_update', { k, n: N });
+    const end = Date.now() + WAIT_MS;
+    while ((await inserted()) < before + N) {
+      if (Date.now() > end) throw new Error('db events did not all arrive');
+      await sleep(20);
+    }
+    const dbRate = N / (now() - start) * 1000;
+    rows.push(['db notifier → history (sql.js)', fmt(rawDbRate), fmt(dbRate), fmt(dbRate / rawDbRate, 2)]);
+  } finally {
+    await c.stop();
+    await rx.close();
+    fs.rmSync(c.dir, { recursive: true, force: true });
+  }
+  return rows;
+}
+
+function withTimeout<T>(p: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([p, new Promise<T>((_, rej) => { timer = setTimeout(() => rej(new Error(`${what} did not all arrive`)), WAIT_MS); })])
+    .finally(() => clearTimeout(timer));
+}
+
+/** Rows as a busy controller writes them: 1000 items, values like sensor readings. */
+function historyRows(from: number, count: number, t0: number): HistoryRow[] {
+  return Array.from({ length: count }, (_, j) => {
+    const i = from + j;
+    return ['', t0 + i / 1000, `sensor:plant/area${i % 10}/s${i % 1000}`, 1, (20 + (i % 997) / 10).toFixed(3)];
+  });
+}
+
+/** The longest gap of a 1 ms ticker on this thread while `fn` runs: how long the thread could not serve anything. */
+async function longestStall(fn: () => Promise<unknown> | unknown): Promise<number> {
+  let last = now();
+  let worst = 0;
+  const tick = setInterval(() => { const t = now(); worst = Math.max(worst, t - last); last = t; }, 1);
+  await sleep(20);
+  worst = 0;
+  last = now();
+  await fn();
+  await sleep(5);
+  clearInterval(tick);
+  return Math.max(worst, now() - last);
+}
+
+const quiet: ModuleLogger = { debug() {}, info() {}, warning: console.warn, error: console.error, critical: console.error, log() {} };
+
+async function flushCost(): Promise<(string | number)[][]> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-hist-'));
+  const rows: (string | number)[][] = [];
+  const SQL = await initSqlJs();
+  try {
+    for (const size of SIZES) {
+      const t0 = Date.now() / 1000 - size / 1000;
+      // the main thread doing it all: stall = export + write
+      const db = new SQL.Database();
+      for (const sql of HistorySchema) db.run(sql);
+      for (let i = 0; i < size; i += 10_000) {
+        db.run('BEGIN');
+        const st = db.prepare('INSERT INTO state_history VALUES (?, ?, ?, ?, ?)');
+        for (const r of historyRows(i, Math.min(10_000, size - i), t0)) st.run(r);
+        st.free();
+        db.run('COMMIT');
+      }
+      let a = now();
+      const bytes = db.export();
+      const exportMs = now() - a;
+      db.close();
+      a = now();
+      await writeFileAtomic(path.join(dir, `main-${size}.db`), bytes);
+      const writeMs = now() - a;
+      fs.rmSync(path.join(dir, `main-${size}.db`));
+
+      // the history thread: the same rows, then one flush while the main thread ticks
+      const file = path.join(dir, `worker-${size}.db`);
+      const h = new History({
+        file, space: '', keep: 10 * 86400, maxRows: size + 1, flushInterval: 3600, flushPauseFactor: 4, cleanInterval: 3600, maxPending: 16,
+      }, quiet);
+      for (let i = 0; i < size; i += 10_000) await h.insert(historyRows(i, Math.min(10_000, size - i), t0));
+      let flushMs = 0;
+      const stall = await longestStall(async () => { a = now(); await h.flush(); flushMs = now() - a; });
+      const fileMb = fs.statSync(file).size / 1e6;
+      await h.stop();
+      fs.rmSync(file);
+      rows.push([size, fmt(fileMb, 1), fmt(exportMs), fmt(writeMs), fmt(exportMs + writeMs), fmt(flushMs), fmt(stall, 1)]);
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  return rows;
+}
+
+async function main(): Promise<void> {
+  console.log(`state events, ${N} per run, ${os.cpus().length} CPUs\n`);
+  console.log(table(['path', 'raw loop, events/s', 'controller, events/s', 'ratio'], await throughput()));
+  console.log('\nhistory flush cost by size (ms; stall = longest pause of the main thread)\n');
+  console.log(table(
+    ['rows', 'file MB', 'export on main', 'atomic write', 'main-thread stall without worker', 'flush in history thread', 'main-thread stall with worker'],
+    await flushCost(),
+  ));
+}
+
+main().then(() => process.exit(0), (err) => { console.error(err); process.exit(1); });

@@ -6,6 +6,9 @@ import type { NotifierConfig, NotifierType } from '../../plugins/notifiers/api';
 import { NotifierIdPattern, normalizeConfig } from '../../plugins/notifiers/host/config';
 import { CommonFields, DeliveryDefaults } from '../../plugins/notifiers/host/defaults';
 
+/** Mode of a notifier file the command line creates. */
+const NewFileMode = 0o600;
+
 /** A command-line failure: its message is shown as it is, the exit code is 1. */
 export class CliError extends Error {}
 
@@ -51,7 +54,11 @@ export class NotifierFiles {
   /** Check the config as the controller will (common fields, then its type), then write it atomically. */
   async write(id: string, raw: RawConfig, types: Map<string, NotifierType>): Promise<void> {
     checked(raw, id, types);
-    await writeFileAtomic(this.file(id), JSON.stringify(raw, null, 2) + '\n');
+    const file = this.file(id);
+    // a notifier file may hold a password or key: a new one is for its owner only, an edited one keeps its mode
+    let mode = NewFileMode;
+    try { mode = fs.statSync(file).mode & 0o777; } catch { /* new file */ }
+    await writeFileAtomic(file, JSON.stringify(raw, null, 2) + '\n', mode);
   }
 
   async remove(id: string): Promise<void> {

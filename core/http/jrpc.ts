@@ -1,82 +1,90 @@
+import type { IncomingMessage } from 'node:http';
 import type { Context } from 'koa';
-import { Decoder } from '@msgpack/msgpack';
+import { Decoder, Encoder } from '@msgpack/msgpack';
 import { Dispatcher } from '../dispatch';
 import { rpcCall, rpcError, RpcResponse } from '../rpc';
 import { BodyTooLarge, mediaType, readBody } from './body';
-import { replyJson, replyMsgpack } from './reply';
+import { NoCacheHeaders } from './reply';
 
-/** one decoder for every request: building one per call costs more than the decoding */
+/** one decoder and one encoder for every call: building one per call costs more than the work */
 const decoder = new Decoder();
+const encoder = new Encoder({ ignoreUndefined: true });
 
 const MSGPACK_TYPES = new Set(['application/msgpack', 'application/x-msgpack']);
+
+const JSON_HEADERS = { ...NoCacheHeaders, 'Content-Type': 'application/json' };
+const MSGPACK_HEADERS = { ...NoCacheHeaders, 'Content-Type': 'application/msgpack' };
+
+/** What /jrpc answers: status, headers and body bytes (none for 202). */
+export interface JrpcAnswer { status: number; headers?: Record<string, string>; body?: Buffer }
 
 /**
  * JSON RPC 2.0 at /jrpc: JSON or MessagePack (by Content-Type, answered in
  * kind), single requests and batches, notifications (no id) answered with
  * 202 when nothing else is, and the GET form /jrpc?i=ID&m=METHOD&p=PARAMS.
+ * It works on the bare request so that the hot path pays for nothing it
+ * does not use; `koaJrpc` mounts it in the Koa app.
  */
-export function jrpcHandler(dispatcher: Dispatcher, maxBody: number, maxBatch: number, clientIp: (ctx: Context) => string) {
-  const one = (req: unknown, ctx: Context, headerKey: string | undefined) =>
-    rpcCall(dispatcher, req, { ip: clientIp(ctx), transport: 'jrpc', headers: ctx.headers, headerKey });
-
-  return async (ctx: Context) => {
+export function jrpcProcessor(dispatcher: Dispatcher, maxBody: number, maxBatch: number) {
+  return async (req: IncomingMessage, ip: string): Promise<JrpcAnswer> => {
     let packed = false;
-    const reply = (status: number, body: unknown) => (packed ? replyMsgpack : replyJson)(ctx, status, body);
+    const answer = (status: number, body: unknown): JrpcAnswer => packed
+      ? { status, headers: MSGPACK_HEADERS, body: Buffer.from(encoder.encode(body)) }
+      : { status, headers: JSON_HEADERS, body: Buffer.from(JSON.stringify(body)) };
     let payload: unknown;
-    if (ctx.method === 'GET') {
-      const { i, m, p } = ctx.query as Record<string, string | undefined>;
+    if (req.method === 'GET') {
+      const q = new URLSearchParams((req.url ?? '').split('?')[1] ?? '');
       let params: unknown = {};
       try {
+        const p = q.get('p');
         if (p) params = JSON.parse(p);
       } catch {
-        reply(400, rpcError(null, -32700, 'parse error'));
-        return;
+        return answer(400, rpcError(null, -32700, 'parse error'));
       }
-      payload = { jsonrpc: '2.0', method: m, params, id: i };
-    } else if (ctx.method === 'POST') {
-      packed = MSGPACK_TYPES.has(mediaType(ctx.req));
+      payload = { jsonrpc: '2.0', method: q.get('m') ?? undefined, params, id: q.get('i') ?? undefined };
+    } else if (req.method === 'POST') {
+      packed = MSGPACK_TYPES.has(mediaType(req));
       let raw: Buffer;
       try {
-        raw = await readBody(ctx.req, maxBody);
+        raw = await readBody(req, maxBody);
       } catch (err) {
-        if (err instanceof BodyTooLarge) reply(413, rpcError(null, -32600, 'request body too large'));
-        else reply(400, rpcError(null, -32700, 'parse error'));
-        return;
+        if (err instanceof BodyTooLarge) return answer(413, rpcError(null, -32600, 'request body too large'));
+        return answer(400, rpcError(null, -32700, 'parse error'));
       }
       try {
         payload = packed ? decoder.decode(raw) : JSON.parse(raw.toString('utf8'));
       } catch {
-        reply(400, rpcError(null, -32700, 'parse error'));
-        return;
+        return answer(400, rpcError(null, -32700, 'parse error'));
       }
     } else {
-      replyJson(ctx, 405, rpcError(null, -32600, `method ${ctx.method} not allowed`));
-      return;
+      return answer(405, rpcError(null, -32600, `method ${req.method} not allowed`));
     }
-    const headerKey = ctx.get('x-auth-key') || undefined;
+    const xkey = req.headers['x-auth-key'];
+    const meta = { ip, transport: 'jrpc', headers: req.headers, headerKey: typeof xkey === 'string' && xkey ? xkey : undefined };
     if (Array.isArray(payload)) {
       if (payload.length === 0 || payload.length > maxBatch) {
-        reply(200, rpcError(null, -32600, payload.length ? `batch larger than ${maxBatch}` : 'empty batch'));
-        return;
+        return answer(200, rpcError(null, -32600, payload.length ? `batch larger than ${maxBatch}` : 'empty batch'));
       }
       const out: RpcResponse[] = [];
       // one after another: a batch may lock, work and unlock in order
-      for (const req of payload) {
-        const r = await one(req, ctx, headerKey);
+      for (const one of payload) {
+        const r = await rpcCall(dispatcher, one, meta);
         if (r) out.push(r);
       }
-      if (out.length) reply(200, out);
-      else accepted(ctx);
-      return;
+      return out.length ? answer(200, out) : { status: 202 };
     }
-    const r = await one(payload, ctx, headerKey);
-    if (r) reply(200, r);
-    else accepted(ctx);
+    const r = await rpcCall(dispatcher, payload, meta);
+    // every request was a notification: 202 with an empty body
+    return r ? answer(200, r) : { status: 202 };
   };
 }
 
-/** Every request was a notification: 202 with an empty body. */
-function accepted(ctx: Context): void {
-  ctx.status = 202;
-  ctx.body = '';
+/** The JSON RPC processor as a Koa handler. */
+export function koaJrpc(process: ReturnType<typeof jrpcProcessor>, clientIp: (ctx: Context) => string) {
+  return async (ctx: Context) => {
+    const a = await process(ctx.req, clientIp(ctx));
+    ctx.status = a.status;
+    if (a.headers) ctx.set(a.headers);
+    ctx.body = a.body ?? '';
+  };
 }

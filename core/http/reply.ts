@@ -1,8 +1,4 @@
 import type { Context } from 'koa';
-import { Encoder } from '@msgpack/msgpack';
-
-/** one encoder for every answer: building one per call costs more than the encoding */
-const encoder = new Encoder({ ignoreUndefined: true });
 
 /** Headers of every function answer (spec, transport rule 7). */
 export const NoCacheHeaders = {
@@ -16,13 +12,6 @@ export function replyJson(ctx: Context, status: number, body: unknown): void {
   ctx.set(NoCacheHeaders);
   ctx.set('Content-Type', 'application/json');
   ctx.body = JSON.stringify(body);
-}
-
-export function replyMsgpack(ctx: Context, status: number, body: unknown): void {
-  ctx.status = status;
-  ctx.set(NoCacheHeaders);
-  ctx.set('Content-Type', 'application/msgpack');
-  ctx.body = Buffer.from(encoder.encode(body));
 }
 
 /** The direct API error body. */

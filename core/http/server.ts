@@ -12,7 +12,7 @@ import { Dispatcher } from '../dispatch';
 import { Logger, ModuleLogger } from '../log';
 import { normalizeIp } from '../auth/networks';
 import { directHandler } from './direct';
-import { jrpcHandler } from './jrpc';
+import { jrpcProcessor, koaJrpc } from './jrpc';
 import { replyDirectError } from './reply';
 
 /**
@@ -42,7 +42,7 @@ export class HttpServer {
     const direct = (space: 'sys' | 'product') => directHandler(dispatcher, space, w.max_body_size, clientIp);
     router.all('/sys-api/:fn', direct('sys'));
     router.all(`/${paths.product}-api/:fn`, direct('product'));
-    router.all('/jrpc', jrpcHandler(dispatcher, w.max_body_size, w.max_batch, clientIp));
+    const jrpc = koaJrpc(jrpcProcessor(dispatcher, w.max_body_size, w.max_batch), clientIp);
 
     this.app.silent = true;
     this.app.use(async (ctx, next) => {
@@ -53,6 +53,8 @@ export class HttpServer {
         replyDirectError(ctx, 500, 'internal error');
       }
     });
+    // /jrpc carries most calls: it goes first, without the router
+    this.app.use((ctx, next) => (ctx.path === '/jrpc' ? jrpc(ctx) : next()));
     this.app.use(router.routes());
     this.app.use(async (ctx) => {
       if (ctx.body === undefined && ctx.status === 404) replyDirectError(ctx, 404, 'not found');

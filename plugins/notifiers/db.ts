@@ -8,7 +8,7 @@ import type { HistoryRow } from './db/schema';
 
 /**
  * Every default and limit of the db notifier. A notifier file may set
- * flush_interval and max_rows for itself (the CLI `set` knows them).
+ * flush_interval, max_rows and max_size for itself (the CLI `set` knows them).
  */
 export const DbDefaults = {
   /** seconds a row is kept (spec: 86400) */
@@ -19,8 +19,10 @@ export const DbDefaults = {
    * also sets the disk load.
    */
   flush_interval: 5,
-  /** most rows kept: ~140 bytes a row on disk, so 1M rows is ~140 MB and ~0.5-1 s to flush */
+  /** most rows kept: ~140-180 bytes a row on disk, so 1M rows is ~140-180 MB and ~0.5 s to flush */
   max_rows: 1_000_000,
+  /** most bytes the database may use, whatever the rows hold (long values); 256 MB */
+  max_size: 256 * 1024 * 1024,
   /** a flush that took d waits at least d times this before the next one */
   flush_pause_factor: 4,
   /** seconds between retention cleanings (spec: every minute) */
@@ -34,7 +36,7 @@ export const DbDefaults = {
 /** The first bytes of every SQLite 3 file. */
 const SQLITE_MAGIC = 'SQLite format 3\0';
 
-function numberField(cfg: NotifierConfig, field: 'flush_interval' | 'max_rows', integer: boolean): number {
+function numberField(cfg: NotifierConfig, field: 'flush_interval' | 'max_rows' | 'max_size', integer: boolean): number {
   const v = cfg[field];
   if (v === undefined || v === null || v === '') return DbDefaults[field];
   const n = typeof v === 'string' ? Number(v) : v;
@@ -45,12 +47,13 @@ function numberField(cfg: NotifierConfig, field: 'flush_interval' | 'max_rows', 
 }
 
 /** The db fields of a notifier config, checked (throws on an unusable one). */
-function dbFields(cfg: NotifierConfig): { db: string; keep: number; maxRows: number; flushInterval: number } {
+function dbFields(cfg: NotifierConfig): { db: string; keep: number; maxRows: number; maxBytes: number; flushInterval: number } {
   if (typeof cfg.db !== 'string' || !cfg.db) throw new Error(`db notifier ${cfg.id}: db (the database file) is missing`);
   return {
     db: checkDbName(cfg.db),
     keep: cfg.keep === undefined || cfg.keep === null ? DbDefaults.keep : checkKeep(cfg.keep),
     maxRows: numberField(cfg, 'max_rows', true),
+    maxBytes: numberField(cfg, 'max_size', true),
     flushInterval: numberField(cfg, 'flush_interval', false),
   };
 }
@@ -139,7 +142,7 @@ class DbEndpoint implements Endpoint {
 export const dbType: NotifierType = {
   type: 'db',
   maxBatch: DbDefaults.max_batch,
-  fields: { db: '', keep: DbDefaults.keep, flush_interval: DbDefaults.flush_interval, max_rows: DbDefaults.max_rows },
+  fields: { db: '', keep: DbDefaults.keep, flush_interval: DbDefaults.flush_interval, max_rows: DbDefaults.max_rows, max_size: DbDefaults.max_size },
   parseProps: (props) => parseDbProps(props),
   target: (cfg) => `${String(cfg.db ?? '')}${cfg.keep ? `:${String(cfg.keep)}` : ''}`,
   validate(cfg) {
@@ -148,6 +151,7 @@ export const dbType: NotifierType = {
   serialize: (cfg) => ({
     db: cfg.db, keep: cfg.keep ?? DbDefaults.keep,
     flush_interval: cfg.flush_interval ?? DbDefaults.flush_interval, max_rows: cfg.max_rows ?? DbDefaults.max_rows,
+    max_size: cfg.max_size ?? DbDefaults.max_size,
   }),
   create(cfg, env) {
     return new DbEndpoint(historyOptions(cfg, env.ctx.paths.runtime), env);

@@ -33,9 +33,11 @@ const N = Number(process.env.BENCH_EVENTS_N ?? 20_000);
 const SIZES = (process.env.BENCH_DB_SIZES ?? '10000,100000,1000000').split(',').map(Number);
 const JSON_BATCH = 100; // the host's default max_batch
 const DB_BATCH = 1000; // the db type's maxBatch
-const WAIT_MS = 300_000;
+const WAIT_MS = Number(process.env.BENCH_WAIT_MS ?? 300_000);
 
 const now = () => performance.now();
+/** Progress on standard error, so the table on standard output stays clean. */
+const step = (what: string) => process.stderr.write(`… ${what}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A drop-in plugin of the bench controller: `bench_update` calls the items service's update n times. */
@@ -58,15 +60,16 @@ module.exports.plugin = {
 `;
 
 /** A json receiver on loopback: answers OK, counts the events of state frames, resolves when `want` arrived. */
-async function receiver(): Promise<{ url: string; expect(want: number): Promise<number>; close(): Promise<void> }> {
+async function receiver(): Promise<{ url: string; expect(want: number): Promise<number>; frames(): number; close(): Promise<void> }> {
   let count = 0;
+  let frames = 0;
   let waiting: { want: number; resolve: (at: number) => void } | undefined;
   const server = http.createServer((req, res) => {
     const parts: Buffer[] = [];
     req.on('data', (d: Buffer) => parts.push(d));
     req.on('end', () => {
       const frame = JSON.parse(Buffer.concat(parts).toString('utf8'));
-      if (frame.subject === 'state') count += frame.data.length;
+      if (frame.subject === 'state') { count += frame.data.length; frames++; }
       res.setHeader('Content-Type', 'application/json');
       res.end('{"result":"OK"}');
       if (waiting && count >= waiting.want) { waiting.resolve(now()); waiting = undefined; }
@@ -76,8 +79,10 @@ async function receiver(): Promise<{ url: string; expect(want: number): Promise<
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    frames: () => frames,
     expect(want) {
       count = 0;
+      frames = 0;
       return new Promise((resolve) => { waiting = { want, resolve }; });
     },
     close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
@@ -104,10 +109,11 @@ async function rawDb(): Promise<void> {
   for (const sql of HistorySchema) db.run(sql);
   for (let i = 0; i < N; i += DB_BATCH) {
     db.run('BEGIN');
-    const st = db.prepare('INSERT OR IGNORE INTO state_history (space, t, oid, status, value) VALUES (?, ?, ?, ?, ?)');
+    // several updates in one millisecond share a key: the later state replaces the earlier, as in the history thread
+    const st = db.prepare('INSERT OR REPLACE INTO state_history (space, t, oid, status, value) VALUES (?, ?, ?, ?, ?)');
     for (let j = i; j < Math.min(i + DB_BATCH, N); j++) {
       const e = stateEvent(j + 1);
-      st.run(['', e.t + j / 1e6, e.oid, e.status, e.value]);
+      st.run(['', e.t, e.oid, e.status, e.value]);
     }
     st.free();
     db.run('COMMIT');
@@ -132,34 +138,43 @@ async function throughput(): Promise<(string | number)[][]> {
     await c.client.ok('create', { k, i: 'sensor:bench/s' });
 
     // json: raw first, then the notifier, each alone
-    let start = now();
+    step('json: raw loop');
     let done = rx.expect(N);
+    await rawJson(rx.url); // a first run warms up fetch, the receiver and the JIT, as the controller's start did for its side
+    await done;
+    let start = now();
+    done = rx.expect(N);
     await rawJson(rx.url);
     const rawJsonRate = N / ((await done) - start) * 1000;
+    const rawFrames = rx.frames();
+    step('json: notifier');
     await c.client.ok('enable_notifier', { k, i: 'hook' });
     done = rx.expect(N);
     start = now();
     await c.client.ok('bench_update', { k, n: N });
     const jsonRate = N / ((await withTimeout(done, 'json events')) - start) * 1000;
     await c.client.ok('disable_notifier', { k, i: 'hook' });
-    rows.push(['json notifier → loopback receiver', fmt(rawJsonRate), fmt(jsonRate), fmt(jsonRate / rawJsonRate, 2)]);
+    rows.push(['json notifier → loopback receiver', fmt(rawJsonRate), fmt(jsonRate), fmt(jsonRate / rawJsonRate, 2), `${rawFrames} / ${rx.frames()}`]);
 
     // db: until the history holds every event (in memory; on disk at the next flush)
+    step('db: raw loop');
     start = now();
     await rawDb();
     const rawDbRate = N / (now() - start) * 1000;
+    step('db: notifier');
     await c.client.ok('enable_notifier', { k, i: 'hist' });
-    const inserted = async () => Number((await c.client.ok('get_notifier', { k, i: 'hist' })).stats?.inserted ?? 0);
+    const inserted = async () => Number((await c.client.ok('get_notifier', { k, i: 'hist' })).stats?.received ?? 0);
     const before = await inserted();
     start = now();
     await c.client.ok('bench_update', { k, n: N });
     const end = Date.now() + WAIT_MS;
     while ((await inserted()) < before + N) {
-      if (Date.now() > end) throw new Error('db events did not all arrive');
+      if (Date.now() > end) throw new Error(`db events did not all arrive: ${JSON.stringify(await c.client.ok('get_notifier', { k, i: 'hist' }))}`);
       await sleep(20);
     }
     const dbRate = N / (now() - start) * 1000;
-    rows.push(['db notifier → history (sql.js)', fmt(rawDbRate), fmt(dbRate), fmt(dbRate / rawDbRate, 2)]);
+    const batches = Number((await c.client.ok('get_notifier', { k, i: 'hist' })).stats?.batches ?? 0);
+    rows.push(['db notifier → history (sql.js)', fmt(rawDbRate), fmt(dbRate), fmt(dbRate / rawDbRate, 2), `${Math.ceil(N / DB_BATCH)} / ${batches}`]);
   } finally {
     await c.stop();
     await rx.close();
@@ -204,6 +219,7 @@ async function flushCost(): Promise<(string | number)[][]> {
   const SQL = await initSqlJs();
   try {
     for (const size of SIZES) {
+      step(`flush cost: ${size} rows`);
       const t0 = Date.now() / 1000 - size / 1000;
       // the main thread doing it all: stall = export + write
       const db = new SQL.Database();
@@ -215,27 +231,35 @@ async function flushCost(): Promise<(string | number)[][]> {
         st.free();
         db.run('COMMIT');
       }
-      let a = now();
-      const bytes = db.export();
-      const exportMs = now() - a;
+      let a = 0;
+      let exportMs = 0;
+      let writeMs = 0;
+      const naiveStall = await longestStall(async () => {
+        a = now();
+        const bytes = db.export();
+        exportMs = now() - a;
+        a = now();
+        await writeFileAtomic(path.join(dir, `main-${size}.db`), bytes);
+        writeMs = now() - a;
+      });
       db.close();
-      a = now();
-      await writeFileAtomic(path.join(dir, `main-${size}.db`), bytes);
-      const writeMs = now() - a;
       fs.rmSync(path.join(dir, `main-${size}.db`));
 
       // the history thread: the same rows, then one flush while the main thread ticks
       const file = path.join(dir, `worker-${size}.db`);
       const h = new History({
-        file, space: '', keep: 10 * 86400, maxRows: size + 1, flushInterval: 3600, flushPauseFactor: 4, cleanInterval: 3600, maxPending: 16,
+        file, space: '', keep: 10 * 86400, maxRows: size + 2, maxBytes: 2 ** 40, flushInterval: 3600, flushPauseFactor: 4, cleanInterval: 3600, maxPending: 16,
       }, quiet);
       for (let i = 0; i < size; i += 10_000) await h.insert(historyRows(i, Math.min(10_000, size - i), t0));
+      await h.flush(); // whatever the first scheduled flush did not take
+      await h.insert(historyRows(size, 1, t0)); // one new row: the flush measured below writes the whole file
       let flushMs = 0;
       const stall = await longestStall(async () => { a = now(); await h.flush(); flushMs = now() - a; });
+      const workerExportMs = h.stats?.last_export_ms ?? 0;
       const fileMb = fs.statSync(file).size / 1e6;
       await h.stop();
       fs.rmSync(file);
-      rows.push([size, fmt(fileMb, 1), fmt(exportMs), fmt(writeMs), fmt(exportMs + writeMs), fmt(flushMs), fmt(stall, 1)]);
+      rows.push([size, fmt(fileMb, 1), fmt(exportMs), fmt(writeMs), fmt(naiveStall, 1), `${fmt(flushMs)} (export ${fmt(workerExportMs)})`, fmt(stall, 1)]);
     }
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
@@ -245,10 +269,10 @@ async function flushCost(): Promise<(string | number)[][]> {
 
 async function main(): Promise<void> {
   console.log(`state events, ${N} per run, ${os.cpus().length} CPUs\n`);
-  console.log(table(['path', 'raw loop, events/s', 'controller, events/s', 'ratio'], await throughput()));
+  console.log(table(['path', 'raw loop, events/s', 'controller, events/s', 'ratio', 'requests / batches (raw / controller)'], await throughput()));
   console.log('\nhistory flush cost by size (ms; stall = longest pause of the main thread)\n');
   console.log(table(
-    ['rows', 'file MB', 'export on main', 'atomic write', 'main-thread stall without worker', 'flush in history thread', 'main-thread stall with worker'],
+    ['rows', 'file MB', 'export on main thread', 'atomic write (async)', 'longest main-thread stall, flush on main thread', 'flush in history thread', 'longest main-thread stall, flush in history thread'],
     await flushCost(),
   ));
 }

@@ -15,6 +15,11 @@ export async function load(opts: { url: string; method?: 'GET' | 'POST'; body?: 
   return { rps: r.requests.average, p99: r.latency.p99, errors: r.errors + r.non2xx };
 }
 
+/** The run with the median requests/s. */
+export function median(runs: Load[]): Load {
+  return [...runs].sort((x, y) => x.rps - y.rps)[Math.floor(runs.length / 2)];
+}
+
 /** Start a node script as a child; resolves with the port it prints as `PORT <n>` or `listening on ...:<n>`. */
 export function startChild(script: string, args: string[] = [], env: Record<string, string> = {}): Promise<{ proc: ChildProcess; port: number }> {
   const proc = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });

@@ -6,6 +6,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { execFile } from 'node:child_process';
 import { makeDir, startController, Keys } from '../helpers/controller';
+import { startBroker, Subscriber } from '../helpers/broker';
 
 /** The built command line, as the package bins run it. */
 const BIN = path.resolve(__dirname, '..', '..', 'core', 'cli', 'notifier-bin.js');
@@ -70,6 +71,11 @@ test('create writes the notifier file as the controller reads it; list, props an
   t.regex(props, /^space\s+plant1$/m);
   t.regex(props, /^flush_interval\s+5$/m); // a default, shown though not in the file
   t.deepEqual(JSON.parse(await ok(t, ['--dir', dir, 'get_config', 'hist'])), notifierFile(dir, 'hist'));
+  // credentials may be inside: a new file is its owner's only; an edit keeps the mode the operator chose
+  t.is(fs.statSync(path.join(dir, 'runtime', 'uc_notify.d', 'bus.json')).mode & 0o777, 0o600);
+  fs.chmodSync(path.join(dir, 'runtime', 'uc_notify.d', 'hook.json'), 0o640);
+  await ok(t, ['--dir', dir, 'set', 'hook', 'notify_key', 'k1']);
+  t.is(fs.statSync(path.join(dir, 'runtime', 'uc_notify.d', 'hook.json')).mode & 0o777, 0o640);
   // no temp files left behind by the atomic writes
   t.deepEqual(fs.readdirSync(path.join(dir, 'runtime', 'uc_notify.d')).sort(), ['bus.json', 'hist.json', 'hook.json']);
 });
@@ -212,6 +218,22 @@ test('test sends a test request to a json receiver: OK passes, ERROR fails', asy
   t.is(r.code, 1);
   t.regex(r.err, /bad: test failed/);
   t.is(bad.bodies.length, 1);
+});
+
+test('test of an mqtt notifier publishes to SPACE/test on a real broker; a broker that is away fails', async (t) => {
+  const dir = makeDir(t);
+  const broker = await startBroker(t);
+  const sub = await Subscriber.connect(t, broker);
+  await sub.subscribe('plant9/test', 1);
+  await ok(t, ['--dir', dir, 'create', '-s', 'plant9', '-t', '5', 'bus', `mqtt:${broker.host}:${broker.port}`]);
+  t.regex(await ok(t, ['--dir', dir, 'test', 'bus']), /bus: test passed/);
+  const got = await sub.waitFor((m) => m.some((x) => x.topic === 'plant9/test'));
+  t.regex(got.find((x) => x.topic === 'plant9/test')!.payload, /^uc\//);
+  await broker.stop();
+  await ok(t, ['--dir', dir, 'set', 'bus', 'timeout', '1']);
+  const r = await cli(['--dir', dir, 'test', 'bus']);
+  t.is(r.code, 1);
+  t.regex(r.err, /bus: test failed/);
 });
 
 test('test of a db notifier checks the file without writing it', async (t) => {

@@ -50,7 +50,7 @@ function tmpDir(t: ExecutionContext): string {
 
 function history(t: ExecutionContext, opts: Partial<HistoryOptions> & { file: string }, log = keepingLog()): History {
   const h = new History({
-    space: '', keep: 86400, maxRows: 1_000_000, flushInterval: 0.2, flushPauseFactor: 4, cleanInterval: 60, maxPending: 16, ...opts,
+    space: '', keep: 86400, maxRows: 1_000_000, maxBytes: 1 << 30, flushInterval: 0.2, flushPauseFactor: 4, cleanInterval: 60, maxPending: 16, ...opts,
   }, log);
   t.teardown(() => h.stop().catch(() => undefined));
   return h;
@@ -113,6 +113,17 @@ test('rows reach the file with the 3.3 schema; sqlite3 and python read them', as
   t.deepEqual(idx, ['i_oid|space,oid', 'i_t_oid|space,t,oid']);
 });
 
+test('two states of an item at one instant: the later one is kept', async (t) => {
+  const file = path.join(tmpDir(t), 'h.db');
+  const h = history(t, { file });
+  const t0 = now();
+  await h.insert([['', t0, 'sensor:g/s', 1, 'first'], ['', t0, 'sensor:g/s', 1, 'second']]);
+  await h.insert([['', t0, 'sensor:g/s', -1, null]]);
+  await h.flush();
+  t.deepEqual(await sqlite3(file, "SELECT status, quote(value) FROM state_history"), ['-1|NULL']);
+  t.like(h.stats, { received: 3, inserted: 1, replaced: 2, rows: 1 });
+});
+
 test('the row bound drops the oldest rows first', async (t) => {
   const file = path.join(tmpDir(t), 'h.db');
   const h = history(t, { file, maxRows: 100 });
@@ -124,6 +135,24 @@ test('the row bound drops the oldest rows first', async (t) => {
   t.deepEqual(await sqlite3(file, 'SELECT count(*), min(CAST(value AS INT)), max(CAST(value AS INT)) FROM state_history'), ['100|150|249']);
   t.is(h.stats?.trimmed, 150);
   t.is(h.stats?.rows, 100);
+});
+
+test('the size bound holds when values are long', async (t) => {
+  const file = path.join(tmpDir(t), 'h.db');
+  const maxBytes = 256 * 1024;
+  const h = history(t, { file, maxBytes });
+  const t0 = now();
+  const long = 'x'.repeat(2000);
+  for (let b = 0; b < 10; b++) {
+    await h.insert(Array.from({ length: 100 }, (_, i): HistoryRow => ['', t0 + (b * 100 + i) / 1000, `sensor:g/s${b * 100 + i}`, 1, long]));
+  }
+  await h.flush();
+  const [count, newest] = (await sqlite3(file, "SELECT count(*), max(CAST(substr(oid, 11) AS INT)) FROM state_history"))[0].split('|').map(Number);
+  t.true(count > 0 && count < 1000, `${count} rows kept`);
+  t.is(newest, 999); // the newest rows stay
+  const used = Number((await sqlite3(file, 'SELECT (c.page_count - f.freelist_count) * s.page_size FROM pragma_page_count() c, pragma_freelist_count() f, pragma_page_size() s'))[0]);
+  t.true(used <= maxBytes, `${used} bytes in use`);
+  t.is(h.stats?.trimmed, 1000 - count);
 });
 
 test('rows older than keep are deleted, other spaces are left alone', async (t) => {
@@ -192,52 +221,57 @@ test('batches beyond the pending bound are refused, not queued without end', asy
   t.deepEqual(await sqlite3(file, 'SELECT count(*) FROM state_history'), ['4']);
 });
 
-test('readers opening the file during a stream of writes always find a whole database with every older event', async (t) => {
-  const file = path.join(tmpDir(t), 'h.db');
-  const flushInterval = 0.3;
-  const h = history(t, { file, flushInterval });
-  await h.start();
-  const written: { t: number; oid: string }[] = [];
+/**
+ * Write a stream of events with `write` (it resolves with the keys `oid|value` once they are handed
+ * over) while sqlite3 and python3 open the file again and again: every open must find a whole
+ * database holding every event handed over more than `lag` seconds before. Returns the keys written.
+ */
+async function streamWithReaders(t: ExecutionContext, file: string, lag: number, write: (n: number) => Promise<string[]>): Promise<string[]> {
+  const written: { t: number; key: string }[] = [];
   let streaming = true;
   const producer = (async () => {
-    let n = 0;
-    while (streaming) {
-      const batch: HistoryRow[] = [];
-      for (let i = 0; i < 5; i++, n++) batch.push(['', now(), `sensor:g/s${n}`, 1, String(n)]);
-      await h.insert(batch);
-      // counted once the history holds them: that is when the notifier host counts them sent
+    for (let n = 0; streaming; n++) {
+      const keys = await write(n);
       const done = now();
-      for (const r of batch) written.push({ t: done, oid: r[2] });
+      for (const key of keys) written.push({ t: done, key });
       await sleep(10);
     }
   })();
-  // every event handed over this long before a reader opens the file must be in it: the flush
-  // interval plus a generous margin for a machine shared with other work
-  const lag = flushInterval + 2.5;
   let reads = 0;
   let checked = 0;
   const end = Date.now() + 6000;
   while (Date.now() < end) {
     const opened = now();
-    const expected = written.filter((w) => w.t < opened - lag).map((w) => w.oid);
+    const expected = written.filter((w) => w.t < opened - lag).map((w) => w.key);
     const useSqlite = reads % 2 === 0;
-    const oids = useSqlite
-      ? await sqlite3(file, 'SELECT oid FROM state_history')
-      : (await python(file, 'SELECT oid FROM state_history')).map((r) => String(r[0]));
+    const sql = "SELECT oid || '|' || value FROM state_history";
+    const keys = useSqlite ? await sqlite3(file, sql) : (await python(file, sql)).map((r) => String(r[0]));
     if (useSqlite) t.deepEqual(await sqlite3(file, 'PRAGMA quick_check'), ['ok']);
-    const have = new Set(oids);
-    const missing = expected.filter((o) => !have.has(o));
-    t.deepEqual(missing, [], `${useSqlite ? 'sqlite3' : 'python'} read ${reads} misses events`);
+    const have = new Set(keys);
+    t.deepEqual(expected.filter((k) => !have.has(k)), [], `${useSqlite ? 'sqlite3' : 'python'} read ${reads} misses events`);
     reads++;
     checked += expected.length;
   }
   streaming = false;
   await producer;
-  await h.stop();
   t.true(reads >= 4);
   t.true(checked > 0, 'some reads had events old enough to check');
-  const all = (await python(file, 'SELECT count(*) FROM state_history'))[0][0];
-  t.is(all, written.length);
+  return written.map((w) => w.key);
+}
+
+test('readers opening the file during a stream of writes always find a whole database with every older event', async (t) => {
+  const file = path.join(tmpDir(t), 'h.db');
+  const flushInterval = 0.3;
+  const h = history(t, { file, flushInterval });
+  await h.start();
+  // the flush interval plus a generous margin for a machine shared with other work
+  const written = await streamWithReaders(t, file, flushInterval + 2.5, async (n) => {
+    const batch: HistoryRow[] = Array.from({ length: 5 }, (_, i) => ['', now(), `sensor:g/s${n * 5 + i}`, 1, String(n)]);
+    await h.insert(batch); // handed over once the history holds them: when the notifier host counts them sent
+    return batch.map((r) => `${r[2]}|${r[4]}`);
+  });
+  await h.stop();
+  t.is((await python(file, 'SELECT count(*) FROM state_history'))[0][0], written.length);
 });
 
 /** Start a controller with one db notifier subscribed to every state. */
@@ -248,6 +282,23 @@ async function controllerWithHistory(t: ExecutionContext, fields: Record<string,
   };
   return startController(t, { files: { 'runtime/uc_notify.d/hist.json': JSON.stringify(notifier) } });
 }
+
+test('readers during a stream of item updates through the controller see every older state', async (t) => {
+  const c = await controllerWithHistory(t, { flush_interval: 0.3 });
+  const file = path.join(c.dir, 'runtime', 'history.db');
+  const k = Keys.master;
+  const sensors = ['sensor:env/s1', 'sensor:env/s2', 'sensor:env/s3'];
+  for (const i of sensors) await c.client.ok('create', { k, i });
+  // through the API, the host's queue and the history thread: a wider margin than the flush interval alone
+  const written = await streamWithReaders(t, file, 3, async (n) => {
+    const i = sensors[n % sensors.length];
+    await c.client.ok('update', { k, i, s: 1, v: `v${n}` });
+    return [`${i}|v${n}`];
+  });
+  await c.stop();
+  const all = new Set(await sqlite3(file, "SELECT oid || '|' || value FROM state_history"));
+  t.deepEqual(written.filter((w) => !all.has(w)), []);
+});
 
 test('item updates through the controller end up in the history file; save flushes; get_notifier shows figures', async (t) => {
   const c = await controllerWithHistory(t, { flush_interval: 3600 });

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { SqliteFile } from '../../../core/store/sqljs';
+import { writeFileAtomic } from '../../../core/store/atomic';
 import { HistorySchema, type HistoryRow } from './schema';
 import type { HistoryOptions, ToWorker, FromWorker, HistoryStats } from './history';
 
@@ -12,7 +13,7 @@ import type { HistoryOptions, ToWorker, FromWorker, HistoryStats } from './histo
  * happen here and the controller's thread never waits for them. The main
  * thread sends batches of rows; this thread inserts them, trims the table to
  * its bound, deletes rows older than `keep`, and writes the file atomically
- * (core/store/sqljs.ts -> atomic.ts) whenever something changed, no more
+ * (core/store/atomic.ts) whenever something changed, no more
  * often than the flush interval allows.
  */
 class HistoryThread {
@@ -21,10 +22,9 @@ class HistoryThread {
   private flushing: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private cleaner: NodeJS.Timeout | undefined;
-  private cleanedOnce = false;
   private readonly stats: HistoryStats = {
-    rows: 0, inserted: 0, trimmed: 0, expired: 0, flushes: 0, flush_errors: 0,
-    last_flush_ms: 0, last_flush: 0, file_size: 0, last_error: '',
+    rows: 0, batches: 0, received: 0, inserted: 0, replaced: 0, trimmed: 0, expired: 0, flushes: 0, flush_errors: 0,
+    last_flush_ms: 0, last_export_ms: 0, last_flush: 0, file_size: 0, last_error: '',
   };
 
   private constructor(private readonly db: SqliteFile, private readonly opts: HistoryOptions, private readonly send: (m: FromWorker) => void) {}
@@ -50,29 +50,37 @@ class HistoryThread {
     h.rows = Number(db.rows('SELECT count(*) AS n FROM state_history')[0].n);
     h.stats.rows = h.rows;
     h.dirty = fresh; // a new file is written at once, so readers find the table from the start
+    h.clean();
     h.schedule(0);
-    // cleaning waits for the first insert or the first period: a notifier started only to be tested changes nothing
     h.cleaner = setInterval(() => h.clean(), opts.cleanInterval * 1000);
     return h;
   }
 
   insert(batch: HistoryRow[]): void {
-    if (!this.cleanedOnce) this.clean();
     this.db.run('BEGIN');
     try {
       // prepared per batch: an export (in a flush) frees every prepared statement of the database
-      const st = this.db.db.prepare('INSERT OR IGNORE INTO state_history (space, t, oid, status, value) VALUES (?, ?, ?, ?, ?)');
+      const insert = this.db.db.prepare('INSERT OR IGNORE INTO state_history (space, t, oid, status, value) VALUES (?, ?, ?, ?, ?)');
+      const update = this.db.db.prepare('UPDATE state_history SET status = ?, value = ? WHERE space = ? AND t = ? AND oid = ?');
       let added = 0;
+      let replaced = 0;
       try {
         for (const row of batch) {
-          st.run(row);
-          added += this.db.db.getRowsModified(); // 0 when an identical (space, t, oid) row was already there
+          insert.run(row);
+          if (this.db.db.getRowsModified() === 1) { added++; continue; }
+          // two states of one item in the same instant (the key is space, t, oid): the later one is the state
+          update.run([row[3], row[4], row[0], row[1], row[2]]);
+          replaced++;
         }
       } finally {
-        st.free();
+        insert.free();
+        update.free();
       }
       this.rows += added;
+      this.stats.batches++;
+      this.stats.received += batch.length;
       this.stats.inserted += added;
+      this.stats.replaced += replaced;
       this.trim();
       this.db.run('COMMIT');
     } catch (err) {
@@ -84,19 +92,29 @@ class HistoryThread {
     this.dirty = true;
   }
 
-  /** Over the bound: the oldest rows (insertion order) go first. */
+  /** Over a bound (rows, or bytes in use): the oldest rows (insertion order) go first. */
   private trim(): void {
     const excess = this.rows - this.opts.maxRows;
-    if (excess <= 0) return;
-    this.db.run('DELETE FROM state_history WHERE rowid IN (SELECT rowid FROM state_history ORDER BY rowid LIMIT ?)', [excess]);
+    if (excess > 0) this.dropOldest(excess);
+    // long values make few rows big: the size bound drops a twentieth of the rows at a time until it holds
+    while (this.rows > 0 && this.usedBytes() > this.opts.maxBytes) this.dropOldest(Math.ceil(this.rows / 20));
+  }
+
+  private dropOldest(n: number): void {
+    this.db.run('DELETE FROM state_history WHERE rowid IN (SELECT rowid FROM state_history ORDER BY rowid LIMIT ?)', [n]);
     const gone = this.db.db.getRowsModified();
     this.rows -= gone;
     this.stats.trimmed += gone;
   }
 
+  /** Bytes of the pages in use (free pages are reused before the file grows). */
+  private usedBytes(): number {
+    const [r] = this.db.rows('SELECT (c.page_count - f.freelist_count) * s.page_size AS b FROM pragma_page_count() c, pragma_freelist_count() f, pragma_page_size() s');
+    return Number(r.b);
+  }
+
   /** Delete this notifier's rows older than keep (3.3 cleaned its own space only). */
   clean(): void {
-    this.cleanedOnce = true;
     this.db.run('DELETE FROM state_history WHERE space = ? AND t < ?', [this.opts.space, Date.now() / 1000 - this.opts.keep]);
     const gone = this.db.db.getRowsModified();
     if (!gone) return;
@@ -129,7 +147,10 @@ class HistoryThread {
         this.dirty = false;
         const started = performance.now();
         try {
-          await this.db.write();
+          // exported here, not through SqliteFile.write, to report export and write times apart (README: flush cost)
+          const image = this.db.db.export();
+          this.stats.last_export_ms = Math.round(performance.now() - started);
+          await writeFileAtomic(this.opts.file, image);
         } catch (err) {
           this.dirty = true;
           this.stats.flush_errors++;

@@ -10,6 +10,8 @@ export interface HistoryOptions {
   keep: number;
   /** most rows the table holds; the oldest go first */
   maxRows: number;
+  /** most bytes of database pages in use (the file size, near enough); the oldest rows go first */
+  maxBytes: number;
   /** shortest time between two flushes */
   flushInterval: number;
   /** the pause after a flush is at least its duration times this, so big files are not rewritten back to back */
@@ -22,14 +24,24 @@ export interface HistoryOptions {
 /** Live figures of the history (get_notifier). */
 export interface HistoryStats {
   rows: number;
+  /** batches inserted */
+  batches: number;
+  /** rows handed over */
+  received: number;
+  /** of them, new rows */
   inserted: number;
+  /** of them, a later state of an item at an instant that already had a row (same space, t, oid) */
+  replaced: number;
   /** rows deleted because the table was at its bound */
   trimmed: number;
   /** rows deleted because they were older than keep */
   expired: number;
   flushes: number;
   flush_errors: number;
+  /** the whole last flush: export, then the atomic write */
   last_flush_ms: number;
+  /** of it, the export (the history thread is busy for this long) */
+  last_export_ms: number;
   last_flush: number;
   file_size: number;
   last_error: string;
@@ -78,7 +90,7 @@ export class History {
       w.on('message', (m: FromWorker) => {
         switch (m.kind) {
           case 'ready': this.stats = m.stats; resolve(); break;
-          case 'failed': reject(new Error(m.message)); break;
+          case 'failed': reject(new Error(m.message)); void w.terminate(); break; // the next batch tries again
           case 'warning': this.log.warning(m.message); break;
           case 'stats': this.stats = m.stats; break;
           case 'done': this.stats = m.stats; this.settle(m.id); break;

@@ -18,7 +18,8 @@ export function generateKeyValue(): string {
   return s;
 }
 
-const digest = (s: string) => crypto.createHash('sha256').update(s).digest();
+/** one-shot SHA-256 (hex): keys are indexed and looked up by it */
+const digest = (s: string): string => crypto.hash('sha256', s, 'hex');
 
 /** `assigned`: no key was presented, hosts_assign gave this one (login tells the two apart). */
 export interface ResolvedKey { key: ApiKey; token?: string; user?: string; assigned?: boolean }
@@ -71,25 +72,25 @@ export class KeyStore {
 
   add(key: ApiKey): void {
     const old = this.byId.get(key.id);
-    if (old) this.byDigest.delete(digest(old.key).toString('hex'));
+    if (old) this.byDigest.delete(digest(old.key));
     this.byId.set(key.id, key);
-    this.byDigest.set(digest(key.key).toString('hex'), key);
+    this.byDigest.set(digest(key.key), key);
   }
 
   remove(id: string): boolean {
     const key = this.byId.get(id);
     if (!key) return false;
     this.byId.delete(id);
-    this.byDigest.delete(digest(key.key).toString('hex'));
+    this.byDigest.delete(digest(key.key));
     this.tokens.dropKey(id);
     return true;
   }
 
   /** Change a key's value (regenerate / set_key_prop key): reindex and end its tokens. */
   rekey(key: ApiKey, value: string): void {
-    this.byDigest.delete(digest(key.key).toString('hex'));
+    this.byDigest.delete(digest(key.key));
     key.key = value;
-    this.byDigest.set(digest(value).toString('hex'), key);
+    this.byDigest.set(digest(value), key);
     this.tokens.dropKey(key.id);
   }
 
@@ -100,7 +101,7 @@ export class KeyStore {
 
   /** Whether some key already has this value (two keys must never share one). */
   hasValue(value: string): boolean {
-    return this.byDigest.has(digest(value).toString('hex'));
+    return this.byDigest.has(digest(value));
   }
 
   get(id: string): ApiKey | undefined {
@@ -120,7 +121,7 @@ export class KeyStore {
     }
     // the map is keyed by digests: how long the lookup takes depends on the
     // digest of the guess, which says nothing about how close the guess was
-    const key = this.byDigest.get(digest(value).toString('hex'));
+    const key = this.byDigest.get(digest(value));
     return key ? { key } : undefined;
   }
 

@@ -63,6 +63,11 @@ export interface Endpoint {
   send(subject: Subject, events: unknown[]): Promise<void>;
   /** type-specific live figures for get_notifier */
   info?(): Record<string, unknown>;
+  /**
+   * enable_notifier / disable_notifier: a disabled notifier neither sends nor
+   * acts on what its endpoint receives (mqtt control, updates, API calls)
+   */
+  setEnabled?(enabled: boolean): void;
 }
 
 export interface NotifierType {

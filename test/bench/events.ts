@@ -10,7 +10,7 @@ import { History } from '../../plugins/notifiers/db/history';
 import { HistorySchema, type HistoryRow } from '../../plugins/notifiers/db/schema';
 import { writeFileAtomic } from '../../core/store/atomic';
 import type { ModuleLogger } from '../../core/log';
-import { table, fmt } from './lib';
+import { table, fmt, benchUpdatePlugin } from './lib';
 
 /**
  * Notification throughput and db flush cost.
@@ -40,24 +40,7 @@ const now = () => performance.now();
 const step = (what: string) => process.stderr.write(`… ${what}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** A drop-in plugin of the bench controller: `bench_update` calls the items service's update n times. */
-const BENCH_PLUGIN = `
-module.exports.plugin = {
-  name: 'bench-events', kind: 'sysapi', version: '1.0.0', needs: ['items'],
-  start(ctx) {
-    ctx.register({ name: 'bench_update', permission: 'master', description: 'n updates of sensor:bench/s',
-      params: { n: { type: 'integer', required: true, description: 'updates' } },
-      async handler(p) {
-        const items = ctx.service('items');
-        for (let i = 1; i <= p.n; i++) {
-          items.update('sensor:bench/s', { status: 1, value: String(i) });
-          if (i % 1000 === 0) await new Promise((r) => setImmediate(r));
-        }
-        return true;
-      } });
-  },
-};
-`;
+const BENCH_PLUGIN = benchUpdatePlugin('sensor:bench/s');
 
 /** A json receiver on loopback: answers OK, counts the events of state frames, resolves when `want` arrived. */
 async function receiver(): Promise<{ url: string; expect(want: number): Promise<number>; frames(): number; close(): Promise<void> }> {

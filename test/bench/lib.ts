@@ -49,3 +49,27 @@ export function table(head: string[], rows: (string | number)[][]): string {
 }
 
 export const fmt = (n: number, digits = 0) => n.toFixed(digits);
+
+/**
+ * A drop-in plugin for a bench controller: `bench_update` calls the items
+ * service's update n times on `oid`, yielding every 1000 so delivery runs.
+ */
+export function benchUpdatePlugin(oid: string): string {
+  return `
+module.exports.plugin = {
+  name: 'bench-update', kind: 'sysapi', version: '1.0.0', needs: ['items'],
+  start(ctx) {
+    ctx.register({ name: 'bench_update', permission: 'master', description: 'n updates of ${oid}',
+      params: { n: { type: 'integer', required: true, description: 'updates' } },
+      async handler(p) {
+        const items = ctx.service('items');
+        for (let i = 1; i <= p.n; i++) {
+          items.update('${oid}', { status: 1, value: String(i) });
+          if (i % 1000 === 0) await new Promise((r) => setImmediate(r));
+        }
+        return true;
+      } });
+  },
+};
+`;
+}

@@ -4,7 +4,7 @@ import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import mqtt from 'mqtt';
 import { startBroker, type Broker } from '../helpers/broker';
 import { startController, Keys } from '../helpers/controller';
-import { table, fmt } from './lib';
+import { table, fmt, benchUpdatePlugin } from './lib';
 
 /**
  * MQTT notifier throughput: state events per second from the items service's
@@ -95,24 +95,7 @@ async function rawLoop(broker: Broker, space: string, qos: 0 | 1): Promise<void>
   await client.endAsync();
 }
 
-/** A drop-in plugin of the bench controller: `bench_update` calls the items service's update n times. */
-const BENCH_PLUGIN = `
-module.exports.plugin = {
-  name: 'bench-items', kind: 'sysapi', version: '1.0.0', needs: ['items'],
-  start(ctx) {
-    ctx.register({ name: 'bench_update', permission: 'master', description: 'n updates of lvar:bench/v',
-      params: { n: { type: 'integer', required: true, description: 'updates' } },
-      async handler(p) {
-        const items = ctx.service('items');
-        for (let i = 1; i <= p.n; i++) {
-          items.update('lvar:bench/v', { status: 1, value: String(i) });
-          if (i % 1000 === 0) await new Promise((r) => setImmediate(r));
-        }
-        return true;
-      } });
-  },
-};
-`;
+const BENCH_PLUGIN = benchUpdatePlugin('lvar:bench/v');
 
 async function main(): Promise<void> {
   try {

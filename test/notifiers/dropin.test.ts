@@ -51,3 +51,36 @@ test('a drop-in .js notifier type in the controller plugins/ folder works like a
   t.like(await client.ok('get_notifier', { k, i: 'lines' }), { type: 'jsonl', file: 'events.jsonl' });
   t.regex((await client.ok('get_notifier', { k, i: 'refused' })).problem, /file must be a plain name/);
 });
+
+/** A type that records the size of each batch it is given, with maxBatch 3. */
+const BATCHES_TYPE = `
+const type = {
+  type: 'batches', maxBatch: 3, fields: {},
+  parseProps: () => ({}), target: () => '-',
+  create() {
+    const sizes = [];
+    return { async test() {}, async send(subject, events) { sizes.push(events.length); }, info: () => ({ sizes }) };
+  },
+};
+module.exports.plugin = {
+  name: 'notifier-batches', kind: 'notifier', version: '1.0.0', needs: ['notifiers'], notifier: type,
+  start(ctx) { ctx.service('notifiers').registerType(ctx, type); },
+};
+`;
+
+test("a type's maxBatch bounds its batches unless the notifier's config sets max_batch", async (t) => {
+  const files = notifierFiles({
+    typed: { type: 'batches', events: subscribeAll },
+    own: { type: 'batches', max_batch: 5, events: subscribeAll },
+  });
+  files['plugins/batches-notifier.js'] = BATCHES_TYPE;
+  const { client } = await startController(t, { files });
+  const events = Array.from({ length: 10 }, (_, i) => stateEvent(`sensor:g/s${i}`, 1, String(i)));
+  await client.ok('t_emit', { k, s: 'state', d: events });
+  for (const [id, max] of [['typed', 3], ['own', 5]] as const) {
+    const s = await eventually(async () => { const s = await stats(client, k, id); return s.sent === 10 && s; });
+    t.is(s.sizes.reduce((a: number, b: number) => a + b, 0), 10, id);
+    t.true(s.sizes.every((n: number) => n <= max), `${id}: ${s.sizes}`);
+    t.true(s.sizes.length >= Math.ceil(10 / max), `${id}: ${s.sizes}`);
+  }
+});

@@ -212,3 +212,26 @@ test('a subscription the broker refuses is reported', async (t) => {
   await eventually(() => /m1: the broker refused the subscription to secret\/#/.test(controllerLog(c.dir)), 10_000, 'the refusal logged');
   t.pass();
 });
+
+test('a disabled mqtt notifier acts on nothing it receives until it is enabled again', async (t) => {
+  const broker = await startBroker(t);
+  const ext = await Subscriber.connect(t, broker);
+  const c = await controllerWith(t, { m1: mqttNotifier(broker) });
+  await c.ok('create', { i: 'unit:g1/u1' });
+  await c.ok('create', { i: 'sensor:g1/s1' });
+  await c.ok('set_prop', { i: 'unit:g1/u1', p: 'mqtt_control', v: 'm1' });
+  await c.ok('set_prop', { i: 'sensor:g1/s1', p: 'mqtt_update', v: 'm1' });
+  await ext.publish('sp/unit/g1/u1/control', '1');
+  await eventually(async () => (await c.ok('state', { i: 'unit:g1/u1' })).status === 1, 10_000, 'control while enabled');
+
+  await c.ok('disable_notifier', { i: 'm1' });
+  await ext.publish('sp/unit/g1/u1/control', '5');
+  await ext.publish('sp/sensor/g1/s1/status', '7');
+  await eventually(async () => (await c.ok('get_notifier', { i: 'm1' })).stats.messages_ignored >= 2, 10_000, 'messages counted as ignored');
+  t.is((await c.ok('state', { i: 'unit:g1/u1' })).status, 1);
+  t.is((await c.ok('state', { i: 'sensor:g1/s1' })).status, 0);
+
+  await c.ok('enable_notifier', { i: 'm1' });
+  await ext.publish('sp/unit/g1/u1/control', '3');
+  await eventually(async () => (await c.ok('state', { i: 'unit:g1/u1' })).status === 3, 10_000, 'control after enable');
+});

@@ -38,6 +38,11 @@ export class Delivery {
     this.queue = new EventQueue(opts.queue_size);
   }
 
+  /** The type's own batch size (NotifierType.maxBatch), used when no config names one. */
+  setMaxBatch(size: number): void {
+    this.opts.max_batch = Math.max(1, size);
+  }
+
   stats(): NotifierStats {
     return { queued: this.queue.size + this.inflight, ...this.figures };
   }

@@ -76,6 +76,9 @@ export class Notifiers implements NotifierHost {
     n.type = type;
     n.typeCtx = ctx;
     n.config.type = type.type; // an alias (http-json) is read as the type itself
+    if (type.maxBatch && n.config.max_batch === undefined && this.ctx.config.raw.notifiers?.max_batch === undefined) {
+      n.delivery.setMaxBatch(type.maxBatch);
+    }
     try {
       type.validate?.(n.config);
     } catch (err) {
@@ -195,6 +198,7 @@ export class Notifiers implements NotifierHost {
     if (!enabled) {
       n.enabled = false;
       n.delivery.cancel(); // what waits for a disabled notifier is dropped, and counted
+      n.endpoint?.setEnabled?.(false);
       return true;
     }
     if (n.problem) throw functionFailed(`notifier ${id} cannot run: ${n.problem}`);
@@ -204,6 +208,7 @@ export class Notifiers implements NotifierHost {
       if (n.problem) throw functionFailed(`notifier ${id} cannot run: ${n.problem}`);
     }
     n.enabled = true;
+    n.endpoint?.setEnabled?.(true);
     return true;
   }
 }

@@ -30,7 +30,9 @@ export class Connection {
   private waiters: (() => void)[] = [];
   /** QoS 0 publications not yet written: a dropped connection fails them (the client would leave them waiting) */
   private readonly volatile = new Set<() => void>();
-  readonly stats = { connects: 0, attempts: 0, messages_in: 0 };
+  readonly stats = { connects: 0, attempts: 0, messages_in: 0, messages_ignored: 0 };
+  /** false while the notifier is disabled: messages are counted and dropped */
+  receiving = true;
   /** run after every successful (re)connect, once the subscriptions are sent */
   onConnect: () => void = () => {};
 
@@ -94,6 +96,10 @@ export class Connection {
     });
     client.on('message', (topic, payload) => {
       this.stats.messages_in++;
+      if (!this.receiving) {
+        this.stats.messages_ignored++;
+        return;
+      }
       this.routes.deliver(topic, payload);
     });
     client.on('error', (err) => this.fail('connection', err));

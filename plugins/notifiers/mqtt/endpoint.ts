@@ -174,6 +174,11 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
     await this.conn.publishAll(messages);
   }
 
+  /** disabled: what arrives is dropped (counted), nothing is controlled or updated */
+  setEnabled(enabled: boolean): void {
+    this.conn.receiving = enabled;
+  }
+
   info(): Record<string, unknown> {
     return {
       connected: this.conn.connected,
@@ -181,6 +186,7 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
       connects: this.conn.stats.connects,
       connect_attempts: this.conn.stats.attempts,
       messages_in: this.conn.stats.messages_in,
+      messages_ignored: this.conn.stats.messages_ignored,
       dropped_offline: this.droppedOffline,
       retained_to_catch_up: this.missedRetained.size,
       retained_not_kept: this.missedRetained.overflow,

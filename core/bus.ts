@@ -7,7 +7,8 @@
 export type Subject = 'state' | 'action' | 'log';
 export const Subjects: readonly Subject[] = ['state', 'action', 'log'];
 
-export type Listener = (data: any, subject: Subject) => void;
+/** A listener may be async: a rejection is reported like a throw. */
+export type Listener = (data: any, subject: Subject) => void | Promise<unknown>;
 
 interface Entry { owner: string; listener: Listener }
 
@@ -34,11 +35,20 @@ export class EventBus {
     if (!list) return;
     for (const { owner, listener } of list) {
       try {
-        listener(data, subject);
+        const r: unknown = listener(data, subject);
+        // an async listener fails later: its rejection is reported the same
+        // way (left alone it would be an unhandled rejection, which ends the process)
+        if (typeof (r as PromiseLike<unknown> | undefined)?.then === 'function') {
+          Promise.resolve(r).catch((err) => this.report(owner, subject, err));
+        }
       } catch (err) {
-        try { this.onListenerError(owner, subject, err); } catch { /* the sink must not throw into publishers */ }
+        this.report(owner, subject, err);
       }
     }
+  }
+
+  private report(owner: string, subject: Subject, err: unknown): void {
+    try { this.onListenerError(owner, subject, err); } catch { /* the sink must not throw into publishers */ }
   }
 
   count(subject: Subject): number {

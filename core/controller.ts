@@ -59,6 +59,8 @@ export class Controller {
     try {
       await ctl.get(HttpServer).start();
     } catch (err) {
+      // the plain listener may be up when the TLS one fails: close it too
+      await ctl.get(HttpServer).stop();
       await ctl.get(PluginHost).stopAll();
       throw err;
     }

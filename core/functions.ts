@@ -1,6 +1,6 @@
 import { ApiKey } from './auth/apikey';
 import { accessDenied, ApiError, methodNotFound } from './errors';
-import { ParamSpec, schemaOf, validate } from './params';
+import { ParamSpec, ParamTypes, schemaOf, validate } from './params';
 import { Version } from './defaults';
 
 /**
@@ -8,7 +8,8 @@ import { Version } from './defaults';
  * rpc.discover); `any`: any valid key; the rest as the spec's permission
  * levels (master, sysfunc, allow=cmd/lock/device).
  */
-export type Permission = 'none' | 'any' | 'master' | 'sysfunc' | 'cmd' | 'lock' | 'device';
+export const Permissions = ['none', 'any', 'master', 'sysfunc', 'cmd', 'lock', 'device'] as const;
+export type Permission = typeof Permissions[number];
 
 /** Which direct path serves a function: /sys-api/ or /<product>-api/ (both are on /jrpc). */
 export type ApiSpace = 'sys' | 'product';
@@ -42,6 +43,27 @@ export interface FunctionDecl<P = any> {
 
 interface Entry { decl: FunctionDecl; owner: string }
 
+/**
+ * What is wrong with a declaration, or undefined. Drop-in plugins are plain
+ * JavaScript: a malformed declaration is refused when it is registered (the
+ * plugin is then skipped), not found later by every call and by rpc.discover.
+ */
+export function checkDecl(d: FunctionDecl): string | undefined {
+  if (!d || typeof d !== 'object') return 'a function declaration must be an object';
+  const isName = (n: unknown) => typeof n === 'string' && n.length > 0 && !/[\s/?#]/.test(n);
+  if (!isName(d.name)) return 'function name missing or malformed';
+  const what = `function ${d.name}`;
+  if (d.aliases !== undefined && (!Array.isArray(d.aliases) || !d.aliases.every(isName))) return `${what}: aliases must be a list of names`;
+  if (d.api !== undefined && d.api !== 'sys' && d.api !== 'product') return `${what}: api must be sys or product`;
+  if (!(Permissions as readonly string[]).includes(d.permission)) return `${what}: permission must be one of ${Permissions.join(', ')}`;
+  if (typeof d.handler !== 'function') return `${what}: handler must be a function`;
+  if (!d.params || typeof d.params !== 'object' || Array.isArray(d.params)) return `${what}: params must be an object`;
+  for (const [name, p] of Object.entries(d.params)) {
+    if (!p || !(ParamTypes as readonly string[]).includes(p.type)) return `${what}: parameter ${name}: type must be one of ${ParamTypes.join(', ')}`;
+  }
+  return undefined;
+}
+
 export function permits(key: ApiKey | undefined, permission: Permission): boolean {
   if (permission === 'none') return true;
   if (!key) return false;
@@ -63,6 +85,8 @@ export class FunctionRegistry {
   private readonly primary = new Map<string, Entry>();
 
   register(owner: string, decl: FunctionDecl): void {
+    const wrong = checkDecl(decl);
+    if (wrong) throw new Error(wrong);
     for (const name of [decl.name, ...(decl.aliases ?? [])]) {
       const taken = this.byName.get(name);
       if (taken) throw new Error(`function ${name} is already declared by ${taken.owner}`);

@@ -70,7 +70,9 @@ export class Logger {
       h: this.config.server.name, l, mod, msg, p: this.config.paths.product, t: Date.now() / 1000, th: 'main',
     };
     this.keep(rec);
-    this.out(`${new Date(rec.t * 1000).toISOString()} ${levelName(l).toUpperCase()} ${mod}: ${msg}`);
+    // continuation lines are indented: a message (a client's `log` call, a
+    // stack) can never pass for a record of its own in the file
+    this.out(`${new Date(rec.t * 1000).toISOString()} ${levelName(l).toUpperCase()} ${mod}: ${msg.replace(/\r\n?|\n/g, '\n    ')}`);
     if (event) this.bus.emit('log', rec);
     return rec;
   }

@@ -7,7 +7,8 @@ import { splitList } from './auth/apikey';
  * string, forms), JSON bodies and JSON RPC bring JSON values: each type
  * accepts both and yields one JS type, or refuses with invalid_params (11/400).
  */
-export type ParamType = 'string' | 'integer' | 'number' | 'boolean' | 'list' | 'any';
+export const ParamTypes = ['string', 'integer', 'number', 'boolean', 'list', 'any'] as const;
+export type ParamType = typeof ParamTypes[number];
 
 export interface ParamSpec {
   type: ParamType;
@@ -81,7 +82,10 @@ export function convert(name: string, type: ParamType, v: unknown): unknown {
 export function validate(specs: Record<string, ParamSpec>, raw: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [name, v] of Object.entries(raw)) {
-    const spec = specs[name];
+    // own declarations only: `__proto__`, `toString` and the like are
+    // unknown names, not the prototype's (which would let an unchecked value
+    // through as an inherited parameter)
+    const spec = Object.hasOwn(specs, name) ? specs[name] : undefined;
     if (!spec) throw invalidParams(`unknown parameter: ${name}`);
     if (v === undefined || v === null) continue;
     out[name] = convert(name, spec.type, v);

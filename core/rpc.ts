@@ -15,9 +15,10 @@ export async function rpcCall(dispatcher: Dispatcher, req: unknown, meta: CallMe
   if (!req || typeof req !== 'object' || Array.isArray(req)) return rpcError(null, -32600, 'invalid request');
   const { jsonrpc, method, params, id } = req as Record<string, unknown>;
   const notification = id === undefined || id === null;
-  if (jsonrpc !== '2.0' || typeof method !== 'string' ||
-      (id !== undefined && id !== null && typeof id !== 'string' && typeof id !== 'number')) {
-    return rpcError(notification ? null : id, -32600, 'invalid request');
+  const idValid = notification || typeof id === 'string' || typeof id === 'number';
+  // an id that is no id is not echoed back: the error then carries null (JSON RPC 2.0, section 5)
+  if (jsonrpc !== '2.0' || typeof method !== 'string' || !idValid) {
+    return rpcError(idValid ? id ?? null : null, -32600, 'invalid request');
   }
   let result: unknown;
   try {

@@ -15,9 +15,17 @@ export const PasswordDefaults = {
   p: 1,
   saltBytes: 16,
   hashBytes: 32,
-  /** highest cost accepted from a stored string: a forged db row must not make a login eat the memory */
-  maxLn: 20,
+  /**
+   * Highest cost accepted from a stored string, as 128·N·r·p bytes: the
+   * memory of one check (128·N·r) times its parallel passes (p), so it bounds
+   * the memory and the time of a login. A forged db row beyond it never
+   * matches, rather than make a login eat gigabytes. Twice today's cost.
+   */
+  maxCost: 64 * 1024 * 1024,
 };
+
+/** 128·N·r·p: what one check with these parameters costs in memory × passes. */
+const costOf = ({ ln, r, p }: { ln: number; r: number; p: number }) => 128 * 2 ** ln * r * p;
 
 const PREFIX = '$scrypt$';
 const LEGACY_SHA256 = /^[0-9a-f]{64}$/i;
@@ -45,9 +53,7 @@ function parseScrypt(stored: string): { params: Params; salt: Buffer; hash: Buff
   const m = /^\$scrypt\$ln=(\d+),r=(\d+),p=(\d+)\$([A-Za-z0-9+/=]+)\$([A-Za-z0-9+/=]+)$/.exec(stored);
   if (!m) return undefined;
   const params = { ln: Number(m[1]), r: Number(m[2]), p: Number(m[3]) };
-  if (params.ln < 1 || params.ln > PasswordDefaults.maxLn || params.r < 1 || params.r > 32 || params.p < 1 || params.p > 16) {
-    return undefined;
-  }
+  if (params.ln < 1 || params.r < 1 || params.p < 1 || costOf(params) > PasswordDefaults.maxCost) return undefined;
   const hash = Buffer.from(m[5], 'base64');
   if (hash.length < 16) return undefined;
   return { params, salt: Buffer.from(m[4], 'base64'), hash };

@@ -1,3 +1,30 @@
+import net from 'node:net';
+import { normalizeIp } from './networks';
+
+/**
+ * The bits of an IPv6 address that name one client: a host is normally
+ * given a whole /64, so counting its addresses one by one would hand it 2^64
+ * fresh sets of free failures.
+ */
+const IPV6_CLIENT_PREFIX_GROUPS = 4; // 4 groups of 16 bits = /64
+
+/** The 16-bit groups of an IPv6 address, with `::` expanded (an IPv4 tail counts as two). */
+function ipv6Groups(addr: string): string[] {
+  const part = (p: string) => (p ? p.split(':').flatMap((g) => (g.includes('.') ? ['0', '0'] : [g])) : []);
+  const [head, tail] = addr.split('::');
+  if (tail === undefined) return part(head);
+  const h = part(head);
+  const t = part(tail);
+  return [...h, ...Array<string>(8 - h.length - t.length).fill('0'), ...t];
+}
+
+/** Whose failures an attempt counts against: the IPv4 address, or the IPv6 /64 it comes from. */
+export function throttleKey(ip: string): string {
+  const a = normalizeIp(ip).split('%')[0]; // a zone id (fe80::1%eth0) names an interface, not a client
+  if (!net.isIPv6(a)) return a;
+  return `${ipv6Groups(a).slice(0, IPV6_CLIENT_PREFIX_GROUPS).map((g) => parseInt(g, 16).toString(16)).join(':')}::/64`;
+}
+
 export interface ThrottleLimits {
   /** failures an address may make before it must wait */
   freeFailures: number;
@@ -16,7 +43,8 @@ interface Client { failures: number; inflight: number; until: number; last: numb
  * must wait before its next attempt, the wait doubling with every further
  * failure up to `delayMax`; attempts during the wait are refused without
  * checking the credentials, so a password cannot be guessed faster than the
- * waits allow. Other addresses are not affected.
+ * waits allow. Other addresses are not affected. An IPv6 client is counted
+ * by its /64 (throttleKey): one host holds that many addresses.
  *
  * Attempts in progress count against the free failures, so a burst of
  * parallel guesses cannot all start before the first has failed. A success
@@ -37,7 +65,8 @@ export class LoginThrottle {
    * milliseconds the address must wait first (nothing counted). Every begin()
    * that returned 0 must be followed by end().
    */
-  begin(ip: string): number {
+  begin(address: string): number {
+    const ip = throttleKey(address);
     const lim = this.limits();
     const now = this.now();
     let c = this.clients.get(ip);
@@ -57,7 +86,8 @@ export class LoginThrottle {
   }
 
   /** End an attempt begun with begin(). */
-  end(ip: string, ok: boolean): void {
+  end(address: string, ok: boolean): void {
+    const ip = throttleKey(address);
     const c = this.clients.get(ip);
     if (!c) return; // made room for others meanwhile
     c.inflight = Math.max(0, c.inflight - 1);

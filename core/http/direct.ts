@@ -26,11 +26,14 @@ export function directHandler(dispatcher: Dispatcher, space: ApiSpace, maxBody: 
     if (type === 'multipart/form-data') {
       await multipart(ctx as any, async () => {});
       const params: Params = { ...(ctx.request.body as Params) };
-      // an uploaded file stands for its text (file_put m)
-      for (const [name, f] of Object.entries(ctx.request.files ?? {})) {
-        const file = Array.isArray(f) ? f[0] : f;
-        params[name] = await fs.readFile(file.filepath, 'utf8');
-        await fs.rm(file.filepath, { force: true });
+      const uploads = Object.entries(ctx.request.files ?? {});
+      try {
+        // an uploaded file stands for its text (file_put m); of several
+        // files under one name the first counts
+        for (const [name, f] of uploads) params[name] = await fs.readFile((Array.isArray(f) ? f[0] : f).filepath, 'utf8');
+      } finally {
+        // every temporary file goes, also the ones not read
+        await Promise.all(uploads.flatMap(([, f]) => (Array.isArray(f) ? f : [f]).map((file) => fs.rm(file.filepath, { force: true }))));
       }
       return params;
     }

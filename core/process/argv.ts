@@ -28,6 +28,48 @@ export const SplitPolicies = {
 } as const satisfies Record<string, SplitPolicy>;
 
 /**
+ * The line with the two places where shell-quote reads differently from a
+ * shell made plain, before it parses: a quote left open (a shell refuses
+ * the line; shell-quote would silently close it, changing the words) is
+ * refused, and a `#` inside a word (a shell starts a comment only at the
+ * start of a word: `a#b` is one word) is escaped. A backslash at the very
+ * end stays a literal backslash, as a shell keeps it.
+ */
+function asShellReads(line: string): string {
+  let out = '';
+  let quote = '';
+  // inside a word: a # here is text (a word is ended only by unquoted, unescaped white space)
+  let inWord = false;
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i];
+    if (quote === "'") {
+      if (c === "'") quote = '';
+      out += c;
+      continue;
+    }
+    if (c === '\\') {
+      // escapes the next character, in double quotes too (so \" does not end them)
+      out += i + 1 < line.length ? c + line[++i] : '\\\\';
+    } else if (quote === '"') {
+      if (c === '"') quote = '';
+      out += c;
+    } else if (/\s/.test(c)) {
+      out += c;
+      inWord = false;
+      continue;
+    } else if (c === "'" || c === '"') {
+      quote = c;
+      out += c;
+    } else {
+      out += c === '#' && inWord ? '\\#' : c;
+    }
+    inWord = true;
+  }
+  if (quote) throw new CommandLineError(`a ${quote === '"' ? 'double' : 'single'} quote is not closed`);
+  return out;
+}
+
+/**
  * Split a command line into argv words the way a shell splits words: spaces
  * separate, single and double quotes and backslashes group. Nothing we run
  * ever goes through a shell, so nothing a shell would do beyond splitting
@@ -39,7 +81,7 @@ export const SplitPolicies = {
 export function splitArgv(line: string, policy: SplitPolicy): string[] {
   if (line.includes('\0')) throw new CommandLineError('NUL characters cannot be passed to a process');
   const variables: string[] = [];
-  const tokens = parse(line, (name: string) => {
+  const tokens = parse(asShellReads(line), (name: string) => {
     variables.push(name);
     return `$${name}`;
   });

@@ -11,19 +11,20 @@ import crypto from 'node:crypto';
 export async function writeFileAtomic(file: string, data: string | Uint8Array, mode = 0o644): Promise<void> {
   const dir = path.dirname(file);
   await fsp.mkdir(dir, { recursive: true });
-  const tmp = path.join(dir, `.${path.basename(file)}.${process.pid}.${crypto.randomBytes(4).toString('hex')}.tmp`);
-  const fh = await fsp.open(tmp, 'w', mode);
+  const tmp = tempName(file);
   try {
-    await fh.writeFile(data);
-    await fh.chmod(mode); // the umask must not change the mode asked for
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  try {
+    const fh = await fsp.open(tmp, 'w', mode);
+    try {
+      await fh.writeFile(data);
+      await fh.chmod(mode); // the umask must not change the mode asked for
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
     await fsp.rename(tmp, file);
   } catch (err) {
-    await fsp.rm(tmp, { force: true });
+    // a full disk or a file size limit must not also leave a half-written temp file behind
+    await fsp.rm(tmp, { force: true }).catch(() => {});
     throw err;
   }
   await syncDir(dir);
@@ -33,29 +34,46 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array, m
 export function writeFileAtomicSync(file: string, data: string | Uint8Array, mode = 0o644): void {
   const dir = path.dirname(file);
   fs.mkdirSync(dir, { recursive: true });
-  const tmp = path.join(dir, `.${path.basename(file)}.${process.pid}.${crypto.randomBytes(4).toString('hex')}.tmp`);
-  const fd = fs.openSync(tmp, 'w', mode);
+  const tmp = tempName(file);
   try {
-    fs.writeFileSync(fd, data);
-    fs.fchmodSync(fd, mode);
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-  try {
+    const fd = fs.openSync(tmp, 'w', mode);
+    try {
+      fs.writeFileSync(fd, data);
+      fs.fchmodSync(fd, mode);
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
     fs.renameSync(tmp, file);
   } catch (err) {
-    fs.rmSync(tmp, { force: true });
+    try { fs.rmSync(tmp, { force: true }); } catch { /* the write's own error says more */ }
     throw err;
   }
   const dfd = fs.openSync(dir, 'r');
   try { fs.fsyncSync(dfd); } finally { fs.closeSync(dfd); }
 }
 
+/** The temp file of one write of `file`: .<name>.<pid>.<8 hex>.tmp beside it. */
+function tempName(file: string): string {
+  return path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${crypto.randomBytes(4).toString('hex')}.tmp`);
+}
+
+/** Whether a process of that id is running (signal 0 checks without sending). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 /**
  * Remove the temp files a killed writer of `file` left behind (written, never
- * renamed). Call it at start, before the first write: only then is no write of
- * that file in progress. Returns how many were removed.
+ * renamed: they hold nothing the file lacks). Those of a process still
+ * running, this one included, are left alone: they may be a write in
+ * progress. Call it before the first write of `file`. Returns how many were
+ * removed.
  */
 export function removeStaleTemps(file: string): number {
   const dir = path.dirname(file);
@@ -64,10 +82,12 @@ export function removeStaleTemps(file: string): number {
   let names: string[];
   try { names = fs.readdirSync(dir); } catch { return 0; }
   for (const name of names) {
-    if (name.startsWith(prefix) && /^\d+\.[0-9a-f]{8}\.tmp$/.test(name.slice(prefix.length))) {
-      fs.rmSync(path.join(dir, name), { force: true });
-      removed++;
-    }
+    const m = name.startsWith(prefix) ? /^(\d+)\.[0-9a-f]{8}\.tmp$/.exec(name.slice(prefix.length)) : null;
+    if (!m) continue;
+    const pid = Number(m[1]);
+    if (pid === process.pid || alive(pid)) continue;
+    fs.rmSync(path.join(dir, name), { force: true });
+    removed++;
   }
   return removed;
 }

@@ -1,8 +1,7 @@
 import fs from 'node:fs';
-import path from 'node:path';
 import initSqlJs from 'sql.js';
 import type { Database, SqlJsStatic } from 'sql.js';
-import { AtomicFile, writeFileAtomicSync } from './atomic';
+import { AtomicFile, removeStaleTemps, writeFileAtomicSync } from './atomic';
 
 export type { Database } from 'sql.js';
 
@@ -41,37 +40,6 @@ function readableImage(file: string): Uint8Array {
     data[FORMAT_OFFSET + 1] = 1;
   }
   return data;
-}
-
-/** Whether a process of that id is running (signal 0 checks without sending). */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/**
- * Remove temp files a killed process left beside `file` (atomic.ts names them
- * .<name>.<pid>.<random>.tmp): they were never renamed, so they hold nothing
- * the file lacks. Those of a running process are left alone.
- */
-function removeStaleTemps(file: string): void {
-  const dir = path.dirname(file);
-  const prefix = `.${path.basename(file)}.`;
-  let names: string[];
-  try {
-    names = fs.readdirSync(dir);
-  } catch {
-    return; // no folder yet: nothing left behind
-  }
-  for (const name of names) {
-    if (!name.startsWith(prefix) || !name.endsWith('.tmp')) continue;
-    const pid = Number(name.slice(prefix.length).split('.')[0]);
-    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && !alive(pid)) fs.rmSync(path.join(dir, name), { force: true });
-  }
 }
 
 /**

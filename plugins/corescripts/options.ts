@@ -1,4 +1,5 @@
 import { typed, type Config } from '../../core/config';
+import { MAX_TIMER_SECONDS } from '../../core/defaults';
 
 /**
  * Limits and intervals of core scripts. An `[corescripts]` section of
@@ -41,5 +42,7 @@ export function readOptions(config: Config): CorescriptOptions {
     if (o[k] === 0) o[k] = CorescriptDefaults[k];
   }
   if (!(o.wait > 0)) o.wait = config.server.timeout;
+  // a timer past what node can wait fires after 1 ms instead: a tick of a month would become a busy loop
+  for (const k of ['timeout', 'wait', 'tick', 'rebind', 'max_sleep'] as const) o[k] = Math.min(o[k], MAX_TIMER_SECONDS);
   return o;
 }

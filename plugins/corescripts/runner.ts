@@ -2,6 +2,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { ApiError, functionFailed, notFound } from '../../core/errors';
 import type { ModuleLogger } from '../../core/log';
+import { within } from '../../core/within';
 import { CoreScript, ScriptError, type RpcDecl } from './script';
 
 /** Script files: *.js, not hidden (editors' and atomic writers' temp files start with a dot). */
@@ -28,16 +29,6 @@ export interface ScriptSetEnv {
   globals(script: CoreScript): Record<string, unknown>;
   /** the scripts, or their cs_ methods, changed */
   changed(methods: Map<string, Method>): void;
-}
-
-/** Wait for p at most ms; resolves false when the time ran out. */
-async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([p.then(() => true), new Promise<boolean>((r) => { timer = setTimeout(() => r(false), ms); })]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { Config } from '../../core/config';
+import { MAX_TIMER_SECONDS } from '../../core/defaults';
 
 /**
  * Every default and limit of the item subsystem. `[server]` keys of
@@ -35,5 +36,7 @@ export function itemsLimits(config: Config): ItemsLimits {
     const n = Number(raw[k]);
     if (raw[k] !== undefined && Number.isFinite(n) && n >= 0) out[k] = n;
   }
+  // a timer past what node can wait fires after 1 ms instead: the cleaner would run in a busy loop
+  out.action_cleaner_interval = Math.min(out.action_cleaner_interval, MAX_TIMER_SECONDS);
   return out;
 }

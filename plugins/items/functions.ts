@@ -9,6 +9,7 @@ import { PropTypes, type ItemRegistry } from './registry';
 import type { Item, ItemProps } from './item';
 import type { Action } from './actions';
 import { MAX_TIMER_SECONDS } from '../../core/defaults';
+import { within } from '../../core/within';
 
 /**
  * A value parameter as the API gives it: "" and "null" stand for no value
@@ -127,11 +128,7 @@ export function registerFunctions(ctx: PluginContext, reg: ItemRegistry): void {
       if (p.w !== undefined && (p.w < 0 || p.w > MAX_TIMER_SECONDS)) throw invalidParams(`w: expected seconds, 0 to ${MAX_TIMER_SECONDS}`);
       const item = writable(call, p.i);
       const a = reg.startAction(item, p.s, valueParam(p.v), p.p);
-      if (p.w) {
-        let timer: NodeJS.Timeout | undefined;
-        await Promise.race([a.finished, new Promise<void>((r) => { timer = setTimeout(r, p.w! * 1000); })]);
-        clearTimeout(timer);
-      }
+      if (p.w) await within(a.finished, p.w * 1000);
       return result(a);
     },
   });

@@ -121,6 +121,19 @@ function checkUri(uri: unknown): string {
   return uri;
 }
 
+/** The uri as `list` shows it: without its password (the file holds it; a screen or a pasted listing need not). */
+function shownUri(uri: unknown): string {
+  const text = String(uri ?? '');
+  try {
+    const u = new URL(text);
+    if (!u.password) return text;
+    u.password = '';
+    return u.toString();
+  } catch {
+    return text;
+  }
+}
+
 /** One notifier's endpoint: requests one after the other, partial failures reported as DeliveryError. */
 class WebhookEndpoint implements Endpoint {
   private readonly stopping = new AbortController();
@@ -173,7 +186,7 @@ export function webhookType(spec: WebhookSpec): NotifierType {
     parseProps(props) {
       return { uri: checkUri(props) };
     },
-    target: (cfg) => String(cfg.uri ?? ''),
+    target: (cfg) => shownUri(cfg.uri),
     validate(cfg) {
       checkUri(cfg.uri);
       if (cfg.notify_key !== undefined && cfg.notify_key !== null && typeof cfg.notify_key !== 'string') {

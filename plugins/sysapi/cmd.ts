@@ -5,6 +5,7 @@ import { typed } from '../../core/config';
 import { MAX_TIMER_SECONDS } from '../../core/defaults';
 import { functionFailed, invalidParams, notFound } from '../../core/errors';
 import { describe } from '../../core/log';
+import { within } from '../../core/within';
 import { num, str } from '../../core/params';
 import type { CallContext } from '../../core/functions';
 import type { CvarsService } from './api';
@@ -42,10 +43,7 @@ function seconds(name: string, v: number, zeroOk: boolean): number {
 
 /** Wait for a command to finish, at most `wait` seconds. */
 async function waitFor(c: Command, wait: number): Promise<void> {
-  if (wait <= 0 || c.finished) return;
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([c.done, new Promise<void>((resolve) => { timer = setTimeout(resolve, wait * 1000); })]);
-  clearTimeout(timer);
+  if (wait > 0 && !c.finished) await within(c.done, wait * 1000);
 }
 
 /**

@@ -13,6 +13,8 @@ export const CvarDefaults = {
   cvars_max: 10_000,
   /** longest value, in characters; a longer one answers 11 / 400 */
   cvar_max_size: 65_536,
+  /** longest name, in characters; a longer one answers 11 / 400 (names are kept and written like values) */
+  cvar_max_name: 256,
 };
 
 /**
@@ -64,7 +66,7 @@ export const plugin = definePlugin({
   kind: 'sysapi',
   version: '1.0.0',
   start(ctx) {
-    const { cvars_max: max, cvar_max_size: maxSize } = positiveBounds(CvarDefaults, ctx.config.raw.server);
+    const { cvars_max: max, cvar_max_size: maxSize, cvar_max_name: maxName } = positiveBounds(CvarDefaults, ctx.config.raw.server);
     const instant = ctx.config.server.db_update === 'instant';
     const vars = load(ctx.paths.cvarsFile, ctx.log);
     const file = new AtomicFile(ctx.paths.cvarsFile);
@@ -91,7 +93,7 @@ export const plugin = definePlugin({
       all: () => Object.fromEntries(vars),
       env: () => Object.fromEntries([...vars].filter(([name, value]) => isEnvEntry(name, value))),
       async set(name, value) {
-        if (!name) throw invalidParams('cvar name is empty');
+        if (!name || name.length > maxName) throw invalidParams(`cvar name: 1 to ${maxName} characters`);
         if (value.length > maxSize) throw invalidParams(`cvar value longer than ${maxSize} characters`);
         if (!vars.has(name) && vars.size >= max) throw functionFailed(`too many cvars (${max})`);
         vars.set(name, value);

@@ -39,9 +39,9 @@ export const plugin = definePlugin({
     if (db.schemaChanged) await writeOrFail(db, log);
     const sync = new DynamicKeysSync(db, keys, () => ctx.config.server.db_update === 'instant', log);
     ctx.provide('userdb', db);
+    // with on_exit, the controller runs every saver before plugins stop
     ctx.onSave(() => sync.saveAll());
     ctx.onStop(async () => {
-      if (ctx.config.server.db_update === 'on_exit') await sync.saveAll();
       await db.flush();
       for (const k of keys.all()) if (k.dynamic) keys.remove(k.id);
       db.close();

@@ -2,6 +2,7 @@ import { definePlugin } from '../../core/plugin';
 import { positiveBounds } from '../../core/config';
 import { str, num } from '../../core/params';
 import { busy, functionFailed, invalidParams, notFound } from '../../core/errors';
+import { MAX_TIMER_SECONDS } from '../../core/defaults';
 import type { LocksService } from './api';
 
 /**
@@ -13,6 +14,8 @@ export const LockDefaults = {
   locks_max: 100_000,
   /** most callers waiting on one lock; one more answers 13 / 409 at once */
   lock_max_waiters: 10_000,
+  /** longest lock id, in characters; a longer one answers 11 / 400 (ids are kept while the controller runs) */
+  lock_id_max: 256,
 };
 
 interface Waiter {
@@ -45,7 +48,7 @@ export class LockTable implements LocksService {
   /** every armed timer, so stop can clear them and the tests can count them */
   private readonly timers = new Set<NodeJS.Timeout>();
 
-  constructor(private readonly limits: { locksMax: number; maxWaiters: number; defaultTimeout: number }) {}
+  constructor(private readonly limits: { locksMax: number; maxWaiters: number; defaultTimeout: number; idMax: number }) {}
 
   private arm(fn: () => void, seconds: number): NodeJS.Timeout {
     const t = setTimeout(() => {
@@ -70,10 +73,17 @@ export class LockTable implements LocksService {
   }
 
   acquire(id: string, timeout = this.limits.defaultTimeout, expires?: number): Promise<void> {
-    if (!(timeout >= 0)) return Promise.reject(invalidParams('t must be a number of seconds, 0 or more'));
-    if (expires !== undefined && !(expires > 0)) return Promise.reject(invalidParams('e must be a number of seconds above 0'));
+    // a node timer longer than MAX_TIMER_SECONDS fires at once: such a wait or expiry would end immediately
+    if (!(timeout >= 0 && timeout <= MAX_TIMER_SECONDS)) {
+      return Promise.reject(invalidParams(`t must be a number of seconds, 0 to ${MAX_TIMER_SECONDS}`));
+    }
+    if (expires !== undefined && !(expires > 0 && expires <= MAX_TIMER_SECONDS)) {
+      return Promise.reject(invalidParams(`e must be a number of seconds above 0, at most ${MAX_TIMER_SECONDS}`));
+    }
     let lock = this.locks.get(id);
     if (!lock) {
+      const { idMax } = this.limits;
+      if (!id || id.length > idMax) return Promise.reject(invalidParams(`lock id: 1 to ${idMax} characters`));
       if (this.locks.size >= this.limits.locksMax) return Promise.reject(functionFailed(`too many locks (${this.limits.locksMax})`));
       lock = { id, locked: false, waiters: [] };
       this.locks.set(id, lock);
@@ -148,6 +158,7 @@ export const plugin = definePlugin({
       locksMax: bounds.locks_max,
       maxWaiters: bounds.lock_max_waiters,
       defaultTimeout: ctx.config.server.timeout,
+      idMax: bounds.lock_id_max,
     });
     ctx.provide<LocksService>('locks', table);
     ctx.onStop(() => table.close());

@@ -2,11 +2,10 @@ import test, { type ExecutionContext } from 'ava';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { execFile } from 'node:child_process';
 import { makeDir, startController, Keys } from '../helpers/controller';
 import { startBroker, Subscriber } from '../helpers/broker';
+import { Receiver } from '../notifiers/receiver';
 
 /** The built command line, as the package bins run it. */
 const BIN = path.resolve(__dirname, '..', '..', 'core', 'cli', 'notifier-bin.js');
@@ -34,28 +33,12 @@ function notifierFile(dir: string, id: string, product = 'uc'): Record<string, a
   return JSON.parse(fs.readFileSync(path.join(dir, 'runtime', `${product}_notify.d`, `${id}.json`), 'utf8'));
 }
 
-/** A web hook receiver on loopback answering `answer`; keeps the bodies it got. */
-async function receiver(t: ExecutionContext, answer: string): Promise<{ url: string; bodies: any[] }> {
-  const bodies: any[] = [];
-  const server = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (d) => { body += d; });
-    req.on('end', () => {
-      try { bodies.push(JSON.parse(body)); } catch { bodies.push(body); }
-      res.setHeader('Content-Type', 'application/json');
-      res.end(answer);
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, bodies };
-}
-
 test('create writes the notifier file as the controller reads it; list, props and get_config show it', async (t) => {
   const dir = makeDir(t);
   await ok(t, ['--dir', dir, 'create', '-s', 'plant1', '-t', '3', '-y', 'hist', 'db:history.db:600']);
   await ok(t, ['--dir', dir, 'create', 'hook', 'json:http://127.0.0.1:1/hook']);
   await ok(t, ['--dir', dir, 'create', 'bus', 'mqtt:user:secret@broker.local:1884']);
+  await ok(t, ['--dir', dir, 'create', 'authed', 'http-post:http://user:secret@127.0.0.1:1/hook']);
   t.deepEqual(notifierFile(dir, 'hist'), {
     id: 'hist', type: 'db', enabled: true, space: 'plant1', timeout: 3, db: 'history.db', keep: 600, events: [],
   });
@@ -64,8 +47,12 @@ test('create writes the notifier file as the controller reads it; list, props an
   const list = (await ok(t, ['--dir', dir, 'list'])).split('\n');
   t.regex(list[0], /^TYPE\s+ID\s+STATUS\s+TARGET$/);
   t.regex(list.find((l) => l.includes('hist'))!, /^db\s+hist\s+enabled\s+history\.db:600$/);
-  t.regex(list.find((l) => l.includes('hook'))!, /^json\s+hook\s+disabled\s+http:\/\/127\.0\.0\.1:1\/hook$/);
+  t.regex(list.find((l) => l.includes(' hook '))!, /^json\s+hook\s+disabled\s+http:\/\/127\.0\.0\.1:1\/hook$/);
   t.regex(list.find((l) => l.includes(' bus '))!, /^mqtt\s+bus\s+disabled\s+mqtt:\/\/user@broker\.local:1884$/);
+  // the listing names the user but never shows a password, whatever the type
+  t.regex(list.find((l) => l.includes('authed'))!, /^http-post\s+authed\s+disabled\s+http:\/\/user@127\.0\.0\.1:1\/hook$/);
+  t.false(list.some((l) => l.includes('secret')));
+  t.is(notifierFile(dir, 'authed').uri, 'http://user:secret@127.0.0.1:1/hook');
   const props = await ok(t, ['--dir', dir, 'props', 'hist']);
   t.regex(props, /^keep\s+600$/m);
   t.regex(props, /^space\s+plant1$/m);
@@ -77,7 +64,7 @@ test('create writes the notifier file as the controller reads it; list, props an
   await ok(t, ['--dir', dir, 'set', 'hook', 'notify_key', 'k1']);
   t.is(fs.statSync(path.join(dir, 'runtime', 'uc_notify.d', 'hook.json')).mode & 0o777, 0o640);
   // no temp files left behind by the atomic writes
-  t.deepEqual(fs.readdirSync(path.join(dir, 'runtime', 'uc_notify.d')).sort(), ['bus.json', 'hist.json', 'hook.json']);
+  t.deepEqual(fs.readdirSync(path.join(dir, 'runtime', 'uc_notify.d')).sort(), ['authed.json', 'bus.json', 'hist.json', 'hook.json']);
 });
 
 test('create refuses bad input with a message and a non-zero exit, and writes nothing', async (t) => {
@@ -206,18 +193,19 @@ test('enable, disable, destroy', async (t) => {
 
 test('test sends a test request to a json receiver: OK passes, ERROR fails', async (t) => {
   const dir = makeDir(t);
-  const good = await receiver(t, '{"result":"OK"}');
-  const bad = await receiver(t, '{"result":"ERROR"}');
-  await ok(t, ['--dir', dir, 'create', 'good', `json:${good.url}`]);
+  const good = await Receiver.start(t);
+  const bad = await Receiver.start(t);
+  bad.answer = () => ({ body: '{"result":"ERROR"}' });
+  await ok(t, ['--dir', dir, 'create', 'good', `json:${good.uri}`]);
   await ok(t, ['--dir', dir, 'set', 'good', 'notify_key', 'secret-k']);
-  await ok(t, ['--dir', dir, 'create', 'bad', `json:${bad.url}`]);
+  await ok(t, ['--dir', dir, 'create', 'bad', `json:${bad.uri}`]);
   t.regex(await ok(t, ['--dir', dir, 'test', 'good']), /good: test passed/);
-  t.is(good.bodies.length, 1);
-  t.like(good.bodies[0], { k: 'secret-k', subject: 'test' });
+  t.is(good.requests.length, 1);
+  t.deepEqual(good.requests[0].json, { k: 'secret-k', subject: 'test' });
   const r = await cli(['--dir', dir, 'test', 'bad']);
   t.is(r.code, 1);
   t.regex(r.err, /bad: test failed/);
-  t.is(bad.bodies.length, 1);
+  t.is(bad.requests.length, 1);
 });
 
 test('test of an mqtt notifier publishes to SPACE/test on a real broker; a broker that is away fails', async (t) => {
@@ -228,12 +216,12 @@ test('test of an mqtt notifier publishes to SPACE/test on a real broker; a broke
   await ok(t, ['--dir', dir, 'create', '-s', 'plant9', '-t', '5', 'bus', `mqtt:${broker.host}:${broker.port}`]);
   t.regex(await ok(t, ['--dir', dir, 'test', 'bus']), /bus: test passed/);
   const got = await sub.waitFor((m) => m.some((x) => x.topic === 'plant9/test'));
-  t.regex(got.find((x) => x.topic === 'plant9/test')!.payload, /^uc\//);
+  t.is(got.find((x) => x.topic === 'plant9/test')!.payload, 'uc/testhost'); // <product>/<system name>
   await broker.stop();
   await ok(t, ['--dir', dir, 'set', 'bus', 'timeout', '1']);
   const r = await cli(['--dir', dir, 'test', 'bus']);
   t.is(r.code, 1);
-  t.regex(r.err, /bus: test failed/);
+  t.regex(r.err, /bus: test failed: cannot connect/);
 });
 
 test('test of a db notifier checks the file without writing it', async (t) => {

@@ -66,6 +66,26 @@ test('a user db made in the EVA ICS 3.3 schema loads; a SHA-256 password logs in
   t.like(sqlite3(file, "SELECT * FROM apikeys WHERE k_id = 'evaop'")[0], { g: 'lights, hall', a: 'cmd,lock', s: 1, m: 0 }, 'rows we did not change are left as they were');
 });
 
+/** A stored scrypt hash of `password` with the given cost, in the form the controller writes. */
+function scryptHash(password: string, ln: number, r: number, p: number): string {
+  const salt = crypto.randomBytes(16);
+  const hash = crypto.scryptSync(password, salt, 32, { N: 2 ** ln, r, p, maxmem: 256 * 2 ** ln * r + 1024 * 1024 });
+  return `$scrypt$ln=${ln},r=${r},p=${p}$${salt.toString('base64')}$${hash.toString('base64')}`;
+}
+
+test('a stored scrypt hash of a lower cost logs in and is raised; one of a far higher cost never matches', async (t) => {
+  const dir = makeDir(t);
+  const file = evaDb(dir, `
+INSERT INTO users VALUES ('cheap', '${scryptHash('pw1', 10, 8, 1)}', 'evaop');
+INSERT INTO users VALUES ('costly', '${scryptHash('pw2', 16, 16, 1)}', 'evaop');`);
+  const { client } = await startController(t, { dir });
+  t.like(await client.ok('login', { u: 'cheap', p: 'pw1' }), { key: 'evaop', user: 'cheap' });
+  t.regex(String(sqlite3(file, "SELECT p FROM users WHERE u = 'cheap'")[0].p), /^\$scrypt\$ln=15,r=8,p=1\$/, 'rewritten at today\'s cost');
+  // 128 MiB per check: a row like this (forged, or from elsewhere) must not make every login that costly
+  t.is((await client.rpc('login', { u: 'costly', p: 'pw2' })).error?.code, 2);
+  t.regex(String(sqlite3(file, "SELECT p FROM users WHERE u = 'costly'")[0].p), /^\$scrypt\$ln=16,r=16,/, 'left as it was');
+});
+
 test('an older user db without the deny and cdata columns loads and gains them', async (t) => {
   const dir = makeDir(t);
   const file = userDbOf(dir);

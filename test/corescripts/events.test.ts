@@ -147,6 +147,24 @@ test('ticks arrive periodically, only to scripts that handle them', async (t) =>
   t.true(n >= 3);
 });
 
+test('intervals longer than a timer can wait are as good as none, not a busy loop', async (t) => {
+  // node turns a longer timer into 1 ms (and warns): a tick of a month would run a thousand times a second
+  const overflows: string[] = [];
+  const onWarning = (w: Error) => { if (w.name === 'TimeoutOverflowWarning') overflows.push(w.message); };
+  process.on('warning', onWarning);
+  t.teardown(() => { process.off('warning', onWarning); });
+  const month = 30 * 86400;
+  const run = await startController(t, {
+    ini: { corescripts: { tick: month, rebind: month, wait: month, max_sleep: month } },
+    // an async method: its answer is waited for `wait`, which must not run out after 1 ms either
+    files: { [`${CS}/tick.js`]: `let n = 0; on('tick', () => { n++; }); rpc('ticks', async () => { await sleep(0.05); return n; });` },
+  });
+  await until('the script', async () => (await call(run.client, 'cs_ticks')).result === 0 || undefined);
+  await new Promise((r) => setTimeout(r, 300));
+  t.is((await call(run.client, 'cs_ticks')).result, 0);
+  t.deepEqual(overflows, []);
+});
+
 test('events beyond the queue bound are dropped, counted and logged; later ones run', async (t) => {
   const run = await startController(t, {
     ini: { corescripts: { ...ini.corescripts, queue_size: 5 } },

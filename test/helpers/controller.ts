@@ -101,6 +101,12 @@ export class Client {
   }
 }
 
+/** The four headers of every JSON (or MessagePack) answer: spec, transport rule 7. */
+export function assertNoCache(t: ExecutionContext, headers: Headers, type = 'application/json', what = ''): void {
+  const expected = { 'cache-control': 'no-cache, no-store, must-revalidate', 'content-type': type, expires: '0', pragma: 'no-cache' };
+  for (const [h, v] of Object.entries(expected)) t.is(headers.get(h), v, `${what} ${h}`);
+}
+
 async function parse(r: Response): Promise<any> {
   const text = await r.text();
   try { return JSON.parse(text); } catch { return text; }

@@ -24,11 +24,21 @@ module.exports.plugin = {
     }
     ctx.register({ name: 'boom', permission: 'any', description: 'fails', params: {},
       handler: () => { throw new Error('secret internal detail at /srv/x.js:1'); } });
-    ctx.register({ name: 'slow', permission: 'any', description: 'waits', params: { ms: { type: 'integer', required: true, description: 'ms' } },
-      handler: (p) => new Promise((r) => setTimeout(() => r({ waited: p.ms }), p.ms)) });
     ctx.register({ name: 'fail', permission: 'any', description: 'throws an API error of a kind',
       params: { kind: { type: 'string', required: true, description: 'error kind' } },
       handler: (p) => { throw ctx.error(p.kind, 'failed as ' + p.kind); } });
+    // calls that wait until released: concurrency is shown by order, not by timing
+    const held = [];
+    const releaseAll = () => held.splice(0).map((answer) => answer({ released: true })).length;
+    ctx.register({ name: 'hold', permission: 'any', description: 'answers when release is called, or after ms',
+      params: { ms: { type: 'integer', required: false, description: 'answer by itself after this many ms' } },
+      handler: (p) => new Promise((answer) => {
+        held.push(answer);
+        if (p.ms !== undefined) ctx.timeout(() => { const at = held.indexOf(answer); if (at >= 0) held.splice(at, 1); answer({ released: true }); }, p.ms);
+      }) });
+    ctx.register({ name: 'held', permission: 'any', description: 'how many calls wait', params: {}, handler: () => ({ held: held.length }) });
+    ctx.register({ name: 'release', permission: 'any', description: 'answer every held call', params: {}, handler: () => ({ released: releaseAll() }) });
+    ctx.onStop(releaseAll);
     ctx.register({ name: 'list_result', permission: 'any', description: 'array result', params: {}, handler: () => [1, 2, 3] });
   },
 };

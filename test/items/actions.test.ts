@@ -152,6 +152,19 @@ test('kept results are bounded by age (keep_action_history)', async (t) => {
   t.deepEqual(await ok('result', {}), []);
 });
 
+test('a cleaner interval longer than a timer can wait is as good as none, not a busy loop', async (t) => {
+  // node turns a longer timer into 1 ms (and warns): the cleaner would run a thousand times a second
+  const overflows: string[] = [];
+  const onWarning = (w: Error) => { if (w.name === 'TimeoutOverflowWarning') overflows.push(w.message); };
+  process.on('warning', onWarning);
+  t.teardown(() => { process.off('warning', onWarning); });
+  const { ok } = await start(t, { ini: { server: { action_cleaner_interval: 30 * 86400 } } });
+  await ok('create', { i: 'unit:g/u' });
+  t.is((await ok('action', { i: 'unit:g/u', s: 1, w: 10 })).status, 'completed');
+  await new Promise((r) => setTimeout(r, 100));
+  t.deepEqual(overflows, []);
+});
+
 test('stopping the controller stops a running script and cancels waiting actions', async (t) => {
   const { ok, dir, actions, stop } = await start(t);
   script(dir, 'long', 'exec sleep 60');

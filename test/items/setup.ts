@@ -53,8 +53,8 @@ export async function start(t: ExecutionContext, opts: DirOptions & { dir?: stri
   const run = await startController(t, { keysIni: KEYS_INI, ...opts });
   const events: { subject: string; data: any }[] = [];
   const bus = run.ctl.get(EventBus);
-  bus.on('items-test', 'state', (data) => events.push({ subject: 'state', data }));
-  bus.on('items-test', 'action', (data) => events.push({ subject: 'action', data }));
+  bus.on('items-test', 'state', (data) => { events.push({ subject: 'state', data }); });
+  bus.on('items-test', 'action', (data) => { events.push({ subject: 'action', data }); });
   const c = run.client;
   /** a product API call by JSON RPC that must succeed */
   const ok = (fn: string, params: Record<string, unknown> = {}) => c.ok(fn, { k: Keys.master, ...params });

@@ -132,6 +132,10 @@ test('test: every system info field; acl and the sysfunc/master-only fields by k
   t.is(m.product_code, 'uc');
   t.true(Math.abs(m.time - Date.now() / 1000) < 5);
   t.true(Number.isInteger(m.uptime));
+  t.true(Number.isInteger(m.product_build));
+  for (const f of ['debug', 'setup_mode', 'file_management']) t.is(typeof m[f], 'boolean', f);
+  for (const f of ['product_name', 'version']) t.is(typeof m[f], 'string', f);
+  t.is(m.result, 'OK');
 
   const ops = (await client.get('test', { k: Keys.ops })).body;
   t.is(ops.acl.key_id, 'ops');
@@ -139,7 +143,8 @@ test('test: every system info field; acl and the sysfunc/master-only fields by k
   t.deepEqual(ops.acl.allow, { cmd: true, device: false, lock: true });
   t.deepEqual(ops.acl.groups, ['g1', 'g2']);
   t.deepEqual(ops.acl.items, ['sensor:g1/t1']);
-  t.true('debug' in ops && 'db_update' in ops);
+  // sysfunc: every sysfunc field, but file_management is for master only
+  for (const f of ['db_update', 'debug', 'setup_mode', 'polldelay']) t.true(f in ops, f);
   t.false('file_management' in ops);
 
   const plain = (await client.get('test', { k: V4 })).body;

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { encode, decode } from '@msgpack/msgpack';
-import { startController, Keys } from '../helpers/controller';
+import { startController, Keys, assertNoCache } from '../helpers/controller';
 import { ECHO_PLUGIN } from '../helpers/echo-plugin';
 
 const start = (t: any, ini = {}) => startController(t, { files: { 'plugins/echo.js': ECHO_PLUGIN }, ini });
@@ -8,9 +8,9 @@ const start = (t: any, ini = {}) => startController(t, { files: { 'plugins/echo.
 async function rpcRaw(url: string, body: string | Uint8Array, type = 'application/json') {
   const r = await fetch(`${url}/jrpc`, { method: 'POST', headers: { 'Content-Type': type }, body });
   const raw = new Uint8Array(await r.arrayBuffer());
-  if (r.headers.get('content-type') === 'application/msgpack') return { status: r.status, body: decode(raw) as any };
+  if (r.headers.get('content-type') === 'application/msgpack') return { status: r.status, headers: r.headers, body: decode(raw) as any };
   const text = new TextDecoder().decode(raw);
-  return { status: r.status, body: text ? JSON.parse(text) : undefined };
+  return { status: r.status, headers: r.headers, body: text ? JSON.parse(text) : undefined };
 }
 
 /** The server still answers a normal call: bad input did not break it. */
@@ -35,16 +35,12 @@ test('each error kind has its JSON RPC code and HTTP status, with the ERROR body
   }
 });
 
-function assertNoCache(t: any, h: Headers) {
-  t.is(h.get('cache-control'), 'no-cache, no-store, must-revalidate');
-  t.is(h.get('content-type'), 'application/json');
-}
-
 test('unknown function: 405 direct, code 6 JSON RPC', async (t) => {
   const { client } = await start(t);
   const d = await client.get('no_such_fn', { k: Keys.master });
   t.is(d.status, 405);
   t.is(d.body.result, 'ERROR');
+  assertNoCache(t, d.headers);
   t.is((await client.rpc('no_such_fn', { k: Keys.master })).error!.code, 6);
 });
 
@@ -53,8 +49,11 @@ test('HTTP methods other than GET and POST answer 405', async (t) => {
   for (const method of ['PUT', 'DELETE', 'PATCH']) {
     const d = await fetch(`${url}/sys-api/test?k=${Keys.master}`, { method });
     t.is(d.status, 405, method);
+    assertNoCache(t, d.headers, 'application/json', method);
     t.is(((await d.json()) as any).result, 'ERROR');
-    t.is((await fetch(`${url}/jrpc`, { method })).status, 405, method);
+    const j = await fetch(`${url}/jrpc`, { method });
+    t.is(j.status, 405, method);
+    assertNoCache(t, j.headers, 'application/json', method);
   }
 });
 
@@ -62,6 +61,7 @@ test('unknown paths answer 404 with a JSON error', async (t) => {
   const { url } = await start(t);
   const r = await fetch(`${url}/nothing/here`);
   t.is(r.status, 404);
+  assertNoCache(t, r.headers);
   t.is(((await r.json()) as any).result, 'ERROR');
 });
 
@@ -75,6 +75,7 @@ test('missing, unknown and ill-typed parameters: 400 / 11', async (t) => {
   for (const c of cases) {
     const d = await client.get('echo', { k: Keys.ops, ...c });
     t.is(d.status, 400, JSON.stringify(c));
+    assertNoCache(t, d.headers);
     t.is(d.body.result, 'ERROR');
     t.is((await client.rpc('echo', { k: Keys.ops, ...c })).error!.code, 11, JSON.stringify(c));
   }
@@ -85,6 +86,23 @@ test('missing, unknown and ill-typed parameters: 400 / 11', async (t) => {
   }
   t.is((await client.post('echo', { k: 12345, s: 'x' })).status, 400);
   await stillAlive(t, client);
+});
+
+test('names of the object prototype are unknown parameters, never an unchecked way in', async (t) => {
+  const { url, client } = await start(t);
+  // JSON.parse keeps "__proto__" as a parameter name: the value must not become
+  // an inherited (and so unvalidated) s
+  const proto = `{"k":"${Keys.ops}","__proto__":{"s":{"not":"a string"}}}`;
+  const d = await fetch(`${url}/sys-api/echo`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: proto });
+  t.is(d.status, 400);
+  t.regex(((await d.json()) as any)._error, /unknown parameter: __proto__/);
+  const r = await rpcRaw(url, `{"jsonrpc":"2.0","method":"echo","id":1,"params":${proto}}`);
+  t.is(r.body.error.code, 11);
+  for (const name of ['toString', 'constructor', 'hasOwnProperty']) {
+    const q = await client.get('echo', { k: Keys.ops, s: 'x', [name]: '1' });
+    t.is(q.status, 400, name);
+    t.is(q.body._error, `unknown parameter: ${name}`);
+  }
 });
 
 test('positional (array) params are invalid params', async (t) => {
@@ -99,10 +117,12 @@ test('malformed payloads: -32700 with 400 when undecodable, -32600 with 200 when
     const r = await rpcRaw(url, body);
     t.is(r.status, 400, JSON.stringify(body));
     t.is(r.body.error.code, -32700);
+    assertNoCache(t, r.headers);
   }
   const garbage = await rpcRaw(url, new Uint8Array([0xc1, 0xff, 0x00, 0x12]), 'application/msgpack');
   t.is(garbage.status, 400);
   t.is(garbage.body.error.code, -32700);
+  assertNoCache(t, garbage.headers, 'application/msgpack');
   const truncated = await rpcRaw(url, encode({ jsonrpc: '2.0', method: 'test' }).slice(0, 5), 'application/msgpack');
   t.is(truncated.status, 400);
   t.is(truncated.body.error.code, -32700);
@@ -113,6 +133,10 @@ test('malformed payloads: -32700 with 400 when undecodable, -32600 with 200 when
     const errors = Array.isArray(r.body) ? r.body : [r.body];
     for (const e of errors) t.is(e.error.code, -32600, body);
   }
+  // the id of a request that is not valid comes back when it is an id, as null when it is not
+  t.is((await rpcRaw(url, '{"jsonrpc":"1.0","method":"test","id":7}')).body.id, 7);
+  t.is((await rpcRaw(url, '{"jsonrpc":"2.0","method":"test","id":{"x":1}}')).body.id, null);
+  t.is((await rpcRaw(url, '{"jsonrpc":"2.0","method":"test","id":[1]}')).body.id, null);
   await stillAlive(t, client);
 });
 
@@ -130,6 +154,7 @@ test('a 500 never shows the internal error', async (t) => {
   const { client, dir } = await start(t);
   const d = await client.get('boom', { k: Keys.ops });
   t.is(d.status, 500);
+  assertNoCache(t, d.headers);
   t.false(JSON.stringify(d.body).includes('secret'));
   t.false(JSON.stringify(d.body).includes('.js'));
   const r = await client.rpc('boom', { k: Keys.ops });
@@ -145,9 +170,11 @@ test('oversized bodies are refused with 413 (declared and chunked), the server s
   const big = JSON.stringify({ k: Keys.ops, s: 'x'.repeat(5000) });
   const d = await fetch(`${url}/sys-api/echo`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: big });
   t.is(d.status, 413);
+  assertNoCache(t, d.headers);
   t.is(((await d.json()) as any).result, 'ERROR');
   const j = await fetch(`${url}/jrpc`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: big });
   t.is(j.status, 413);
+  assertNoCache(t, j.headers);
   // chunked: no Content-Length, the limit is enforced while reading
   const stream = new ReadableStream({
     start(c) { for (let i = 0; i < 10; i++) c.enqueue(new TextEncoder().encode('x'.repeat(1000))); c.close(); },
@@ -171,13 +198,14 @@ test('a batch larger than the limit is refused as invalid request', async (t) =>
   t.is(ok.body.length, 3);
 });
 
-test('slow calls do not block other calls', async (t) => {
+test('a call that waits does not block other calls', async (t) => {
   const { client } = await start(t);
-  const slow = client.get('slow', { k: Keys.ops, ms: 1500 });
-  const fast = await client.get('test', { k: Keys.master });
-  t.is(fast.status, 200);
-  let slowDone = false;
-  void slow.then(() => { slowDone = true; });
-  t.false(slowDone);
-  t.deepEqual((await slow).body, { waited: 1500 });
+  const waiting = client.get('hold', { k: Keys.ops });
+  // each of these calls is answered while `hold` is still waiting: a server
+  // that served one call at a time would never answer them (the test times out)
+  while ((await client.get('held', { k: Keys.ops })).body.held < 1) await new Promise((r) => setImmediate(r));
+  t.is((await client.get('test', { k: Keys.master })).status, 200);
+  t.deepEqual((await client.rpc('held', { k: Keys.ops })).result, { held: 1 });
+  t.deepEqual((await client.get('release', { k: Keys.ops })).body, { released: 1 });
+  t.deepEqual((await waiting).body, { released: true });
 });

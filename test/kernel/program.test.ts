@@ -42,6 +42,25 @@ test('API input splits the same, but $variables and # comments are refused, sayi
   for (const bad of ['a | b', 'a > /tmp/x', 'a; b', '(a)', 'x\0y']) t.throws(() => split(bad), { instanceOf: CommandLineError });
 });
 
+test('a # inside a word is text, as a shell reads it; only a # that starts a word is a comment', (t) => {
+  const config = (line: string) => splitArgv(line, SplitPolicies.configLine);
+  const api = (line: string) => splitArgv(line, SplitPolicies.apiInput);
+  t.deepEqual(config('notify http://host/page#part x#y # the rest is a comment'), ['notify', 'http://host/page#part', 'x#y']);
+  t.deepEqual(api(`a#b 'q'#r "#s"#t \\#u v\\ #w`), ['a#b', 'q#r', '#s#t', '#u', 'v #w']);
+  t.throws(() => api('a #b'), { instanceOf: CommandLineError, message: /comment/ });
+});
+
+test('a quote left open is refused, not closed silently; a backslash at the end stays a backslash', (t) => {
+  for (const policy of [SplitPolicies.configLine, SplitPolicies.apiInput]) {
+    const split = (line: string) => splitArgv(line, policy);
+    t.throws(() => split('one "two three'), { instanceOf: CommandLineError, message: /double quote is not closed/ });
+    t.throws(() => split("one 'two"), { instanceOf: CommandLineError, message: /single quote is not closed/ });
+    t.throws(() => split('"a\\" b'), { instanceOf: CommandLineError, message: /double quote/ });
+    t.deepEqual(split(`"it's" 'say "hi"' "a\\"b"`), ["it's", 'say "hi"', 'a"b']);
+    t.deepEqual(split('abc\\'), ['abc\\']);
+  }
+});
+
 test('a program gets its argv as given, no shell, with exactly the env and cwd asked for', async (t) => {
   const opts = options(t, { env: { PATH: process.env.PATH, ONLY_THIS: 'yes' } });
   const script = 'process.stdout.write(JSON.stringify({ args: process.argv.slice(1), cwd: process.cwd(), env: process.env.ONLY_THIS, home: process.env.HOME ?? null }))';

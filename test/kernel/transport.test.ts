@@ -1,26 +1,15 @@
 import test from 'ava';
 import { encode, decode } from '@msgpack/msgpack';
-import { startController, Keys } from '../helpers/controller';
+import { startController, Keys, assertNoCache } from '../helpers/controller';
 import { ECHO_PLUGIN } from '../helpers/echo-plugin';
 
 const start = (t: any) => startController(t, { files: { 'plugins/echo.js': ECHO_PLUGIN } });
-
-const NO_CACHE = {
-  'cache-control': 'no-cache, no-store, must-revalidate',
-  'content-type': 'application/json',
-  expires: '0',
-  pragma: 'no-cache',
-};
-
-function assertHeaders(t: any, headers: Headers, type = 'application/json') {
-  for (const [h, v] of Object.entries({ ...NO_CACHE, 'content-type': type })) t.is(headers.get(h), v, h);
-}
 
 test('direct GET with query parameters converts types and answers with the cache headers', async (t) => {
   const { client } = await start(t);
   const r = await client.get('echo', { k: Keys.ops, s: 'hi', n: '42', f: '1.5', b: 'yes', l: 'a, b,,c' });
   t.is(r.status, 200);
-  assertHeaders(t, r.headers);
+  assertNoCache(t, r.headers);
   t.deepEqual(r.body, { params: { s: 'hi', n: 42, f: 1.5, b: true, l: ['a', 'b', 'c'] }, key_id: 'ops', transport: 'direct' });
 });
 
@@ -71,7 +60,7 @@ test('JSON RPC over JSON answers with the cache headers and echoes the id', asyn
     method: 'POST', headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify({ jsonrpc: '2.0', method: 'echo', params: { k: Keys.ops, s: 'x' }, id: 'abc' }),
   });
-  assertHeaders(t, r.headers);
+  assertNoCache(t, r.headers);
   const body = (await r.json() as any);
   t.is(body.jsonrpc, '2.0');
   t.is(body.id, 'abc');
@@ -85,7 +74,7 @@ for (const type of ['application/msgpack', 'application/x-msgpack']) {
       method: 'POST', headers: { 'Content-Type': type },
       body: encode({ jsonrpc: '2.0', method: 'echo', params: { k: Keys.ops, s: 'ünï', n: 5, l: ['a'] }, id: 9 }),
     });
-    assertHeaders(t, r.headers, 'application/msgpack');
+    assertNoCache(t, r.headers, 'application/msgpack');
     const body = decode(new Uint8Array(await r.arrayBuffer())) as any;
     t.is(body.id, 9);
     t.deepEqual(body.result.params, { s: 'ünï', n: 5, l: ['a'] });

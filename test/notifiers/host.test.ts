@@ -140,6 +140,23 @@ for (const [where, opts] of [
   });
 }
 
+test('a bad [notifiers] value in the controller config is reported once and its default applies', async (t) => {
+  const rcv = await Receiver.start(t);
+  const { client, dir } = await startController(t, {
+    ini: { notifiers: { queue_size: 'lots', retries: '2' } },
+    files: notifierFiles({
+      a: { type: 'json', uri: rcv.uri, skip_test: true, events: subscribeAll },
+      b: { type: 'json', uri: rcv.uri, skip_test: true, events: subscribeAll },
+    }),
+  });
+  t.deepEqual((await client.ok('list_notifiers', { k })).map((n: any) => [n.id, n.problem]), [['a', undefined], ['b', undefined]]);
+  const warnings = controllerLog(dir).split('\n').filter((l) => l.includes('[notifiers]'));
+  t.is(warnings.length, 1, warnings.join('\n'));
+  t.regex(warnings[0], /\[notifiers\] queue_size ignored, the default applies: queue_size must be a whole number/);
+  await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/a')] });
+  await eventually(async () => (await stats(client, k, 'a')).sent === 1 && (await stats(client, k, 'b')).sent === 1, 15_000, 'both deliver');
+});
+
 test('a failed batch is retried until the receiver answers OK', async (t) => {
   const rcv = await Receiver.start(t);
   rcv.answer = (_r, n) => ({ body: n <= 2 ? '{"result":"ERROR"}' : '{"result":"OK"}' });

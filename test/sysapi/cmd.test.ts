@@ -80,14 +80,14 @@ test('a script that cannot be executed fails clearly', async (t) => {
   t.regex(r.error!.message, /noexec cannot be run: .*EACCES/);
 });
 
-test('arguments that would need a shell are refused, quoted they pass as text', async (t) => {
+test('arguments that would need a shell, or leave a quote open, are refused; quoted they pass as text', async (t) => {
   const { client } = await withScripts(t, { args: ARGS });
-  for (const a of ['a | b', 'a > /tmp/x', 'a; b', 'a && b', '$HOME', '"$HOME"', '# note', 'x $(id)', '(a)', 'a &']) {
+  for (const a of ['a | b', 'a > /tmp/x', 'a; b', 'a && b', '$HOME', '"$HOME"', '# note', 'x $(id)', '(a)', 'a &', '"open', "it's"]) {
     await failsBoth(t, client, 'cmd', { k: Keys.master, c: 'args', a }, Err.invalid);
   }
-  const r = await client.ok('cmd', { k: Keys.master, c: 'args', w: 10, a: `'a | b' '$HOME' "#x" '$(id)'` });
-  t.deepEqual(r.args, ['a | b', '$HOME', '#x', '$(id)']);
-  t.is(r.out, '[a | b]\n[$HOME]\n[#x]\n[$(id)]\n');
+  const r = await client.ok('cmd', { k: Keys.master, c: 'args', w: 10, a: `'a | b' '$HOME' "#x" '$(id)' x#y` });
+  t.deepEqual(r.args, ['a | b', '$HOME', '#x', '$(id)', 'x#y']);
+  t.is(r.out, '[a | b]\n[$HOME]\n[#x]\n[$(id)]\n[x#y]\n');
 });
 
 test('bad t and w are invalid params', async (t) => {

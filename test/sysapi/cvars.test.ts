@@ -39,6 +39,7 @@ test('cvars need a master key; bad parameters answer 11 / 400', async (t) => {
   await failsBoth(t, client, 'set_cvar', { k, v: '1' }, Err.invalid);
   await failsBoth(t, client, 'set_cvar', { k, i: 'x', v: '1', bogus: 1 }, Err.invalid);
   await failsBoth(t, client, 'set_cvar', { k, i: '', v: '1' }, Err.invalid);
+  await failsBoth(t, client, 'set_cvar', { k, i: 'n'.repeat(257), v: '1' }, Err.invalid);
   t.deepEqual(await client.ok('get_cvar', { k }), {});
 });
 
@@ -51,6 +52,9 @@ test('the number of cvars and the size of a value are bounded', async (t) => {
   // replacing an existing one is fine at the bound
   await client.ok('set_cvar', { k, i: 'b', v: '2' });
   t.deepEqual(await client.ok('get_cvar', { k }), { a: '12345', b: '2' });
+  await client.ok('set_cvar', { k, i: 'b' });
+  await client.ok('set_cvar', { k, i: 'n'.repeat(256), v: 'long' });
+  t.deepEqual(await client.ok('get_cvar', { k, i: 'n'.repeat(256) }), { ['n'.repeat(256)]: 'long' });
 });
 
 test('db_update = instant: the file has the change when the call answers, and a restart keeps it', async (t) => {
@@ -111,17 +115,20 @@ test('a cvars file written by an old controller loads; a broken one is moved asi
   t.deepEqual(onDisk(broken), { fresh: '1' });
 });
 
-test('temp files a killed writer left are removed at start; other files are not touched', async (t) => {
+test('temp files a killed writer left are removed at start; other files, and those of running processes, are not touched', async (t) => {
+  const dead = 99_999_999; // above any pid_max: no process has it
+  const running = `.uc_cvars.json.${process.ppid}.0badf00d.tmp`; // a process that is running: maybe a write in progress
   const dir = makeDir(t, {
     files: {
       'runtime/uc_cvars.json': '{"a": "1"}',
-      'runtime/.uc_cvars.json.4242.0badf00d.tmp': '{"a": "half',
+      [`runtime/.uc_cvars.json.${dead}.0badf00d.tmp`]: '{"a": "half',
+      [`runtime/${running}`]: '{"a": "half',
       'runtime/.uc_cvars.json.notours.tmp': 'x',
-      'runtime/.other.json.4242.0badf00d.tmp': 'x',
+      [`runtime/.other.json.${dead}.0badf00d.tmp`]: 'x',
     },
   });
   const { client } = await startController(t, { dir });
   t.deepEqual(await client.ok('get_cvar', { k }), { a: '1' });
   t.deepEqual(fs.readdirSync(path.join(dir, 'runtime')).filter((f) => f.endsWith('.tmp')).sort(),
-    ['.other.json.4242.0badf00d.tmp', '.uc_cvars.json.notours.tmp']);
+    [`.other.json.${dead}.0badf00d.tmp`, running, '.uc_cvars.json.notours.tmp'].sort());
 });

@@ -149,6 +149,12 @@ test('folders and special files are not runtime files', async (t) => {
   await failsBoth(t, client, 'file_set_exec', { k: Keys.master, i: 'folder', e: false }, Err.invalid);
   await failsBoth(t, client, 'file_get', { k: Keys.master, i: 'fifo' }, Err.invalid); // and it does not hang
   await failsBoth(t, client, 'file_put', { k: Keys.master, i: 'plain.txt/below', m: 'x' }, Err.invalid);
+  // a trailing slash names a folder: never the file of the same name
+  await failsBoth(t, client, 'file_put', { k: Keys.master, i: 'made/', m: 'x' }, Err.invalid);
+  await failsBoth(t, client, 'file_get', { k: Keys.master, i: 'plain.txt/' }, Err.invalid);
+  await failsBoth(t, client, 'file_set_exec', { k: Keys.master, i: 'plain.txt/', e: true }, Err.invalid);
+  t.false(fs.existsSync(path.join(rt, 'made')));
+  t.is(mode(path.join(rt, 'plain.txt')) & 0o111, 0);
   t.true(fs.statSync(path.join(rt, 'folder')).isDirectory());
 });
 

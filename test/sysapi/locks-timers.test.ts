@@ -11,7 +11,7 @@ const liveTimers = () => process.getActiveResourcesInfo().filter((r) => r === 'T
 
 test('hundreds of waiters, timeouts and expiries leave no live timer behind', async (t) => {
   const baseline = liveTimers();
-  const table = new LockTable({ locksMax: 1000, maxWaiters: 1000, defaultTimeout: 5 });
+  const table = new LockTable({ locksMax: 1000, maxWaiters: 1000, defaultTimeout: 5, idMax: 256 });
   await table.acquire('a', 0, 30);
   let inside = 0;
   let overlaps = 0;

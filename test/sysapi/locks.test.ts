@@ -30,8 +30,22 @@ test('unknown locks answer 1 / 404; keys without allow=lock 2 / 403; bad t or e 
   await failsBoth(t, client, 'lock', { k, l: 'x', e: 0 }, Err.invalid);
   await failsBoth(t, client, 'lock', { k, l: 'x', t: 'soon' }, Err.invalid);
   await failsBoth(t, client, 'lock', { k }, Err.invalid);
+  await failsBoth(t, client, 'lock', { k, l: '' }, Err.invalid);
+  await failsBoth(t, client, 'lock', { k, l: 'x'.repeat(257) }, Err.invalid); // ids are kept: their length is bounded
+  await client.ok('lock', { k, l: 'y'.repeat(256) });
   // a refused call created nothing
   await failsBoth(t, client, 'get_lock', { k, l: 'x' }, Err.notFound);
+});
+
+test('t and e longer than a timer can wait answer 11 / 400, not a wait or expiry that ends at once', async (t) => {
+  const { client } = await startController(t);
+  const tooLong = 30 * 86400; // past 2^31 ms: a node timer of that length would fire after 1 ms
+  await failsBoth(t, client, 'lock', { k, l: 'long', e: tooLong }, Err.invalid);
+  await client.ok('lock', { k, l: 'long', e: 20 * 86400 });
+  await failsBoth(t, client, 'lock', { k, l: 'long', t: tooLong }, Err.invalid);
+  await new Promise((r) => setTimeout(r, 100));
+  t.like(await client.ok('get_lock', { k, l: 'long' }), { locked: true }, 'a long expiry within the bound holds');
+  await client.ok('unlock', { k, l: 'long' });
 });
 
 test('a lock not acquired within t answers 13 / 409; t defaults to [server] timeout', async (t) => {

@@ -151,6 +151,21 @@ test('failed logins are slowed per address: guessing is refused, other addresses
   t.is(elsewhere.result?.user, 'op', 'a client at another address logs in');
 });
 
+test('an IPv6 client is slowed by its /64: a host cannot take a fresh address for each guess', async (t) => {
+  const { client } = await withUser(t, { webapi: { x_real_ip: true, login_free_failures: 5, login_delay: 60 } });
+  const checked: string[] = [];
+  for (let i = 1; i <= 20; i++) {
+    const r = await from(client, `2001:db8:1:2::${i.toString(16)}`)({ u: 'op', p: `guess${i}` });
+    t.is(r.error, 2);
+    if (/invalid credentials/.test(r.message!)) checked.push(String(i));
+  }
+  t.is(checked.length, 5, 'only the free failures were checked');
+  // other spellings of addresses in the same /64 are the same client
+  t.regex((await from(client, '2001:0db8:0001:0002:ffff:0:0:1')({ u: 'op', p: 'secret' })).message!, /too many failed logins/);
+  const neighbour = await from(client, '2001:db8:1:3::1')({ u: 'op', p: 'secret' });
+  t.is(neighbour.result?.user, 'op', 'the next /64 is another client');
+});
+
 test('the wait doubles with each further failure', async (t) => {
   const { client } = await withUser(t, { webapi: { x_real_ip: true, login_free_failures: 2, login_delay: 1 } });
   const attacker = from(client, '10.6.6.7');

@@ -1,7 +1,10 @@
 import test from 'ava';
-import { startController, Keys } from '../helpers/controller';
-import { failsBoth, Err } from './expect';
+import fs from 'node:fs';
+import path from 'node:path';
+import { startController, spawnController, makeDir, Keys } from '../helpers/controller';
+import { failsBoth, Err, until } from './expect';
 import { withProbe } from './probe';
+import { LogApiDefaults } from '../../plugins/sysapi/logs';
 
 const k = Keys.ops; // sysfunc, not master
 const m = Keys.master;
@@ -22,11 +25,12 @@ test('log takes a level by name (any case) or number; log_<level> writes that le
     t.deepEqual(await client.ok(`log_${level}`, { k, m: `via log_${level}` }), { ok: true });
   }
   t.deepEqual((await client.get('log_info', { k, m: 'direct' })).body, { result: 'OK' });
+  await client.ok('log_info', { k, m: 'y'.repeat(LogApiDefaults.max_message) });
   const recs = await apiRecords(client);
   t.deepEqual(recs.map((r) => [r.l, r.msg]), [
     [30, 'by name'], [40, 'by number'], [50, 'number as text'], [20, 'default level'],
     [10, 'via log_debug'], [20, 'via log_info'], [30, 'via log_warning'], [40, 'via log_error'], [50, 'via log_critical'],
-    [20, 'direct'],
+    [20, 'direct'], [20, 'y'.repeat(LogApiDefaults.max_message)],
   ]);
   const rec = recs[0] as unknown as Record<string, unknown>;
   t.deepEqual(Object.keys(rec).sort(), ['h', 'l', 'mod', 'msg', 'p', 't', 'th']);
@@ -44,6 +48,10 @@ test('bad levels, messages and log_get parameters answer 11 / 400; keys without 
   await failsBoth(t, client, 'log_get', { k, n: 0 }, Err.invalid);
   await failsBoth(t, client, 'log_get', { k, n: 1.5 }, Err.invalid);
   await failsBoth(t, client, 'log_get', { k, t: -1 }, Err.invalid);
+  // a message is bounded: the memory log holds up to logmem_max_records of them
+  const long = 'x'.repeat(LogApiDefaults.max_message + 1);
+  await failsBoth(t, client, 'log', { k, l: 'info', m: long }, Err.invalid);
+  await failsBoth(t, client, 'log_error', { k, m: long }, Err.invalid);
   for (const fn of ['log_debug', 'log_info', 'log_warning', 'log_error', 'log_critical']) {
     await failsBoth(t, client, fn, { k: Keys.plain, m: 'x' }, Err.denied);
   }
@@ -89,4 +97,18 @@ test('every record written through the API becomes a log event; log_rotate is ac
   t.like(events.find((e) => e.msg === 'to the bus'), { mod: 'sysapi', l: 30 });
   // the controller's own records go there too
   t.true(events.some((e) => e.mod === 'controller'));
+});
+
+test('the controller log goes to [server] log_file, or to standard output without one', async (t) => {
+  const { client, dir } = await startController(t); // the test dirs set log_file = <dir>/controller.log
+  await client.ok('log_error', { k, m: 'into the file' });
+  t.regex(fs.readFileSync(path.join(dir, 'controller.log'), 'utf8'), /ERROR sysapi: into the file$/m);
+
+  const plain = makeDir(t, { ini: { server: { log_file: '' } } });
+  const child = await spawnController(t, plain);
+  await child.client.ok('log_error', { k, m: 'to standard output' });
+  await until(t, 'the record on standard output', () => /ERROR sysapi: to standard output$/m.test(child.output()));
+  t.false(fs.existsSync(path.join(plain, 'controller.log')));
+  child.proc.kill('SIGTERM');
+  t.is(await child.exited, 0);
 });

@@ -1,7 +1,8 @@
 import test from 'ava';
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawnSync } from 'node:child_process';
+import net from 'node:net';
+import { spawn, spawnSync } from 'node:child_process';
 import { startController, spawnController, makeDir, Keys, Client, MAIN } from '../helpers/controller';
 import { SplitPolicies, splitArgv } from '../../core/process/argv';
 import { nextDelay, WatchdogDefaults } from '../../core/watchdog';
@@ -143,6 +144,32 @@ test('--watchdog starts the controller again after shutdown_core; SIGTERM to the
   t.is(await sup.exited, 0);
   t.false(alive(second));
   t.regex(sup.output(), /controller exited \(code 0\), starting again in 1 s/);
+});
+
+test('--watchdog backs off while the controller keeps failing to start, and starts it once it can', async (t) => {
+  // the controller's port is taken: every start fails at once (exit 1) until it is freed
+  const blocker = net.createServer();
+  await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+  const port = (blocker.address() as net.AddressInfo).port;
+  const dir = makeDir(t, { ini: { webapi: { listen: `127.0.0.1:${port}` } } });
+  const sup = spawn(process.execPath, [MAIN, '--dir', dir, '--watchdog'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  sup.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
+  sup.stderr!.on('data', (d: Buffer) => { out += d.toString(); });
+  const exited = new Promise<number | null>((resolve) => sup.once('exit', (code) => resolve(code)));
+  t.teardown(() => {
+    blocker.close();
+    for (const pid of pids(out)) if (alive(pid)) process.kill(pid, 'SIGKILL');
+    if (sup.exitCode === null) sup.kill('SIGKILL');
+  });
+  await until(t, 'three failed starts', () => /starting again in 4 s/.test(out), 30_000);
+  t.deepEqual([...out.matchAll(/controller exited \(code 1\), starting again in (\d+) s/g)].map((x) => Number(x[1])), [1, 2, 4]);
+  blocker.close();
+  await until(t, 'the controller to start once the port is free', () => listening(out).length === 1, 30_000);
+  t.is((await new Client(`http://127.0.0.1:${port}`).ok('test', { k: m })).ok, true);
+  sup.kill('SIGTERM');
+  t.is(await exited, 0);
+  t.false(pids(out).some(alive), 'no controller left running');
 });
 
 /** The source tree's file `rel`: found upwards from the build folder (dist/ or another outDir). */

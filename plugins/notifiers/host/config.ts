@@ -94,13 +94,21 @@ export function normalizeConfig(raw: unknown, id: string): NotifierConfig {
   return cfg;
 }
 
-/** The delivery options of one notifier: its own fields over the controller's over the defaults. */
-export function deliveryOptions(cfg: NotifierConfig, controller: Record<string, unknown> | undefined): DeliveryOptions {
+/**
+ * The delivery options of one notifier: its own fields over the controller's over the defaults.
+ * A bad controller (ini) value keeps the default and is passed to `badIni`; the file's own
+ * fields were checked when it was loaded (normalizeConfig).
+ */
+export function deliveryOptions(
+  cfg: NotifierConfig,
+  controller: Record<string, unknown> | undefined,
+  badIni: (field: string, why: string) => void = () => {},
+): DeliveryOptions {
   const out = { ...DeliveryDefaults };
   for (const f of Object.keys(DeliveryDefaults) as (keyof DeliveryOptions)[]) {
     for (const src of [controller?.[f], cfg[f]]) {
       if (src === undefined || src === null || src === '') continue;
-      try { out[f] = positive(src, f, WholeDeliveryFields.has(f)); } catch { /* a bad ini value keeps the default */ }
+      try { out[f] = positive(src, f, WholeDeliveryFields.has(f)); } catch (err) { badIni(f, describe(err)); }
     }
   }
   out.queue_size = Math.max(1, out.queue_size);

@@ -43,12 +43,19 @@ export class Notifiers implements NotifierHost {
   }
 
   load(): void {
+    // one warning per bad [notifiers] field, however many notifiers take its default instead
+    const told = new Set<string>();
+    const badIni = (field: string, why: string) => {
+      if (told.has(field)) return;
+      told.add(field);
+      this.log.warning(`[notifiers] ${field} ignored, the default applies: ${why}`);
+    };
     for (const f of loadConfigs(this.ctx.paths.notifyDir)) {
       if (!f.config) {
         this.log.error(`notifier file ${f.file} skipped: ${f.error}`);
         continue;
       }
-      const opts = deliveryOptions(f.config, this.ctx.config.raw.notifiers);
+      const opts = deliveryOptions(f.config, this.ctx.config.raw.notifiers, badIni);
       const delivery = new Delivery(f.id, opts, this.ctx.quietLog(`notifier.${f.id}`));
       this.all.set(f.id, { config: f.config, enabled: f.config.enabled, delivery, test: 'not run' });
     }

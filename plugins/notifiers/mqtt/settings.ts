@@ -84,6 +84,9 @@ export function parseQos(v: unknown): QosMap {
   return Object.fromEntries(QosSubjects.map((s) => [s, q])) as QosMap;
 }
 
+/** An optional field: absent, null (as a file written by another tool may hold) or empty text means its default. */
+const unset = (v: unknown) => v === undefined || v === null || v === '';
+
 function num(v: unknown, what: string, min: number, max: number, integer = true): number {
   const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v;
   if (typeof n !== 'number' || !Number.isFinite(n) || n < min || n > max || (integer && !Number.isInteger(n))) {
@@ -119,7 +122,7 @@ export function spacePrefix(space: unknown): string {
 export function readSettings(cfg: NotifierConfig, dir: string): MqttSettings {
   const host = text(cfg.host, 'host');
   if (!host) throw new Error('host is required');
-  const port = cfg.port === undefined || cfg.port === '' ? MqttDefaults.port : num(cfg.port, 'port', 1, 65535);
+  const port = unset(cfg.port) ? MqttDefaults.port : num(cfg.port, 'port', 1, 65535);
   const ca = text(cfg.ca_certs, 'ca_certs');
   const cert = text(cfg.certfile, 'certfile');
   const key = text(cfg.keyfile, 'keyfile');
@@ -136,12 +139,12 @@ export function readSettings(cfg: NotifierConfig, dir: string): MqttSettings {
     username: username || undefined,
     password: username ? password : undefined,
     qos: parseQos(cfg.qos),
-    keepalive: cfg.keepalive === undefined ? MqttDefaults.keepalive : num(cfg.keepalive, 'keepalive', 0, 65535),
-    announceInterval: cfg.announce_interval === undefined ? 0 : num(cfg.announce_interval, 'announce_interval', 0, 86400 * 365, false),
+    keepalive: unset(cfg.keepalive) ? MqttDefaults.keepalive : num(cfg.keepalive, 'keepalive', 0, 65535),
+    announceInterval: unset(cfg.announce_interval) ? 0 : num(cfg.announce_interval, 'announce_interval', 0, 86400 * 365, false),
     apiEnabled: bool(cfg.api_enabled, 'api_enabled'),
     collectLogs: bool(cfg.collect_logs, 'collect_logs'),
     tls: ca ? { ca: abs(ca)!, cert: abs(cert), key: abs(key) } : undefined,
-    timeout: cfg.timeout === undefined ? 5 : num(cfg.timeout, 'timeout', 0.1, 3600, false),
+    timeout: unset(cfg.timeout) ? 5 : num(cfg.timeout, 'timeout', 0.1, 3600, false),
   };
 }
 

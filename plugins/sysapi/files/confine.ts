@@ -32,6 +32,8 @@ export async function confine(root: string, i: string): Promise<RuntimePath> {
   if (!i || i.includes('\0')) throw outside(JSON.stringify(i), 'is empty or holds a NUL');
   if (i.includes('\\') || ENCODED.test(i)) throw outside(i, 'holds a backslash or an encoded separator');
   if (path.isAbsolute(i)) throw outside(i, 'is absolute');
+  // resolving would drop the slash and name the file before it: `a/` would write or read the file `a`
+  if (i.endsWith('/')) throw invalidParams(`parameter i: ${i} ends with a slash, naming a folder; runtime files are files`);
   const rootReal = await fsp.realpath(root);
   const lexical = path.resolve(rootReal, i);
   if (!inside(rootReal, lexical)) throw outside(i, 'leads out of runtime/ (or names runtime/ itself)');

@@ -1,0 +1,58 @@
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import test from 'ava';
+import { makeDir, startController, Keys, type Running } from '../helpers/controller';
+import { ECHO_PLUGIN } from '../helpers/echo-plugin';
+
+/** A drop-in that writes a marker when it stops, to see that stop ran. */
+const STOP_MARKER = `const fs = require('node:fs');
+module.exports.plugin = { name: 'marker', kind: 'service', version: '1.0.0',
+  start() {}, stop(ctx) { fs.writeFileSync(ctx.paths.dir + '/stopped', 'yes'); } };`;
+
+const start = (t: any, ini = {}) => startController(t, { files: { 'plugins/echo.js': ECHO_PLUGIN }, ini });
+
+/** Wait until the echo plugin holds `n` calls: they are then surely in flight. */
+async function heldCalls(run: Running, n: number) {
+  while ((await run.client.get('held', { k: Keys.ops })).body.held < n) await new Promise((r) => setImmediate(r));
+}
+
+test('stop lets a call in flight finish (within stop_grace), then takes no more calls', async (t) => {
+  const run = await start(t, { webapi: { stop_grace: 60 } });
+  const waiting = run.client.get('hold', { k: Keys.ops, ms: 300 });
+  await heldCalls(run, 1);
+  await run.stop();
+  // stop returned only after the answer went out: without the grace the connection would have been cut
+  t.deepEqual((await waiting).body, { released: true });
+  await t.throwsAsync(fetch(`${run.url}/sys-api/test?k=${Keys.master}`));
+});
+
+test('a call that outlives stop_grace does not hold up the stop; its connection is closed', async (t) => {
+  const run = await start(t, { webapi: { stop_grace: 0.2 } });
+  const waiting = run.client.get('hold', { k: Keys.ops });
+  await heldCalls(run, 1);
+  // without the bound this stop would wait for ever (and the test time out)
+  await run.stop();
+  await t.throwsAsync(waiting);
+});
+
+test('a start that fails on the HTTPS listener closes the HTTP one and stops the plugins', async (t) => {
+  // a port that was free a moment ago
+  const port = await new Promise<number>((resolve) => {
+    const probe = net.createServer().listen(0, '127.0.0.1', () => {
+      const p = (probe.address() as net.AddressInfo).port;
+      probe.close(() => resolve(p));
+    });
+  });
+  const dir = makeDir(t, {
+    files: { 'plugins/marker.js': STOP_MARKER },
+    ini: { webapi: { listen: `127.0.0.1:${port}`, ssl_listen: '127.0.0.1:0', ssl_cert: 'missing.pem', ssl_key: 'missing.pem' } },
+  });
+  await t.throwsAsync(startController(t, { dir }));
+  t.is(fs.readFileSync(path.join(dir, 'stopped'), 'utf8'), 'yes');
+  // the port is free again: nothing is left listening
+  await new Promise<void>((resolve, reject) => {
+    const again = net.createServer().once('error', reject).listen(port, '127.0.0.1', () => again.close(() => resolve()));
+  });
+  t.pass();
+});

@@ -27,8 +27,9 @@ export function typed<T extends Section>(defaults: T, raw: Section | undefined):
   for (const [k, v] of Object.entries(raw ?? {})) {
     const d = (defaults as Section)[k];
     if (typeof d === 'number') {
-      const n = Number(v);
-      if (!Number.isNaN(n)) out[k] = n;
+      // an empty or non-finite value keeps the default: `max_body_size =` must not lift or zero a limit
+      const n = typeof v === 'string' && v.trim() === '' ? NaN : Number(v);
+      if (Number.isFinite(n)) out[k] = n;
     } else if (typeof d === 'boolean') {
       const b = parseBool(v);
       if (b !== undefined) out[k] = b;

@@ -81,6 +81,7 @@ export class Controller {
       }
       await this.get(PluginHost).stopAll();
       this.get(Logger).module('controller').info('controller stopped');
+      this.get(Logger).close();
     })();
     return this.stopping;
   }

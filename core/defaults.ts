@@ -14,12 +14,16 @@ export const Defaults = {
     keep_logmem: 86400,
     /** memory log bound in records, so a flood of records cannot exhaust memory */
     logmem_max_records: 100_000,
+    /** memory log bound in characters (about bytes), whatever the record count */
+    logmem_max_bytes: 64 * 1024 * 1024,
     timeout: 5,
     debug: false,
     layout: 'enterprise',
     mqtt_update_default: '',
     /** how long one plugin may take to stop before the kernel moves on, seconds */
     plugin_stop_timeout: 5,
+    /** how long one plugin may take to start before it is skipped, seconds */
+    plugin_start_timeout: 60,
     /** log file; empty: standard output */
     log_file: '',
   },

@@ -38,6 +38,9 @@ export interface ModuleLogger {
 export class Logger {
   private mem: LogRecord[] = [];
   private out: (line: string) => void;
+  private fd: number | undefined;
+  /** about how much the memory log holds (characters), bounded by logmem_max_bytes */
+  private memBytes = 0;
   debugMode: boolean;
 
   constructor(private readonly config: Config, private readonly bus: EventBus) {
@@ -45,6 +48,7 @@ export class Logger {
     const file = config.server.log_file;
     if (file) {
       const fd = fs.openSync(file, 'a');
+      this.fd = fd;
       this.out = (line) => { try { fs.writeSync(fd, line + '\n'); } catch { /* disk full: keep running */ } };
     } else {
       this.out = (line) => process.stdout.write(line + '\n');
@@ -80,8 +84,30 @@ export class Logger {
   /** Store a record taken from elsewhere (e.g. collected from other controllers); no event. */
   keep(rec: LogRecord): void {
     this.mem.push(rec);
-    const max = this.config.server.logmem_max_records;
-    if (this.mem.length > max) this.mem.splice(0, this.mem.length - max);
+    this.memBytes += sizeOf(rec);
+    const { logmem_max_records: maxRecords, logmem_max_bytes: maxBytes } = this.config.server;
+    if (this.mem.length > maxRecords || this.memBytes > maxBytes) {
+      // drop a tenth more than needed: one splice per many records, not one per record
+      let n = Math.max(this.mem.length - maxRecords, 0) + Math.ceil(maxRecords / 10);
+      let bytes = 0;
+      for (let i = 0; i < this.mem.length && (i < n || this.memBytes - bytes > maxBytes * 0.9); i++) {
+        bytes += sizeOf(this.mem[i]);
+        n = Math.max(n, i + 1);
+      }
+      this.drop(Math.min(n, this.mem.length - 1));
+    }
+  }
+
+  private drop(n: number): void {
+    for (let i = 0; i < n; i++) this.memBytes -= sizeOf(this.mem[i]);
+    this.mem.splice(0, n);
+  }
+
+  /** Close the log file (controller stop); later records go nowhere. */
+  close(): void {
+    this.out = () => {};
+    if (this.fd !== undefined) fs.closeSync(this.fd);
+    this.fd = undefined;
   }
 
   /** Records not below `level`, not older than `since` seconds, newest `n`, oldest first. */
@@ -102,9 +128,12 @@ export class Logger {
     const limit = Date.now() / 1000 - this.config.server.keep_logmem;
     let i = 0;
     while (i < this.mem.length && this.mem[i].t < limit) i++;
-    if (i) this.mem.splice(0, i);
+    if (i) this.drop(i);
   }
 }
+
+/** About what a record costs in memory, in characters. */
+const sizeOf = (r: LogRecord) => r.msg.length + r.mod.length + r.h.length + 64;
 
 export function levelName(l: number): string {
   let name = 'debug';

@@ -10,13 +10,19 @@ import { FunctionRegistry } from './functions';
 import { KeyStore } from './auth/keys';
 import { SaveRegistry } from './save';
 import { ApiError } from './errors';
+import { within } from './within';
+import { MAX_TIMER_SECONDS } from './defaults';
 import { KERNEL_API, PluginContext, PluginDefinition, PluginKinds } from './plugin';
 
 /** Where the built-in plugins are after the build (dist/plugins). */
 const BUILTIN_DIR = path.resolve(__dirname, '..', 'plugins');
 
 interface Loaded { def: PluginDefinition; file: string; builtin: boolean }
-interface Running { loaded: Loaded; ctx: PluginContext; cleanups: (() => unknown)[]; ready: (() => unknown)[]; stopping: (() => unknown)[] }
+interface Running {
+  loaded: Loaded; ctx: PluginContext; cleanups: (() => unknown)[]; ready: (() => unknown)[]; stopping: (() => unknown)[];
+  /** set once the plugin is cleaned up: a late start (one that overran its time) can then register nothing */
+  closed: boolean;
+}
 
 /** Check a definition's shape; returns what is wrong, or undefined. */
 export function checkDefinition(d: any): string | undefined {
@@ -151,7 +157,10 @@ export class PluginHost {
       }
       const run = this.context(l);
       try {
-        await l.def.start?.(run.ctx);
+        const start = Promise.resolve().then(() => l.def.start?.(run.ctx));
+        if (!(await within(start, this.config.server.plugin_start_timeout * 1000))) {
+          throw new Error(`did not start within ${this.config.server.plugin_start_timeout} s`);
+        }
         this.running.push(run);
         started.add(l.def.name);
         this.log.debug(`plugin ${l.def.name} ${l.def.version} started (${l.file})`);
@@ -184,16 +193,10 @@ export class PluginHost {
 
   /** Run fn, waiting at most `limit` ms; a failure or overrun is logged, never thrown. */
   private async withinLimit(fn: () => unknown, limit: number, what: string, verb: string): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
     try {
-      await Promise.race([
-        Promise.resolve().then(fn),
-        new Promise((_, rej) => { timer = setTimeout(() => rej(new Error(`did not ${verb} within ${limit} ms`)), limit); }),
-      ]);
+      if (!(await within(Promise.resolve().then(fn), limit))) this.log.error(`${what}: did not ${verb} within ${limit} ms`);
     } catch (err) {
       this.log.error(`${what}: ${describe(err)}`);
-    } finally {
-      clearTimeout(timer);
     }
   }
 
@@ -202,6 +205,7 @@ export class PluginHost {
   }
 
   private async cleanup(run: Running): Promise<void> {
+    run.closed = true;
     const name = run.loaded.def.name;
     for (const fn of run.cleanups.reverse()) {
       try { await fn(); } catch (err) { this.log.error(`plugin ${name} cleanup: ${describe(err)}`); }
@@ -229,10 +233,11 @@ export class PluginHost {
       container: this.container,
       error: (kind, message) => new ApiError(kind, message),
       quietLog: (mod = name) => this.logger.module(mod, { events: false }),
-      on: (subject, listener) => this.bus.on(name, subject, listener),
+      on: (subject, listener) => { open(); this.bus.on(name, subject, listener); },
       emit: (subject, data) => this.bus.emit(subject, data),
-      register: (decl) => this.functions.register(name, decl),
+      register: (decl) => { open(); this.functions.register(name, decl); },
       provide(service, value) {
+        open();
         const taken = host.services.get(service);
         if (taken) throw new Error(`service ${service} is already provided by ${taken.owner}`);
         host.services.set(service, { owner: name, service: value });
@@ -243,13 +248,14 @@ export class PluginHost {
         return s.service as T;
       },
       hasService: (service) => this.services.has(service),
+      // node fires a timer of more than 2^31 ms at once: longer ones wait the longest it can
       interval(fn, ms) {
-        const t = setInterval(fn, ms);
+        const t = setInterval(fn, Math.min(ms, MAX_TIMER_SECONDS * 1000));
         cleanups.push(() => clearInterval(t));
         return t;
       },
       timeout(fn, ms) {
-        const t = setTimeout(fn, ms);
+        const t = setTimeout(fn, Math.min(ms, MAX_TIMER_SECONDS * 1000));
         cleanups.push(() => clearTimeout(t));
         return t;
       },
@@ -258,6 +264,10 @@ export class PluginHost {
       onStop: (fn) => { cleanups.push(fn); },
       onStopping: (fn) => { stopping.push(fn); },
     };
-    return { loaded, ctx, cleanups, ready, stopping };
+    const run: Running = { loaded, ctx, cleanups, ready, stopping, closed: false };
+    const open = () => {
+      if (run.closed) throw new Error(`plugin ${name} is stopped`);
+    };
+    return run;
   }
 }

@@ -1,7 +1,7 @@
 import { ApiError, ErrorKinds, type ErrorKind } from '../../core/errors';
-import type { Permission } from '../../core/functions';
+import { Permissions, type Permission } from '../../core/functions';
 import type { ModuleLogger } from '../../core/log';
-import type { ParamSpec, ParamType } from '../../core/params';
+import { ParamTypes, type ParamSpec, type ParamType } from '../../core/params';
 import type { CvarsService, LocksService } from '../sysapi/api';
 import type { ItemsService } from '../items/api';
 import type { MqttTarget } from './endpoints';
@@ -21,8 +21,8 @@ export interface ScriptEnv {
   mqtt(notifier?: string): MqttTarget | undefined;
 }
 
-const PERMISSIONS: Permission[] = ['none', 'any', 'master', 'sysfunc', 'cmd', 'lock', 'device'];
-const PARAM_TYPES: ParamType[] = ['string', 'integer', 'number', 'boolean', 'list', 'any'];
+const PERMISSIONS: readonly Permission[] = Permissions;
+const PARAM_TYPES: readonly ParamType[] = ParamTypes;
 /** method names scripts may declare: cs_<topic> */
 const RPC_TOPIC = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/;
 

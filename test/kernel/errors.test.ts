@@ -209,3 +209,14 @@ test('a call that waits does not block other calls', async (t) => {
   t.deepEqual((await client.get('release', { k: Keys.ops })).body, { released: 1 });
   t.deepEqual((await waiting).body, { released: true });
 });
+
+test('an empty or non-finite limit in the config keeps the default limit', async (t) => {
+  for (const bad of ['', 'Infinity', 'lots']) {
+    const { url } = await start(t, { webapi: { max_body_size: bad } });
+    const big = JSON.stringify({ k: Keys.ops, s: 'x'.repeat(2 * 1024 * 1024) });
+    const r = await fetch(`${url}/sys-api/echo`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: big });
+    t.is(r.status, 413, JSON.stringify(bad));
+    const small = await fetch(`${url}/sys-api/echo`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ k: Keys.ops, s: 'fits' }) });
+    t.is(small.status, 200, JSON.stringify(bad));
+  }
+});

@@ -132,3 +132,36 @@ test('a malformed function declaration is refused at registration: the plugin is
   t.true(names.includes('test'));
   for (const n of ['no_params', 'bad_type', 'bad_perm', 'no_handler']) t.false(names.includes(n), n);
 });
+
+test('a plugin whose start does not finish in time is skipped, and registers nothing later', async (t) => {
+  const { client, dir } = await startController(t, {
+    ini: { server: { plugin_start_timeout: 0.5 } },
+    files: {
+      'plugins/slow.js': `module.exports.plugin = { name: 'slowstart', kind: 'sysapi', version: '1.0.0',
+        start(ctx) { return new Promise((resolve) => setTimeout(() => {
+          try { ctx.register({ name: 'late_fn', permission: 'any', description: '', params: {}, handler: () => true }); }
+          catch (err) { require('node:fs').writeFileSync(ctx.paths.dir + '/late.txt', err.message); }
+          resolve();
+        }, 1000)); } };`,
+    },
+  });
+  t.is((await client.get('test', { k: Keys.master })).status, 200);
+  t.regex(fs.readFileSync(path.join(dir, 'controller.log'), 'utf8'), /slowstart .*slow\.js skipped: failed to start: did not start within 0\.5 s/);
+  await new Promise((r) => setTimeout(r, 1300));
+  t.is(fs.readFileSync(path.join(dir, 'late.txt'), 'utf8'), 'plugin slowstart is stopped');
+  t.is((await client.get('late_fn', { k: Keys.master })).status, 405);
+});
+
+test('a plugin timer longer than node can wait does not fire at once', async (t) => {
+  const { client } = await startController(t, {
+    files: {
+      'plugins/timer.js': `module.exports.plugin = { name: 'timer', kind: 'sysapi', version: '1.0.0',
+        start(ctx) { let fired = 0;
+          ctx.timeout(() => { fired++; }, 30 * 86400 * 1000);
+          ctx.interval(() => { fired++; }, 40 * 86400 * 1000);
+          ctx.register({ name: 'fired', permission: 'any', description: '', params: {}, handler: () => ({ fired }) }); } };`,
+    },
+  });
+  await new Promise((r) => setTimeout(r, 300));
+  t.deepEqual((await client.get('fired', { k: Keys.master })).body, { fired: 0 });
+});

@@ -88,6 +88,15 @@ test('the memory log is bounded in count and by keep_logmem', async (t) => {
   t.false(later.some((r) => r.msg.startsWith('flood')));
 });
 
+test('the memory log is bounded in size too, whatever the record count', async (t) => {
+  const { client } = await startController(t, { ini: { server: { logmem_max_bytes: 100_000 } } });
+  for (let i = 0; i < 40; i++) await client.ok('log_info', { k, m: `${i} `.padEnd(10_000, 'x') });
+  const recs = await apiRecords(client);
+  // 100 000 characters hold at most 9 of these records (plus their small overhead)
+  t.true(recs.length >= 1 && recs.length <= 9, `${recs.length} records kept`);
+  t.true(recs[recs.length - 1].msg.startsWith('39 '));
+});
+
 test('every record written through the API becomes a log event; log_rotate is accepted', async (t) => {
   const { client } = await startController(t, { files: withProbe });
   await client.ok('log_warning', { k, m: 'to the bus' });

@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import path from 'node:path';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { SqliteFile } from '../../../core/store/sqljs';
 import { writeFileAtomic } from '../../../core/store/atomic';
@@ -30,8 +29,7 @@ class HistoryThread {
   private constructor(private readonly db: SqliteFile, private readonly opts: HistoryOptions, private readonly send: (m: FromWorker) => void) {}
 
   static async open(opts: HistoryOptions, send: (m: FromWorker) => void): Promise<HistoryThread> {
-    removeStaleTemps(opts.file);
-    let db: SqliteFile;
+    let db: SqliteFile; // SqliteFile.open also removes temp files a killed writer left
     let fresh = !fs.existsSync(opts.file);
     try {
       db = await SqliteFile.open(opts.file);
@@ -189,16 +187,6 @@ class HistoryThread {
   }
 }
 
-/** Temp files of writes that a crash interrupted (atomic.ts names them .<file>.<pid>.<random>.tmp). */
-function removeStaleTemps(file: string): void {
-  const dir = path.dirname(file);
-  const prefix = `.${path.basename(file)}.`;
-  let names: string[] = [];
-  try { names = fs.readdirSync(dir); } catch { return; }
-  for (const n of names) {
-    if (n.startsWith(prefix) && n.endsWith('.tmp') && !n.includes(`.${process.pid}.`)) fs.rmSync(path.join(dir, n), { force: true });
-  }
-}
 
 /** Serve the main thread: one message at a time, in order, each answered by its id. */
 function serve(): void {

@@ -1,4 +1,5 @@
 import { parseBool } from './config';
+import { MAX_TIMER_SECONDS } from './defaults';
 import { invalidParams } from './errors';
 import { splitList } from './auth/apikey';
 
@@ -7,7 +8,7 @@ import { splitList } from './auth/apikey';
  * string, forms), JSON bodies and JSON RPC bring JSON values: each type
  * accepts both and yields one JS type, or refuses with invalid_params (11/400).
  */
-export const ParamTypes = ['string', 'integer', 'number', 'boolean', 'list', 'any'] as const;
+export const ParamTypes = ['string', 'integer', 'number', 'seconds', 'boolean', 'list', 'any'] as const;
 export type ParamType = typeof ParamTypes[number];
 
 export interface ParamSpec {
@@ -27,6 +28,8 @@ function make(type: ParamType, description: string): Param {
 export const str = (description = '') => make('string', description);
 export const int = (description = '') => make('integer', description);
 export const num = (description = '') => make('number', description);
+/** a wait or a time limit: 0 up to the longest a node timer can wait (a longer one would fire at once) */
+export const secs = (description = '') => make('seconds', description);
 export const bool = (description = '') => make('boolean', description);
 /** a JSON array, or a comma separated string */
 export const list = (description = '') => make('list', description);
@@ -38,6 +41,7 @@ export function schemaOf(type: ParamType): Record<string, unknown> {
     case 'string': return { type: 'string' };
     case 'integer': return { type: 'integer' };
     case 'number': return { type: 'number' };
+    case 'seconds': return { type: 'number', minimum: 0, maximum: MAX_TIMER_SECONDS };
     case 'boolean': return { type: 'boolean' };
     case 'list': return { oneOf: [{ type: 'array', items: { type: 'string' } }, { type: 'string' }] };
     default: return {};
@@ -53,12 +57,16 @@ export function convert(name: string, type: ParamType, v: unknown): unknown {
       if (typeof v === 'number' || typeof v === 'boolean') return String(v);
       throw bad();
     case 'integer':
-    case 'number': {
+    case 'number':
+    case 'seconds': {
       let n: number;
       if (typeof v === 'number') n = v;
       else if (typeof v === 'string' && v.trim() !== '') n = Number(v);
       else throw bad();
       if (!Number.isFinite(n) || (type === 'integer' && !Number.isInteger(n))) throw bad();
+      if (type === 'seconds' && (n < 0 || n > MAX_TIMER_SECONDS)) {
+        throw invalidParams(`parameter ${name}: seconds, 0 to ${MAX_TIMER_SECONDS}`);
+      }
       return n;
     }
     case 'boolean': {

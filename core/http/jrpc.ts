@@ -4,7 +4,7 @@ import { Decoder, Encoder } from '@msgpack/msgpack';
 import { Dispatcher } from '../dispatch';
 import { rpcCall, rpcError, RpcResponse } from '../rpc';
 import { BodyTooLarge, mediaType, readBody } from './body';
-import { NoCacheHeaders } from './reply';
+import { JsonHeaders, MsgpackHeaders } from './reply';
 
 /** one decoder and one encoder for every call: building one per call costs more than the work */
 const decoder = new Decoder();
@@ -12,8 +12,6 @@ const encoder = new Encoder({ ignoreUndefined: true });
 
 const MSGPACK_TYPES = new Set(['application/msgpack', 'application/x-msgpack']);
 
-const JSON_HEADERS = { ...NoCacheHeaders, 'Content-Type': 'application/json' };
-const MSGPACK_HEADERS = { ...NoCacheHeaders, 'Content-Type': 'application/msgpack' };
 
 /** What /jrpc answers: status, headers and body bytes (none for 202). */
 export interface JrpcAnswer { status: number; headers?: Record<string, string>; body?: Buffer }
@@ -29,8 +27,8 @@ export function jrpcProcessor(dispatcher: Dispatcher, maxBody: number, maxBatch:
   return async (req: IncomingMessage, ip: string): Promise<JrpcAnswer> => {
     let packed = false;
     const answer = (status: number, body: unknown): JrpcAnswer => packed
-      ? { status, headers: MSGPACK_HEADERS, body: Buffer.from(encoder.encode(body)) }
-      : { status, headers: JSON_HEADERS, body: Buffer.from(JSON.stringify(body)) };
+      ? { status, headers: MsgpackHeaders, body: Buffer.from(encoder.encode(body)) }
+      : { status, headers: JsonHeaders, body: Buffer.from(JSON.stringify(body)) };
     let payload: unknown;
     if (req.method === 'GET') {
       const q = new URLSearchParams((req.url ?? '').split('?')[1] ?? '');

@@ -7,10 +7,13 @@ export const NoCacheHeaders = {
   Pragma: 'no-cache',
 };
 
+/** The headers of a JSON answer and of a MessagePack answer. */
+export const JsonHeaders = { ...NoCacheHeaders, 'Content-Type': 'application/json' };
+export const MsgpackHeaders = { ...NoCacheHeaders, 'Content-Type': 'application/msgpack' };
+
 export function replyJson(ctx: Context, status: number, body: unknown): void {
   ctx.status = status;
-  ctx.set(NoCacheHeaders);
-  ctx.set('Content-Type', 'application/json');
+  ctx.set(JsonHeaders);
   ctx.body = JSON.stringify(body);
 }
 

@@ -13,7 +13,7 @@ import { Logger, ModuleLogger } from '../log';
 import { normalizeIp } from '../auth/networks';
 import { directHandler } from './direct';
 import { jrpcProcessor, koaJrpc } from './jrpc';
-import { NoCacheHeaders, replyDirectError } from './reply';
+import { JsonHeaders, replyDirectError } from './reply';
 
 /**
  * The HTTP(S) front: Koa with three routes — /sys-api/<fn>, /<product>-api/<fn>
@@ -56,7 +56,7 @@ export class HttpServer {
         res.end(a.body);
       } catch (err) {
         this.log.error(`POST /jrpc: ${(err as Error)?.stack ?? err}`);
-        if (!res.headersSent) res.writeHead(500, { ...NoCacheHeaders, 'Content-Type': 'application/json' });
+        if (!res.headersSent) res.writeHead(500, JsonHeaders);
         res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: 10, message: 'internal error' } }));
       }
     };

@@ -1,7 +1,7 @@
 import type { PluginContext } from '../../core/plugin';
 import type { CallContext } from '../../core/functions';
 import { accessDenied, invalidParams, notFound } from '../../core/errors';
-import { bool, int, num, str, any } from '../../core/params';
+import { bool, int, secs, str, any } from '../../core/params';
 import { parseBool } from '../../core/config';
 import { canRead, canWrite, groupMatches } from './access';
 import { parseOid, ItemTypes } from './oid';
@@ -120,12 +120,11 @@ export function registerFunctions(ctx: PluginContext, reg: ItemRegistry): void {
     name: 'action', api: 'product', permission: 'device',
     params: {
       i: str('unit oid').req(), s: int('target status').req(), v: str('target value; "" or "null" for no value'),
-      p: int('priority, lower runs first (default 100)'), w: num('seconds to wait for the action to finish'),
+      p: int('priority, lower runs first (default 100)'), w: secs('seconds to wait for the action to finish'),
     },
     description: 'Run a unit action: xc/<product>/<unit id> STATUS [VALUE] when the script exists, else set the state directly.',
     returns: 'the action result',
     async handler(p: { i: string; s: number; v?: string; p?: number; w?: number }, call) {
-      if (p.w !== undefined && (p.w < 0 || p.w > MAX_TIMER_SECONDS)) throw invalidParams(`w: expected seconds, 0 to ${MAX_TIMER_SECONDS}`);
       const item = writable(call, p.i);
       const a = reg.startAction(item, p.s, valueParam(p.v), p.p);
       if (p.w) await within(a.finished, p.w * 1000);

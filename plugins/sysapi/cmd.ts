@@ -2,11 +2,10 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { definePlugin } from '../../core/plugin';
 import { typed } from '../../core/config';
-import { MAX_TIMER_SECONDS } from '../../core/defaults';
 import { functionFailed, invalidParams, notFound } from '../../core/errors';
 import { describe } from '../../core/log';
 import { within } from '../../core/within';
-import { num, str } from '../../core/params';
+import { secs, str } from '../../core/params';
 import type { CallContext } from '../../core/functions';
 import type { CvarsService } from './api';
 import { CommandLineError, SplitPolicies, splitArgv } from '../../core/process/argv';
@@ -34,12 +33,6 @@ export const CmdDefaults = {
 /** How long a controller stop waits for commands to end on SIGTERM before SIGKILL, at most, seconds. */
 const STOP_GRACE_MAX = 2;
 
-function seconds(name: string, v: number, zeroOk: boolean): number {
-  if (!(zeroOk ? v >= 0 : v > 0) || v > MAX_TIMER_SECONDS) {
-    throw invalidParams(`parameter ${name}: seconds, ${zeroOk ? '0' : 'more than 0'} to ${MAX_TIMER_SECONDS}`);
-  }
-  return v;
-}
 
 /** Wait for a command to finish, at most `wait` seconds. */
 async function waitFor(c: Command, wait: number): Promise<void> {
@@ -94,16 +87,17 @@ export const plugin = definePlugin({
       params: {
         c: str('command script name, a file in xc/cmd/').req(),
         a: str('arguments, split into words as a shell does (quotes honoured); no shell runs'),
-        w: num('seconds to wait for the command to finish before answering; default 0, answer at once'),
-        t: num('seconds the command may run before it is terminated; default [server] timeout'),
+        w: secs('seconds to wait for the command to finish before answering; default 0, answer at once'),
+        t: secs('seconds the command may run before it is terminated; default [server] timeout'),
       },
       description: 'Run a command script from xc/cmd/ on the host of the controller.',
       returns: 'command result object; status running when w ran out first (read it later with cmd_result)',
       async handler(p: { c: string; a?: string; w?: number; t?: number }, call) {
         const file = await scriptFile(p.c);
         const args = splitArgs(p.a);
-        const timeout = seconds('t', p.t ?? ctx.config.server.timeout, false);
-        const wait = seconds('w', p.w ?? 0, true);
+        const timeout = p.t ?? ctx.config.server.timeout;
+        if (timeout === 0) throw invalidParams('parameter t: seconds, more than 0');
+        const wait = p.w ?? 0;
         const cvars = ctx.hasService('cvars') ? ctx.service<CvarsService>('cvars').env() : {};
         const command = new Command(p.c, file, args, {
           cwd: ctx.paths.dir,
@@ -136,13 +130,13 @@ export const plugin = definePlugin({
       permission: 'cmd',
       params: {
         i: str('command id, from the result of cmd').req(),
-        w: num('seconds to wait for the command to finish before answering; default 0'),
+        w: secs('seconds to wait for the command to finish before answering; default 0'),
       },
       description: 'The result of a command started with cmd: running, or finished and still kept.',
       returns: 'command result object',
       async handler(p: { i: string; w?: number }, call) {
         const command = ownCommand(p.i, call);
-        await waitFor(command, seconds('w', p.w ?? 0, true));
+        await waitFor(command, p.w ?? 0);
         return command.result();
       },
     });

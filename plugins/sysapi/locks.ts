@@ -1,6 +1,6 @@
 import { definePlugin } from '../../core/plugin';
 import { positiveBounds } from '../../core/config';
-import { str, num } from '../../core/params';
+import { str, secs } from '../../core/params';
 import { busy, functionFailed, invalidParams, notFound } from '../../core/errors';
 import { MAX_TIMER_SECONDS } from '../../core/defaults';
 import type { LocksService } from './api';
@@ -184,8 +184,8 @@ export const plugin = definePlugin({
       permission: 'lock',
       params: {
         l,
-        t: num('seconds to wait to acquire (default [server] timeout)'),
-        e: num('seconds after which the lock is released automatically'),
+        t: secs('seconds to wait to acquire (default [server] timeout)'),
+        e: secs('seconds after which the lock is released automatically'),
       },
       description: 'Acquire a lock, waiting up to t seconds; 13 / 409 when not acquired in time.',
       handler: async (p: { l: string; t?: number; e?: number }) => {

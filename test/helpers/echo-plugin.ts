@@ -15,6 +15,7 @@ module.exports.plugin = {
         n: { type: 'integer', required: false, description: 'int' },
         f: { type: 'number', required: false, description: 'number' },
         b: { type: 'boolean', required: false, description: 'bool' },
+        d: { type: 'seconds', required: false, description: 'a wait' },
         l: { type: 'list', required: false, description: 'list' },
       },
       handler: (p, call) => ({ params: p, key_id: call.key.id, transport: call.transport }),

@@ -82,13 +82,12 @@ test('hosts_allow is enforced for IPv4 clients', async (t) => {
 });
 
 test('hosts_allow is enforced for IPv6 clients', async (t) => {
-  const { client, port } = await startController(t, { keysIni: KEYS_INI, files, ini: { webapi: { listen: '[::1]:0' } } });
+  const { port } = await startController(t, { keysIni: KEYS_INI, files, ini: { webapi: { listen: '[::1]:0' } } });
   const v6 = new Client(`http://[::1]:${port}`);
   t.is((await v6.get('test', { k: V6 })).status, 200);
   t.is((await v6.get('test', { k: V4 })).status, 403);
   t.is((await v6.rpc('test', { k: FAR })).error!.code, 2);
   t.is((await v6.get('test', { k: Keys.master })).status, 200);
-  t.truthy(client);
 });
 
 test('X-Real-IP is honoured only when [webapi] x_real_ip is set', async (t) => {

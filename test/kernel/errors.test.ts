@@ -71,6 +71,8 @@ test('missing, unknown and ill-typed parameters: 400 / 11', async (t) => {
     {}, // s missing
     { s: 'x', zzz: 1 }, // unknown
     { s: 'x', n: 'abc' }, { s: 'x', n: '1.5' }, { s: 'x', f: 'NaN' }, { s: 'x', b: 'maybe' },
+    // seconds: 0 up to what a node timer can wait (a longer wait would fire at once)
+    { s: 'x', d: '-1' }, { s: 'x', d: String(2 ** 31) }, { s: 'x', d: 'soon' },
   ];
   for (const c of cases) {
     const d = await client.get('echo', { k: Keys.ops, ...c });

@@ -7,10 +7,10 @@ const start = (t: any) => startController(t, { files: { 'plugins/echo.js': ECHO_
 
 test('direct GET with query parameters converts types and answers with the cache headers', async (t) => {
   const { client } = await start(t);
-  const r = await client.get('echo', { k: Keys.ops, s: 'hi', n: '42', f: '1.5', b: 'yes', l: 'a, b,,c' });
+  const r = await client.get('echo', { k: Keys.ops, s: 'hi', n: '42', f: '1.5', b: 'yes', l: 'a, b,,c', d: '2.5' });
   t.is(r.status, 200);
   assertNoCache(t, r.headers);
-  t.deepEqual(r.body, { params: { s: 'hi', n: 42, f: 1.5, b: true, l: ['a', 'b', 'c'] }, key_id: 'ops', transport: 'direct' });
+  t.deepEqual(r.body, { params: { s: 'hi', n: 42, f: 1.5, b: true, l: ['a', 'b', 'c'], d: 2.5 }, key_id: 'ops', transport: 'direct' });
 });
 
 test('direct POST with a JSON object, an urlencoded form and a multipart form', async (t) => {

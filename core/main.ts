@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 import 'reflect-metadata';
 import { Command, Option } from 'commander';
 import { Controller } from './controller';
@@ -6,17 +7,20 @@ import { KeyStore } from './auth/keys';
 import { HttpServer } from './http/server';
 import { Lifecycle } from './lifecycle';
 import { supervise } from './watchdog';
+import { PackageVersion } from './version';
 
 /**
- * Entry: `node dist/core/main.js [--dir DIR] [--product uc|lm|sfa] [--watchdog]`.
+ * Entry: `eva-controller` (the package bin) or `node dist/core/main.js`,
+ * with [--dir DIR] [--product uc|lm|sfa] [--watchdog] [--version].
  * SIGTERM/SIGINT and shutdown_core stop the controller cleanly and exit 0.
  * With --watchdog this process only supervises: it runs the controller as a
  * child and starts it again whenever it exits (core/watchdog.ts).
  */
 async function main(): Promise<void> {
   const program = new Command()
-    .name('controller')
+    .name('eva-controller')
     .description('Controller management API (sys-api) and notification system')
+    .version(PackageVersion)
     .option('-d, --dir <dir>', 'controller directory', process.cwd())
     .addOption(new Option('-p, --product <product>', 'controller kind').choices([...Products]).default('uc'))
     .option('--watchdog', 'supervise: run the controller as a child, start it again when it exits (with back-off)')

@@ -9,6 +9,7 @@ import { DefaultLogLevel } from '../../plugins/notifiers/host/filter';
 import { loadTypes } from './notifier-types';
 import { CliError, NotifierFiles, checked, knownFields, setField, type RawConfig } from './notifier-files';
 import { standaloneContext } from './notifier-env';
+import { PackageVersion } from '../version';
 
 /**
  * The notifier command line (uc-notifier, lm-notifier, sfa-notifier): edits
@@ -81,6 +82,7 @@ function program(io: Io, defaultProduct: Product): Command {
   const cmd = new Command()
     .name(`${defaultProduct}-notifier`)
     .description('Manage the notifiers of a controller; changes apply at its next start')
+    .version(PackageVersion)
     .option('-d, --dir <dir>', 'controller directory', process.cwd())
     .addOption(new Option('-p, --product <product>', 'controller kind').choices([...Products]).default(defaultProduct))
     .showHelpAfterError()

@@ -131,12 +131,24 @@ export interface Child { proc: ChildProcess; port: number; url: string; client: 
 
 /** Start a controller as a real child process and wait until it listens. */
 export async function spawnController(t: ExecutionContext | undefined, dir: string, args: string[] = [], timeoutMs = 20_000): Promise<Child> {
-  const proc = spawn(process.execPath, [MAIN, '--dir', dir, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  return spawnListening(t, [process.execPath, MAIN, '--dir', dir, ...args], { timeoutMs });
+}
+
+/**
+ * Run a command that starts a controller (node, a package bin, npm start,
+ * node under qemu) and wait until it says where it listens; killed when the
+ * test ends.
+ */
+export async function spawnListening(
+  t: ExecutionContext | undefined, argv: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number } = {},
+): Promise<Child> {
+  const proc = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env: opts.env, cwd: opts.cwd });
   let out = '';
   const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  proc.once('error', (err) => { out += `${err.message}\n`; });
   t?.teardown(() => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL'); });
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`controller did not start:\n${out}`)), timeoutMs);
+    const timer = setTimeout(() => reject(new Error(`controller did not start:\n${out}`)), opts.timeoutMs ?? 20_000);
     const onData = (d: Buffer) => {
       out += d.toString();
       const m = /listening on http:\/\/[^\s]+:(\d+)/.exec(out);

@@ -1,6 +1,7 @@
 import test from 'ava';
 import fs from 'node:fs';
 import path from 'node:path';
+import os from 'node:os';
 import net from 'node:net';
 import { spawn, spawnSync } from 'node:child_process';
 import { startController, spawnController, makeDir, Keys, Client, MAIN } from '../helpers/controller';
@@ -180,7 +181,7 @@ function sourceFile(rel: string): string {
   throw new Error(`${rel} not found`);
 }
 
-test('the systemd unit restarts the controller always, and its ExecStart runs one', async (t) => {
+test('the systemd unit runs the controller under its supervisor, and systemctl stop (SIGTERM) ends both', async (t) => {
   const unitFile = sourceFile('etc/eva-controller@.service');
   const unit = fs.readFileSync(unitFile, 'utf8');
   t.regex(unit, /^Restart=always$/m);
@@ -190,20 +191,30 @@ test('the systemd unit restarts the controller always, and its ExecStart runs on
   // the unit's paths, pointed at this build and a temp controller directory
   const dir = makeDir(t);
   const build = path.resolve(MAIN, '..', '..');
-  const argv = splitArgv(exec, SplitPolicies.configLine).map((w) => w.replace('/opt/eva/dist', build).replace(/^\/opt\/eva$/, dir).replace('%i', 'uc'));
-  t.deepEqual(argv.slice(1), [MAIN, '--dir', dir, '--product', 'uc']);
-  const child = await spawnController(t, dir, argv.slice(4));
-  t.is((await child.client.ok('test', { k: m })).product_code, 'uc');
-  child.proc.kill('SIGTERM');
-  t.is(await child.exited, 0);
+  const argv = splitArgv(exec, SplitPolicies.configLine)
+    .map((w) => w.replace('/opt/eva/node_modules/eva-sysapi-runtime/dist', build).replace('/var/lib/eva/%i', dir).replace('%i', 'uc'));
+  // crash loops back off in the controller's own supervisor: systemd 252 cannot grow its restart delay
+  t.deepEqual(argv.slice(1), [MAIN, '--dir', dir, '--product', 'uc', '--watchdog']);
+  const sup = await spawnController(t, dir, argv.slice(4));
+  t.teardown(() => { for (const pid of pids(sup.output())) if (alive(pid)) process.kill(pid, 'SIGKILL'); });
+  t.is((await sup.client.ok('test', { k: m })).product_code, 'uc');
+  await until(t, 'the controller pid', () => pids(sup.output()).length === 1);
+  sup.proc.kill('SIGTERM');
+  t.is(await sup.exited, 0);
+  t.false(alive(pids(sup.output())[0]), 'no controller left running');
 });
 
 const analyze = spawnSync('systemd-analyze', ['--version']).status === 0;
-(analyze ? test : test.skip)('systemd-analyze verify finds nothing wrong with the unit but keys newer than it', (t) => {
-  const r = spawnSync('systemd-analyze', ['verify', sourceFile('etc/eva-controller@.service')], { encoding: 'utf8' });
+(analyze ? test : test.skip)('systemd-analyze verify finds nothing wrong with the unit', (t) => {
+  // as an instance, so that %i is filled in as systemd would
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'unit-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const instance = path.join(dir, 'eva-controller@uc.service');
+  fs.copyFileSync(sourceFile('etc/eva-controller@.service'), instance);
+  const r = spawnSync('systemd-analyze', ['verify', instance], { encoding: 'utf8' });
   t.is(r.status, 0, r.stderr);
-  const problems = r.stderr.split('\n').filter((l) => l.trim() && !/Unknown key '(RestartSteps|RestartMaxDelaySec)'/.test(l));
-  t.deepEqual(problems, []);
+  // unknown keys are only warned about (exit 0): any warning fails
+  t.is(r.stderr.trim(), '');
 });
 
 test('the watchdog back-off doubles while the controller keeps exiting quickly, and starts over after a healthy run', (t) => {

@@ -1,0 +1,49 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import test from 'ava';
+
+/**
+ * Tests that need a program from outside npm (sqlite3, python3, openssl,
+ * mosquitto, systemd-analyze, ...): `.ci/run` installs them all; on a machine
+ * without one, the tests that need it are skipped, and the skipped test's
+ * title says which program was missing, so `npm test` still passes and says
+ * what it did not check.
+ */
+
+/** The full path of `program` found on PATH, or undefined. */
+export function which(program: string): string | undefined {
+  if (program.includes('/')) return isExecutable(program) ? program : undefined;
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    if (!dir) continue;
+    const p = path.join(dir, program);
+    if (isExecutable(p)) return p;
+  }
+  return undefined;
+}
+
+function isExecutable(p: string): boolean {
+  try {
+    return fs.statSync(p).isFile() && (fs.accessSync(p, fs.constants.X_OK), true);
+  } catch {
+    return false;
+  }
+}
+
+/** The programs of `programs` that cannot be found. */
+export function missing(...programs: string[]): string[] {
+  return programs.filter((p) => !which(p));
+}
+
+/**
+ * `test`, or `test.skip` with the missing programs in the title:
+ *   needs('sqlite3', 'python3')('reads the file', async (t) => ...)
+ */
+export function needs(...programs: string[]): typeof test {
+  const absent = missing(...programs);
+  if (!absent.length) return test;
+  const skip = ((title: string, ...rest: unknown[]) => (test.skip as any)(`${title} [skipped: needs ${absent.join(', ')}]`, ...rest)) as any;
+  // test.serial and the other modifiers of a skipped test are skipped as well
+  for (const k of ['serial', 'failing', 'only']) skip[k] = skip;
+  skip.skip = skip;
+  return skip as typeof test;
+}

@@ -17,6 +17,9 @@ import { PackageVersion } from './version';
  * child and starts it again whenever it exits (core/watchdog.ts).
  */
 async function main(): Promise<void> {
+  // the console may be a pipe whose reader went away (a closed terminal, a restarted journald):
+  // a lost console line must not end the controller
+  for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
   const program = new Command()
     .name('eva-controller')
     .description('Controller management API (sys-api) and notification system')

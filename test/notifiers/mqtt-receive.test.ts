@@ -63,7 +63,11 @@ test('state updates through mqtt_update, no loop on own messages, malformed upda
   t.regex(controllerLog(c.dir), /update of sensor:g1\/s1 dropped: status "high" is not an integer/);
 
   // changes made here go out through m1 and come back from the broker: they must not set the item back
-  await ext.waitFor((m) => m.some((x) => x.topic === 'watch/sensor/g1/s1/status' && x.payload === '5'), 10_000, 'the watcher saw 5');
+  // status 5's event: its status topic, then its value topic (counted below as before, so wait for both)
+  await ext.waitFor((m) => {
+    const at = m.findIndex((x) => x.topic === 'watch/sensor/g1/s1/status' && x.payload === '5');
+    return at >= 0 && m.slice(at + 1).some((x) => x.topic === 'watch/sensor/g1/s1/value');
+  }, 10_000, 'the watcher saw 5 and its value');
   // what came in through m1 is not sent back through m1: only the created state and the test's own are there
   t.deepEqual(ext.on('sp/sensor/g1/s1/value').map((m) => m.payload), ['', '42', '']);
   const before = ext.on('watch/sensor/g1/s1/value').length;

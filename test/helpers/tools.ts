@@ -1,6 +1,7 @@
-import fs from 'node:fs';
-import path from 'node:path';
 import test from 'ava';
+import { missing } from './which';
+
+export { which, missing } from './which';
 
 /**
  * Tests that need a program from outside npm (sqlite3, python3, openssl,
@@ -9,30 +10,6 @@ import test from 'ava';
  * title says which program was missing, so `npm test` still passes and says
  * what it did not check.
  */
-
-/** The full path of `program` found on PATH, or undefined. */
-export function which(program: string): string | undefined {
-  if (program.includes('/')) return isExecutable(program) ? program : undefined;
-  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
-    if (!dir) continue;
-    const p = path.join(dir, program);
-    if (isExecutable(p)) return p;
-  }
-  return undefined;
-}
-
-function isExecutable(p: string): boolean {
-  try {
-    return fs.statSync(p).isFile() && (fs.accessSync(p, fs.constants.X_OK), true);
-  } catch {
-    return false;
-  }
-}
-
-/** The programs of `programs` that cannot be found. */
-export function missing(...programs: string[]): string[] {
-  return programs.filter((p) => !which(p));
-}
 
 /**
  * `test`, or `test.skip` with the missing programs in the title:

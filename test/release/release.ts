@@ -67,14 +67,15 @@ export interface Installed { app: string; pkgDir: string; bin(name: string): str
 
 /**
  * Install `tarball` with `npm install --omit=dev` into `app` (an empty
- * folder), with only `node` on PATH. `npmArgs` adds flags (e.g. --cpu).
+ * folder), with only `node` on PATH. `npmArgs` adds flags (e.g. --cpu);
+ * `node` is the command that runs npm (e.g. an arm64 node under qemu).
  */
-export function installRelease(tarball: string, app: string, pathDirs: string, npmArgs: string[] = []): Installed {
+export function installRelease(tarball: string, app: string, pathDirs: string, npmArgs: string[] = [], node: string[] = [process.execPath]): Installed {
   fs.mkdirSync(app, { recursive: true });
   fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'gateway', version: '1.0.0', private: true }));
   const env = cleanEnv(pathDirs);
-  const r = spawnSync(process.execPath, [npmCli(), 'install', '--omit=dev', '--prefer-offline', '--no-audit', '--no-fund', ...npmArgs, tarball], {
-    cwd: app, env, encoding: 'utf8', timeout: 300_000,
+  const r = spawnSync(node[0], [...node.slice(1), npmCli(), 'install', '--omit=dev', '--prefer-offline', '--no-audit', '--no-fund', ...npmArgs, tarball], {
+    cwd: app, env, encoding: 'utf8', timeout: 900_000,
   });
   if (r.status !== 0) throw new Error(`npm install of the release failed (${r.status ?? r.signal}):\n${r.stdout}\n${r.stderr}`);
   const pkgDir = path.join(app, 'node_modules', pkg().name);

@@ -130,7 +130,7 @@ export const MAIN = path.resolve(__dirname, '..', '..', 'core', 'main.js');
 export interface Child { proc: ChildProcess; port: number; url: string; client: Client; output(): string; exited: Promise<number | null> }
 
 /** Start a controller as a real child process and wait until it listens. */
-export async function spawnController(t: ExecutionContext | undefined, dir: string, args: string[] = [], timeoutMs = 20_000): Promise<Child> {
+export async function spawnController(t: ExecutionContext | undefined, dir: string, args: string[] = [], timeoutMs = 60_000): Promise<Child> {
   return spawnListening(t, [process.execPath, MAIN, '--dir', dir, ...args], { timeoutMs });
 }
 
@@ -148,7 +148,7 @@ export async function spawnListening(
   proc.once('error', (err) => { out += `${err.message}\n`; });
   t?.teardown(() => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL'); });
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`controller did not start:\n${out}`)), opts.timeoutMs ?? 20_000);
+    const timer = setTimeout(() => reject(new Error(`controller did not start:\n${out}`)), opts.timeoutMs ?? 60_000);
     const onData = (d: Buffer) => {
       out += d.toString();
       const m = /listening on http:\/\/[^\s]+:(\d+)/.exec(out);

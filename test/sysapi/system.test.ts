@@ -135,7 +135,7 @@ test('--watchdog starts the controller again after shutdown_core; SIGTERM to the
   t.teardown(() => { for (const pid of pids(sup.output())) if (alive(pid)) process.kill(pid, 'SIGKILL'); });
   await until(t, 'the first controller pid', () => pids(sup.output()).length === 1);
   t.deepEqual(await sup.client.ok('shutdown_core', { k: m }), { ok: true });
-  await until(t, 'the controller to start again', () => listening(sup.output()).length === 2, 30_000);
+  await until(t, 'the controller to start again', () => listening(sup.output()).length === 2, 90_000);
   const [first, second] = pids(sup.output());
   t.not(first, second);
   t.false(alive(first));
@@ -163,10 +163,10 @@ test('--watchdog backs off while the controller keeps failing to start, and star
     for (const pid of pids(out)) if (alive(pid)) process.kill(pid, 'SIGKILL');
     if (sup.exitCode === null) sup.kill('SIGKILL');
   });
-  await until(t, 'three failed starts', () => /starting again in 4 s/.test(out), 30_000);
+  await until(t, 'three failed starts', () => /starting again in 4 s/.test(out), 90_000);
   t.deepEqual([...out.matchAll(/controller exited \(code 1\), starting again in (\d+) s/g)].map((x) => Number(x[1])), [1, 2, 4]);
   blocker.close();
-  await until(t, 'the controller to start once the port is free', () => listening(out).length === 1, 30_000);
+  await until(t, 'the controller to start once the port is free', () => listening(out).length === 1, 90_000);
   t.is((await new Client(`http://127.0.0.1:${port}`).ok('test', { k: m })).ok, true);
   sup.kill('SIGTERM');
   t.is(await exited, 0);

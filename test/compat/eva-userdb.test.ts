@@ -5,6 +5,7 @@ import { execFileSync } from 'node:child_process';
 import test from 'ava';
 import { makeDir, startController, Keys } from '../helpers/controller';
 import { sqlite3, pySqlite, userDbOf } from '../sysapi/accounts-helpers';
+import { needs } from '../helpers/tools';
 
 /** The tables as EVA ICS 3.3 (SQLAlchemy) created them in runtime/db/<product>.db. */
 const EVA_SCHEMA = `
@@ -29,11 +30,11 @@ INSERT INTO apikeys VALUES ('evaop', '${EVA_KEY}', 0, 1, 'sensor:env/temp', 'lig
 INSERT INTO users VALUES ('operator', '${sha256('correct horse')}', 'evaop');
 INSERT INTO users VALUES ('other', '${sha256('battery staple')}', 'evaop');
 ${extraSql}`;
-  execFileSync('/usr/bin/sqlite3', [file], { input: sql });
+  execFileSync('sqlite3', [file], { input: sql });
   return file;
 }
 
-test('a user db made in the EVA ICS 3.3 schema loads; a SHA-256 password logs in and is rewritten to scrypt', async (t) => {
+needs('sqlite3', 'python3')('a user db made in the EVA ICS 3.3 schema loads; a SHA-256 password logs in and is rewritten to scrypt', async (t) => {
   const dir = makeDir(t);
   const file = evaDb(dir);
   const { client } = await startController(t, { dir });
@@ -73,7 +74,7 @@ function scryptHash(password: string, ln: number, r: number, p: number): string 
   return `$scrypt$ln=${ln},r=${r},p=${p}$${salt.toString('base64')}$${hash.toString('base64')}`;
 }
 
-test('a stored scrypt hash of a lower cost logs in and is raised; one of a far higher cost never matches', async (t) => {
+needs('sqlite3')('a stored scrypt hash of a lower cost logs in and is raised; one of a far higher cost never matches', async (t) => {
   const dir = makeDir(t);
   const file = evaDb(dir, `
 INSERT INTO users VALUES ('cheap', '${scryptHash('pw1', 10, 8, 1)}', 'evaop');
@@ -86,11 +87,11 @@ INSERT INTO users VALUES ('costly', '${scryptHash('pw2', 16, 16, 1)}', 'evaop');
   t.regex(String(sqlite3(file, "SELECT p FROM users WHERE u = 'costly'")[0].p), /^\$scrypt\$ln=16,r=16,/, 'left as it was');
 });
 
-test('an older user db without the deny and cdata columns loads and gains them', async (t) => {
+needs('sqlite3')('an older user db without the deny and cdata columns loads and gains them', async (t) => {
   const dir = makeDir(t);
   const file = userDbOf(dir);
   fs.mkdirSync(path.dirname(file), { recursive: true });
-  execFileSync('/usr/bin/sqlite3', [file], {
+  execFileSync('sqlite3', [file], {
     input: `CREATE TABLE apikeys (k_id VARCHAR(64) NOT NULL, k VARCHAR(64), m INTEGER, s INTEGER, i VARCHAR(1024),
       g VARCHAR(1024), a VARCHAR(256), hal VARCHAR(1024), has VARCHAR(1024), pvt VARCHAR(1024), rpvt VARCHAR(1024), PRIMARY KEY (k_id));
     INSERT INTO apikeys VALUES ('old', '${EVA_KEY}', 0, 0, '', 'g1', '', '127.0.0.1', '', '', '');`,
@@ -102,7 +103,7 @@ test('an older user db without the deny and cdata columns loads and gains them',
   t.deepEqual(sqlite3(file, 'SELECT u FROM users'), [], 'the users table was created');
 });
 
-test('a user db left in WAL mode by another program loads', async (t) => {
+needs('sqlite3')('a user db left in WAL mode by another program loads', async (t) => {
   const dir = makeDir(t);
   const file = evaDb(dir, 'PRAGMA journal_mode = WAL;');
   t.is(fs.readFileSync(file)[18], 2, 'the file is in WAL mode');

@@ -3,6 +3,7 @@ import path from 'node:path';
 import test from 'ava';
 import { makeDir, spawnController, startController, Keys, Client } from '../helpers/controller';
 import { sqlite3, pySqlite, userDbOf } from '../sysapi/accounts-helpers';
+import { needs } from '../helpers/tools';
 
 const ROUNDS = 12;
 const STREAMS = 3;
@@ -64,7 +65,7 @@ function check(t: any, rows: Record<string, unknown>[], known: Map<string, Known
   return checked;
 }
 
-test('user db: every acknowledged key change survives SIGKILL at random moments', async (t) => {
+needs('sqlite3', 'python3')('user db: every acknowledged key change survives SIGKILL at random moments', async (t) => {
   t.timeout(600_000);
   const dir = makeDir(t, { ini: { server: { db_update: 'instant' } } });
   const file = userDbOf(dir);

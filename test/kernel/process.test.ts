@@ -5,6 +5,7 @@ import { execFileSync } from 'node:child_process';
 import test from 'ava';
 import ini from 'ini';
 import { makeDir, spawnController, Keys, Client } from '../helpers/controller';
+import { needs } from '../helpers/tools';
 
 /** A drop-in that writes a marker when it stops, to see that stop ran. */
 const STOP_MARKER = `const fs = require('node:fs');
@@ -50,7 +51,7 @@ test('first start without a key file generates a master key (0600, loopback only
   await again.exited;
 });
 
-test('the listen address comes from [webapi] listen, HTTPS from ssl_listen', async (t) => {
+needs('openssl')('the listen address comes from [webapi] listen, HTTPS from ssl_listen', async (t) => {
   const dir = makeDir(t, { product: 'sfa' });
   execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost',
     '-keyout', path.join(dir, 'etc', 'key.pem'), '-out', path.join(dir, 'etc', 'cert.pem')], { stdio: 'ignore' });

@@ -10,6 +10,7 @@ import { dbType } from '../../plugins/notifiers/db';
 import type { HistoryRow } from '../../plugins/notifiers/db/schema';
 import type { ModuleLogger } from '../../core/log';
 import { startController, Keys } from '../helpers/controller';
+import { needs } from '../helpers/tools';
 
 const run = promisify(execFile);
 
@@ -94,7 +95,7 @@ test('db file is confined to the runtime folder, symlinks included', (t) => {
   t.throws(() => resolveDbFile(runtime, 'out/h.db'), { message: /outside the runtime folder/ });
 });
 
-test('rows reach the file with the 3.3 schema; sqlite3 and python read them', async (t) => {
+needs('sqlite3', 'python3')('rows reach the file with the 3.3 schema; sqlite3 and python read them', async (t) => {
   const file = path.join(tmpDir(t), 'h.db');
   const h = history(t, { file, space: 'plant1' });
   const t0 = now();
@@ -113,7 +114,7 @@ test('rows reach the file with the 3.3 schema; sqlite3 and python read them', as
   t.deepEqual(idx, ['i_oid|space,oid', 'i_t_oid|space,t,oid']);
 });
 
-test('two states of an item at one instant: the later one is kept', async (t) => {
+needs('sqlite3')('two states of an item at one instant: the later one is kept', async (t) => {
   const file = path.join(tmpDir(t), 'h.db');
   const h = history(t, { file });
   const t0 = now();
@@ -124,7 +125,7 @@ test('two states of an item at one instant: the later one is kept', async (t) =>
   t.like(h.stats, { received: 3, inserted: 1, replaced: 2, rows: 1 });
 });
 
-test('the row bound drops the oldest rows first', async (t) => {
+needs('sqlite3')('the row bound drops the oldest rows first', async (t) => {
   const file = path.join(tmpDir(t), 'h.db');
   const h = history(t, { file, maxRows: 100 });
   const t0 = now();
@@ -137,7 +138,7 @@ test('the row bound drops the oldest rows first', async (t) => {
   t.is(h.stats?.rows, 100);
 });
 
-test('the size bound holds when values are long', async (t) => {
+needs('sqlite3')('the size bound holds when values are long', async (t) => {
   const file = path.join(tmpDir(t), 'h.db');
   const maxBytes = 256 * 1024;
   const h = history(t, { file, maxBytes });
@@ -155,7 +156,7 @@ test('the size bound holds when values are long', async (t) => {
   t.is(h.stats?.trimmed, 1000 - count);
 });
 
-test('rows older than keep are deleted, other spaces are left alone', async (t) => {
+needs('sqlite3')('rows older than keep are deleted, other spaces are left alone', async (t) => {
   const file = path.join(tmpDir(t), 'h.db');
   const old = now() - 7200;
   // a history written by another program, as 3.3 would have left it
@@ -172,7 +173,7 @@ test('rows older than keep are deleted, other spaces are left alone', async (t) 
   t.is(h.stats?.expired, 1);
 });
 
-test('retention cleaning runs by itself, without new events', async (t) => {
+needs('sqlite3')('retention cleaning runs by itself, without new events', async (t) => {
   const file = path.join(tmpDir(t), 'h.db');
   const h = history(t, { file, keep: 1, cleanInterval: 0.3, flushInterval: 0.2 });
   // stamped a few seconds ahead so that it is certainly there at the first read, and expires soon after
@@ -182,7 +183,7 @@ test('retention cleaning runs by itself, without new events', async (t) => {
   t.true(await until(async () => (await sqlite3(file, 'SELECT count(*) FROM state_history'))[0] === '0'));
 });
 
-test('stop writes what the last flush did not', async (t) => {
+needs('sqlite3')('stop writes what the last flush did not', async (t) => {
   const file = path.join(tmpDir(t), 'h.db');
   const h = history(t, { file, flushInterval: 3600 });
   await h.start();
@@ -194,7 +195,7 @@ test('stop writes what the last flush did not', async (t) => {
   await t.throwsAsync(h.insert([['', now(), 'sensor:g/s1', 1, 'late']]), { message: /stopped/ });
 });
 
-test('a damaged file is kept aside and an empty history starts', async (t) => {
+needs('sqlite3')('a damaged file is kept aside and an empty history starts', async (t) => {
   const dir = tmpDir(t);
   const file = path.join(dir, 'h.db');
   fs.writeFileSync(file, 'this is not a database, but it is somebody\'s data');
@@ -209,7 +210,7 @@ test('a damaged file is kept aside and an empty history starts', async (t) => {
   t.true(log.lines.some((l) => /moved to .*damaged/.test(l)));
 });
 
-test('batches beyond the pending bound are refused, not queued without end', async (t) => {
+needs('sqlite3')('batches beyond the pending bound are refused, not queued without end', async (t) => {
   const file = path.join(tmpDir(t), 'h.db');
   const h = history(t, { file, maxPending: 4 });
   await h.start();
@@ -283,7 +284,7 @@ async function controllerWithHistory(t: ExecutionContext, fields: Record<string,
   return startController(t, { files: { 'runtime/uc_notify.d/hist.json': JSON.stringify(notifier) } });
 }
 
-test('readers during a stream of item updates through the controller see every older state', async (t) => {
+needs('sqlite3', 'python3')('readers during a stream of item updates through the controller see every older state', async (t) => {
   const c = await controllerWithHistory(t, { flush_interval: 0.3 });
   const file = path.join(c.dir, 'runtime', 'history.db');
   const k = Keys.master;
@@ -300,7 +301,7 @@ test('readers during a stream of item updates through the controller see every o
   t.deepEqual(written.filter((w) => !all.has(w)), []);
 });
 
-test('item updates through the controller end up in the history file; save flushes; get_notifier shows figures', async (t) => {
+needs('sqlite3', 'python3')('item updates through the controller end up in the history file; save flushes; get_notifier shows figures', async (t) => {
   const c = await controllerWithHistory(t, { flush_interval: 3600 });
   const file = path.join(c.dir, 'runtime', 'history.db');
   const k = Keys.master;
@@ -326,7 +327,7 @@ test('item updates through the controller end up in the history file; save flush
   t.is(info.stats.file, file);
 });
 
-test('the last events reach the file at controller stop; actions and logs are not stored', async (t) => {
+needs('sqlite3')('the last events reach the file at controller stop; actions and logs are not stored', async (t) => {
   const c = await controllerWithHistory(t, {
     flush_interval: 3600,
     events: [{ subject: 'state', types: ['#'], groups: ['#'] }, { subject: 'log', level: 10 }, { subject: 'action', types: ['#'], groups: ['#'] }],

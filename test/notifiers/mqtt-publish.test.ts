@@ -6,6 +6,7 @@ import { startBroker, Subscriber, selfSignedCert } from '../helpers/broker';
 import { controllerLog, eventually, stats } from './helpers';
 import { controllerWith, mqttNotifier } from './mqtt-setup';
 import { plugin as mqttPlugin } from '../../plugins/notifiers/mqtt';
+import { needs } from '../helpers/tools';
 
 test('states go to retained status/value subtopics, actions and logs as JSON, the test to SPACE/test', async (t) => {
   const broker = await startBroker(t);
@@ -100,7 +101,7 @@ test('username and password: right ones connect, a wrong one is refused and repo
   t.like(listed, { type: 'mqtt', host: broker.host, port: broker.port, username: 'ctl', api_enabled: false });
 });
 
-test('TLS with ca_certs, certfile and keyfile (self-signed, made by openssl)', async (t) => {
+needs('openssl')('TLS with ca_certs, certfile and keyfile (self-signed, made by openssl)', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mqtt-tls-'));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   const pem = selfSignedCert(dir);

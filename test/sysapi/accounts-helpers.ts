@@ -30,7 +30,7 @@ export const errOf = (tr: Transport, e: { code: number; status: number }) => (tr
 
 /** Rows of a query on an SQLite file, read by the sqlite3 command-line tool (JSON output). */
 export function sqlite3(file: string, query: string): Record<string, unknown>[] {
-  const out = execFileSync('/usr/bin/sqlite3', ['-json', file, query], { encoding: 'utf8' });
+  const out = execFileSync('sqlite3', ['-json', file, query], { encoding: 'utf8' });
   return out.trim() ? JSON.parse(out) : [];
 }
 

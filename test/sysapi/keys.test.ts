@@ -3,6 +3,7 @@ import { startController, Keys } from '../helpers/controller';
 import { SaveRegistry } from '../../core/save';
 import { Err, failsBoth } from './expect';
 import { Exists, Transports, errOf, okVia, via, sqlite3, userDbOf } from './accounts-helpers';
+import { needs } from '../helpers/tools';
 
 const KeyFunctions: [string, Record<string, unknown>][] = [
   ['create_key', { i: 'x' }], ['destroy_key', { i: 'x' }], ['list_key_props', { i: 'x' }],
@@ -143,7 +144,7 @@ test('a key change ends its tokens at once', async (t) => {
   t.is((await client.rpc('test', { k: tok2 })).error?.code, 2, 'destroy_key ends tokens');
 });
 
-test('db_update instant: every key change is in the user db file before the call answers', async (t) => {
+needs('sqlite3')('db_update instant: every key change is in the user db file before the call answers', async (t) => {
   const first = await startController(t);
   const m = { k: Keys.master };
   const db = userDbOf(first.dir);
@@ -162,7 +163,7 @@ test('db_update instant: every key change is in the user db file before the call
   t.is((await second.client.rpc('list_key_props', { ...m, i: 'gone' })).error?.code, 1);
 });
 
-test('db_update manual: key changes are written by save or by the save parameter, else lost at restart', async (t) => {
+needs('sqlite3')('db_update manual: key changes are written by save or by the save parameter, else lost at restart', async (t) => {
   const first = await startController(t, { ini: { server: { db_update: 'manual' } } });
   const m = { k: Keys.master };
   await first.client.ok('create_key', { ...m, i: 'unsaved' });
@@ -191,7 +192,7 @@ test('db_update manual: key changes are written by save or by the save parameter
   t.false(ids3.includes('later'));
 });
 
-test('db_update on_exit: key changes are written when the controller stops', async (t) => {
+needs('sqlite3')('db_update on_exit: key changes are written when the controller stops', async (t) => {
   const ini = { server: { db_update: 'on_exit' } };
   const first = await startController(t, { ini });
   const m = { k: Keys.master };

@@ -8,6 +8,7 @@ import { startController, spawnController, makeDir, Keys, Client, MAIN } from '.
 import { SplitPolicies, splitArgv } from '../../core/process/argv';
 import { nextDelay, WatchdogDefaults } from '../../core/watchdog';
 import { failsBoth, Err, until } from './expect';
+import { needs } from '../helpers/tools';
 
 const m = Keys.master;
 
@@ -204,8 +205,7 @@ test('the systemd unit runs the controller under its supervisor, and systemctl s
   t.false(alive(pids(sup.output())[0]), 'no controller left running');
 });
 
-const analyze = spawnSync('systemd-analyze', ['--version']).status === 0;
-(analyze ? test : test.skip)('systemd-analyze verify finds nothing wrong with the unit', (t) => {
+needs('systemd-analyze')('systemd-analyze verify finds nothing wrong with the unit', (t) => {
   // as an instance, so that %i is filled in as systemd would
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'unit-'));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));

@@ -2,6 +2,7 @@ import test from 'ava';
 import { startController, Keys } from '../helpers/controller';
 import { Err, failsBoth } from './expect';
 import { Exists, Transports, errOf, okVia, via, sqlite3, pySqlite, userDbOf } from './accounts-helpers';
+import { needs } from '../helpers/tools';
 
 const UserFunctions: [string, Record<string, unknown>][] = [
   ['create_user', { u: 'x', p: 'x', a: 'ops' }], ['destroy_user', { u: 'x' }], ['get_user', { u: 'x' }],
@@ -10,7 +11,7 @@ const UserFunctions: [string, Record<string, unknown>][] = [
 ];
 
 for (const tr of Transports) {
-  test(`user accounts: create, get, list, set key, set password, destroy over ${tr}`, async (t) => {
+  needs('sqlite3', 'python3')(`user accounts: create, get, list, set key, set password, destroy over ${tr}`, async (t) => {
     const { client, dir } = await startController(t);
     const m = { k: Keys.master };
     t.deepEqual(await okVia(client, tr, 'create_user', { ...m, u: 'alice', p: 'wonderland', a: 'ops' }), { key: 'ops', user: 'alice' });
@@ -70,7 +71,7 @@ test('every user function needs a master key (2 / 403 for others)', async (t) =>
   await failsBoth(t, client, 'create_user', { k: Keys.master, u: 'x', p: 'y' }, Err.invalid); // a missing
 });
 
-test('user accounts are written at once, even with db_update manual', async (t) => {
+needs('sqlite3')('user accounts are written at once, even with db_update manual', async (t) => {
   const ini = { server: { db_update: 'manual' } };
   const first = await startController(t, { ini });
   const m = { k: Keys.master };

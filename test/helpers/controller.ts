@@ -140,13 +140,17 @@ export async function spawnController(t: ExecutionContext | undefined, dir: stri
  * test ends.
  */
 export async function spawnListening(
-  t: ExecutionContext | undefined, argv: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number } = {},
+  t: ExecutionContext | undefined, argv: string[],
+  opts: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number; /** its own process group, all killed at the end (npm and what it runs) */ group?: boolean } = {},
 ): Promise<Child> {
-  const proc = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env: opts.env, cwd: opts.cwd });
+  const proc = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env: opts.env, cwd: opts.cwd, detached: opts.group });
   let out = '';
   const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
   proc.once('error', (err) => { out += `${err.message}\n`; });
-  t?.teardown(() => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL'); });
+  t?.teardown(() => {
+    if (opts.group) { try { process.kill(-proc.pid!, 'SIGKILL'); } catch { /* the group is gone */ } }
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+  });
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`controller did not start:\n${out}`)), opts.timeoutMs ?? 60_000);
     const onData = (d: Buffer) => {

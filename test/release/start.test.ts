@@ -37,7 +37,10 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     const builtAt = fs.statSync(mainJs).mtimeMs;
     const dir = makeDir(t);
     const began = Date.now();
-    const npm = await spawnListening(t, [process.execPath, npmCli(), 'start', '--', '--dir', dir], { cwd: root, timeoutMs: 60_000 });
+    const npm = await spawnListening(t, [process.execPath, npmCli(), 'start', '--', '--dir', dir], { cwd: root, timeoutMs: 60_000, group: true });
+    // npm runs the controller itself (exec): npm -> node, no shell in between to swallow the signal
+    const [controller] = childrenOf(npm.proc.pid!);
+    t.teardown(() => { if (controller && alive(controller)) process.kill(controller, 'SIGKILL'); });
     const r = await npm.client.get('test', { k: Keys.master });
     const firstAnswer = Date.now() - began;
     t.is(r.status, 200);
@@ -46,10 +49,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     t.is(fs.statSync(mainJs).mtimeMs, builtAt);
     t.true(current && spawnSync(process.execPath, [buildScript, '--check']).status === 0, 'still current');
 
-    // npm runs the controller itself (exec): npm -> node, no shell in between to swallow the signal
-    const [controller] = childrenOf(npm.proc.pid!);
     t.truthy(controller, 'npm has a child');
-    t.teardown(() => { if (alive(controller)) process.kill(controller, 'SIGKILL'); });
     t.regex(fs.readFileSync(`/proc/${controller}/cmdline`, 'utf8'), /dist\/core\/main\.js/);
     npm.proc.kill(signal);
     t.is(await npm.exited, 0);

@@ -170,15 +170,16 @@ export const escapeControls = (s: string) => s.replace(CONTROL, (c) => `\\x${c.c
 /**
  * The line a record makes. text: time, level, module, message; continuation
  * lines are indented, so a message (a client's `log` call, a stack) can never
- * pass for a record of its own. json: one object per line (JSON escapes every
- * control character). Under the journal the line starts with its syslog
+ * pass for a record of its own. json: one object per line, every control
+ * character escaped. Under the journal the line starts with its syslog
  * priority and carries no time: the journal keeps both.
  */
 export function lineFormat(format: string, journal: boolean): (l: number, mod: string, msg: string, t: number) => string {
   if (format === 'json') {
     return (l, mod, msg, t) => {
       const rec = journal ? { level: levelName(l), module: mod, message: msg } : { time: new Date(t * 1000).toISOString(), level: levelName(l), module: mod, message: msg };
-      return `${journal ? `<${priority(l)}>` : ''}${JSON.stringify(rec)}`;
+      // JSON escapes C0 itself; DEL and C1 it leaves as they are
+      return `${journal ? `<${priority(l)}>` : ''}${JSON.stringify(rec).replace(/[\x7f-\x9f]/g, (c) => `\\u00${c.charCodeAt(0).toString(16)}`)}`;
     };
   }
   return (l, mod, msg, t) => {

@@ -148,12 +148,15 @@ export class HttpServer {
     const addr = server.address() as AddressInfo;
     this.bound.push({ host: addr.address, port: addr.port, tls });
     this.servers.push(server);
-    this.log.info(`listening on ${tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${addr.port}`);
   }
 
-  /** The controller serves: calls are taken, /health answers 200. */
+  /** The controller serves: calls are taken, /health answers 200; the log says where (only now, as before the listener came first). */
   open(): void {
-    if (this.state === 'starting') this.state = 'serving';
+    if (this.state !== 'starting') return;
+    this.state = 'serving';
+    for (const { host, port, tls } of this.bound) {
+      this.log.info(`listening on ${tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`);
+    }
   }
 
   /** Take no more calls (503), and let answers in flight go out, within stop_grace. */

@@ -46,9 +46,22 @@ function makeDir(hookUri: string): string {
     hook: { id: 'hook', type: 'json', enabled: true, uri: hookUri, skip_test: true, events: [...state, { subject: 'log', level: 30 }] },
     hist: { id: 'hist', type: 'db', enabled: true, db: 'history.db', keep: 3600, flush_interval: 1, events: state },
   };
+  // SOAK_DB=0 leaves the db notifier out: its history lives in WASM memory, which grows with the rows and never shrinks
+  if (process.env.SOAK_DB === '0') delete (notifiers as Partial<typeof notifiers>).hist;
   for (const [id, n] of Object.entries(notifiers)) fs.writeFileSync(path.join(dir, 'runtime', 'uc_notify.d', `${id}.json`), JSON.stringify(n));
+  fs.mkdirSync(path.join(dir, 'plugins'));
+  fs.writeFileSync(path.join(dir, 'plugins', 'soak-gc.js'), GC_PLUGIN);
   return dir;
 }
+
+/**
+ * The soak's own drop-in: `soak_gc` runs a full garbage collection (the
+ * child runs with --expose-gc), so the memory figures compare what is
+ * live, not when V8 last happened to collect.
+ */
+const GC_PLUGIN = `module.exports.plugin = { name: 'soak-gc', kind: 'sysapi', version: '1.0.0',
+  start(ctx) { ctx.register({ name: 'soak_gc', permission: 'master', params: {}, description: 'full GC',
+    handler: () => { globalThis.gc(); return true; } }); } };`;
 
 /** The web hook receiver: counts what it gets. */
 async function receiver(): Promise<{ server: http.Server; uri: string; got: { requests: number } }> {
@@ -64,7 +77,7 @@ async function receiver(): Promise<{ server: http.Server; uri: string; got: { re
 interface Child { proc: ChildProcess; port: number; exited: Promise<number | null> }
 
 function startController(dir: string): Promise<Child> {
-  const proc = spawn(process.execPath, [MAIN, '--dir', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, ['--expose-gc', MAIN, '--dir', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
   return new Promise((resolve, reject) => {
     let out = '';
@@ -228,11 +241,13 @@ async function main(): Promise<void> {
       if (done % 10_000 === 0) console.log(`${done} calls, ${Math.round((Date.now() - started) / 1000)} s`);
     }
   };
-  /** figures after the client connections are closed and a few idle seconds (notifiers deliver, the db flushes) */
+  /** figures after the client connections are closed, a few idle seconds (notifiers deliver, the db flushes) and a full GC */
   const settled = async () => {
     agent.destroy();
     agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
     await new Promise((r) => setTimeout(r, 5000));
+    for (let i = 0; i < 2; i++) await jrpcJson(child.port, call('soak_gc', { k: MASTER }));
+    await new Promise((r) => setTimeout(r, 1000));
     const pid = child.proc.pid!;
     const figures = { rss: rssOf(pid), fds: fdsOf(pid), heap: 0, logmem: 0 };
     const text = (await request(child.port, 'GET', `/metrics?k=${OPS}`)).text ?? '';
@@ -277,7 +292,7 @@ unexpected       ${unexpected}
 crashes          ${crashes}
 latency ms       p50 ${p(0.5).toFixed(1)}  p99 ${p(0.99).toFixed(1)}  max ${p(1).toFixed(1)}
 RSS MB           boot ${mb(boot.rss)}  start ${mb(start.rss)}  end ${mb(end.rss)}  (${rssGrowth >= 0 ? '+' : ''}${rssGrowth.toFixed(1)} %)
-heap used MB     start ${mb(start.heap)}  end ${mb(end.heap)}; of it the memory log (bounded, kept keep_logmem) start ${mb(start.logmem)}  end ${mb(end.logmem)}
+heap after GC MB start ${mb(start.heap)}  end ${mb(end.heap)}; of it the memory log (bounded, kept keep_logmem) start ${mb(start.logmem)}  end ${mb(end.logmem)}
 descriptors      boot ${boot.fds}  start ${start.fds}  end ${end.fds}  (${fdGrowth >= 0 ? '+' : ''}${fdGrowth.toFixed(1)} %)
 notifiers        hook sent ${hook.sent ?? '?'} dropped ${hook.dropped ?? '?'} (receiver got ${rcv.got.requests}); hist rows ${hist.rows ?? '?'} sent ${hist.sent ?? '?'} dropped ${hist.dropped ?? '?'}
 health at end    ${health.status}

@@ -52,6 +52,7 @@ function makeDir(hookUri: string): string {
   if (process.env.SOAK_DB === '0') delete (notifiers as Partial<typeof notifiers>).hist;
   for (const [id, n] of Object.entries(notifiers)) fs.writeFileSync(path.join(dir, 'runtime', 'uc_notify.d', `${id}.json`), JSON.stringify(n));
   fs.mkdirSync(path.join(dir, 'plugins'));
+  fs.mkdirSync(tmpOf(dir));
   fs.writeFileSync(path.join(dir, 'plugins', 'soak-gc.js'), GC_PLUGIN);
   return dir;
 }
@@ -79,7 +80,8 @@ async function receiver(): Promise<{ server: http.Server; uri: string; got: { re
 interface Child { proc: ChildProcess; port: number; exited: Promise<number | null> }
 
 function startController(dir: string): Promise<Child> {
-  const proc = spawn(process.execPath, ['--expose-gc', MAIN, '--dir', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // its own temp folder: what uploads leave behind is counted there
+  const proc = spawn(process.execPath, ['--expose-gc', MAIN, '--dir', dir], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TMPDIR: tmpOf(dir) } });
   const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
   return new Promise((resolve, reject) => {
     let out = '';
@@ -94,6 +96,7 @@ function startController(dir: string): Promise<Child> {
   });
 }
 
+const tmpOf = (dir: string) => path.join(dir, 'tmp');
 const rssOf = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
 const fdsOf = (pid: number) => fs.readdirSync(`/proc/${pid}/fd`).length;
 
@@ -179,14 +182,15 @@ const CASES: Case[] = [
   [2, 'malformed direct body', (p) => request(p, 'POST', '/sys-api/test', '[1,2,3]', { 'Content-Type': 'application/json' }), statusIs(400)],
   [2, 'malformed jrpc shape', (p) => jrpcJson(p, { jsonrpc: '1.0', method: 5, params: 'x', id: {} }), (a) => a.status === 200 || a.status === 400],
   [1, 'malformed too large', (p) => request(p, 'POST', '/jrpc', Buffer.alloc(70_000, 0x20), { 'Content-Type': 'application/json' }), statusIs(413)],
-  [1, 'malformed multipart', (p) => request(p, 'POST', '/sys-api/test', multipart(), { 'Content-Type': `multipart/form-data; boundary=${BOUNDARY}` }), statusIs(400, 403, 200)],
+  [1, 'malformed multipart', (p, n) => request(p, 'POST', '/sys-api/test', multipart(n), { 'Content-Type': `multipart/form-data; boundary=${BOUNDARY}` }), statusIs(400, 403, 200)],
   [1, 'malformed raw TCP', (p) => rawGarbage(p), statusIs(400)],
 ];
 const BOUNDARY = 'soakboundary';
-/** An empty file part, then a non-empty one, then a cut-off part. */
-function multipart(): string {
+/** An empty file part, then a non-empty one; every other call also a cut-off part with no end. */
+function multipart(n: number): string {
   const part = (name: string, body: string) => `--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"; filename="${name}.txt"\r\nContent-Type: text/plain\r\n\r\n${body}\r\n`;
-  return `${part('a', '')}${part('b', 'soak')}--${BOUNDARY}\r\nContent-Disposition: form-data; name="c"\r\n\r\nunterminated`;
+  const end = n % 2 ? `--${BOUNDARY}\r\nContent-Disposition: form-data; name="c"\r\n\r\nunterminated` : `--${BOUNDARY}--\r\n`;
+  return `${part('a', '')}${part('b', 'soak')}${end}`;
 }
 const TOTAL_WEIGHT = CASES.reduce((s, c) => s + c[0], 0);
 function pick(n: number): Case {
@@ -251,7 +255,7 @@ async function main(): Promise<void> {
     for (let i = 0; i < 2; i++) await jrpcJson(child.port, call('soak_gc', { k: MASTER }));
     await new Promise((r) => setTimeout(r, 1000));
     const pid = child.proc.pid!;
-    const figures = { rss: rssOf(pid), fds: fdsOf(pid), heap: 0, logmem: 0 };
+    const figures = { rss: rssOf(pid), fds: fdsOf(pid), heap: 0, logmem: 0, tmp: fs.readdirSync(tmpOf(dir)).length };
     const text = (await request(child.port, 'GET', `/metrics?k=${OPS}`)).text ?? '';
     figures.heap = Number(/^nodejs_heap_size_used_bytes (\S+)$/m.exec(text)?.[1] ?? 0);
     figures.logmem = Number(/^eva_log_memory_bytes (\S+)$/m.exec(text)?.[1] ?? 0);
@@ -296,12 +300,14 @@ latency ms       p50 ${p(0.5).toFixed(1)}  p99 ${p(0.99).toFixed(1)}  max ${p(1)
 RSS MB           boot ${mb(boot.rss)}  start ${mb(start.rss)}  end ${mb(end.rss)}  (${rssGrowth >= 0 ? '+' : ''}${rssGrowth.toFixed(1)} %)
 heap after GC MB start ${mb(start.heap)}  end ${mb(end.heap)}; of it the memory log (bounded, kept keep_logmem) start ${mb(start.logmem)}  end ${mb(end.logmem)}
 descriptors      boot ${boot.fds}  start ${start.fds}  end ${end.fds}  (${fdGrowth >= 0 ? '+' : ''}${fdGrowth.toFixed(1)} %)
+temp files       start ${start.tmp}  end ${end.tmp}
 notifiers        hook sent ${hook.sent ?? '?'} dropped ${hook.dropped ?? '?'} (receiver got ${rcv.got.requests}); hist rows ${hist.rows ?? '?'} sent ${hist.sent ?? '?'} dropped ${hist.dropped ?? '?'}
 health at end    ${health.status}
 stop             ${exit === 0 ? 'exit 0' : exit}`);
   fs.rmSync(dir, { recursive: true, force: true });
   const missed = [
     crashes > 0 && 'crashes', fivexx > 0 && '5xx', rssGrowth > 10 && 'RSS growth', fdGrowth > 10 && 'descriptor growth',
+    end.tmp > start.tmp && 'temp files left',
     exit !== 0 && 'clean stop', done < CALLS && 'time bound reached before all calls',
   ].filter(Boolean);
   console.log(missed.length ? `\nTARGETS MISSED: ${missed.join(', ')}` : '\nall targets met');

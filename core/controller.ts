@@ -13,6 +13,7 @@ import { PluginHost } from './plugins';
 import { HttpServer } from './http/server';
 import { SaveRegistry } from './save';
 import { Lifecycle } from './lifecycle';
+import { Metrics } from './metrics';
 import type { Product } from './defaults';
 
 export interface ControllerOptions { dir: string; product: Product }
@@ -31,7 +32,7 @@ export class Controller {
     const paths = new Paths(opts.dir, opts.product);
     c.registerInstance(Paths, paths);
     c.registerInstance('container', c);
-    for (const cls of [Config, EventBus, Logger, TokenStore, KeyStore, FunctionRegistry, SaveRegistry, Lifecycle, Dispatcher, PluginHost, HttpServer]) {
+    for (const cls of [Config, EventBus, Logger, TokenStore, KeyStore, FunctionRegistry, SaveRegistry, Lifecycle, Metrics, Dispatcher, PluginHost, HttpServer]) {
       c.registerSingleton(cls as InjectionToken<unknown> as any);
     }
     this.container = c;
@@ -55,31 +56,34 @@ export class Controller {
     if (keys.generatedMasterFile) {
       log.warning(`no API key file found: a master key was generated, see ${keys.generatedMasterFile}`);
     }
-    await ctl.get(PluginHost).startAll();
+    // listening first: while the plugins start, /health answers 503 (and so does any call)
     try {
       await ctl.get(HttpServer).start();
     } catch (err) {
       // the plain listener may be up when the TLS one fails: close it too
       await ctl.get(HttpServer).stop();
-      await ctl.get(PluginHost).stopAll();
       throw err;
     }
+    await ctl.get(PluginHost).startAll();
+    ctl.get(HttpServer).open();
     log.info(`controller ${paths.product} started in ${paths.dir}`);
     return ctl;
   }
 
   /**
-   * Stop: no new calls; with db_update = on_exit every saver writes; then the
+   * Stop: no new calls (503); with db_update = on_exit every saver writes; then the
    * plugins stop in reverse order (each flushes what it is writing).
    */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
-      await this.get(HttpServer).stop();
+      // calls end first; the listener stays, answering 503, until the plugins have stopped
+      await this.get(HttpServer).drain();
       if (this.get(Config).server.db_update === 'on_exit') {
         const log = this.get(Logger).module('controller');
         for (const f of await this.get(SaveRegistry).saveAll()) log.error(`save of ${f.owner} at stop failed: ${describe(f.error)}`);
       }
       await this.get(PluginHost).stopAll();
+      await this.get(HttpServer).stop();
       this.get(Logger).module('controller').info('controller stopped');
       this.get(Logger).close();
     })();

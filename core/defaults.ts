@@ -26,6 +26,8 @@ export const Defaults = {
     plugin_start_timeout: 60,
     /** log file; empty: standard output */
     log_file: '',
+    /** text: time level module: message; json: one object per line {time, level, module, message} */
+    log_format: 'text' as 'text' | 'json',
   },
   webapi: {
     listen: '', // host:port; empty: 127.0.0.1:<product default port>
@@ -53,6 +55,8 @@ export const Defaults = {
     login_delay_max: 300,
     /** most client addresses whose failures are remembered (memory bound) */
     login_clients_max: 10_000,
+    /** what a key needs to read GET /metrics: sysfunc (or master), master, any (any valid key), none (no key) */
+    metrics_access: 'sysfunc' as 'sysfunc' | 'master' | 'any' | 'none',
   },
   sysapi: {
     file_management: false,

@@ -4,6 +4,7 @@ import { KeyStore } from './auth/keys';
 import { authenticate } from './auth/authenticate';
 import { ApiError, toApiError } from './errors';
 import { Logger, ModuleLogger } from './log';
+import { CALL_OK, Metrics, UNKNOWN_FUNCTION } from './metrics';
 
 /** Where a call comes from, as a transport sees it. */
 export interface CallMeta {
@@ -26,13 +27,17 @@ export interface CallMeta {
 export class Dispatcher {
   private readonly log: ModuleLogger;
 
-  constructor(private readonly functions: FunctionRegistry, private readonly keys: KeyStore, logger: Logger) {
+  constructor(private readonly functions: FunctionRegistry, private readonly keys: KeyStore, logger: Logger, private readonly metrics: Metrics) {
     this.log = logger.module('api');
   }
 
   async call(name: string, params: Record<string, unknown>, meta: CallMeta): Promise<unknown> {
+    const started = performance.now();
+    let fn = UNKNOWN_FUNCTION;
+    let result: string = CALL_OK;
     try {
       const decl = this.functions.get(name, meta.space);
+      fn = decl.name;
       const k = params.k ?? meta.headerKey;
       if (k !== undefined && typeof k !== 'string') throw new ApiError('invalid_params', 'parameter k: expected string');
       const who = authenticate(this.keys, k, meta.ip);
@@ -44,7 +49,10 @@ export class Dispatcher {
     } catch (err) {
       const { error, internal } = toApiError(err);
       if (internal) this.log.error(`${name} failed: ${(err as Error)?.stack ?? String(err)}`);
+      result = error.kind;
       throw error;
+    } finally {
+      this.metrics.call(fn, result, (performance.now() - started) / 1000);
     }
   }
 }

@@ -41,6 +41,8 @@ export class Logger {
   private fd: number | undefined;
   /** about how much the memory log holds (characters), bounded by logmem_max_bytes */
   private memBytes = 0;
+  /** how a record becomes a line of the file or the console */
+  private readonly format: (l: number, mod: string, msg: string, t: number) => string;
   debugMode: boolean;
 
   constructor(private readonly config: Config, private readonly bus: EventBus) {
@@ -53,6 +55,7 @@ export class Logger {
     } else {
       this.out = (line) => process.stdout.write(line + '\n');
     }
+    this.format = lineFormat(config.server.log_format, !file && underJournal());
     bus.onListenerError = (owner, subject, err) =>
       this.write(40, 'bus', `listener of ${owner} failed on ${subject}: ${describe(err)}`, false);
   }
@@ -74,9 +77,7 @@ export class Logger {
       h: this.config.server.name, l, mod, msg, p: this.config.paths.product, t: Date.now() / 1000, th: 'main',
     };
     this.keep(rec);
-    // continuation lines are indented: a message (a client's `log` call, a
-    // stack) can never pass for a record of its own in the file
-    this.out(`${new Date(rec.t * 1000).toISOString()} ${levelName(l).toUpperCase()} ${mod}: ${msg.replace(/\r\n?|\n/g, '\n    ')}`);
+    this.out(this.format(l, mod, msg, rec.t));
     if (event) this.bus.emit('log', rec);
     return rec;
   }
@@ -101,6 +102,11 @@ export class Logger {
   private drop(n: number): void {
     for (let i = 0; i < n; i++) this.memBytes -= sizeOf(this.mem[i]);
     this.mem.splice(0, n);
+  }
+
+  /** What the memory log holds: records and about how many characters (metrics). */
+  memSize(): { records: number; bytes: number } {
+    return { records: this.mem.length, bytes: this.memBytes };
   }
 
   /** Close the log file (controller stop); later records go nowhere. */
@@ -130,6 +136,58 @@ export class Logger {
     while (i < this.mem.length && this.mem[i].t < limit) i++;
     if (i) this.drop(i);
   }
+}
+
+/** syslog priorities of the levels (sd-daemon(3) prefixes: journald reads them from each line) */
+const Priorities: [number, number][] = [[Levels.critical, 2], [Levels.error, 3], [Levels.warning, 4], [Levels.info, 6]];
+const priority = (l: number) => Priorities.find(([code]) => l >= code)?.[1] ?? 7;
+
+/**
+ * True when standard output is the journal's stream: systemd sets
+ * JOURNAL_STREAM to its device:inode, and the variable alone is not enough (a
+ * child of a service whose output goes elsewhere inherits it).
+ */
+export function underJournal(): boolean {
+  const want = process.env.JOURNAL_STREAM;
+  if (!want) return false;
+  try {
+    const st = fs.fstatSync(1);
+    return want === `${st.dev}:${st.ino}`;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Control characters other than tab and line ends (C0, DEL, C1): written as
+ * \xHH, so no message can move the cursor, recolour the console or forge a
+ * record. Line ends are the caller's (continuation lines).
+ */
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]/g;
+export const escapeControls = (s: string) => s.replace(CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+
+/**
+ * The line a record makes. text: time, level, module, message; continuation
+ * lines are indented, so a message (a client's `log` call, a stack) can never
+ * pass for a record of its own. json: one object per line, every control
+ * character escaped. Under the journal the line starts with its syslog
+ * priority and carries no time: the journal keeps both.
+ */
+export function lineFormat(format: string, journal: boolean): (l: number, mod: string, msg: string, t: number) => string {
+  if (format === 'json') {
+    return (l, mod, msg, t) => {
+      const rec = journal ? { level: levelName(l), module: mod, message: msg } : { time: new Date(t * 1000).toISOString(), level: levelName(l), module: mod, message: msg };
+      // JSON escapes C0 itself; DEL and C1 it leaves as they are
+      return `${journal ? `<${priority(l)}>` : ''}${JSON.stringify(rec).replace(/[\x7f-\x9f]/g, (c) => `\\u00${c.charCodeAt(0).toString(16)}`)}`;
+    };
+  }
+  return (l, mod, msg, t) => {
+    // the journal makes each line an entry: continuation lines carry the priority too
+    const head = journal ? `<${priority(l)}>` : `${new Date(t * 1000).toISOString()} `;
+    const text = escapeControls(`${levelName(l).toUpperCase()} ${mod}: ${msg}`);
+    return head + text.replace(/\r\n?|\n/g, journal ? `\n${head}    ` : '\n    ');
+  };
 }
 
 /** About what a record costs in memory, in characters. */

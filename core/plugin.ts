@@ -6,6 +6,7 @@ import type { Logger, ModuleLogger } from './log';
 import type { FunctionDecl } from './functions';
 import type { KeyStore } from './auth/keys';
 import type { ApiError, ErrorKind } from './errors';
+import type { MetricSource } from './metrics';
 
 /** The plugin API version this kernel speaks; a plugin may ask for it with `kernel`. */
 export const KERNEL_API = 1;
@@ -64,6 +65,8 @@ export interface PluginContext {
   on(subject: Subject, listener: Listener): void;
   emit(subject: Subject, data: unknown): void;
   register(decl: FunctionDecl): void;
+  /** figures for GET /metrics (families eva_<name>), read at every scrape */
+  metrics(source: MetricSource): void;
   /** offer a service to other plugins by name */
   provide<T>(name: string, service: T): void;
   /** a service another plugin provides (declare that plugin in `needs`) */

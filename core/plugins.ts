@@ -9,6 +9,7 @@ import { Logger, describe, ModuleLogger } from './log';
 import { FunctionRegistry } from './functions';
 import { KeyStore } from './auth/keys';
 import { SaveRegistry } from './save';
+import { Metrics } from './metrics';
 import { ApiError } from './errors';
 import { within } from './within';
 import { MAX_TIMER_SECONDS } from './defaults';
@@ -75,6 +76,7 @@ export class PluginHost {
     private readonly functions: FunctionRegistry,
     private readonly keys: KeyStore,
     private readonly saves: SaveRegistry,
+    private readonly metrics: Metrics,
     @inject('container') private readonly container: DependencyContainer,
   ) {
     this.log = logger.module('plugins');
@@ -214,6 +216,7 @@ export class PluginHost {
     this.bus.offOwner(name);
     this.functions.unregisterOwner(name);
     this.saves.removeOwner(name);
+    this.metrics.removeOwner(name);
     for (const [s, v] of this.services) if (v.owner === name) this.services.delete(s);
   }
 
@@ -236,6 +239,7 @@ export class PluginHost {
       on: (subject, listener) => { open(); this.bus.on(name, subject, listener); },
       emit: (subject, data) => this.bus.emit(subject, data),
       register: (decl) => { open(); this.functions.register(name, decl); },
+      metrics: (source) => { open(); this.metrics.addSource(name, source); },
       provide(service, value) {
         open();
         const taken = host.services.get(service);

@@ -40,6 +40,7 @@ export function standaloneContext(paths: Paths): { ctx: PluginContext; close(): 
     on: () => {},
     emit: () => {},
     register: unavailable('registering functions'),
+    metrics: () => {},
     provide: () => {},
     service: unavailable('a controller service'),
     hasService: () => false,

@@ -11,14 +11,20 @@ import { Paths } from '../paths';
 import { Dispatcher } from '../dispatch';
 import { Logger, ModuleLogger } from '../log';
 import { normalizeIp } from '../auth/networks';
+import { Metrics } from '../metrics';
+import { ApiError } from '../errors';
+import { Version } from '../defaults';
 import { directHandler } from './direct';
 import { jrpcProcessor, koaJrpc } from './jrpc';
-import { JsonHeaders, replyDirectError } from './reply';
+import { JsonHeaders, NoCacheHeaders, replyDirectError, replyJson } from './reply';
 
 /**
- * The HTTP(S) front: Koa with three routes — /sys-api/<fn>, /<product>-api/<fn>
- * and /jrpc. Anything else is 404; an exception that escapes a handler is
- * logged and answered 500 without details.
+ * The HTTP(S) front: Koa with the API routes — /sys-api/<fn>,
+ * /<product>-api/<fn> and /jrpc — and the operator's GET /health and GET
+ * /metrics. Anything else is 404; an exception that escapes a handler is
+ * logged and answered 500 without details. It listens from the start of the
+ * controller to its end: while plugins start or stop, /health says so (503)
+ * and every other request is answered 503.
  */
 @injectable()
 export class HttpServer {
@@ -31,8 +37,12 @@ export class HttpServer {
   private readonly answerJrpc: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>;
   /** bound addresses, after start: [{host, port, tls}] */
   readonly bound: { host: string; port: number; tls: boolean }[] = [];
+  /** starting until open(), serving, then stopping from drain() */
+  state: 'starting' | 'serving' | 'stopping' = 'starting';
+  private readonly since = performance.now();
+  private draining: Promise<void> | undefined;
 
-  constructor(private readonly config: Config, private readonly paths: Paths, dispatcher: Dispatcher, logger: Logger) {
+  constructor(private readonly config: Config, private readonly paths: Paths, dispatcher: Dispatcher, logger: Logger, metrics: Metrics) {
     this.log = logger.module('webapi');
     const w = config.webapi;
     const clientIp = (req: http.IncomingMessage): string => {
@@ -44,6 +54,24 @@ export class HttpServer {
     const direct = (space: 'sys' | 'product') => directHandler(dispatcher, space, w.max_body_size, koaIp);
     router.all('/sys-api/:fn', direct('sys'));
     router.all(`/${paths.product}-api/:fn`, direct('product'));
+    // no key, nothing secret: what a supervisor or load balancer needs
+    router.get('/health', (ctx) => {
+      const ok = this.state === 'serving';
+      const uptime = Math.round(performance.now() - this.since) / 1000;
+      replyJson(ctx, ok ? 200 : 503, { ok, state: this.state, product: paths.product, version: Version, uptime });
+    });
+    router.get('/metrics', async (ctx) => {
+      const k = typeof ctx.query.k === 'string' ? ctx.query.k : ctx.get('x-auth-key') || undefined;
+      try {
+        metrics.check(k, koaIp(ctx));
+      } catch (err) {
+        if (!(err instanceof ApiError)) throw err;
+        replyDirectError(ctx, err.status, err.message);
+        return;
+      }
+      ctx.set({ ...NoCacheHeaders, 'Content-Type': metrics.contentType });
+      ctx.body = await metrics.text();
+    });
     const jrpc = jrpcProcessor(dispatcher, w.max_body_size, w.max_batch);
     const koaJrpcHandler = koaJrpc(jrpc, koaIp);
     // POST /jrpc carries most calls and is answered straight from node:http:
@@ -84,6 +112,11 @@ export class HttpServer {
     // both paths resolve once the answer is handed to the socket: counting
     // them here costs no listener per request
     const cb = (req: http.IncomingMessage, res: http.ServerResponse) => {
+      if (this.state !== 'serving' && req.url !== '/health' && !req.url?.startsWith('/health?')) {
+        res.writeHead(503, { ...JsonHeaders, 'Retry-After': '1', Connection: 'close' });
+        res.end(JSON.stringify({ result: 'ERROR', _error: `controller is ${this.state}` }));
+        return;
+      }
       this.inflight++;
       const done = req.method === 'POST' && req.url === '/jrpc' ? this.answerJrpc(req, res) : koa(req, res);
       void done.finally(() => {
@@ -115,15 +148,25 @@ export class HttpServer {
     const addr = server.address() as AddressInfo;
     this.bound.push({ host: addr.address, port: addr.port, tls });
     this.servers.push(server);
-    this.log.info(`listening on ${tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${addr.port}`);
   }
 
-  /** Stop listening, let answers in flight go out (within stop_grace), then close every connection. */
-  async stop(): Promise<void> {
-    const closed = this.servers.map((s) => new Promise<void>((resolve) => {
-      s.close(() => resolve());
-      s.closeIdleConnections();
-    }));
+  /** The controller serves: calls are taken, /health answers 200; the log says where (only now, as before the listener came first). */
+  open(): void {
+    if (this.state !== 'starting') return;
+    this.state = 'serving';
+    for (const { host, port, tls } of this.bound) {
+      this.log.info(`listening on ${tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`);
+    }
+  }
+
+  /** Take no more calls (503), and let answers in flight go out, within stop_grace. */
+  drain(): Promise<void> {
+    this.state = 'stopping';
+    this.draining ??= this.waitInflight();
+    return this.draining;
+  }
+
+  private async waitInflight(): Promise<void> {
     if (this.inflight > 0) {
       let timer: NodeJS.Timeout | undefined;
       await new Promise<void>((resolve) => {
@@ -133,6 +176,14 @@ export class HttpServer {
       clearTimeout(timer);
       this.drained = undefined;
     }
+    // calls that outlived the grace lose their connection; the listener stays for /health
+    if (this.inflight > 0) for (const s of this.servers) s.closeAllConnections();
+  }
+
+  /** Drain, stop listening and close every connection. */
+  async stop(): Promise<void> {
+    await this.drain();
+    const closed = this.servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve())));
     for (const s of this.servers) s.closeAllConnections();
     await Promise.all(closed);
     this.servers.length = 0;

@@ -1,6 +1,7 @@
 import { definePlugin } from '../../core/plugin';
 import { Subjects } from '../../core/bus';
 import { Notifiers } from './host/manager';
+import { notifierMetrics } from './host/metrics';
 
 /**
  * The notifier host: plugin `notifiers`, service `notifiers` (api.ts
@@ -17,6 +18,7 @@ export const plugin = definePlugin({
     host.load();
     ctx.provide('notifiers', host);
     for (const s of Subjects) ctx.on(s, (data, subject) => host.onEvent(subject, data));
+    ctx.metrics(() => notifierMetrics(host));
     ctx.onReady(() => host.ready());
     ctx.onStop(() => host.stop());
   },

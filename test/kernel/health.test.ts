@@ -1,0 +1,63 @@
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import test from 'ava';
+import { Controller } from '../../core/controller';
+import { makeDir, Keys } from '../helpers/controller';
+import { eventually } from '../notifiers/helpers';
+
+/** A drop-in whose start waits for the file `go` and whose stop waits for the file `gone` in the controller dir. */
+const SLOW_PLUGIN = `const fs = require('node:fs');
+const waitFor = (f) => new Promise((resolve) => { const poll = () => fs.existsSync(f) ? resolve() : setTimeout(poll, 20); poll(); });
+module.exports.plugin = { name: 'slow', kind: 'service', version: '1.0.0',
+  start(ctx) { return waitFor(ctx.paths.dir + '/go'); },
+  stop(ctx) { return waitFor(ctx.paths.dir + '/gone'); } };`;
+
+const freePort = () => new Promise<number>((resolve) => {
+  const probe = net.createServer().listen(0, '127.0.0.1', () => {
+    const p = (probe.address() as net.AddressInfo).port;
+    probe.close(() => resolve(p));
+  });
+});
+
+async function health(url: string) {
+  const r = await fetch(`${url}/health`);
+  return { status: r.status, body: (await r.json()) as Record<string, unknown> };
+}
+
+test('health: 503 while the plugins start, 200 {"ok":true} while serving, 503 while stopping; no key, nothing secret', async (t) => {
+  const port = await freePort();
+  const dir = makeDir(t, { files: { 'plugins/slow.js': SLOW_PLUGIN }, ini: { webapi: { listen: `127.0.0.1:${port}` } } });
+  const url = `http://127.0.0.1:${port}`;
+  const starting = Controller.start({ dir, product: 'uc' });
+  t.teardown(async () => {
+    fs.writeFileSync(path.join(dir, 'go'), '');
+    fs.writeFileSync(path.join(dir, 'gone'), '');
+    await (await starting).stop();
+  });
+  const early = await eventually(() => health(url).catch(() => undefined), 15_000, 'health answering');
+  t.is(early.status, 503);
+  t.like(early.body, { ok: false, state: 'starting' });
+  // a call while the plugins start is refused, not half served
+  const call = await fetch(`${url}/sys-api/test?k=${Keys.master}`);
+  t.is(call.status, 503);
+  t.is((await fetch(`${url}/jrpc`, { method: 'POST', body: '{}' })).status, 503);
+
+  fs.writeFileSync(path.join(dir, 'go'), '');
+  const ctl = await starting;
+  const up = await health(url);
+  t.is(up.status, 200);
+  t.deepEqual(Object.keys(up.body).sort(), ['ok', 'product', 'state', 'uptime', 'version']);
+  t.like(up.body, { ok: true, state: 'serving', product: 'uc' });
+  t.is(typeof up.body.uptime, 'number');
+  t.is(typeof up.body.version, 'string');
+  t.is((await fetch(`${url}/sys-api/test?k=${Keys.master}`)).status, 200);
+
+  const stopped = ctl.stop();
+  const down = await eventually(async () => { const h = await health(url); return h.status === 503 && h; }, 15_000, 'health 503 at stop');
+  t.like(down.body, { ok: false, state: 'stopping' });
+  t.is((await fetch(`${url}/sys-api/test?k=${Keys.master}`)).status, 503);
+  fs.writeFileSync(path.join(dir, 'gone'), '');
+  await stopped;
+  await t.throwsAsync(fetch(`${url}/health`));
+});

@@ -7,7 +7,8 @@ import { BodyTooLarge, mediaType, readBody } from './body';
 import { JsonHeaders, MsgpackHeaders } from './reply';
 
 /** one decoder and one encoder for every call: building one per call costs more than the work */
-const decoder = new Decoder();
+// int64 arrives as a bigint: one beyond 2^53 is refused by the parameter check (core/params.ts) rather than rounded
+const decoder = new Decoder({ useBigInt64: true });
 const encoder = new Encoder({ ignoreUndefined: true });
 
 const MSGPACK_TYPES = new Set(['application/msgpack', 'application/x-msgpack']);

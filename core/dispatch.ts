@@ -14,6 +14,8 @@ export interface CallMeta {
   headerKey?: string;
   /** limit the lookup to one direct path */
   space?: ApiSpace;
+  /** the caller-gone signal (CallContext.signal), made on first use: most calls never wait */
+  signal?: () => AbortSignal;
 }
 
 /**
@@ -39,6 +41,7 @@ export class Dispatcher {
       const call: CallContext = {
         key: who?.key, token: who?.token, user: who?.user, assigned: who?.assigned,
         ip: meta.ip, transport: meta.transport, headers: meta.headers,
+        get signal() { return meta.signal?.(); },
       };
       return await this.functions.invoke(decl, params, call);
     } catch (err) {

@@ -6,6 +6,7 @@ import { ApiError } from '../errors';
 import { ApiSpace } from '../functions';
 import { BodyTooLarge, mediaType, readBody } from './body';
 import { directResult, replyDirectError, replyJson } from './reply';
+import { clientGone } from './gone';
 
 type Params = Record<string, unknown>;
 
@@ -65,7 +66,7 @@ export function directHandler(dispatcher: Dispatcher, space: ApiSpace, maxBody: 
       if (ctx.method === 'POST') params = { ...params, ...(await bodyParams(ctx)) };
       const headerKey = ctx.get('x-auth-key') || undefined;
       const result = await dispatcher.call(ctx.params.fn, params, {
-        ip: clientIp(ctx), transport: 'direct', headers: ctx.headers, headerKey, space,
+        ip: clientIp(ctx), transport: 'direct', headers: ctx.headers, headerKey, space, signal: clientGone(ctx.req, ctx.res),
       });
       replyJson(ctx, 200, directResult(result));
     } catch (err) {

@@ -13,6 +13,7 @@ import { Logger, ModuleLogger } from '../log';
 import { normalizeIp } from '../auth/networks';
 import { directHandler } from './direct';
 import { jrpcProcessor, koaJrpc } from './jrpc';
+import { clientGone } from './gone';
 import { JsonHeaders, replyDirectError } from './reply';
 
 /**
@@ -51,7 +52,7 @@ export class HttpServer {
     // "Benchmarks"). Every other request, GET /jrpc included, goes through Koa.
     this.answerJrpc = async (req, res) => {
       try {
-        const a = await jrpc(req, clientIp(req));
+        const a = await jrpc(req, clientIp(req), clientGone(req, res));
         res.writeHead(a.status, a.headers);
         res.end(a.body);
       } catch (err) {

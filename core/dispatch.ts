@@ -4,6 +4,8 @@ import { KeyStore } from './auth/keys';
 import { authenticate } from './auth/authenticate';
 import { ApiError, toApiError } from './errors';
 import { Logger, ModuleLogger } from './log';
+import { Config } from './config';
+import { LoginThrottle } from './auth/throttle';
 
 /** Where a call comes from, as a transport sees it. */
 export interface CallMeta {
@@ -27,17 +29,27 @@ export interface CallMeta {
 @injectable()
 export class Dispatcher {
   private readonly log: ModuleLogger;
+  /** wrong keys, per address: counted with the login throttle's rules */
+  private readonly throttle: LoginThrottle;
 
-  constructor(private readonly functions: FunctionRegistry, private readonly keys: KeyStore, logger: Logger) {
+  constructor(private readonly functions: FunctionRegistry, private readonly keys: KeyStore, logger: Logger, config: Config) {
     this.log = logger.module('api');
+    const w = config.webapi;
+    this.throttle = new LoginThrottle(() => ({
+      freeFailures: w.login_free_failures, delay: w.login_delay, delayMax: w.login_delay_max, maxClients: w.login_clients_max,
+    }));
+  }
+
+  /** The caller of a key (k or X-Auth-Key) from an address; throws access_denied (2) for a wrong one. */
+  identify(k: unknown, ip: string) {
+    if (k !== undefined && typeof k !== 'string') throw new ApiError('invalid_params', 'parameter k: expected string');
+    return authenticate(this.keys, k, ip, this.throttle);
   }
 
   async call(name: string, params: Record<string, unknown>, meta: CallMeta): Promise<unknown> {
     try {
       const decl = this.functions.get(name, meta.space);
-      const k = params.k ?? meta.headerKey;
-      if (k !== undefined && typeof k !== 'string') throw new ApiError('invalid_params', 'parameter k: expected string');
-      const who = authenticate(this.keys, k, meta.ip);
+      const who = this.identify(params.k ?? meta.headerKey, meta.ip);
       const call: CallContext = {
         key: who?.key, token: who?.token, user: who?.user, assigned: who?.assigned,
         ip: meta.ip, transport: meta.transport, headers: meta.headers,

@@ -5,6 +5,8 @@ import { authenticate } from './auth/authenticate';
 import { ApiError, toApiError } from './errors';
 import { Logger, ModuleLogger } from './log';
 import { CALL_OK, Metrics, UNKNOWN_FUNCTION } from './metrics';
+import { Config } from './config';
+import { LoginThrottle } from './auth/throttle';
 
 /** Where a call comes from, as a transport sees it. */
 export interface CallMeta {
@@ -15,6 +17,8 @@ export interface CallMeta {
   headerKey?: string;
   /** limit the lookup to one direct path */
   space?: ApiSpace;
+  /** the caller-gone signal (CallContext.signal), made on first use: most calls never wait */
+  signal?: () => AbortSignal;
 }
 
 /**
@@ -26,9 +30,24 @@ export interface CallMeta {
 @injectable()
 export class Dispatcher {
   private readonly log: ModuleLogger;
+  /** wrong keys, per address: counted with the login throttle's rules */
+  private readonly throttle: LoginThrottle;
 
-  constructor(private readonly functions: FunctionRegistry, private readonly keys: KeyStore, logger: Logger, private readonly metrics: Metrics) {
+  constructor(
+    private readonly functions: FunctionRegistry, private readonly keys: KeyStore, logger: Logger,
+    private readonly metrics: Metrics, config: Config,
+  ) {
     this.log = logger.module('api');
+    const w = config.webapi;
+    this.throttle = new LoginThrottle(() => ({
+      freeFailures: w.login_free_failures, delay: w.login_delay, delayMax: w.login_delay_max, maxClients: w.login_clients_max,
+    }));
+  }
+
+  /** The caller of a key (k or X-Auth-Key) from an address; throws access_denied (2) for a wrong one. */
+  identify(k: unknown, ip: string) {
+    if (k !== undefined && typeof k !== 'string') throw new ApiError('invalid_params', 'parameter k: expected string');
+    return authenticate(this.keys, k, ip, this.throttle);
   }
 
   async call(name: string, params: Record<string, unknown>, meta: CallMeta): Promise<unknown> {
@@ -38,12 +57,11 @@ export class Dispatcher {
     try {
       const decl = this.functions.get(name, meta.space);
       fn = decl.name;
-      const k = params.k ?? meta.headerKey;
-      if (k !== undefined && typeof k !== 'string') throw new ApiError('invalid_params', 'parameter k: expected string');
-      const who = authenticate(this.keys, k, meta.ip);
+      const who = this.identify(params.k ?? meta.headerKey, meta.ip);
       const call: CallContext = {
         key: who?.key, token: who?.token, user: who?.user, assigned: who?.assigned,
         ip: meta.ip, transport: meta.transport, headers: meta.headers,
+        get signal() { return meta.signal?.(); },
       };
       return await this.functions.invoke(decl, params, call);
     } catch (err) {

@@ -27,6 +27,12 @@ export interface CallContext {
   transport: string;
   /** request headers, lower-case names (login reads Authorization) */
   headers: Record<string, string | string[] | undefined>;
+  /**
+   * Fires when the caller goes away (its connection closed before the
+   * answer): a handler that waits stops waiting and gives back what it was
+   * to get. Undefined where the transport cannot tell (MQTT API).
+   */
+  readonly signal?: AbortSignal;
 }
 
 export interface FunctionDecl<P = any> {

@@ -1,8 +1,7 @@
 import { injectable } from 'tsyringe';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { Config } from './config';
-import { KeyStore } from './auth/keys';
-import { authenticate } from './auth/authenticate';
+import type { ResolvedKey } from './auth/keys';
 import { permits, type Permission } from './functions';
 import { accessDenied } from './errors';
 import { Logger, describe, type ModuleLogger } from './log';
@@ -67,7 +66,7 @@ export class Metrics {
   private readonly told = new Set<string>();
   readonly contentType = this.registry.contentType;
 
-  constructor(private readonly config: Config, private readonly keys: KeyStore, logger: Logger) {
+  constructor(private readonly config: Config, logger: Logger) {
     this.log = logger.module('metrics');
     processMetrics();
     const registers = [this.registry];
@@ -115,12 +114,14 @@ export class Metrics {
     this.sources.delete(owner);
   }
 
-  /** May this caller read the figures? Throws access_denied as any call would. */
-  check(presented: string | undefined, ip: string): void {
+  /**
+   * May this caller (identified by the dispatcher, so wrong keys are
+   * throttled as on any call) read the figures? Throws access_denied.
+   */
+  check(who: ResolvedKey | undefined): void {
     const wanted = this.config.webapi.metrics_access;
     // a misspelt setting falls back to the default, never to an open door
     const access: Permission = ACCESS.includes(wanted) ? wanted : 'sysfunc';
-    const who = authenticate(this.keys, presented, ip);
     if (!permits(who?.key, access)) throw accessDenied();
   }
 

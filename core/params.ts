@@ -48,13 +48,70 @@ export function schemaOf(type: ParamType): Record<string, unknown> {
   }
 }
 
+/** A lone UTF-16 surrogate: such a string has no UTF-8 form (a MessagePack answer would carry garbage). */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/** What is wrong with a string as text, or undefined. */
+function badText(s: string): boolean {
+  return LONE_SURROGATE.test(s);
+}
+
+/**
+ * A number as a parameter may hold it: an integer beyond 2^53 has already
+ * been rounded by the decoder (JSON) or arrives as a bigint (MessagePack
+ * int64), and is refused rather than taken for another number.
+ */
+function exactNumber(name: string, v: number | bigint): number {
+  if (typeof v === 'bigint') {
+    if (v > BigInt(Number.MAX_SAFE_INTEGER) || v < BigInt(Number.MIN_SAFE_INTEGER)) throw beyond(name);
+    return Number(v);
+  }
+  if (Number.isInteger(v) && !Number.isSafeInteger(v)) throw beyond(name);
+  return v;
+}
+
+const beyond = (name: string) => invalidParams(`parameter ${name}: integers beyond 2^53 are not exact, refused`);
+const notText = (name: string) => invalidParams(`parameter ${name}: a string with a lone UTF-16 surrogate is not text`);
+
+/**
+ * An untyped (`any`) value, checked as deep as it goes: every string (and
+ * object key) is text, every number exact. Walked with a stack of its own, so
+ * no nesting depth can overflow the call stack.
+ */
+function checkAny(name: string, v: unknown): unknown {
+  const fix = (x: unknown): unknown => {
+    if (typeof x === 'string') { if (badText(x)) throw notText(name); return x; }
+    if (typeof x === 'number' || typeof x === 'bigint') return exactNumber(name, x);
+    return x;
+  };
+  const top = fix(v);
+  const todo: unknown[] = [top];
+  while (todo.length) {
+    const x = todo.pop();
+    if (!x || typeof x !== 'object') continue;
+    if (Array.isArray(x)) {
+      for (let i = 0; i < x.length; i++) { x[i] = fix(x[i]); todo.push(x[i]); }
+    } else if (!ArrayBuffer.isView(x)) {
+      const o = x as Record<string, unknown>;
+      for (const k of Object.keys(o)) {
+        if (badText(k)) throw notText(name);
+        o[k] = fix(o[k]);
+        todo.push(o[k]);
+      }
+    }
+  }
+  return top;
+}
+
 /** Convert one value to its declared type, or throw invalid_params. */
 export function convert(name: string, type: ParamType, v: unknown): unknown {
   const bad = () => invalidParams(`parameter ${name}: expected ${type}`);
+  if (typeof v === 'bigint') v = exactNumber(name, v);
   switch (type) {
     case 'string':
-      if (typeof v === 'string') return v;
-      if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+      if (typeof v === 'string') { if (badText(v)) throw notText(name); return v; }
+      if (typeof v === 'number') return String(exactNumber(name, v));
+      if (typeof v === 'boolean') return String(v);
       throw bad();
     case 'integer':
     case 'number':
@@ -64,6 +121,7 @@ export function convert(name: string, type: ParamType, v: unknown): unknown {
       else if (typeof v === 'string' && v.trim() !== '') n = Number(v);
       else throw bad();
       if (!Number.isFinite(n) || (type === 'integer' && !Number.isInteger(n))) throw bad();
+      exactNumber(name, n);
       if (type === 'seconds' && (n < 0 || n > MAX_TIMER_SECONDS)) {
         throw invalidParams(`parameter ${name}: seconds, 0 to ${MAX_TIMER_SECONDS}`);
       }
@@ -74,12 +132,17 @@ export function convert(name: string, type: ParamType, v: unknown): unknown {
       if (b === undefined) throw bad();
       return b;
     }
-    case 'list':
-      if (Array.isArray(v) && v.every((x) => typeof x === 'string' || typeof x === 'number')) return splitList(v);
-      if (typeof v === 'string') return splitList(v);
-      throw bad();
+    case 'list': {
+      let items: string[];
+      if (Array.isArray(v) && v.every((x) => typeof x === 'string' || typeof x === 'number' || typeof x === 'bigint')) {
+        items = splitList(v.map((x) => (typeof x === 'string' ? x : exactNumber(name, x))));
+      } else if (typeof v === 'string') items = splitList(v);
+      else throw bad();
+      if (items.some(badText)) throw notText(name);
+      return items;
+    }
     default:
-      return v;
+      return checkAny(name, v);
   }
 }
 

@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import { busy } from '../errors';
 
 /**
  * Password hashes of user accounts. New ones are node's scrypt with a random
@@ -22,7 +23,38 @@ export const PasswordDefaults = {
    * matches, rather than make a login eat gigabytes. Twice today's cost.
    */
   maxCost: 64 * 1024 * 1024,
+  /**
+   * Hashes computed at once. scrypt runs on libuv's thread pool (4 threads),
+   * the pool every file write uses too, and keeps a core busy for its whole
+   * time: one at a time leaves the writes and the event loop room, whatever
+   * a login flood sends.
+   */
+  running: 1,
+  /** Hashes waiting for their turn; one more is refused at once (13 / 409), not queued without end. */
+  queued: 16,
 };
+
+/** The hashes running now, and the ones waiting in order. */
+let running = 0;
+const waiting: (() => void)[] = [];
+
+/** Run one hash when its turn comes: at most `running` at once, at most `queued` waiting. */
+async function hashTurn<T>(work: () => Promise<T>): Promise<T> {
+  if (running >= PasswordDefaults.running) {
+    if (waiting.length >= PasswordDefaults.queued) throw busy('too many password checks at once, retry later');
+    await new Promise<void>((resolve) => waiting.push(resolve));
+  } else {
+    running++;
+  }
+  try {
+    return await work();
+  } finally {
+    // the turn passes straight to the next waiter (running stays counted), or is given back
+    const next = waiting.shift();
+    if (next) next();
+    else running--;
+  }
+}
 
 /** 128·N·r·p: what one check with these parameters costs in memory × passes. */
 const costOf = ({ ln, r, p }: { ln: number; r: number; p: number }) => 128 * 2 ** ln * r * p;
@@ -34,11 +66,11 @@ interface Params { ln: number; r: number; p: number }
 
 function scrypt(password: string, salt: Buffer, length: number, { ln, r, p }: Params): Promise<Buffer> {
   const N = 2 ** ln;
-  return new Promise((resolve, reject) => {
+  return hashTurn(() => new Promise((resolve, reject) => {
     // maxmem: scrypt needs 128 * N * r bytes; node's default cap is 32 MiB
     crypto.scrypt(password, salt, length, { N, r, p, maxmem: 256 * N * r + 1024 * 1024 }, (err, key) =>
       err ? reject(err) : resolve(key));
-  });
+  }));
 }
 
 /** A new salted hash of `password`. */

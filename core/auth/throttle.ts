@@ -95,6 +95,41 @@ export class LoginThrottle {
       if (c.failures === 0 && c.inflight === 0) this.clients.delete(ip);
       return;
     }
+    this.failed(ip, c);
+  }
+
+  /**
+   * Milliseconds the address must wait before its next attempt, 0 when it
+   * need not; counts nothing. For checks that take no time (an API key), so
+   * nothing is in progress: an address nobody failed from costs one lookup,
+   * and none at all while no address has failed.
+   */
+  waiting(address: string): number {
+    if (this.clients.size === 0) return 0;
+    const c = this.clients.get(throttleKey(address));
+    if (!c) return 0;
+    const left = c.until - this.now();
+    return left > 0 ? left : 0;
+  }
+
+  /** A failed check that was not begun with begin() (see waiting()). */
+  fail(address: string): void {
+    const ip = throttleKey(address);
+    const lim = this.limits();
+    const now = this.now();
+    let c = this.clients.get(ip);
+    if (c && c.inflight === 0 && now - c.last > lim.delayMax * 1000) {
+      this.clients.delete(ip);
+      c = undefined;
+    }
+    if (!c) {
+      this.makeRoom(lim, now);
+      c = { failures: 0, inflight: 0, until: 0, last: now };
+    }
+    this.failed(ip, c);
+  }
+
+  private failed(ip: string, c: Client): void {
     const lim = this.limits();
     const now = this.now();
     c.failures++;

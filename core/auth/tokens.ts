@@ -8,10 +8,16 @@ export interface TokenInfo { keyId: string; user?: string; created: number; used
  * Login tokens: `token:` + 64 hex characters, in memory only (a restart ends
  * them). A token lives `session_timeout` seconds since its last use (since
  * creation with `session_no_prolong`); 0 disables tokens.
+ *
+ * Tokens are also indexed by key and by user, so ending the tokens of one
+ * key or user costs the tokens it has, not all tokens: a stop that removes
+ * thousands of dynamic keys would otherwise cost keys × tokens.
  */
 @injectable()
 export class TokenStore {
   private readonly tokens = new Map<string, TokenInfo>();
+  private readonly byKey = new Map<string, Set<string>>();
+  private readonly byUser = new Map<string, Set<string>>();
 
   constructor(private readonly config: Config) {}
 
@@ -26,11 +32,13 @@ export class TokenStore {
   create(keyId: string, user?: string): string {
     if (this.tokens.size >= this.config.webapi.max_tokens) {
       this.purge();
-      while (this.tokens.size >= this.config.webapi.max_tokens) this.tokens.delete(this.tokens.keys().next().value!);
+      while (this.tokens.size >= this.config.webapi.max_tokens) this.drop(this.tokens.keys().next().value!);
     }
     const token = 'token:' + crypto.randomBytes(32).toString('hex');
     const now = Date.now();
     this.tokens.set(token, { keyId, user, created: now, used: now });
+    index(this.byKey, keyId, token);
+    if (user !== undefined) index(this.byUser, user, token);
     return token;
   }
 
@@ -42,7 +50,7 @@ export class TokenStore {
   /** End every expired token. */
   purge(): void {
     const now = Date.now();
-    for (const [t, info] of this.tokens) if (this.expired(info, now)) this.tokens.delete(t);
+    for (const [t, info] of this.tokens) if (this.expired(info, now)) this.drop(t);
   }
 
   /** The token's info when it is valid (and refreshes its idle timer). */
@@ -51,7 +59,7 @@ export class TokenStore {
     if (!info) return undefined;
     const now = Date.now();
     if (!this.enabled || this.expired(info, now)) {
-      this.tokens.delete(token);
+      this.drop(token);
       return undefined;
     }
     info.used = now;
@@ -59,20 +67,38 @@ export class TokenStore {
   }
 
   drop(token: string): boolean {
-    return this.tokens.delete(token);
+    const info = this.tokens.get(token);
+    if (!info) return false;
+    this.tokens.delete(token);
+    unindex(this.byKey, info.keyId, token);
+    if (info.user !== undefined) unindex(this.byUser, info.user, token);
+    return true;
   }
 
   /** End every token of a key (the key changed, was regenerated or destroyed). */
   dropKey(keyId: string): void {
-    for (const [t, info] of this.tokens) if (info.keyId === keyId) this.tokens.delete(t);
+    for (const t of [...(this.byKey.get(keyId) ?? [])]) this.drop(t);
   }
 
   /** End every token of a user (password, key or account changed). */
   dropUser(user: string): void {
-    for (const [t, info] of this.tokens) if (info.user === user) this.tokens.delete(t);
+    for (const t of [...(this.byUser.get(user) ?? [])]) this.drop(t);
   }
 
   get size(): number {
     return this.tokens.size;
   }
+}
+
+function index(map: Map<string, Set<string>>, name: string, token: string): void {
+  let set = map.get(name);
+  if (!set) map.set(name, (set = new Set()));
+  set.add(token);
+}
+
+function unindex(map: Map<string, Set<string>>, name: string, token: string): void {
+  const set = map.get(name);
+  if (!set) return;
+  set.delete(token);
+  if (set.size === 0) map.delete(name);
 }

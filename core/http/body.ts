@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import busboy from 'busboy';
 
 /** Thrown when a request body is larger than the configured limit (answered 413). */
 export class BodyTooLarge extends Error {
@@ -40,4 +41,65 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
 export function mediaType(req: IncomingMessage): string {
   const ct = req.headers['content-type'];
   return ct ? ct.split(';')[0].trim().toLowerCase() : '';
+}
+
+/** Thrown for a multipart body busboy cannot read (answered 400). */
+export class MalformedBody extends Error {}
+
+/**
+ * Read a multipart/form-data body into parameters, in memory: fields as
+ * strings, and a file part as its text (file_put m), the first file of a
+ * name counting. Nothing lands on disk, so no body — however broken, cut
+ * short or refused — can leave a file or an open descriptor behind. Every
+ * byte counts against `limit` (413 past it), so memory stays bounded too.
+ */
+export function readMultipart(req: IncomingMessage, limit: number): Promise<Record<string, string>> {
+  const declared = Number(req.headers['content-length']);
+  if (declared > limit) {
+    req.resume();
+    return Promise.reject(new BodyTooLarge(limit));
+  }
+  return new Promise((resolve, reject) => {
+    let bb: busboy.Busboy;
+    try {
+      bb = busboy({ headers: req.headers, limits: { fieldSize: limit, fileSize: limit } });
+    } catch (err) {
+      req.resume();
+      reject(new MalformedBody((err as Error).message)); // no boundary, or not multipart at all
+      return;
+    }
+    const fields: Record<string, string> = {};
+    const files: Record<string, string> = {};
+    let size = 0;
+    let done = false;
+    const fail = (err: Error) => {
+      if (done) return;
+      done = true;
+      req.unpipe(bb);
+      req.off('data', count);
+      req.resume(); // drain and drop the rest so the answer can be sent
+      bb.destroy();
+      reject(err);
+    };
+    const count = (c: Buffer) => {
+      size += c.length;
+      if (size > limit) fail(new BodyTooLarge(limit));
+    };
+    bb.on('field', (name, value) => { fields[name] = value; });
+    bb.on('file', (name, stream) => {
+      const chunks: Buffer[] = [];
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('end', () => { if (!(name in files)) files[name] = Buffer.concat(chunks).toString('utf8'); });
+      stream.on('error', (err: Error) => fail(new MalformedBody(err.message)));
+    });
+    bb.on('error', (err) => fail(new MalformedBody((err as Error).message)));
+    bb.on('close', () => {
+      if (done) return;
+      done = true;
+      resolve({ ...fields, ...files });
+    });
+    req.on('data', count);
+    req.once('error', (err) => fail(err));
+    req.pipe(bb);
+  });
 }

@@ -1,11 +1,10 @@
-import fs from 'node:fs/promises';
 import type { Context } from 'koa';
-import { koaBody } from 'koa-body';
 import { Dispatcher } from '../dispatch';
 import { ApiError } from '../errors';
 import { ApiSpace } from '../functions';
-import { BodyTooLarge, mediaType, readBody } from './body';
+import { BodyTooLarge, mediaType, readBody, readMultipart } from './body';
 import { directResult, replyDirectError, replyJson } from './reply';
+import { clientGone } from './gone';
 
 type Params = Record<string, unknown>;
 
@@ -13,29 +12,19 @@ type Params = Record<string, unknown>;
  * Direct calls: /sys-api/<function> and /<product>-api/<function>. Parameters
  * come from the query string and, with POST, a JSON object, an urlencoded or
  * a multipart form (form values override query values).
+ *
+ * A multipart body is read only once the key is known to be good when the
+ * key comes in the query or in X-Auth-Key: a wrong key is refused before a
+ * byte of the form is read. A key inside the form can only be checked after
+ * reading it; max_body_size bounds that read.
  */
 export function directHandler(dispatcher: Dispatcher, space: ApiSpace, maxBody: number, clientIp: (ctx: Context) => string) {
-  const multipart = koaBody({
-    multipart: true, json: false, urlencoded: false, text: false,
-    formidable: { maxFileSize: maxBody, maxFieldsSize: maxBody, maxTotalFileSize: maxBody },
-    onError: (err) => { throw err; },
-  });
-
-  async function bodyParams(ctx: Context): Promise<Params> {
+  async function bodyParams(ctx: Context, query: Params, headerKey: string | undefined): Promise<Params> {
     const type = mediaType(ctx.req);
     if (type === 'multipart/form-data') {
-      await multipart(ctx as any, async () => {});
-      const params: Params = { ...(ctx.request.body as Params) };
-      const uploads = Object.entries(ctx.request.files ?? {});
-      try {
-        // an uploaded file stands for its text (file_put m); of several
-        // files under one name the first counts
-        for (const [name, f] of uploads) params[name] = await fs.readFile((Array.isArray(f) ? f[0] : f).filepath, 'utf8');
-      } finally {
-        // every temporary file goes, also the ones not read
-        await Promise.all(uploads.flatMap(([, f]) => (Array.isArray(f) ? f : [f]).map((file) => fs.rm(file.filepath, { force: true }))));
-      }
-      return params;
+      const k = query.k ?? headerKey;
+      if (k !== undefined && k !== '') dispatcher.identify(k, clientIp(ctx));
+      return readMultipart(ctx.req, maxBody);
     }
     const raw = await readBody(ctx.req, maxBody);
     if (raw.length === 0) return {};
@@ -62,16 +51,18 @@ export function directHandler(dispatcher: Dispatcher, space: ApiSpace, maxBody: 
     }
     try {
       let params: Params = { ...ctx.query };
-      if (ctx.method === 'POST') params = { ...params, ...(await bodyParams(ctx)) };
       const headerKey = ctx.get('x-auth-key') || undefined;
+      if (ctx.method === 'POST') params = { ...params, ...(await bodyParams(ctx, params, headerKey)) };
       const result = await dispatcher.call(ctx.params.fn, params, {
-        ip: clientIp(ctx), transport: 'direct', headers: ctx.headers, headerKey, space,
+        ip: clientIp(ctx), transport: 'direct', headers: ctx.headers, headerKey, space, signal: clientGone(ctx.req, ctx.res),
       });
       replyJson(ctx, 200, directResult(result));
     } catch (err) {
-      if (err instanceof BodyTooLarge || (err as any)?.httpCode === 413) {
+      if (err instanceof BodyTooLarge) {
         replyDirectError(ctx, 413, 'request body too large');
       } else if (err instanceof ApiError) {
+        // refused before the body was read: whatever of it still comes is dropped
+        if (!ctx.req.readableEnded) ctx.req.resume();
         replyDirectError(ctx, err.status, err.message);
       } else {
         replyDirectError(ctx, 400, 'malformed request');

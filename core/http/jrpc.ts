@@ -5,9 +5,11 @@ import { Dispatcher } from '../dispatch';
 import { rpcCall, rpcError, RpcResponse } from '../rpc';
 import { BodyTooLarge, mediaType, readBody } from './body';
 import { JsonHeaders, MsgpackHeaders } from './reply';
+import { clientGone } from './gone';
 
 /** one decoder and one encoder for every call: building one per call costs more than the work */
-const decoder = new Decoder();
+// int64 arrives as a bigint: one beyond 2^53 is refused by the parameter check (core/params.ts) rather than rounded
+const decoder = new Decoder({ useBigInt64: true });
 const encoder = new Encoder({ ignoreUndefined: true });
 
 const MSGPACK_TYPES = new Set(['application/msgpack', 'application/x-msgpack']);
@@ -24,7 +26,7 @@ export interface JrpcAnswer { status: number; headers?: Record<string, string>; 
  * does not use; `koaJrpc` mounts it in the Koa app.
  */
 export function jrpcProcessor(dispatcher: Dispatcher, maxBody: number, maxBatch: number) {
-  return async (req: IncomingMessage, ip: string): Promise<JrpcAnswer> => {
+  return async (req: IncomingMessage, ip: string, signal?: () => AbortSignal): Promise<JrpcAnswer> => {
     let packed = false;
     const answer = (status: number, body: unknown): JrpcAnswer => packed
       ? { status, headers: MsgpackHeaders, body: Buffer.from(encoder.encode(body)) }
@@ -58,7 +60,7 @@ export function jrpcProcessor(dispatcher: Dispatcher, maxBody: number, maxBatch:
       return answer(405, rpcError(null, -32600, `method ${req.method} not allowed`));
     }
     const xkey = req.headers['x-auth-key'];
-    const meta = { ip, transport: 'jrpc', headers: req.headers, headerKey: typeof xkey === 'string' && xkey ? xkey : undefined };
+    const meta = { ip, transport: 'jrpc', headers: req.headers, headerKey: typeof xkey === 'string' && xkey ? xkey : undefined, signal };
     if (Array.isArray(payload)) {
       if (payload.length === 0 || payload.length > maxBatch) {
         return answer(200, rpcError(null, -32600, payload.length ? `batch larger than ${maxBatch}` : 'empty batch'));
@@ -80,7 +82,7 @@ export function jrpcProcessor(dispatcher: Dispatcher, maxBody: number, maxBatch:
 /** The JSON RPC processor as a Koa handler. */
 export function koaJrpc(process: ReturnType<typeof jrpcProcessor>, clientIp: (ctx: Context) => string) {
   return async (ctx: Context) => {
-    const a = await process(ctx.req, clientIp(ctx));
+    const a = await process(ctx.req, clientIp(ctx), clientGone(ctx.req, ctx.res));
     ctx.status = a.status;
     if (a.headers) ctx.set(a.headers);
     ctx.body = a.body ?? '';

@@ -16,6 +16,7 @@ import { ApiError } from '../errors';
 import { Version } from '../defaults';
 import { directHandler } from './direct';
 import { jrpcProcessor, koaJrpc } from './jrpc';
+import { clientGone } from './gone';
 import { JsonHeaders, NoCacheHeaders, replyDirectError, replyJson } from './reply';
 
 /**
@@ -63,7 +64,7 @@ export class HttpServer {
     router.get('/metrics', async (ctx) => {
       const k = typeof ctx.query.k === 'string' ? ctx.query.k : ctx.get('x-auth-key') || undefined;
       try {
-        metrics.check(k, koaIp(ctx));
+        metrics.check(dispatcher.identify(k, koaIp(ctx)));
       } catch (err) {
         if (!(err instanceof ApiError)) throw err;
         replyDirectError(ctx, err.status, err.message);
@@ -79,7 +80,7 @@ export class HttpServer {
     // "Benchmarks"). Every other request, GET /jrpc included, goes through Koa.
     this.answerJrpc = async (req, res) => {
       try {
-        const a = await jrpc(req, clientIp(req));
+        const a = await jrpc(req, clientIp(req), clientGone(req, res));
         res.writeHead(a.status, a.headers);
         res.end(a.body);
       } catch (err) {

@@ -127,7 +127,7 @@ export function registerFunctions(ctx: PluginContext, reg: ItemRegistry): void {
     async handler(p: { i: string; s: number; v?: string; p?: number; w?: number }, call) {
       const item = writable(call, p.i);
       const a = reg.startAction(item, p.s, valueParam(p.v), p.p);
-      if (p.w) await within(a.finished, p.w * 1000);
+      if (p.w) await within(a.finished, p.w * 1000, call.signal);
       return result(a);
     },
   });

@@ -34,9 +34,9 @@ export const CmdDefaults = {
 const STOP_GRACE_MAX = 2;
 
 
-/** Wait for a command to finish, at most `wait` seconds. */
-async function waitFor(c: Command, wait: number): Promise<void> {
-  if (wait > 0 && !c.finished) await within(c.done, wait * 1000);
+/** Wait for a command to finish, at most `wait` seconds, and no longer than the caller is there. */
+async function waitFor(c: Command, wait: number, signal?: AbortSignal): Promise<void> {
+  if (wait > 0 && !c.finished) await within(c.done, wait * 1000, signal);
 }
 
 /**
@@ -120,7 +120,7 @@ export const plugin = definePlugin({
           else ctx.log.warning(how);
           table.purge();
         });
-        await waitFor(command, wait);
+        await waitFor(command, wait, call.signal);
         return command.result();
       },
     });
@@ -136,7 +136,7 @@ export const plugin = definePlugin({
       returns: 'command result object',
       async handler(p: { i: string; w?: number }, call) {
         const command = ownCommand(p.i, call);
-        await waitFor(command, p.w ?? 0);
+        await waitFor(command, p.w ?? 0, call.signal);
         return command.result();
       },
     });

@@ -11,6 +11,8 @@ export const AllNetworks = ['0.0.0.0/0', '::/0'];
 
 /** Longest key value set_key_prop accepts; generated values have 64 characters. */
 const MAX_KEY_VALUE = 256;
+/** Shortest: a short value could be guessed (generated ones, create_key's, have 64 characters). */
+export const MIN_KEY_VALUE = 16;
 
 function listValue(p: string, v: unknown): string[] {
   if (v === undefined || v === null || v === '') return [];
@@ -29,8 +31,8 @@ function listValue(p: string, v: unknown): string[] {
 export function setKeyProp(keys: KeyStore, key: ApiKey, p: string, v: unknown): void {
   if (p === 'key') {
     if (typeof v !== 'string' || v === '') throw invalidParams('key: a new key value is required');
-    if (v.length > MAX_KEY_VALUE || !/^[\x21-\x7e]+$/.test(v) || v.includes(',') || v.startsWith('token:')) {
-      throw invalidParams(`key: 1 to ${MAX_KEY_VALUE} printable characters without spaces or commas, not starting with "token:"`);
+    if (v.length < MIN_KEY_VALUE || v.length > MAX_KEY_VALUE || !/^[\x21-\x7e]+$/.test(v) || v.includes(',') || v.startsWith('token:')) {
+      throw invalidParams(`key: ${MIN_KEY_VALUE} to ${MAX_KEY_VALUE} printable characters without spaces or commas, not starting with "token:"`);
     }
     if (v === key.key) return;
     if (keys.hasValue(v)) throw alreadyExists('a key with this value');

@@ -23,14 +23,24 @@ interface Waiter {
   resolve(): void;
   reject(err: Error): void;
   timer?: NodeJS.Timeout;
+  /** the caller's gone signal, and what leaves the queue when it fires */
+  signal?: AbortSignal;
+  onAbort?: () => void;
 }
 
 interface Lock {
   id: string;
   locked: boolean;
-  /** first come, first served */
-  waiters: Waiter[];
+  /** first come, first served (a Set keeps insertion order, and one leaves it in O(1)) */
+  waiters: Set<Waiter>;
   expiry?: NodeJS.Timeout;
+}
+
+/** Take the first waiter out of the queue. */
+function first(waiters: Set<Waiter>): Waiter | undefined {
+  const w = waiters.values().next().value;
+  if (w) waiters.delete(w);
+  return w;
 }
 
 /** What the tests read to prove no waiter or timer is left behind. */
@@ -41,7 +51,9 @@ export interface LockStats { locks: number; locked: number; waiters: number; tim
  * whoever calls `unlock` releases. A release hands the lock straight to the
  * first waiter in the same turn of the event loop, so no release can be lost
  * between a waiter's wake-up and its acquisition, and a waiter that timed out
- * has already left the queue when the next release looks at it.
+ * has already left the queue when the next release looks at it. So has a
+ * waiter whose caller went away (its connection closed): it leaves the
+ * queue at once, and a release never hands the lock to it.
  */
 export class LockTable implements LocksService {
   private readonly locks = new Map<string, Lock>();
@@ -72,7 +84,7 @@ export class LockTable implements LocksService {
     lock.expiry = expires !== undefined ? this.arm(() => { lock.expiry = undefined; this.release(lock.id); }, expires) : undefined;
   }
 
-  acquire(id: string, timeout = this.limits.defaultTimeout, expires?: number): Promise<void> {
+  acquire(id: string, timeout = this.limits.defaultTimeout, expires?: number, signal?: AbortSignal): Promise<void> {
     // a node timer longer than MAX_TIMER_SECONDS fires at once: such a wait or expiry would end immediately
     if (!(timeout >= 0 && timeout <= MAX_TIMER_SECONDS)) {
       return Promise.reject(invalidParams(`t must be a number of seconds, 0 to ${MAX_TIMER_SECONDS}`));
@@ -85,33 +97,42 @@ export class LockTable implements LocksService {
       const { idMax } = this.limits;
       if (!id || id.length > idMax) return Promise.reject(invalidParams(`lock id: 1 to ${idMax} characters`));
       if (this.locks.size >= this.limits.locksMax) return Promise.reject(functionFailed(`too many locks (${this.limits.locksMax})`));
-      lock = { id, locked: false, waiters: [] };
+      lock = { id, locked: false, waiters: new Set() };
       this.locks.set(id, lock);
     }
+    if (signal?.aborted) return Promise.reject(busy(`lock ${id}: the caller is gone`));
     if (!lock.locked) {
       this.take(lock, expires);
       return Promise.resolve();
     }
     if (timeout === 0) return Promise.reject(busy(`lock ${id} is locked`));
-    if (lock.waiters.length >= this.limits.maxWaiters) return Promise.reject(busy(`lock ${id}: too many waiters`));
+    if (lock.waiters.size >= this.limits.maxWaiters) return Promise.reject(busy(`lock ${id}: too many waiters`));
     const held = lock;
     return new Promise<void>((resolve, reject) => {
-      const w: Waiter = { expires, resolve, reject };
-      w.timer = this.arm(() => {
-        const i = held.waiters.indexOf(w);
-        if (i >= 0) held.waiters.splice(i, 1);
-        reject(busy(`lock ${id} not acquired within ${timeout} s`));
-      }, timeout);
-      held.waiters.push(w);
+      const w: Waiter = { expires, resolve, reject, signal };
+      const leave = (why: string) => {
+        held.waiters.delete(w);
+        this.forget(w);
+        reject(busy(`lock ${id} ${why}`));
+      };
+      w.timer = this.arm(() => leave(`not acquired within ${timeout} s`), timeout);
+      if (signal) signal.addEventListener('abort', (w.onAbort = () => leave('not acquired: the caller is gone')), { once: true });
+      held.waiters.add(w);
     });
+  }
+
+  /** A waiter leaves: its timer and its abort listener go with it. */
+  private forget(w: Waiter): void {
+    this.disarm(w.timer);
+    if (w.onAbort) w.signal!.removeEventListener('abort', w.onAbort);
   }
 
   release(id: string): boolean {
     const lock = this.locks.get(id);
     if (!lock) return false;
-    const next = lock.waiters.shift();
+    const next = first(lock.waiters);
     if (next) {
-      this.disarm(next.timer);
+      this.forget(next);
       this.take(lock, next.expires);
       next.resolve();
     } else {
@@ -132,7 +153,7 @@ export class LockTable implements LocksService {
     let waiters = 0;
     for (const l of this.locks.values()) {
       if (l.locked) locked++;
-      waiters += l.waiters.length;
+      waiters += l.waiters.size;
     }
     return { locks: this.locks.size, locked, waiters, timers: this.timers.size };
   }
@@ -140,7 +161,11 @@ export class LockTable implements LocksService {
   /** Controller stop: refuse every waiter and clear every timer. */
   close(): void {
     for (const lock of this.locks.values()) {
-      for (const w of lock.waiters.splice(0)) w.reject(busy(`lock ${lock.id}: controller is stopping`));
+      for (const w of lock.waiters) {
+        this.forget(w);
+        w.reject(busy(`lock ${lock.id}: controller is stopping`));
+      }
+      lock.waiters.clear();
     }
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
@@ -188,8 +213,8 @@ export const plugin = definePlugin({
         e: secs('seconds after which the lock is released automatically'),
       },
       description: 'Acquire a lock, waiting up to t seconds; 13 / 409 when not acquired in time.',
-      handler: async (p: { l: string; t?: number; e?: number }) => {
-        await table.acquire(p.l, p.t, p.e);
+      handler: async (p: { l: string; t?: number; e?: number }, call) => {
+        await table.acquire(p.l, p.t, p.e, call.signal);
         return true;
       },
     });

@@ -1,7 +1,7 @@
 import { definePlugin } from '../../core/plugin';
 import { str, int, num } from '../../core/params';
-import { invalidParams } from '../../core/errors';
-import { Levels, LevelName, parseLevel } from '../../core/log';
+import { busy, invalidParams } from '../../core/errors';
+import { Levels, LevelName, LogRecord, parseLevel } from '../../core/log';
 
 export const LogApiDefaults = {
   /** log_get: records by default, and at most this many whatever `n` asks (decisions.md) */
@@ -14,7 +14,35 @@ export const LogApiDefaults = {
    * request body each could hold gigabytes.
    */
   max_message: 16_384,
+  /**
+   * Most characters of records one log_get answer carries: the newest
+   * records that fit, whatever `n` asks. The memory log may hold 64 MiB;
+   * without this, every concurrent call would build an answer that large
+   * (64 calls: 4 GB) and block the event loop while serializing it.
+   */
+  max_answer: 1024 * 1024,
+  /**
+   * Most characters all log_get answers together may carry per 100 ms; past
+   * it, log_get answers busy (13 / 409) until the window passes. Building
+   * and sending answers is event-loop time every other call waits for: this
+   * bounds it (about 10 MiB/s) however many clients read the log at once.
+   */
+  max_window: 1024 * 1024,
 };
+
+/** Characters of log_get answers in the current 100 ms window. */
+const WINDOW_MS = 100;
+
+/** About what a record takes in an answer, in characters. */
+const answerSize = (r: LogRecord) => r.msg.length + r.mod.length + r.h.length + 64;
+
+/** The newest of `records` (oldest first) that fit in `budget` characters; at least the newest one. */
+function fitting(records: LogRecord[], budget: number): LogRecord[] {
+  let i = records.length;
+  let used = 0;
+  while (i > 0 && (used + answerSize(records[i - 1]) <= budget || i === records.length)) used += answerSize(records[--i]);
+  return i === 0 ? records : records.slice(i);
+}
 
 /** A level parameter: a name (any case, a prefix will do) or a number 10..50; else 11 / 400. */
 function level(v: string | undefined, fallback: number): number {
@@ -62,6 +90,17 @@ export const plugin = definePlugin({
         handler: (p: { m: string }) => write(Levels[name], p.m),
       });
     }
+    let windowStart = 0;
+    let windowUsed = 0;
+    /** Count an answer against the window, or refuse it (busy) when the window is spent. */
+    const spend = (records: LogRecord[]): LogRecord[] => {
+      const now = Date.now();
+      if (now - windowStart >= WINDOW_MS) { windowStart = now; windowUsed = 0; }
+      if (windowUsed >= LogApiDefaults.max_window) throw busy('log_get: too many log reads at once, retry later');
+      for (const r of records) windowUsed += answerSize(r);
+      return records;
+    };
+
     ctx.register({
       name: 'log_get',
       permission: 'sysfunc',
@@ -70,13 +109,13 @@ export const plugin = definePlugin({
         t: num('only records not older than t seconds'),
         n: int(`most records, newest ones (default ${LogApiDefaults.n}, at most ${LogApiDefaults.max_n})`),
       },
-      description: 'Records of the memory log, oldest first.',
+      description: `Records of the memory log, oldest first: the newest n that fit in ${LogApiDefaults.max_answer / 1024} KiB of text.`,
       returns: 'array of log records {h, l, mod, msg, p, t, th}',
       handler: (p: { l?: string; t?: number; n?: number }) => {
         if (p.t !== undefined && p.t < 0) throw invalidParams('t: expected seconds, 0 or more');
         if (p.n !== undefined && p.n < 1) throw invalidParams('n: expected 1 or more');
         const n = Math.min(p.n ?? LogApiDefaults.n, LogApiDefaults.max_n);
-        return ctx.logger.records(level(p.l, LogApiDefaults.level), p.t, n);
+        return spend(fitting(ctx.logger.records(level(p.l, LogApiDefaults.level), p.t, n), LogApiDefaults.max_answer));
       },
     });
     ctx.register({

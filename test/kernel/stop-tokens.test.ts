@@ -1,0 +1,44 @@
+import test from 'ava';
+import { makeDir, spawnController, Keys } from '../helpers/controller';
+
+const KEYS = 5_000;
+const TOKENS = 100_000;
+const BATCH = 1_000;
+
+/** A JSON RPC batch of calls; every one must succeed. */
+async function batch(url: string, calls: { method: string; params: Record<string, unknown> }[]): Promise<any[]> {
+  const r = await fetch(`${url}/jrpc`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(calls.map((c, id) => ({ jsonrpc: '2.0', id, ...c }))),
+  });
+  const out = (await r.json()) as any[];
+  const failed = out.find((x) => x.error);
+  if (failed) throw new Error(JSON.stringify(failed));
+  return out.map((x) => x.result);
+}
+
+test(`SIGTERM with ${KEYS} dynamic keys and ${TOKENS} tokens stops within 2 s`, async (t) => {
+  // manual: the keys are not written to the user db, the stop pays only for ending them and their tokens
+  const dir = makeDir(t, { ini: { server: { db_update: 'manual' }, webapi: { max_batch: BATCH } } });
+  const child = await spawnController(t, dir);
+  const values: string[] = [];
+  for (let i = 0; i < KEYS; i += BATCH) {
+    const made = await batch(child.url, Array.from({ length: BATCH }, (_, j) => ({
+      method: 'create_key', params: { k: Keys.master, i: `dyn${i + j}` },
+    })));
+    values.push(...made.map((k) => k.key));
+  }
+  for (let i = 0; i < TOKENS; i += BATCH) {
+    await batch(child.url, Array.from({ length: BATCH }, (_, j) => ({ method: 'login', params: { k: values[(i + j) % KEYS] } })));
+  }
+  // every token is live: the last one answers
+  const last = await batch(child.url, [{ method: 'login', params: { k: values[0] } }]);
+  t.regex(last[0].token, /^token:/);
+  const started = Date.now();
+  child.proc.kill('SIGTERM');
+  const code = await child.exited;
+  const took = Date.now() - started;
+  t.is(code, 0, child.output());
+  t.true(took < 2_000, `stop took ${took} ms`);
+  t.log(`stop with ${KEYS} keys and ${TOKENS} tokens: ${took} ms`);
+});

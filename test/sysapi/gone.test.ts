@@ -1,0 +1,80 @@
+import test from 'ava';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Keys, makeDir, startController, type Running } from '../helpers/controller';
+import { until } from './expect';
+
+const m = { k: Keys.master };
+
+/** A call whose caller goes away after `ms`: the connection is closed before the answer. */
+async function abandoned(run: Running, how: 'direct' | 'jrpc', fn: string, params: Record<string, unknown>, ms = 300) {
+  const ctl = new AbortController();
+  const req = how === 'direct'
+    ? fetch(`${run.url}/sys-api/${fn}?${new URLSearchParams(params as Record<string, string>)}`, { signal: ctl.signal })
+    : fetch(`${run.url}/jrpc`, {
+      method: 'POST', headers: { 'Content-Type': 'application/json' }, signal: ctl.signal,
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: fn, params }),
+    });
+  await new Promise((r) => setTimeout(r, ms));
+  ctl.abort();
+  await req.catch(() => undefined);
+  // the controller learns of the close from its socket: a call on another connection can overtake it
+  await new Promise((r) => setTimeout(r, 200));
+}
+
+for (const how of ['direct', 'jrpc'] as const) {
+  test(`a lock waiter whose caller went away leaves the queue; the lock is not handed to it (${how})`, async (t) => {
+    const run = await startController(t);
+    const { client } = run;
+    await client.ok('lock', { ...m, l: 'door' });
+    // no e: a lock handed to a gone waiter would stay locked for good
+    await abandoned(run, how, 'lock', { ...m, l: 'door', t: '600' });
+    await abandoned(run, how, 'lock', { ...m, l: 'door', t: '600' });
+    await client.ok('unlock', { ...m, l: 'door' });
+    t.like(await client.ok('get_lock', { ...m, l: 'door' }), { locked: false });
+    // a live waiter after gone ones gets it
+    await client.ok('lock', { ...m, l: 'door' });
+    const live = client.rpc('lock', { ...m, l: 'door', t: 600 });
+    await abandoned(run, how, 'lock', { ...m, l: 'door', t: '600' });
+    await client.ok('unlock', { ...m, l: 'door' });
+    t.deepEqual((await live).result, { ok: true });
+  });
+}
+
+/** Stop must not wait for the gone caller (stop_grace is long): measured in ms. */
+async function stopTime(run: Running): Promise<number> {
+  const started = Date.now();
+  await run.stop();
+  return Date.now() - started;
+}
+
+const SLEEPER = '#!/bin/sh\necho begun\nsleep 40\n';
+
+test('cmd with w and cmd_result with w stop waiting when the caller goes away', async (t) => {
+  for (const fn of ['cmd', 'cmd_result'] as const) {
+    const dir = makeDir(t, { files: { 'xc/cmd/sleeper': SLEEPER }, ini: { webapi: { stop_grace: 60 } } });
+    fs.chmodSync(path.join(dir, 'xc', 'cmd', 'sleeper'), 0o755);
+    const run = await startController(t, { dir });
+    let params: Record<string, unknown> = { ...m, c: 'sleeper', w: '30' };
+    if (fn === 'cmd_result') {
+      const started = await run.client.ok('cmd', { ...m, c: 'sleeper' });
+      params = { ...m, i: started.id, w: '30' };
+    }
+    await abandoned(run, 'direct', fn, params);
+    // the call in flight is gone: stop does not wait for its w (30 s) nor its grace (60 s)
+    const took = await stopTime(run);
+    t.log(`${fn}: stop took ${took} ms`);
+    t.true(took < 2_000, `${fn}: stop took ${took} ms`);
+  }
+});
+
+test('an item action with w stops waiting when the caller goes away', async (t) => {
+  const dir = makeDir(t, { files: { 'xc/uc/slow': '#!/bin/sh\nsleep 40\n' }, ini: { webapi: { stop_grace: 60 } } });
+  fs.chmodSync(path.join(dir, 'xc', 'uc', 'slow'), 0o755);
+  const run = await startController(t, { dir });
+  await run.client.ok('create', { ...m, i: 'unit:g/slow' });
+  await abandoned(run, 'jrpc', 'action', { ...m, i: 'unit:g/slow', s: 1, w: 30 });
+  await until(t, 'the action runs', async () => (await run.client.ok('result', { ...m, i: 'unit:g/slow' }))[0]?.status === 'running');
+  const took = await stopTime(run);
+  t.true(took < 2_000, `stop took ${took} ms`);
+});

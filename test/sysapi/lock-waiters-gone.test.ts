@@ -1,0 +1,66 @@
+import test from 'ava';
+import fs from 'node:fs';
+import net from 'node:net';
+import { makeDir, spawnController, Keys } from '../helpers/controller';
+
+/**
+ * 20,000 by default, so that the suite stays within its time on a shared
+ * machine; WAITERS_N=100000 runs the issue's figure. The controller's heap is
+ * capped below what that many abandoned waiters would hold (~10 KB each), so
+ * a leak ends the controller rather than only slow it.
+ */
+const WAITERS = Number(process.env.WAITERS_N ?? 20_000);
+const HEAP_MIB = 128;
+const WAVE = 500;
+
+/** Resident memory of a process, MiB (/proc). */
+const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+
+/**
+ * One wave of lock waiters: each on its own connection sends `lock` with a
+ * long wait, and once every request is written and the controller has
+ * answered a call sent after them, all connections close. Source addresses
+ * rotate over 127.0.0.2-9 so the closed connections do not use up the ports
+ * of one address.
+ */
+async function wave(port: number, n: number, first: number): Promise<void> {
+  const req = (i: number) => i % 2
+    ? `GET /sys-api/lock?k=${Keys.master}&l=gate&t=3600 HTTP/1.1\r\nHost: x\r\n\r\n`
+    : (() => {
+      const body = JSON.stringify({ jsonrpc: '2.0', id: i, method: 'lock', params: { k: Keys.master, l: 'gate', t: 3600 } });
+      return `POST /jrpc HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+    })();
+  const sockets = await Promise.all(Array.from({ length: n }, (_, j) => new Promise<net.Socket>((resolve, reject) => {
+    const s = net.connect({ port, host: '127.0.0.1', localAddress: `127.0.0.${2 + ((first + j) % 8)}` });
+    s.once('error', reject);
+    s.once('connect', () => s.write(req(first + j), () => resolve(s)));
+  })));
+  // a call on a connection opened after all of them: answered once the controller read the waves before it
+  await fetch(`http://127.0.0.1:${port}/sys-api/test?k=${Keys.master}`).then((r) => r.text());
+  for (const s of sockets) s.destroy();
+}
+
+test.serial(`${WAITERS} lock waiters whose callers go away leave memory near its baseline and the lock free`, async (t) => {
+  // the waiter bound above the test's count: only the going away may empty the queue
+  const dir = makeDir(t, { ini: { server: { lock_max_waiters: WAITERS * 2 } } });
+  // this file runs in its own worker process: the option reaches only the controller it spawns
+  process.env.NODE_OPTIONS = `--max-old-space-size=${HEAP_MIB}`;
+  const child = await spawnController(t, dir);
+  const pid = child.proc.pid!;
+  const call = (fn: string, params: Record<string, unknown>) => child.client.rpc(fn, { k: Keys.master, ...params });
+  t.deepEqual((await call('lock', { l: 'gate' })).result, { ok: true });
+  await wave(child.port, WAVE, 0); // warm up: the baseline is that of a controller that has served waves
+  await new Promise((r) => setTimeout(r, 500));
+  const baseline = rssMiB(pid);
+  for (let i = WAVE; i < WAITERS; i += WAVE) await wave(child.port, Math.min(WAVE, WAITERS - i), i);
+  await new Promise((r) => setTimeout(r, 1000));
+  const after = rssMiB(pid);
+  t.log(`RSS: ${baseline.toFixed(0)} MiB before, ${after.toFixed(0)} MiB after ${WAITERS} waiters went away`);
+  t.is(child.proc.exitCode, null, 'the controller is alive');
+  // each waiter left behind holds ~10 KB: 100,000 of them would add about 1 GB
+  t.true(after - baseline < 100, `RSS grew by ${(after - baseline).toFixed(0)} MiB`);
+  // the lock goes to nobody: released, it is free
+  t.deepEqual((await call('unlock', { l: 'gate' })).result, { ok: true });
+  t.like((await call('get_lock', { l: 'gate' })).result, { locked: false });
+  t.deepEqual((await call('lock', { l: 'gate', t: 0 })).result, { ok: true });
+});

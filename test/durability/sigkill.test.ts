@@ -68,6 +68,10 @@ test('SIGKILL during streams of acknowledged updates, set_cvar and file_put (db_
       ...cvars.map((s) => run(s, s.acked + 1, (v) => c.rpc('set_cvar', { k, i: s.name, v: String(v) }))),
       ...files.map((s) => run(s, s.acked + 1, (v) => c.rpc('file_put', { k, i: s.name, m: String(v) }))),
     ];
+    // kill at a random moment once every stream has written (on a busy machine the first writes take a while)
+    const all = [...sensors, ...cvars, ...files];
+    const started = all.map((s) => s.acked);
+    for (const end = Date.now() + 30_000; all.some((s, n) => s.acked === started[n]) && Date.now() < end;) await new Promise((r) => setTimeout(r, 10));
     await new Promise((r) => setTimeout(r, 100 + Math.random() * 500));
     child.proc.kill('SIGKILL');
     await child.exited;

@@ -39,18 +39,14 @@ export const plugin = definePlugin({
     const { file_max_size: maxSize } = typed(FilesDefaults, ctx.config.raw.sysapi);
     const { paths } = ctx;
     // the controller's own state: never read, written or chmodded through these functions
-    const runtime = new RuntimeFolder(paths.runtime, [
+    const runtime = new RuntimeFolder(paths.runtime, paths.product, [
       path.dirname(paths.userDb), paths.cvarsFile, paths.itemsFile, paths.corescriptsConfig, paths.notifyDir,
     ]);
-    /** runtime/<product>_*.json: every state file of the controller's own naming, also of later kinds */
-    const stateName = new RegExp(`^${paths.product}_.*\\.json$`);
 
     /** The names of `i`, once file management is known to be on. */
     function parts(i: string): string[] {
       if (!ctx.config.sysapi.file_management) throw accessDenied('file management is disabled ([sysapi] file_management)');
-      const names = runtime.parts(i);
-      if (names.length === 1 && stateName.test(names[0])) throw accessDenied(`${i} is a state file of the controller: the file functions cannot touch it`);
-      return names;
+      return runtime.parts(i);
     }
 
     /** Run `use` on the existing regular file `i`, opened and checked; closed afterwards. */

@@ -57,12 +57,20 @@ test("the controller's state files cannot be read, written or chmodded through t
   fs.symlinkSync('db', path.join(rt, 'dbdir'));
   const files = ['db/uc.db', 'uc_cvars.json', 'uc_items.json', 'uc_notify.d/n1.json', 'history.db', 'alias.db', 'dbdir/uc.db'];
   const before = new Map(files.map((f) => [f, { data: fs.readFileSync(path.join(rt, f)), mode: mode(path.join(rt, f)) }]));
-  for (const i of [...files, 'db/new.txt', 'uc_notify.d/n2.json', 'uc_other.json', 'dbdir/new.txt']) {
+  fs.symlinkSync('.', path.join(rt, 'here'));
+  for (const i of files) {
     await failsBoth(t, client, 'file_get', { k, i }, Err.denied);
     await failsBoth(t, client, 'file_set_exec', { k, i, e: true }, Err.denied);
+  }
+  for (const i of [...files, 'db/new.txt', 'uc_notify.d/n2.json', 'uc_other.json', 'dbdir/new.txt', 'here/uc_other.json', 'uc_cs.json/x']) {
     await failsBoth(t, client, 'file_put', { k, i, m: '{}' }, Err.denied);
   }
+  // nor is a state folder made just to be refused
+  fs.rmSync(path.join(rt, 'uc_notify.d'), { recursive: true });
+  await failsBoth(t, client, 'file_put', { k, i: 'uc_notify.d/n3.json', m: '{}' }, Err.denied);
+  t.false(fs.existsSync(path.join(rt, 'uc_notify.d')));
   for (const [f, b] of before) {
+    if (f.startsWith('uc_notify.d')) continue;
     t.deepEqual(fs.readFileSync(path.join(rt, f)), b.data, f);
     t.is(mode(path.join(rt, f)), b.mode, f);
   }

@@ -39,13 +39,17 @@ export interface OpenFile { fh: FileHandle; real: string; rel: string; st: fs.St
 
 /**
  * runtime/ for the file functions. `protectedPaths` are the controller's own
- * state files and folders (absolute); with everything in them they cannot
- * be read, written or chmodded through the file functions.
+ * state files and folders (absolute), and `runtime/<product>_*.json` its
+ * state files of any kind; with everything in them they cannot be read,
+ * written or chmodded through the file functions.
  */
 export class RuntimeFolder {
   private rootReal?: string;
+  private readonly stateName: RegExp;
 
-  constructor(private readonly root: string, private readonly protectedPaths: string[]) {}
+  constructor(private readonly root: string, product: string, private readonly protectedPaths: string[]) {
+    this.stateName = new RegExp(`^${product}_.*\\.json$`);
+  }
 
   /** The real path of runtime/ (once a folder was opened). */
   rootPath(): string {
@@ -105,6 +109,7 @@ export class RuntimeFolder {
   /** Refuse the real path `real` when it is a state file of the controller or lies in a state folder. */
   guard(i: string, real: string): void {
     if (this.protectedPaths.some((p) => real === p || real.startsWith(p + path.sep))) throw this.refused(i);
+    if (path.dirname(real) === this.rootReal && this.stateName.test(path.basename(real))) throw this.refused(i);
   }
 
   private refused(i: string): ApiError {
@@ -119,6 +124,7 @@ export class RuntimeFolder {
       fh = await fsp.open(where, flags);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || !create) throw await this.openError(err, i, where);
+      this.guard(i, path.join(folder.real, name)); // no state folder is made just to be refused
       await fsp.mkdir(where).catch((e) => { if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e; });
       try { fh = await fsp.open(where, flags); } catch (e) { throw await this.openError(e, i, where); }
     }

@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import fs from 'node:fs';
+import { sweepTemps } from './store/sweep';
 import { container as root, type DependencyContainer, type InjectionToken } from 'tsyringe';
 import { Paths } from './paths';
 import { Config } from './config';
@@ -48,6 +49,8 @@ export class Controller {
     for (const d of [paths.etc, paths.runtime, paths.xc]) fs.mkdirSync(d, { recursive: true });
     const logger = ctl.get(Logger);
     const log = logger.module('controller');
+    const swept = sweepTemps(paths.runtime);
+    if (swept) log.info(`removed ${swept} unfinished temp file(s) in ${paths.runtime} (a writer was killed while writing)`);
     // a shutdown request (shutdown_core) stops an in-process controller; main.ts makes it an exit
     ctl.get(Lifecycle).onShutdown(() => ctl.stop());
     const keys = ctl.get(KeyStore);

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import crypto from 'node:crypto';
+import { GroupCommit } from './group-commit';
 
 /**
  * Every file the controller writes goes through here: write a temp file in
@@ -13,7 +14,8 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array, m
   await fsp.mkdir(dir, { recursive: true });
   const tmp = tempName(file);
   try {
-    const fh = await fsp.open(tmp, 'w', mode);
+    // wx: O_EXCL, a name that is already there (a planted link) is never opened
+    const fh = await fsp.open(tmp, 'wx', mode);
     try {
       await fh.writeFile(data);
       await fh.chmod(mode); // the umask must not change the mode asked for
@@ -36,7 +38,7 @@ export function writeFileAtomicSync(file: string, data: string | Uint8Array, mod
   fs.mkdirSync(dir, { recursive: true });
   const tmp = tempName(file);
   try {
-    const fd = fs.openSync(tmp, 'w', mode);
+    const fd = fs.openSync(tmp, 'wx', mode);
     try {
       fs.writeFileSync(fd, data);
       fs.fchmodSync(fd, mode);
@@ -58,38 +60,12 @@ function tempName(file: string): string {
   return path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${crypto.randomBytes(4).toString('hex')}.tmp`);
 }
 
-/** Whether a process of that id is running (signal 0 checks without sending). */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+const TEMP = /^\..+\.(\d+)\.[0-9a-f]{8}\.tmp$/;
 
-/**
- * Remove the temp files a killed writer of `file` left behind (written, never
- * renamed: they hold nothing the file lacks). Those of a process still
- * running, this one included, are left alone: they may be a write in
- * progress. Call it before the first write of `file`. Returns how many were
- * removed.
- */
-export function removeStaleTemps(file: string): number {
-  const dir = path.dirname(file);
-  const prefix = `.${path.basename(file)}.`;
-  let removed = 0;
-  let names: string[];
-  try { names = fs.readdirSync(dir); } catch { return 0; }
-  for (const name of names) {
-    const m = name.startsWith(prefix) ? /^(\d+)\.[0-9a-f]{8}\.tmp$/.exec(name.slice(prefix.length)) : null;
-    if (!m) continue;
-    const pid = Number(m[1]);
-    if (pid === process.pid || alive(pid)) continue;
-    fs.rmSync(path.join(dir, name), { force: true });
-    removed++;
-  }
-  return removed;
+/** The id of the process that wrote temp file `name` (a name tempName gives), or undefined for any other name. */
+export function tempWriter(name: string): number | undefined {
+  const m = TEMP.exec(name);
+  return m ? Number(m[1]) : undefined;
 }
 
 async function syncDir(dir: string): Promise<void> {
@@ -98,35 +74,33 @@ async function syncDir(dir: string): Promise<void> {
 }
 
 /**
- * Serialises writes of one file: each write waits for the one before, and a
- * burst of writes collapses to the newest content (the ones in between are
- * superseded before they start).
+ * One file written whole, atomically, through a group commit
+ * (./group-commit.ts): writes are serialised, and the changes asked for
+ * while one is under way are all carried by the next.
  */
 export class AtomicFile {
-  private running: Promise<void> = Promise.resolve();
-  private pending: (() => string | Uint8Array) | undefined;
-  private waiting: Promise<void> | undefined;
+  private produce: () => string | Uint8Array = () => '';
+  private readonly commits = new GroupCommit(() => writeFileAtomic(this.file, this.produce(), this.mode));
 
   constructor(readonly file: string, readonly mode = 0o644) {}
 
-  /** Write what `produce` returns once the previous write is done; resolves when it is on disk. */
-  write(produce: () => string | Uint8Array): Promise<void> {
-    this.pending = produce;
-    if (!this.waiting) {
-      this.waiting = this.running.catch(() => {}).then(() => {
-        const p = this.pending!;
-        this.pending = undefined;
-        this.waiting = undefined;
-        this.running = writeFileAtomic(this.file, p(), this.mode);
-        return this.running;
-      });
-    }
-    return this.waiting;
+  /**
+   * Write what `produce` returns when the write starts (so the newest
+   * state); resolves when it is on disk. `undo` takes the caller's change
+   * back out of memory when that write fails (see GroupCommit).
+   */
+  write(produce: () => string | Uint8Array, undo?: () => void): Promise<void> {
+    this.produce = produce;
+    return this.commits.request(undo);
   }
 
   /** Wait for every write asked for so far. */
-  async flush(): Promise<void> {
-    while (this.waiting) await this.waiting.catch(() => {});
-    await this.running.catch(() => {});
+  flush(): Promise<void> {
+    return this.commits.settled();
+  }
+
+  /** The newest write asked for: resolves once it is on disk, rejects when it failed. */
+  written(): Promise<void> {
+    return this.commits.last();
   }
 }

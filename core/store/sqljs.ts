@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import initSqlJs from 'sql.js';
 import type { Database, SqlJsStatic } from 'sql.js';
-import { AtomicFile, removeStaleTemps, writeFileAtomicSync } from './atomic';
+import { AtomicFile, writeFileAtomicSync } from './atomic';
 
 export type { Database } from 'sql.js';
 
@@ -57,7 +57,6 @@ export class SqliteFile {
   /** Open `file`, or start an empty database when it does not exist (written on the first write). */
   static async open(file: string, mode = 0o644): Promise<SqliteFile> {
     const SQL = await sqlJs();
-    removeStaleTemps(file);
     let db: Database;
     if (fs.existsSync(file)) {
       try {
@@ -72,9 +71,9 @@ export class SqliteFile {
     return new SqliteFile(file, db, mode);
   }
 
-  /** Write the database as it is when the write starts; resolves once it is on disk. */
-  write(): Promise<void> {
-    return this.out.write(() => this.db.export());
+  /** Write the database as it is when the write starts; resolves once it is on disk (`undo`: see AtomicFile.write). */
+  write(undo?: () => void): Promise<void> {
+    return this.out.write(() => this.db.export(), undo);
   }
 
   /** Wait for every write asked for so far. */

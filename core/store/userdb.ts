@@ -95,9 +95,9 @@ export class UserDb {
     this.store.run('DELETE FROM users WHERE u = ?', [user]);
   }
 
-  /** Write the file as it is now; resolves when it is on disk. */
-  write(): Promise<void> {
-    return this.store.write();
+  /** Write the file as it is now; resolves when it is on disk (`undo`: see AtomicFile.write). */
+  write(undo?: () => void): Promise<void> {
+    return this.store.write(undo);
   }
 
   flush(): Promise<void> {

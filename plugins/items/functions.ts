@@ -108,10 +108,10 @@ export function registerFunctions(ctx: PluginContext, reg: ItemRegistry): void {
     name: 'update', api: 'product', permission: 'any',
     params: { i: str('item oid').req(), s: int('status'), v: str('value; "" or "null" for no value') },
     description: 'Set item status and/or value; a state event goes out when that changed something.',
-    handler(p: { i: string; s?: number; v?: string }, call) {
+    async handler(p: { i: string; s?: number; v?: string }, call) {
       if (p.s === undefined && p.v === undefined) throw invalidParams('give s, v or both');
       const item = writable(call, p.i);
-      reg.update(item.o.oid, { status: p.s, value: valueParam(p.v) });
+      await reg.updateDurably(item, { status: p.s, value: valueParam(p.v) });
       return true;
     },
   });

@@ -44,8 +44,6 @@ export class ItemRegistry implements ItemsService {
   private readonly watchers = new Set<ItemWatcher>();
   private readonly file: ItemsFile;
   private dirty = false;
-  /** the write asked for and not started yet */
-  private queued?: Promise<void>;
   readonly actions: ActionQueues;
 
   constructor(private readonly ctx: PluginContext, private readonly limits: ItemsLimits) {
@@ -59,7 +57,7 @@ export class ItemRegistry implements ItemsService {
       ended: (a, outcome) => {
         // the unit is idle again (a waiting action sets its own target when it starts)
         const change = outcome.status === 'completed' ? { status: a.nstatus, value: a.nvalue } : {};
-        this.change(a.item, change, undefined, true);
+        this.change(a.item, change, undefined, true).catch(() => { /* logged by write */ });
       },
     }, limits);
   }
@@ -89,7 +87,16 @@ export class ItemRegistry implements ItemsService {
   }
 
   update(oid: string, change: StateChange, source?: string): void {
-    this.change(this.must(oid), change, source);
+    this.change(this.must(oid), change, source).catch(() => { /* logged by write; the next change or save tries again */ });
+  }
+
+  /**
+   * The API's `update`: the same, answered once the new state is on disk
+   * under db_update instant, also when it was already the state (an earlier
+   * call may still be writing it).
+   */
+  updateDurably(item: Item, change: StateChange): Promise<void> {
+    return this.change(item, change);
   }
 
   async action(oid: string, params: { status: number; value?: string | null; priority?: number }, _source?: string): Promise<string> {
@@ -135,7 +142,7 @@ export class ItemRegistry implements ItemsService {
     this.add(item);
     this.emitState(item);
     this.tell(item, 'created');
-    await this.persist(true, save);
+    await this.persist(save);
     return item;
   }
 
@@ -145,7 +152,7 @@ export class ItemRegistry implements ItemsService {
     this.ids.delete(`${item.o.type}:${item.o.id}`);
     this.actions.forget(item.o.oid);
     this.tell(item, 'destroyed');
-    await this.persist(true, save);
+    await this.persist(save);
   }
 
   /** Change one property (already checked and converted by the caller). */
@@ -157,7 +164,7 @@ export class ItemRegistry implements ItemsService {
     item.props[prop] = value;
     if (item.eventKey() !== before) this.emitState(item); // action_enabled is part of a unit's state
     this.tell(item, 'props');
-    await this.persist(true, save);
+    await this.persist(save);
   }
 
   /** `save` and the stop of an on_exit controller: write what changed. */
@@ -180,12 +187,14 @@ export class ItemRegistry implements ItemsService {
   }
 
   /** Apply a state change: store it when it changed, send it when what events show changed. */
-  private change(item: Item, change: StateChange, source?: string, idle = !this.actions.busy(item.o.oid)): void {
+  private change(item: Item, change: StateChange, source?: string, idle = !this.actions.busy(item.o.oid)): Promise<void> {
     if (change.status !== undefined && !Number.isInteger(change.status)) throw invalidParams('status must be an integer');
     if (change.value !== undefined && change.value !== null && typeof change.value !== 'string') throw invalidParams('value must be a string or null');
     const { changed, visible } = item.apply(change, idle);
     if (visible) this.emitState(item, source);
-    if (changed) void this.persist(false, false);
+    // unchanged: under instant, the state asked for may still be on its way to disk (or failed to get there)
+    if (changed || this.dirty) return this.persist(false);
+    return this.ctx.config.server.db_update === 'instant' ? this.file.written().catch(() => this.persist(false)) : Promise.resolve();
   }
 
   private emitState(item: Item, source?: string): void {
@@ -201,30 +210,23 @@ export class ItemRegistry implements ItemsService {
   }
 
   /**
-   * A change happened. db_update instant writes at once (configuration
-   * changes wait for the disk, state changes do not: they come in streams and
-   * the writes collapse); manual and on_exit write on `save` (and on_exit at
-   * stop). `save` (the function parameter) writes at once whatever the mode.
+   * A change happened. db_update instant writes at once and the change is
+   * answered once it is on disk (the writes of a stream of changes are
+   * grouped: core/store/group-commit.ts); manual and on_exit write on `save`
+   * (and on_exit at stop). `save` (the function parameter) writes at once
+   * whatever the mode.
    */
-  private persist(waitForDisk: boolean, save: boolean): Promise<void> {
+  private persist(save: boolean): Promise<void> {
     this.dirty = true;
     if (!save && this.ctx.config.server.db_update !== 'instant') return Promise.resolve();
-    const p = this.write();
-    if (waitForDisk) {
-      return p.catch((err) => {
-        throw functionFailed(`the change is made but ${this.file.path} could not be written (${describe(err)}); `
-          + 'it is written again at the next change or save');
-      });
-    }
-    p.catch(() => { /* logged by write; the next change or save tries again */ });
-    return Promise.resolve();
+    return this.write().catch((err) => {
+      throw functionFailed(`the change is made but ${this.file.path} could not be written (${describe(err)}); `
+        + 'it is written again at the next change or save');
+    });
   }
 
   private write(): Promise<void> {
-    // a write that has not started yet will take every change made until it starts
-    if (this.queued) return this.queued;
-    this.queued = this.file.write(() => {
-      this.queued = undefined;
+    return this.file.write(() => {
       this.dirty = false;
       const out: Record<string, StoredItem> = {};
       for (const [oid, item] of this.items) out[oid] = item.stored();
@@ -234,7 +236,6 @@ export class ItemRegistry implements ItemsService {
       this.ctx.log.error(`cannot write ${this.file.path}: ${describe(err)}`);
       throw err;
     });
-    return this.queued;
   }
 
   /** `<notifier id>[:qos]` of an existing mqtt notifier, when the notifier host runs. */

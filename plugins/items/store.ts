@@ -30,8 +30,8 @@ function readEntry(oid: string, raw: any): LoadedItem | undefined {
 }
 
 /**
- * Reads and writes the items file. Writes are atomic and serialised
- * (AtomicFile: a burst of changes collapses to the newest content).
+ * Reads and writes the items file. Writes are atomic and grouped
+ * (AtomicFile: the changes made while a write is under way go together in the next).
  */
 export class ItemsFile {
   private readonly file: AtomicFile;
@@ -74,5 +74,10 @@ export class ItemsFile {
 
   flush(): Promise<void> {
     return this.file.flush();
+  }
+
+  /** The newest write asked for: resolves once it is on disk, rejects when it failed. */
+  written(): Promise<void> {
+    return this.file.written();
   }
 }

@@ -3,8 +3,8 @@ import { definePlugin } from '../../core/plugin';
 import { positiveBounds } from '../../core/config';
 import { str } from '../../core/params';
 import { functionFailed, invalidParams, notFound } from '../../core/errors';
-import { AtomicFile, removeStaleTemps } from '../../core/store/atomic';
-import type { ModuleLogger } from '../../core/log';
+import { AtomicFile } from '../../core/store/atomic';
+import { describe, type ModuleLogger } from '../../core/log';
 import type { CvarsService } from './api';
 
 /** Bounds; `[server] cvars_max` and `[server] cvar_max_size` override them. */
@@ -24,8 +24,6 @@ export const CvarDefaults = {
  */
 function load(file: string, log: ModuleLogger): Map<string, string> {
   const vars = new Map<string, string>();
-  const stale = removeStaleTemps(file);
-  if (stale) log.info(`removed ${stale} unfinished temp file(s) of ${file} (the controller was killed while writing)`);
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');
@@ -72,18 +70,46 @@ export const plugin = definePlugin({
     const file = new AtomicFile(ctx.paths.cvarsFile);
     let dirty = false;
 
-    const write = async () => {
+    const write = async (undo?: () => void) => {
       dirty = false;
       try {
-        await file.write(() => JSON.stringify(Object.fromEntries([...vars].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))), null, 1));
+        await file.write(() => JSON.stringify(Object.fromEntries([...vars].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))), null, 1), undo);
       } catch (err) {
         dirty = true;
         throw err;
       }
     };
-    const changed = async () => {
+    /**
+     * Set (or delete, value undefined) one cvar. Under instant the change is
+     * taken back when its write fails: a call that answers an error leaves
+     * no trace (written first, then answered).
+     */
+    // the newest change of each cvar: an undo never takes back a later change
+    const latest = new Map<string, object>();
+    const change = async (name: string, value: string | undefined) => {
+      const before = vars.get(name);
+      const mine = {};
+      const previous = latest.get(name);
+      latest.set(name, mine);
+      if (value === undefined) vars.delete(name);
+      else vars.set(name, value);
       dirty = true;
-      if (instant) await write();
+      if (!instant) return;
+      const undo = () => {
+        if (latest.get(name) !== mine) return;
+        if (before === undefined) vars.delete(name);
+        else vars.set(name, before);
+        if (previous) latest.set(name, previous);
+        else latest.delete(name);
+      };
+      try {
+        await write(undo);
+      } catch (err) {
+        ctx.log.error(`cvar ${name} not changed: ${ctx.paths.cvarsFile} could not be written: ${describe(err)}`);
+        throw functionFailed(`cvar ${name} not changed: the cvars file could not be written, see the controller log`);
+      } finally {
+        if (latest.get(name) === mine) latest.delete(name);
+      }
     };
     ctx.onSave(async () => { if (dirty) await write(); });
     ctx.onStop(() => file.flush());
@@ -96,12 +122,11 @@ export const plugin = definePlugin({
         if (!name || name.length > maxName) throw invalidParams(`cvar name: 1 to ${maxName} characters`);
         if (value.length > maxSize) throw invalidParams(`cvar value longer than ${maxSize} characters`);
         if (!vars.has(name) && vars.size >= max) throw functionFailed(`too many cvars (${max})`);
-        vars.set(name, value);
-        await changed();
+        await change(name, value);
       },
       async delete(name) {
-        if (!vars.delete(name)) return false;
-        await changed();
+        if (!vars.has(name)) return false;
+        await change(name, undefined);
         return true;
       },
     };

@@ -1,11 +1,10 @@
-import fs from 'node:fs';
-import fsp from 'node:fs/promises';
+import path from 'node:path';
 import { definePlugin } from '../../core/plugin';
 import { typed } from '../../core/config';
-import { accessDenied, functionFailed, invalidParams, notFound } from '../../core/errors';
+import { accessDenied, ApiError, functionFailed, invalidParams } from '../../core/errors';
 import { writeFileAtomic } from '../../core/store/atomic';
 import { bool, str } from '../../core/params';
-import { confine, type RuntimePath } from './files/confine';
+import { inFolder, RuntimeFolder, type OpenFile } from './files/confine';
 
 /** Limits of the runtime file functions; settable in etc/<product>.ini, section [sysapi]. */
 export const FilesDefaults = {
@@ -38,20 +37,28 @@ export const plugin = definePlugin({
   version: '1.0.0',
   start(ctx) {
     const { file_max_size: maxSize } = typed(FilesDefaults, ctx.config.raw.sysapi);
+    const { paths } = ctx;
+    // the controller's own state: never read, written or chmodded through these functions
+    const runtime = new RuntimeFolder(paths.runtime, paths.product, [
+      path.dirname(paths.userDb), paths.cvarsFile, paths.itemsFile, paths.corescriptsConfig, paths.notifyDir,
+    ]);
 
-    /** The checked path of `i`, once file management is known to be on. */
-    function target(i: string): Promise<RuntimePath> {
+    /** The names of `i`, once file management is known to be on. */
+    function parts(i: string): string[] {
       if (!ctx.config.sysapi.file_management) throw accessDenied('file management is disabled ([sysapi] file_management)');
-      return confine(ctx.paths.runtime, i);
+      return runtime.parts(i);
     }
 
-    /** The existing regular file at `i`. */
-    async function existingFile(i: string): Promise<RuntimePath> {
-      const t = await target(i);
-      if (!t.exists) throw notFound(`file ${i}`);
-      const st = await fsp.stat(t.real);
-      if (!st.isFile()) throw invalidParams(`parameter i: ${i} is not a regular file`);
-      return t;
+    /** Run `use` on the existing regular file `i`, opened and checked; closed afterwards. */
+    async function withFile<T>(i: string, use: (f: OpenFile) => Promise<T>): Promise<T> {
+      const names = parts(i);
+      const folder = await runtime.folder(i, names.slice(0, -1), false);
+      try {
+        const f = await runtime.file(i, folder, names[names.length - 1]);
+        try { return await use(f); } finally { await f.fh.close(); }
+      } finally {
+        await folder.fh.close();
+      }
     }
 
     const i = str('path relative to runtime/, without a leading slash').req();
@@ -62,26 +69,16 @@ export const plugin = definePlugin({
       params: { i },
       description: 'Read a text file in runtime/.',
       returns: 'object with file (relative path), data (text) and e (executable)',
-      async handler(p: { i: string }) {
-        const t = await target(p.i);
-        if (!t.exists) throw notFound(`file ${p.i}`);
-        // O_NONBLOCK: a FIFO put in runtime/ must not hang the call; O_NOFOLLOW: the path was checked as it is now
-        const fh = await fsp.open(t.real, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK | fs.constants.O_NOFOLLOW);
-        try {
-          const st = await fh.stat();
-          if (!st.isFile()) throw invalidParams(`parameter i: ${p.i} is not a regular file`);
-          if (st.size > maxSize) throw functionFailed(`file ${p.i} is larger than ${maxSize} bytes`);
-          // read at most one byte past the bound: a file growing meanwhile is still caught
-          const buf = Buffer.alloc(st.size + 1);
-          const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
-          if (bytesRead > maxSize) throw functionFailed(`file ${p.i} is larger than ${maxSize} bytes`);
-          const data = decodeText(buf.subarray(0, bytesRead));
-          if (data === undefined) throw functionFailed(`file ${p.i} holds binary data; runtime files are text`);
-          return { file: t.rel, data, e: isExec(st.mode) };
-        } finally {
-          await fh.close();
-        }
-      },
+      handler: (p: { i: string }) => withFile(p.i, async ({ fh, st, rel }) => {
+        if (st.size > maxSize) throw functionFailed(`file ${p.i} is larger than ${maxSize} bytes`);
+        // read at most one byte past the bound: a file growing meanwhile is still caught
+        const buf = Buffer.alloc(st.size + 1);
+        const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
+        if (bytesRead > maxSize) throw functionFailed(`file ${p.i} is larger than ${maxSize} bytes`);
+        const data = decodeText(buf.subarray(0, bytesRead));
+        if (data === undefined) throw functionFailed(`file ${p.i} holds binary data; runtime files are text`);
+        return { file: rel.split(path.sep).join('/'), data, e: isExec(st.mode) };
+      }),
     });
 
     ctx.register({
@@ -93,14 +90,34 @@ export const plugin = definePlugin({
       async handler(p: { i: string; m: string }) {
         if (p.m.includes('\0') || !isWellFormed(p.m)) throw invalidParams('parameter m: binary data; runtime files are text');
         if (Buffer.byteLength(p.m) > maxSize) throw invalidParams(`parameter m: larger than ${maxSize} bytes`);
-        const t = await target(p.i);
-        let mode = MODE_PLAIN;
-        if (t.exists) {
-          const st = await fsp.stat(t.real);
-          if (!st.isFile()) throw invalidParams(`parameter i: ${p.i} is not a regular file`);
-          if (isExec(st.mode)) mode = MODE_EXEC;
+        const names = parts(p.i);
+        let folder = await runtime.folder(p.i, names.slice(0, -1), true);
+        try {
+          let name = names[names.length - 1];
+          let mode = MODE_PLAIN;
+          let existing: OpenFile | undefined;
+          try {
+            existing = await runtime.file(p.i, folder, name);
+          } catch (err) {
+            if (!(err instanceof ApiError && err.kind === 'not_found')) throw err;
+          }
+          if (existing) {
+            await existing.fh.close();
+            if (isExec(existing.st.mode)) mode = MODE_EXEC;
+            if (existing.real !== path.join(folder.real, name)) {
+              // the name is a link (checked to stay inside): the file it names is replaced, the link kept
+              const rel = path.relative(runtime.rootPath(), existing.real).split(path.sep);
+              await folder.fh.close();
+              folder = await runtime.folder(p.i, rel.slice(0, -1), false);
+              name = rel[rel.length - 1];
+            }
+          }
+          runtime.guard(p.i, path.join(folder.real, name));
+          // temp file and rename in the folder held open: a link swapped in on the way cannot send the write elsewhere
+          await writeFileAtomic(inFolder(folder.fh.fd, name), p.m, mode);
+        } finally {
+          await folder.fh.close();
         }
-        await writeFileAtomic(t.real, p.m, mode);
         return true;
       },
     });
@@ -110,11 +127,10 @@ export const plugin = definePlugin({
       permission: 'master',
       params: { i, e: bool('true: mode 0755 (executable); false: mode 0644').req() },
       description: 'Set or clear the executable flag of a file in runtime/.',
-      async handler(p: { i: string; e: boolean }) {
-        const t = await existingFile(p.i);
-        await fsp.chmod(t.real, p.e ? MODE_EXEC : MODE_PLAIN);
+      handler: (p: { i: string; e: boolean }) => withFile(p.i, async ({ fh }) => {
+        await fh.chmod(p.e ? MODE_EXEC : MODE_PLAIN);
         return true;
-      },
+      }),
     });
   },
 });

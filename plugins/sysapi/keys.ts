@@ -75,7 +75,8 @@ export const plugin = definePlugin({
         const value = newKeyValue();
         const key = new ApiKey({ id: p.i, key: value, dynamic: true, lists: { hosts_allow: [...AllNetworks] } });
         keys.add(key);
-        await sync.changed(key.id, p.save);
+        // a failed write takes the key back out: an error answer leaves no key behind
+        await sync.changed(key.id, p.save, () => { if (keys.get(key.id) === key) keys.remove(key.id); });
         return key.serialize();
       },
     });

@@ -4,13 +4,18 @@ import { functionFailed } from '../../core/errors';
 import type { KeyStore } from '../../core/auth/keys';
 import type { UserDb } from '../../core/store/userdb';
 
-/** Write the user db now; a failure is logged and answered 10 / 500 (the change stays in memory). */
-export async function writeOrFail(db: UserDb, log: ModuleLogger): Promise<void> {
+/**
+ * Write the user db now; a failure is logged and answered 10 / 500. The
+ * change stays in memory, unless the caller gives `undo`: then it is taken
+ * back before any later write (a creation that answers an error leaves no
+ * trace).
+ */
+export async function writeOrFail(db: UserDb, log: ModuleLogger, undo?: () => void): Promise<void> {
   try {
-    await db.write();
+    await db.write(undo);
   } catch (err) {
     log.error(`user db ${db.store.file} could not be written: ${describe(err)}`);
-    throw functionFailed('the user db could not be written, see the controller log');
+    throw functionFailed(`the user db could not be written${undo ? ', nothing changed' : ''}; see the controller log`);
   }
 }
 
@@ -30,13 +35,16 @@ export class DynamicKeysSync {
     private readonly log: ModuleLogger,
   ) {}
 
-  /** Key `id` was created, changed or destroyed. */
-  async changed(id: string, saveNow = false): Promise<void> {
+  /**
+   * Key `id` was created, changed or destroyed. `undo` takes the change back
+   * out of the key store when its write fails (its row follows).
+   */
+  async changed(id: string, saveNow = false, undo?: () => void): Promise<void> {
     if (!this.instant() && !saveNow) {
       this.dirty.add(id);
       return;
     }
-    await this.write([id]);
+    await this.write([id], undo && (() => { undo(); this.putRow(id); }));
   }
 
   /** Whether key `id` has changes not yet written. */
@@ -49,13 +57,18 @@ export class DynamicKeysSync {
     if (this.dirty.size) await this.write([...this.dirty]);
   }
 
-  private async write(ids: string[]): Promise<void> {
+  private async write(ids: string[], undo?: () => void): Promise<void> {
     for (const id of ids) {
-      const key = this.keys.get(id);
-      if (key?.dynamic) this.db.putKey(key);
-      else this.db.deleteKey(id);
+      this.putRow(id);
       this.dirty.delete(id);
     }
-    await writeOrFail(this.db, this.log);
+    await writeOrFail(this.db, this.log, undo);
+  }
+
+  /** Make the row of key `id` what the key store holds. */
+  private putRow(id: string): void {
+    const key = this.keys.get(id);
+    if (key?.dynamic) this.db.putKey(key);
+    else this.db.deleteKey(id);
   }
 }

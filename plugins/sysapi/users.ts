@@ -36,10 +36,16 @@ export const plugin = definePlugin({
       freeFailures: w.login_free_failures, delay: w.login_delay, delayMax: w.login_delay_max, maxClients: w.login_clients_max,
     }));
 
-    const save = async (rec: UserRecord | undefined, user: string) => {
+    /** Write one account's change; `undo` (memory) is run, and the row follows, when the write fails. */
+    const save = async (rec: UserRecord | undefined, user: string, undo?: () => void) => {
+      const putRow = () => {
+        const now = users.get(user);
+        if (now) db.putUser(now);
+        else db.deleteUser(user);
+      };
       if (rec) db.putUser(rec);
       else db.deleteUser(user);
-      await writeOrFail(db, log);
+      await writeOrFail(db, log, undo && (() => { undo(); putRow(); }));
     };
     const user = (u: string): UserRecord => {
       const rec = users.get(u);
@@ -71,7 +77,8 @@ export const plugin = definePlugin({
         if (users.has(p.u)) throw alreadyExists(`user ${p.u}`); // created by a call that ran while we hashed
         const rec = { user: p.u, password: hash, keys: [p.a] };
         users.set(p.u, rec);
-        await save(rec, p.u);
+        // a failed write takes the account back out: an error answer leaves no user behind
+        await save(rec, p.u, () => { if (users.get(p.u) === rec) users.delete(p.u); });
         return { key: p.a, user: p.u };
       },
     });

@@ -73,8 +73,10 @@ needs('sqlite3', 'python3')('user db: every acknowledged key change survives SIG
   let acknowledged = 0;
   for (let round = 0; round < ROUNDS; round++) {
     const child = await spawnController(t, dir, [], 60_000);
+    const sizeBefore = known.size;
     const streams = Array.from({ length: STREAMS }, (_, s) => stream(child.client, `r${round}s${s}`, known));
-    // kill at a random moment once writes are flowing
+    // kill at a random moment once writes are flowing (on a busy machine the first ones take a while)
+    for (const end = Date.now() + 30_000; known.size < sizeBefore + STREAMS && Date.now() < end;) await new Promise((r) => setTimeout(r, 10));
     await new Promise((r) => setTimeout(r, 150 + Math.floor(Math.random() * 600)));
     child.proc.kill('SIGKILL');
     await child.exited;

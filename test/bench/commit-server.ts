@@ -1,0 +1,25 @@
+import 'reflect-metadata';
+import fs from 'node:fs';
+import { Controller } from '../../core/controller';
+import { setGroupCommit } from '../../core/store/group-commit';
+import { makeDir } from '../helpers/controller';
+
+/**
+ * A controller for test/bench/commit.ts: db_update = instant, in a fresh
+ * folder, group commit on or off (argument `off`). Prints `PORT <n>`;
+ * SIGTERM stops it and removes the folder.
+ */
+async function main(): Promise<void> {
+  setGroupCommit(process.argv[2] !== 'off');
+  const dir = makeDir(undefined, { ini: { server: { db_update: 'instant' } } });
+  const ctl = await Controller.start({ dir, product: 'uc' });
+  process.stdout.write(`PORT ${ctl.port}\n`);
+  process.once('SIGTERM', () => {
+    void ctl.stop().finally(() => {
+      fs.rmSync(dir, { recursive: true, force: true });
+      process.exit(0);
+    });
+  });
+}
+
+void main();

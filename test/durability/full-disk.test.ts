@@ -1,0 +1,101 @@
+import test from 'ava';
+import fs from 'node:fs';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { makeDir, startController, Keys, type Client } from '../helpers/controller';
+
+const k = Keys.master;
+
+/** Mounting a file system needs root; elsewhere the test is skipped, saying why. */
+const root = process.getuid?.() === 0;
+
+/** A small tmpfs at `dir`, unmounted when the test ends (after the controller stopped: teardowns run last first). */
+function mountSmall(t: any, dir: string, size: string): void {
+  fs.mkdirSync(dir, { recursive: true });
+  execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir]);
+  t.teardown(() => { try { execFileSync('umount', ['-l', dir]); } catch { /* already gone */ } });
+}
+
+/** Fill the file system of `dir` to the last byte; returns the filler file. */
+function fill(dir: string): string {
+  const filler = path.join(dir, 'filler');
+  const fd = fs.openSync(filler, 'w');
+  const chunk = Buffer.alloc(64 * 1024, 1);
+  try {
+    for (;;) {
+      try {
+        fs.writeSync(fd, chunk);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
+        // the last partial chunk: write what still fits, byte by byte down to nothing
+        for (let n = chunk.length >> 1; n > 0; n >>= 1) {
+          try { fs.writeSync(fd, chunk, 0, n); n <<= 1; } catch { /* smaller */ }
+        }
+        return filler;
+      }
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** What the controller holds: key ids, user names, cvars. */
+async function state(client: Client) {
+  return {
+    keys: (await client.ok('list_keys', { k })).map((x: any) => x.key_id).sort(),
+    users: (await client.ok('list_users', { k })).map((x: any) => x.user).sort(),
+    cvars: await client.ok('get_cvar', { k }),
+  };
+}
+
+const skipIfNotRoot = root ? test : test.skip;
+if (!root) test('full disk test skipped: mounting a small tmpfs needs root', (t) => { t.pass(); });
+
+skipIfNotRoot('on a full disk, create_key, create_user and set_cvar answer an error and leave no trace, in memory or on disk', async (t) => {
+  const base = makeDir(t, { ini: { server: { db_update: 'instant' } } });
+  const dir = path.join(base, 'mnt');
+  mountSmall(t, dir, '1m');
+  // the controller lives on the small file system; its log stays outside (makeDir put it in base)
+  fs.cpSync(path.join(base, 'etc'), path.join(dir, 'etc'), { recursive: true });
+
+  let ctl = await startController(t, { dir });
+  await ctl.client.ok('create_key', { k, i: 'k1' });
+  await ctl.client.ok('create_user', { k, u: 'u1', p: 'secret-one', a: 'k1' });
+  await ctl.client.ok('set_cvar', { k, i: 'c1', v: 'one' });
+  const before = await state(ctl.client);
+  t.deepEqual(before.users, ['u1']);
+  t.true(before.keys.includes('k1'));
+  t.deepEqual(before.cvars, { c1: 'one' });
+  const files = () => fs.readdirSync(path.join(dir, 'runtime'), { recursive: true }).map(String).sort();
+  const filesBefore = files();
+
+  const filler = fill(dir);
+  for (const [fn, p] of [
+    ['create_key', { i: 'k2' }],
+    ['create_user', { u: 'u2', p: 'secret-two', a: 'k1' }],
+    ['set_cvar', { i: 'c2', v: 'two' }],
+    ['set_cvar', { i: 'c1', v: 'changed' }],
+  ] as const) {
+    const r = await ctl.client.rpc(fn, { k, ...p });
+    t.is(r.error?.code, 10, `${fn} ${JSON.stringify(p)}: ${JSON.stringify(r)}`);
+    const direct = await ctl.client.post(fn, { k, ...p });
+    t.is(direct.status, 500, `${fn} direct`);
+  }
+  // nothing of the failed calls is in memory
+  t.deepEqual(await state(ctl.client), before);
+  t.deepEqual(files(), filesBefore, 'no temp file is left behind');
+
+  // space again: a later write must not carry the failed changes either
+  fs.rmSync(filler);
+  await ctl.client.ok('set_cvar', { k, i: 'c3', v: 'three' });
+  await ctl.client.ok('create_key', { k, i: 'k3' });
+  await ctl.client.ok('create_user', { k, u: 'u3', p: 'secret-three', a: 'k3' });
+  await ctl.stop();
+
+  ctl = await startController(t, { dir });
+  const after = await state(ctl.client);
+  t.deepEqual(after.users, ['u1', 'u3']);
+  t.deepEqual(after.keys, [...before.keys, 'k3'].sort());
+  t.deepEqual(after.cvars, { c1: 'one', c3: 'three' });
+  await ctl.stop();
+});

@@ -3,9 +3,10 @@ import crypto from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import mqtt from 'mqtt';
 import { decode, encode } from '@msgpack/msgpack';
-import { startBroker, type Broker } from '../helpers/broker';
+import { startBroker } from '../helpers/broker';
 import { Keys } from '../helpers/controller';
 import { controllerLog, eventually } from './helpers';
+import { ReplayGuard } from '../../plugins/notifiers/mqtt/replay';
 import { controllerWith, mqttNotifier } from './mqtt-setup';
 
 /*
@@ -62,21 +63,19 @@ function unfernet33(keyValue: string, token: string): string {
 // the test context of the running test, for checks inside the helpers above
 let t0: ExecutionContext;
 
-/** A raw MQTT client that keeps payloads as bytes. */
-async function rawClient(t: ExecutionContext, broker: Broker) {
+const BASE = 'sp/controller/uc/testhost/api';
+
+/**
+ * A controller with the MQTT API on, and a raw MQTT client (payloads kept as
+ * bytes) that sends requests and waits for the answer to an id.
+ */
+async function apiSetup(t: ExecutionContext) {
+  t0 = t;
+  const broker = await startBroker(t);
   const client = await mqtt.connectAsync({ host: broker.host, port: broker.port, protocolVersion: 4, reconnectPeriod: 0 });
   t.teardown(() => client.endAsync(true));
   const got: { topic: string; payload: Buffer }[] = [];
   client.on('message', (topic, payload) => got.push({ topic, payload }));
-  return { client, got };
-}
-
-const BASE = 'sp/controller/uc/testhost/api';
-
-test('encrypted MQTT API frames of 3.3: binary and text answered encrypted; wrong key, tampered, replayed and plain frames dropped and counted', async (t) => {
-  t0 = t;
-  const broker = await startBroker(t);
-  const { client, got } = await rawClient(t, broker);
   await client.subscribeAsync(`${BASE}/response/#`, { qos: 1 });
   const c = await controllerWith(t, { m1: mqttNotifier(broker, { api_enabled: true, events: [] }) });
   await eventually(async () => (await c.ok('get_notifier', { i: 'm1' })).stats.connected, 10_000, 'connected');
@@ -85,6 +84,11 @@ test('encrypted MQTT API frames of 3.3: binary and text answered encrypted; wron
     const m = await eventually(() => got.find((x) => x.topic === `${BASE}/response/${id}`), 10_000, `answer ${id}`);
     return m.payload;
   };
+  return { c, got, send, answer };
+}
+
+test('encrypted MQTT API frames of 3.3: binary and text answered encrypted; wrong key, tampered, replayed and plain frames dropped and counted', async (t) => {
+  const { c, got, send, answer } = await apiSetup(t);
   const binaryAnswer = async (rid: Buffer, keyValue = Keys.master) => {
     const a = await answer(rid.toString('hex'));
     t.deepEqual([...a.subarray(0, 2)], [0x00, 0xc8]);
@@ -172,18 +176,25 @@ const hasPythonFernet = spawnSync('python3', ['-c', 'import cryptography.fernet'
 
 // declared skipped where python3 has no cryptography package (CI counts skips apart)
 (hasPythonFernet ? test : test.skip)('text frames interoperate with Python\'s Fernet, keyed as 3.3 keys it', async (t) => {
-  t0 = t;
-  const broker = await startBroker(t);
-  const { client, got } = await rawClient(t, broker);
-  await client.subscribeAsync(`${BASE}/response/#`, { qos: 1 });
-  const c = await controllerWith(t, { m1: mqttNotifier(broker, { api_enabled: true, events: [] }) });
-  await eventually(async () => (await c.ok('get_notifier', { i: 'm1' })).stats.connected, 10_000, 'connected');
+  const { send, answer } = await apiSetup(t);
   const token = pythonFernet('enc', Keys.master, `py-1|${JSON.stringify({ jsonrpc: '2.0', method: 'test', params: { k: Keys.master }, id: 'p' })}`)!;
-  await client.publishAsync(`${BASE}/request`, `|masterkey|${token}`, { qos: 1 });
-  const m = await eventually(() => got.find((x) => x.topic === `${BASE}/response/py-1`), 10_000, 'answer');
-  const a = m.payload.toString('utf8');
+  await send(`|masterkey|${token}`);
+  const a = (await answer('py-1')).toString('utf8');
   t.true(a.startsWith('200|'));
   const res = JSON.parse(pythonFernet('dec', Keys.master, a.slice(4))!);
   t.is(res.id, 'p');
   t.is(res.result.product_code, 'uc');
+});
+
+test('the replay memory is bounded: past it the oldest ids are forgotten; the token window is both ways', (t) => {
+  const g = new ReplayGuard(3, 600);
+  for (const id of ['a', 'b', 'c']) t.true(g.fresh(id));
+  t.false(g.fresh('a'));
+  t.true(g.fresh('d')); // a fourth: 'a' is forgotten
+  t.is(g.size, 3);
+  t.true(g.fresh('a'), 'forgotten at the bound, so taken again');
+  t.false(g.fresh('d'));
+  t.true(g.inWindow(1000, 1500));
+  t.false(g.inWindow(1000, 1601));
+  t.false(g.inWindow(2101, 1500), 'a token from the future beyond the skew allowed');
 });

@@ -159,31 +159,61 @@ test('encrypted MQTT API frames of 3.3: binary and text answered encrypted; wron
   t.false(log.includes(Keys.master), 'no key in the log');
 });
 
-/** Python's own Fernet (the cryptography package 3.3 used), keyed as 3.3 keyed it; undefined when python3 lacks it. */
-function pythonFernet(mode: 'enc' | 'dec', keyValue: string, text: string): string | undefined {
-  const prog = [
-    'import base64,hashlib,sys',
-    'from cryptography.fernet import Fernet',
-    'f = Fernet(base64.b64encode(hashlib.sha256(sys.argv[2].encode()).digest()))',
-    'd = sys.stdin.read().encode()',
-    'sys.stdout.write((f.encrypt(d) if sys.argv[1] == "enc" else f.decrypt(d)).decode())',
-  ].join('\n');
-  const r = spawnSync('python3', ['-c', prog, mode, keyValue], { input: text, encoding: 'utf8' });
+/**
+ * Python's cryptography package (what 3.3 ran on), keyed as 3.3 keyed it:
+ * Fernet(base64(sha256(key))) for text frames, and pyaltt2's AES-CBC + HMAC
+ * with h = sha512(key), AES key h[:32], HMAC key h[:-32] for binary ones.
+ * Bytes go in and out as hex (binary) or text (Fernet).
+ */
+const PYTHON_33 = [
+  'import base64,hashlib,hmac,os,sys',
+  'from cryptography.fernet import Fernet',
+  'from cryptography.hazmat.primitives import padding',
+  'from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes',
+  'mode, key, data = sys.argv[1], sys.argv[2].encode(), sys.stdin.read()',
+  'f = Fernet(base64.b64encode(hashlib.sha256(key).digest()))',
+  'h = hashlib.sha512(key).digest()',
+  'def seal(raw):',
+  '    p = padding.PKCS7(128).padder(); raw = p.update(raw) + p.finalize()',
+  '    iv = os.urandom(16); e = Cipher(algorithms.AES(h[:32]), modes.CBC(iv)).encryptor()',
+  '    val = iv + e.update(raw) + e.finalize()',
+  '    return val + hmac.new(h[:-32], val, hashlib.sha256).digest()',
+  'def unseal(enc):',
+  '    assert hmac.compare_digest(hmac.new(h[:-32], enc[:-32], hashlib.sha256).digest(), enc[-32:])',
+  '    d = Cipher(algorithms.AES(h[:32]), modes.CBC(enc[:16])).decryptor(); raw = d.update(enc[16:-32]) + d.finalize()',
+  '    return raw[:-raw[-1]]',
+  'out = {"enc": lambda: f.encrypt(data.encode()).decode(), "dec": lambda: f.decrypt(data.encode()).decode(),',
+  '       "seal": lambda: seal(bytes.fromhex(data)).hex(), "open": lambda: unseal(bytes.fromhex(data)).hex()}[mode]()',
+  'sys.stdout.write(out)',
+].join('\n');
+
+function python33(mode: 'enc' | 'dec' | 'seal' | 'open', keyValue: string, data: string): string {
+  const r = spawnSync('python3', ['-c', PYTHON_33, mode, keyValue], { input: data, encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`python3: ${r.stderr}`);
   return r.stdout;
 }
-const hasPythonFernet = spawnSync('python3', ['-c', 'import cryptography.fernet']).status === 0;
+const hasPythonCrypto = spawnSync('python3', ['-c', 'import cryptography.fernet, cryptography.hazmat.primitives.ciphers']).status === 0;
 
 // declared skipped where python3 has no cryptography package (CI counts skips apart)
-(hasPythonFernet ? test : test.skip)('text frames interoperate with Python\'s Fernet, keyed as 3.3 keys it', async (t) => {
+(hasPythonCrypto ? test : test.skip)('binary and text frames interoperate with Python\'s cryptography, keyed as 3.3 keys it', async (t) => {
   const { send, answer } = await apiSetup(t);
-  const token = pythonFernet('enc', Keys.master, `py-1|${JSON.stringify({ jsonrpc: '2.0', method: 'test', params: { k: Keys.master }, id: 'p' })}`)!;
+  const token = python33('enc', Keys.master, `py-1|${JSON.stringify({ jsonrpc: '2.0', method: 'test', params: { k: Keys.master }, id: 'p' })}`);
   await send(`|masterkey|${token}`);
   const a = (await answer('py-1')).toString('utf8');
   t.true(a.startsWith('200|'));
-  const res = JSON.parse(pythonFernet('dec', Keys.master, a.slice(4))!);
+  const res = JSON.parse(python33('dec', Keys.master, a.slice(4)));
   t.is(res.id, 'p');
   t.is(res.result.product_code, 'uc');
+
+  const rid = crypto.randomBytes(16);
+  const plain = Buffer.concat([rid, Buffer.from(encode({ jsonrpc: '2.0', method: 'test', params: { k: Keys.master }, id: 'b' }))]);
+  const sealed = Buffer.from(python33('seal', Keys.master, plain.toString('hex')), 'hex');
+  await send(Buffer.concat([Buffer.from([0, 2]), Buffer.from('masterkey'), Buffer.from([0]), sealed]));
+  const b = await answer(rid.toString('hex'));
+  t.deepEqual([...b.subarray(0, 2)], [0x00, 0xc8]);
+  const bres = decode(Buffer.from(python33('open', Keys.master, b.subarray(2).toString('hex')), 'hex')) as any;
+  t.is(bres.id, 'b');
+  t.is(bres.result.product_code, 'uc');
 });
 
 test('the replay memory is bounded: past it the oldest ids are forgotten; the token window is both ways', (t) => {

@@ -39,8 +39,8 @@ test('cmd arguments split exactly as Python shlex.split (POSIX mode) splits them
 const SCRIPT = '#!/bin/sh\nfor x in "$@"; do printf "[%s]" "$x"; done\nprintf "|"\ncat\n';
 
 async function withScript(t: ExecutionContext) {
-  const dir = makeDir(t, { files: { 'xc/cmd/show': SCRIPT } });
-  fs.chmodSync(path.join(dir, 'xc', 'cmd', 'show'), 0o755);
+  const dir = makeDir(t, { files: { 'xc/cmd/show': SCRIPT, 'xc/cmd/quick': '#!/bin/sh\necho done\n' } });
+  for (const c of ['show', 'quick']) fs.chmodSync(path.join(dir, 'xc', 'cmd', c), 0o755);
   return startController(t, { dir });
 }
 
@@ -56,8 +56,15 @@ test('a list of words passes as it is; s goes to standard input', async (t) => {
   t.is(got.out, '[x y][$z]|');
   const form = await (await fetch(`${url}/sys-api/cmd`, { method: 'POST', body: q })).json() as any;
   t.is(form.out, '[x y][$z]|');
+  const multipart = new FormData();
+  for (const [name, value] of q) multipart.append(name, value);
+  const mp = await (await fetch(`${url}/sys-api/cmd`, { method: 'POST', body: multipart })).json() as any;
+  t.is(mp.out, '[x y][$z]|');
   // without s, stdin is empty (not the controller's)
   t.is((await client.ok('cmd', { k: Keys.master, c: 'show', a: 'one', w: 10 })).out, '[one]|');
+  // a script that never reads its input: the unread rest is no error of the run
+  const quick = await client.ok('cmd', { k: Keys.master, c: 'quick', s: 'x'.repeat(512 * 1024), w: 10 });
+  t.like(quick, { status: 'completed', exitcode: 0, out: 'done\n' });
   for (const a of [[1, {}], { x: 1 }, ['a\0b']]) {
     const bad = await client.rpc('cmd', { k: Keys.master, c: 'show', a });
     t.is(bad.error?.code, 11, JSON.stringify(a));

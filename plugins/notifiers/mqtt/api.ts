@@ -96,16 +96,15 @@ export class MqttApi {
 
   private binary(frame: Buffer): void {
     const { keyId, sealed } = splitBinary(frame);
-    const key = binaryKey(this.keyValue(keyId));
+    const keyValue = this.keyValue(keyId);
+    const key = binaryKey(keyValue);
     const plain = open(key, sealed);
     if (plain.length < 16) throw new BadFrame('no request id');
     const rid = plain.subarray(0, 16).toString('hex');
     if (!this.replay.fresh(`b ${keyId} ${rid}`)) return this.replayed(frame.length);
     let req: unknown;
     try { req = decode(plain.subarray(16)); } catch { return this.drop('not MessagePack', frame.length); }
-    void this.run(req, this.keyValue(keyId)).then((res) => {
-      if (res !== undefined) this.send(rid, Buffer.concat([BINARY_OK, seal(key, Buffer.from(encode(res)))]));
-    });
+    this.answer(rid, this.run(req, keyValue), (res) => Buffer.concat([BINARY_OK, seal(key, Buffer.from(encode(res)))]));
   }
 
   private text(frame: string): void {
@@ -120,9 +119,13 @@ export class MqttApi {
     if (bar < 0 || !TOPIC_SAFE_ID.test(callId)) return this.drop('the call id cannot be a topic level', frame.length);
     let req: unknown;
     try { req = JSON.parse(text.slice(bar + 1)); } catch { return this.drop('not JSON', frame.length); }
-    void this.run(req, keyValue).then((res) => {
-      if (res !== undefined) this.send(callId, `200|${fernetEncrypt(key, Buffer.from(JSON.stringify(res)))}`);
-    });
+    this.answer(callId, this.run(req, keyValue), (res) => `200|${fernetEncrypt(key, Buffer.from(JSON.stringify(res)))}`);
+  }
+
+  /** Send the encrypted answer of a frame, when there is one (a notification has none). */
+  private answer(id: string, res: Promise<unknown>, frame: (res: unknown) => string | Buffer): void {
+    res.then((r) => { if (r !== undefined) this.send(id, frame(r)); })
+      .catch((err) => this.log.error(`mqtt ${this.s.id}: API answer to ${id} not made: ${describe(err)}`));
   }
 
   private replayed(bytes: number): void {

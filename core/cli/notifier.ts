@@ -4,7 +4,7 @@ import { Paths } from '../paths';
 import { Products, type Product } from '../defaults';
 import { describe } from '../log';
 import type { Subscription } from '../../plugins/notifiers/api';
-import { normalizeSubscription } from '../../plugins/notifiers/host/config';
+import { normalizeSubscription, withoutSecrets } from '../../plugins/notifiers/host/config';
 import { DefaultLogLevel } from '../../plugins/notifiers/host/filter';
 import { loadTypes } from './notifier-types';
 import { CliError, NotifierFiles, checked, knownFields, setField, type RawConfig } from './notifier-files';
@@ -182,8 +182,9 @@ function program(io: Io, defaultProduct: Product): Command {
     .argument('<id>', 'notifier id')
     .action(async (id: string) => {
       const c = await ctx();
-      const raw = c.files.read(id);
-      const type = typeOf(raw, id, c);
+      const file = c.files.read(id);
+      const type = typeOf(file, id, c);
+      const raw = withoutSecrets(file);
       const rows = [['PROPERTY', 'VALUE']];
       const known = knownFields(type);
       rows.push(['id', id], ['type', type.type]);
@@ -203,11 +204,11 @@ function program(io: Io, defaultProduct: Product): Command {
     }));
 
   cmd.command('get_config')
-    .description('Show the whole configuration of a notifier, subscriptions included')
+    .description('Show the whole configuration of a notifier, subscriptions included (a password reads <hidden>)')
     .argument('<id>', 'notifier id')
     .action(async (id: string) => {
       const c = await ctx();
-      io.out(JSON.stringify(c.files.read(id), null, 2) + '\n');
+      io.out(JSON.stringify(withoutSecrets(c.files.read(id)), null, 2) + '\n');
     });
 
   cmd.command('subscribe')

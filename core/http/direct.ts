@@ -8,6 +8,16 @@ import { clientGone } from './gone';
 
 type Params = Record<string, unknown>;
 
+/** Form fields as parameters; a repeated field is the list of its values (as in a query string). */
+function formParams(form: URLSearchParams): Params {
+  const params: Params = {};
+  for (const name of new Set(form.keys())) {
+    const values = form.getAll(name);
+    params[name] = values.length === 1 ? values[0] : values;
+  }
+  return params;
+}
+
 /**
  * Direct calls: /sys-api/<function> and /<product>-api/<function>. Parameters
  * come from the query string and, with POST, a JSON object, an urlencoded or
@@ -29,7 +39,7 @@ export function directHandler(dispatcher: Dispatcher, space: ApiSpace, maxBody: 
     const raw = await readBody(ctx.req, maxBody);
     if (raw.length === 0) return {};
     if (type === 'application/x-www-form-urlencoded') {
-      return Object.fromEntries(new URLSearchParams(raw.toString('utf8')));
+      return formParams(new URLSearchParams(raw.toString('utf8')));
     }
     // JSON is the default for a body that names no type
     let body: unknown;

@@ -16,6 +16,8 @@ export interface RunOptions {
   killGrace: number;
   /** bytes kept per output stream (stdout, stderr); the rest is read and dropped */
   maxOutput: number;
+  /** text written to the program's standard input, which is then closed (none: stdin is /dev/null) */
+  input?: string;
 }
 
 /**
@@ -84,9 +86,14 @@ export class ProgramRun {
     if (!this.argv.length) throw new Error('empty command');
     if (this.child) throw new Error('a program run starts once');
     const child = spawn(this.argv[0], this.argv.slice(1), {
-      cwd: this.opts.cwd, env: this.opts.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'], shell: false,
+      cwd: this.opts.cwd, env: this.opts.env, detached: true, stdio: [this.opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'], shell: false,
     });
     this.child = child;
+    if (child.stdin) {
+      // a program that exits without reading all of it closes the pipe (EPIPE): not an error of the run
+      child.stdin.on('error', () => {});
+      child.stdin.end(this.opts.input);
+    }
     this.out = new BoundedCapture(child.stdout!, this.opts.maxOutput);
     this.err = new BoundedCapture(child.stderr!, this.opts.maxOutput);
     // a later 'error' (a signal that cannot be sent) must not become an uncaught exception

@@ -158,7 +158,7 @@ export function registerFunctions(ctx: PluginContext, reg: ItemRegistry): void {
       i: str('item oid').req(), p: str(`property: ${Object.keys(PropTypes).join(', ')}`).req(),
       v: any('value; absent or empty: back to the default'), save: bool('write the items file at once, whatever db_update'),
     },
-    description: 'Set an item property. mqtt_update / mqtt_control: <mqtt notifier id>[:qos].',
+    description: 'Set an item property. mqtt_update / mqtt_control: <mqtt notifier id>[:qos] or [;qos].',
     async handler(p: { i: string; p: string; v?: unknown; save?: boolean }) {
       const item = reg.must(parseOid(p.i).oid);
       if (!Object.hasOwn(PropTypes, p.p)) throw notFound(`property ${p.p}`);

@@ -11,6 +11,7 @@ import type { Oid } from './oid';
 import { ItemsFile } from './store';
 import { Action, ActionQueues, type Outcome } from './actions';
 import { runScript } from './script';
+import { parseBinding } from './binding';
 import type { ItemsLimits } from './defaults';
 
 /** Default action priority (EVA ICS: lower runs first). */
@@ -238,12 +239,10 @@ export class ItemRegistry implements ItemsService {
     });
   }
 
-  /** `<notifier id>[:qos]` of an existing mqtt notifier, when the notifier host runs. */
+  /** `<notifier id>[:qos]` or `[;qos]` of an existing mqtt notifier, when the notifier host runs. */
   private checkMqttNotifier(value: string): void {
-    const [id, qos, ...rest] = value.split(':');
-    if (!id || rest.length || (qos !== undefined && !/^[012]$/.test(qos))) {
-      throw invalidParams(`"${value}": expected <mqtt notifier id>[:qos], qos 0, 1 or 2`);
-    }
+    const id = parseBinding(value)?.id;
+    if (!id) throw invalidParams(`"${value}": expected <mqtt notifier id>[:qos] or [;qos], qos 0, 1 or 2`);
     if (!this.ctx.hasService('notifiers')) return;
     const n = this.ctx.service<NotifierHost>('notifiers').get(id);
     if (!n || n.config.type !== 'mqtt') throw invalidParams(`no mqtt notifier ${id}`);

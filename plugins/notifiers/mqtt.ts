@@ -1,6 +1,7 @@
 import { definePlugin, type PluginDefinition } from '../../core/plugin';
 import type { NotifierConfig, NotifierHost, NotifierType } from './api';
 import { MqttEndpoint } from './mqtt/endpoint';
+import { withoutSecrets } from './host/config';
 import { MqttDefaults, MqttFields, parseProps, parseQos, readSettings } from './mqtt/settings';
 
 /**
@@ -30,7 +31,7 @@ function mqttType(onEndpoint?: (e: MqttEndpoint) => void): NotifierType {
       const out: Record<string, unknown> = {};
       for (const [f, d] of Object.entries(MqttFields)) out[f] = cfg[f] ?? d;
       out.qos = qos;
-      return out;
+      return withoutSecrets(out);
     },
     create(cfg, env) {
       const e = new MqttEndpoint(readSettings(cfg, env.ctx.paths.dir), env.ctx, env.log);

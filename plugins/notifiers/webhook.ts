@@ -3,6 +3,7 @@ import type { Subject } from '../../core/bus';
 import { describe } from '../../core/log';
 import { parseBool } from '../../core/config';
 import type { DeliveryError, Endpoint, NotifierConfig, NotifierType } from './api';
+import { shownUri, withoutSecrets } from './host/config';
 
 /**
  * The shared sender of the web hook notifier types (json, http-post, http):
@@ -78,18 +79,30 @@ async function readBounded(r: Response, limit: number): Promise<string | undefin
   return Buffer.concat(parts).toString('utf8');
 }
 
+/** HTTP basic credentials of a hook. */
+export interface HookAuth { username: string; password: string }
+
+/**
+ * The credentials of a notifier: its `username` and `password` fields (as
+ * EVA ICS 3.3 wrote them; both must be set, as 3.3 required), else those
+ * inside its uri.
+ */
+function hookAuth(cfg: NotifierConfig, url: URL): HookAuth | undefined {
+  if (typeof cfg.username === 'string' && typeof cfg.password === 'string') return { username: cfg.username, password: cfg.password };
+  if (url.username || url.password) return { username: decodeURIComponent(url.username), password: decodeURIComponent(url.password) };
+  return undefined;
+}
+
 /** Send one request within `timeoutMs` (or until `stop` aborts it); throws unless the answer is a success. */
-export async function sendHook(uri: string, req: HookRequest, timeoutMs: number, stop?: AbortSignal): Promise<void> {
-  const url = new URL(uri);
+export async function sendHook(cfg: NotifierConfig, req: HookRequest, timeoutMs: number, stop?: AbortSignal): Promise<void> {
+  const url = new URL(cfg.uri as string);
   for (const [k, v] of Object.entries(req.query ?? {})) url.searchParams.append(k, v);
   const headers: Record<string, string> = req.contentType ? { 'Content-Type': req.contentType } : {};
-  if (url.username || url.password) {
-    // fetch refuses a URL with credentials: they go as basic auth, as old clients of such URIs expect
-    const user = `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`;
-    headers.Authorization = `Basic ${Buffer.from(user).toString('base64')}`;
-    url.username = '';
-    url.password = '';
-  }
+  const auth = hookAuth(cfg, url);
+  // fetch refuses a URL with credentials: they go as basic authorization, as 3.3 (requests) sent them
+  url.username = '';
+  url.password = '';
+  if (auth) headers.Authorization = `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}`;
   const signals = [AbortSignal.timeout(timeoutMs), ...(stop ? [stop] : [])];
   let r: Response;
   let body: string | undefined;
@@ -121,19 +134,6 @@ function checkUri(uri: unknown): string {
   return uri;
 }
 
-/** The uri as `list` shows it: without its password (the file holds it; a screen or a pasted listing need not). */
-function shownUri(uri: unknown): string {
-  const text = String(uri ?? '');
-  try {
-    const u = new URL(text);
-    if (!u.password) return text;
-    u.password = '';
-    return u.toString();
-  } catch {
-    return text;
-  }
-}
-
 /** One notifier's endpoint: requests one after the other, partial failures reported as DeliveryError. */
 class WebhookEndpoint implements Endpoint {
   private readonly stopping = new AbortController();
@@ -149,7 +149,7 @@ class WebhookEndpoint implements Endpoint {
   }
 
   test(): Promise<void> {
-    return sendHook(this.cfg.uri as string, this.spec.encodeTest(this.cfg), this.timeoutMs, this.stopping.signal);
+    return sendHook(this.cfg, this.spec.encodeTest(this.cfg), this.timeoutMs, this.stopping.signal);
   }
 
   async send(subject: Subject, events: unknown[]): Promise<void> {
@@ -158,7 +158,7 @@ class WebhookEndpoint implements Endpoint {
     let first: unknown;
     for (let i = 0; i < chunks.length; i++) {
       try {
-        await sendHook(this.cfg.uri as string, chunks[i].request, this.timeoutMs, this.stopping.signal);
+        await sendHook(this.cfg, chunks[i].request, this.timeoutMs, this.stopping.signal);
       } catch (err) {
         first ??= err;
         remaining.push(...chunks[i].events);
@@ -178,7 +178,7 @@ class WebhookEndpoint implements Endpoint {
 
 /** A web hook notifier type from its encoding. */
 export function webhookType(spec: WebhookSpec): NotifierType {
-  const fields = { uri: null, notify_key: null, ...(spec.fields ?? {}) };
+  const fields = { uri: null, notify_key: null, username: null, password: null, ...(spec.fields ?? {}) };
   return {
     type: spec.type,
     aliases: spec.aliases,
@@ -189,8 +189,8 @@ export function webhookType(spec: WebhookSpec): NotifierType {
     target: (cfg) => shownUri(cfg.uri),
     validate(cfg) {
       checkUri(cfg.uri);
-      if (cfg.notify_key !== undefined && cfg.notify_key !== null && typeof cfg.notify_key !== 'string') {
-        throw new Error('notify_key must be a string');
+      for (const f of ['notify_key', 'username', 'password']) {
+        if (cfg[f] !== undefined && cfg[f] !== null && typeof cfg[f] !== 'string') throw new Error(`${f} must be a string`);
       }
       if (cfg.stop_on_error !== undefined && cfg.stop_on_error !== null) {
         const b = parseBool(cfg.stop_on_error);
@@ -201,7 +201,7 @@ export function webhookType(spec: WebhookSpec): NotifierType {
     serialize(cfg) {
       const out: Record<string, unknown> = {};
       for (const f of Object.keys(fields)) if (cfg[f] !== undefined && cfg[f] !== null) out[f] = cfg[f];
-      return out;
+      return withoutSecrets(out);
     },
     create: (cfg, env) => new WebhookEndpoint(spec, cfg, env.ctx),
   };

@@ -5,10 +5,10 @@ import { typed } from '../../core/config';
 import { functionFailed, invalidParams, notFound } from '../../core/errors';
 import { describe } from '../../core/log';
 import { within } from '../../core/within';
-import { secs, str } from '../../core/params';
+import { any, secs, str } from '../../core/params';
 import type { CallContext } from '../../core/functions';
 import type { CvarsService } from './api';
-import { CommandLineError, SplitPolicies, splitArgv } from '../../core/process/argv';
+import { CommandLineError, splitArgv } from '../../core/process/argv';
 import { Command } from './cmd/command';
 import { CommandTable } from './cmd/table';
 
@@ -40,14 +40,22 @@ async function waitFor(c: Command, wait: number, signal?: AbortSignal): Promise<
 }
 
 /**
- * The `a` parameter as argv words, split as a shell splits words. What would
- * need a shell beyond that (a `$variable`, a pipe or redirection, a `#`
- * comment) is refused, saying what to quote, rather than passed as something
- * the caller did not mean.
+ * The `a` parameter as argv words, as EVA ICS 3.3 made them: a string is
+ * split as Python's shlex.split splits it (quotes and backslashes group;
+ * `$`, `;`, `|`, `#` and the like are plain text, since no shell runs); a
+ * list (JSON array, repeated form field) is the words as they are.
  */
-function splitArgs(a: string | undefined): string[] {
+function splitArgs(a: unknown): string[] {
+  if (a === undefined) return [];
+  if (Array.isArray(a)) {
+    if (!a.every((w) => typeof w === 'string' || typeof w === 'number')) throw invalidParams('parameter a: a string or a list of strings');
+    const words = a.map(String);
+    if (words.some((w) => w.includes('\0'))) throw invalidParams('parameter a: NUL characters cannot be passed to a process');
+    return words;
+  }
+  if (typeof a !== 'string' && typeof a !== 'number') throw invalidParams('parameter a: a string or a list of strings');
   try {
-    return splitArgv(a ?? '', SplitPolicies.apiInput);
+    return splitArgv(String(a));
   } catch (err) {
     if (err instanceof CommandLineError) throw invalidParams(`parameter a: ${err.message}`);
     throw err;
@@ -86,13 +94,14 @@ export const plugin = definePlugin({
       permission: 'cmd',
       params: {
         c: str('command script name, a file in xc/cmd/').req(),
-        a: str('arguments, split into words as a shell does (quotes honoured); no shell runs'),
+        a: any('arguments: a string split into words as Python shlex.split does (quotes and backslashes group, no shell runs), or a list of words'),
+        s: str('text for the standard input of the command'),
         w: secs('seconds to wait for the command to finish before answering; default 0, answer at once'),
         t: secs('seconds the command may run before it is terminated; default [server] timeout'),
       },
       description: 'Run a command script from xc/cmd/ on the host of the controller.',
       returns: 'command result object; status running when w ran out first (read it later with cmd_result)',
-      async handler(p: { c: string; a?: string; w?: number; t?: number }, call) {
+      async handler(p: { c: string; a?: unknown; s?: string; w?: number; t?: number }, call) {
         const file = await scriptFile(p.c);
         const args = splitArgs(p.a);
         const timeout = p.t ?? ctx.config.server.timeout;
@@ -105,6 +114,7 @@ export const plugin = definePlugin({
           timeout,
           killGrace: limits.cmd_kill_grace,
           maxOutput: limits.cmd_max_output,
+          input: p.s,
         }, call.key!.id);
         table.add(command);
         try {

@@ -4,7 +4,7 @@ import { functionFailed } from '../../core/errors';
 import { SaveRegistry } from '../../core/save';
 import { Lifecycle } from '../../core/lifecycle';
 import { describe, type ModuleLogger } from '../../core/log';
-import { SplitPolicies, splitArgv } from '../../core/process/argv';
+import { splitArgv } from '../../core/process/argv';
 import { runProgram } from '../../core/process/run';
 
 /** Bounds of the save hooks (exec_before_save, exec_after_save); their time limit is `[server] timeout`. */
@@ -18,16 +18,16 @@ export const SaveHookDefaults = {
 /**
  * Run `[server] exec_before_save` / `exec_after_save`: the words of the
  * config string as a program and its arguments, never through a shell, in
- * the controller directory, within `[server] timeout`. The line was written
- * for the shell EVA ICS ran it with: a `$variable` stays literal text and a
- * `# comment` ends it; operators are refused. Throws 10 / 500 when the
+ * the controller directory, within `[server] timeout`. The words split as
+ * cmd arguments do (shlex.split: `$`, `|`, `#` are plain text, since no
+ * shell runs). Throws 10 / 500 when the
  * program cannot start or does not exit 0.
  */
 async function runHook(which: string, line: string | undefined, cwd: string, timeout: number, log: ModuleLogger): Promise<void> {
   if (!line) return;
   let result;
   try {
-    result = await runProgram(splitArgv(line, SplitPolicies.configLine), {
+    result = await runProgram(splitArgv(line), {
       cwd, env: process.env, timeout, killGrace: SaveHookDefaults.kill_grace, maxOutput: SaveHookDefaults.max_output,
     });
   } catch (err) {

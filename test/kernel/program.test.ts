@@ -2,7 +2,6 @@ import test, { type ExecutionContext } from 'ava';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { CommandLineError, SplitPolicies, splitArgv } from '../../core/process/argv';
 import { ProgramRun, runProgram, TERMINATED_EXITCODE, type RunOptions } from '../../core/process/run';
 
 const node = process.execPath;
@@ -23,43 +22,6 @@ async function until(check: () => boolean, ms = 20_000): Promise<void> {
     await new Promise((r) => setTimeout(r, 25));
   }
 }
-
-test('config lines split like a shell splits words: $variables stay text, a # comment ends the line', (t) => {
-  const split = (line: string) => splitArgv(line, SplitPolicies.configLine);
-  t.deepEqual(split(`prog 'a b' "c d" e\\ f $HOME *.log`), ['prog', 'a b', 'c d', 'e f', '$HOME', '*.log']);
-  t.deepEqual(split('prog x # a comment'), ['prog', 'x']);
-  for (const bad of ['a | b', 'a > f', 'a; b', 'a && b', 'a &', 'a\0b']) t.throws(() => split(bad), { instanceOf: CommandLineError });
-  t.throws(() => split('a | b'), { message: /shell operator \|/ });
-});
-
-test('API input splits the same, but $variables and # comments are refused, saying what to quote', (t) => {
-  const split = (line: string) => splitArgv(line, SplitPolicies.apiInput);
-  t.deepEqual(split(`one "two  three" 'four $five' six\\ seven *.log '#x' ""`), ['one', 'two  three', 'four $five', 'six seven', '*.log', '#x', '']);
-  t.deepEqual(split(''), []);
-  t.throws(() => split('$HOME'), { instanceOf: CommandLineError, message: /\$HOME would need a shell.*single quotes/ });
-  t.throws(() => split('"$HOME"'), { instanceOf: CommandLineError, message: /\$HOME/ });
-  t.throws(() => split('x # note'), { instanceOf: CommandLineError, message: /comment/ });
-  for (const bad of ['a | b', 'a > /tmp/x', 'a; b', '(a)', 'x\0y']) t.throws(() => split(bad), { instanceOf: CommandLineError });
-});
-
-test('a # inside a word is text, as a shell reads it; only a # that starts a word is a comment', (t) => {
-  const config = (line: string) => splitArgv(line, SplitPolicies.configLine);
-  const api = (line: string) => splitArgv(line, SplitPolicies.apiInput);
-  t.deepEqual(config('notify http://host/page#part x#y # the rest is a comment'), ['notify', 'http://host/page#part', 'x#y']);
-  t.deepEqual(api(`a#b 'q'#r "#s"#t \\#u v\\ #w`), ['a#b', 'q#r', '#s#t', '#u', 'v #w']);
-  t.throws(() => api('a #b'), { instanceOf: CommandLineError, message: /comment/ });
-});
-
-test('a quote left open is refused, not closed silently; a backslash at the end stays a backslash', (t) => {
-  for (const policy of [SplitPolicies.configLine, SplitPolicies.apiInput]) {
-    const split = (line: string) => splitArgv(line, policy);
-    t.throws(() => split('one "two three'), { instanceOf: CommandLineError, message: /double quote is not closed/ });
-    t.throws(() => split("one 'two"), { instanceOf: CommandLineError, message: /single quote is not closed/ });
-    t.throws(() => split('"a\\" b'), { instanceOf: CommandLineError, message: /double quote/ });
-    t.deepEqual(split(`"it's" 'say "hi"' "a\\"b"`), ["it's", 'say "hi"', 'a"b']);
-    t.deepEqual(split('abc\\'), ['abc\\']);
-  }
-});
 
 test('a program gets its argv as given, no shell, with exactly the env and cwd asked for', async (t) => {
   const opts = options(t, { env: { PATH: process.env.PATH, ONLY_THIS: 'yes' } });

@@ -133,12 +133,12 @@ test('collect_logs on sfa: other controllers\' records join its memory log and a
   t.false((await uc.ok('log_get', { l: 30 })).some((r: any) => r.p === 'sfa'));
 });
 
-test('api_enabled: JSON RPC over MQTT, authenticated by k, answered on .../api/response/<id>', async (t) => {
+test('api_plain_json: plain JSON RPC over MQTT, authenticated by k, answered on .../api/response/<id>', async (t) => {
   const broker = await startBroker(t);
   const ext = await Subscriber.connect(t, broker);
   const base = 'sp/controller/uc/testhost/api';
   await ext.subscribe(`${base}/#`);
-  const c = await controllerWith(t, { m1: mqttNotifier(broker, { api_enabled: true, events: [] }) });
+  const c = await controllerWith(t, { m1: mqttNotifier(broker, { api_enabled: true, api_plain_json: true, events: [] }) });
   await eventually(async () => (await c.ok('get_notifier', { i: 'm1' })).stats.connected, 10_000, 'connected');
   const ask = (req: unknown) => ext.publish(`${base}/request`, typeof req === 'string' ? req : JSON.stringify(req));
   const answer = async (id: string) => {
@@ -186,7 +186,7 @@ test('api_enabled: requests beyond the bound under way are refused with busy', a
   const ext = await Subscriber.connect(t, broker);
   const base = 'sp/controller/uc/testhost/api';
   await ext.subscribe(`${base}/response/#`);
-  const c = await controllerWith(t, { m1: mqttNotifier(broker, { api_enabled: true, events: [] }) });
+  const c = await controllerWith(t, { m1: mqttNotifier(broker, { api_enabled: true, api_plain_json: true, events: [] }) });
   await eventually(async () => (await c.ok('get_notifier', { i: 'm1' })).stats.connected, 10_000, 'connected');
   await c.ok('lock', { l: 'held' });
   // every request waits for the held lock: the first 64 are under way, the 65th is refused at once

@@ -3,7 +3,8 @@ import test from 'ava';
 import { EchoFilter } from '../../plugins/notifiers/mqtt/echo';
 import { LatestRetained } from '../../plugins/notifiers/mqtt/retained';
 import { topicMatches, validFilter } from '../../plugins/notifiers/mqtt/topics';
-import { parseBinding, parseControl } from '../../plugins/notifiers/mqtt/receive';
+import { parseControl } from '../../plugins/notifiers/mqtt/receive';
+import { parseBinding } from '../../plugins/items/binding';
 
 test('echo filter: own publications come back in order and are recognised; foreign ones pass', (t) => {
   const e = new EchoFilter(10);
@@ -38,7 +39,7 @@ test('topic filters and bindings', (t) => {
   t.false(validFilter('a/#/b'));
   t.false(validFilter('a/b+'));
   t.true(validFilter('+/x/#'));
-  t.deepEqual(parseBinding('m1'), { id: 'm1', qos: 1 });
+  t.deepEqual(parseBinding('m1'), { id: 'm1' });
   t.deepEqual(parseBinding('m1:2'), { id: 'm1', qos: 2 });
   t.deepEqual(parseBinding('m1;0'), { id: 'm1', qos: 0 });
   t.is(parseBinding('m1:3'), undefined);

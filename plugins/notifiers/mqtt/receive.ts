@@ -2,6 +2,7 @@ import type { ModuleLogger } from '../../../core/log';
 import { describe } from '../../../core/log';
 import type { ItemsService } from '../../items/api';
 import { valueParam } from '../../items/functions';
+import { parseBinding } from '../../items/binding';
 import type { Connection } from './connection';
 import type { EchoFilter } from './echo';
 import type { MqttSettings, Qos } from './settings';
@@ -12,23 +13,59 @@ const OWNER = 'items';
 /** The QoS an item takes updates at when mqtt_update names no QoS (spec rule 2). */
 const DEFAULT_BINDING_QOS: Qos = 1;
 
-/** `<notifier id>[:qos]` (the spec also writes a semicolon) into its parts; undefined when empty or malformed. */
-export function parseBinding(text: string | undefined): { id: string; qos: Qos } | undefined {
-  const m = /^([^:;\s]+)(?:[:;]([012]))?$/.exec((text ?? '').trim());
-  return m ? { id: m[1], qos: (m[2] === undefined ? DEFAULT_BINDING_QOS : Number(m[2])) as Qos } : undefined;
+/** An item's binding with the QoS it takes messages at. */
+function binding(text: string | undefined): { id: string; qos: Qos } | undefined {
+  const b = parseBinding(text);
+  return b && { id: b.id, qos: b.qos ?? DEFAULT_BINDING_QOS };
 }
 
-/** A control message `status [value [priority]]`, `none` for no value; a string says what is wrong. */
-export function parseControl(body: string): { status: number; value?: string; priority?: number } | string {
+type Control = { status: number; value?: string; priority?: number };
+
+/**
+ * A control message, in either form EVA ICS 3.3 took: the text
+ * `status [value [priority]]` (`none`, or 3.3's `None`, for no value), or a
+ * JSON object `{"status": …, "value": …, "priority": …}` (value null or
+ * absent for none). A string says what is wrong.
+ */
+export function parseControl(body: string): Control | string {
+  return body.trim().startsWith('{') ? jsonControl(body) : textControl(body);
+}
+
+function textControl(body: string): Control | string {
   const words = body.trim().split(/\s+/).filter(Boolean);
   if (!words.length) return 'empty';
   if (words.length > 3) return 'more than status, value and priority';
-  if (!/^-?\d+$/.test(words[0])) return `status "${words[0]}" is not an integer`;
-  const out: { status: number; value?: string; priority?: number } = { status: Number(words[0]) };
-  if (words[1] !== undefined && words[1] !== 'none') out.value = words[1];
-  if (words[2] !== undefined) {
-    if (!/^\d+$/.test(words[2])) return `priority "${words[2]}" is not a whole number`;
-    out.priority = Number(words[2]);
+  return control(words[0], words[1] === 'none' || words[1] === 'None' ? undefined : words[1], words[2]);
+}
+
+function jsonControl(body: string): Control | string {
+  let o: unknown;
+  try {
+    o = JSON.parse(body);
+  } catch {
+    return 'not valid JSON';
+  }
+  if (!o || typeof o !== 'object' || Array.isArray(o)) return 'not a JSON object';
+  const { status, value, priority, ...rest } = o as Record<string, unknown>;
+  const extra = Object.keys(rest);
+  if (extra.length) return `unknown field ${extra[0]}`;
+  const word = (v: unknown) => (typeof v === 'string' || typeof v === 'number' ? String(v) : v === null || v === undefined ? undefined : null);
+  const [s, v, p] = [word(status), word(value), word(priority)];
+  if (s === undefined) return 'no status';
+  if (s === null) return 'status is not an integer';
+  if (v === null) return 'value is not a string or number';
+  if (p === null) return 'priority is not a whole number';
+  return control(s, v, p);
+}
+
+/** The checked parts of either form. */
+function control(status: string, value: string | undefined, priority: string | undefined): Control | string {
+  if (!/^-?\d+$/.test(status)) return `status "${status}" is not an integer`;
+  const out: Control = { status: Number(status) };
+  if (value !== undefined) out.value = value;
+  if (priority !== undefined) {
+    if (!/^\d+$/.test(priority)) return `priority "${priority}" is not a whole number`;
+    out.priority = Number(priority);
   }
   return out;
 }
@@ -67,7 +104,7 @@ export class ItemLink {
     const { prefix, id } = this.s;
     for (const it of items.list()) {
       const fullId = `${it.group}/${it.id}`;
-      const up = parseBinding(it.mqtt_update);
+      const up = binding(it.mqtt_update);
       if (up?.id === id) {
         for (const field of UpdateFields) {
           want.set(Topics.state(prefix, it.type, fullId, field), {
@@ -76,7 +113,7 @@ export class ItemLink {
           });
         }
       }
-      const ctl = it.type === 'unit' ? parseBinding(it.mqtt_control) : undefined;
+      const ctl = it.type === 'unit' ? binding(it.mqtt_control) : undefined;
       if (ctl?.id === id) {
         for (const topic of [Topics.control(prefix, fullId), Topics.controlShort(prefix, fullId)]) {
           want.set(topic, {

@@ -22,6 +22,10 @@ export const MqttDefaults = {
   api_max_pending: 64,
   /** largest MQTT API request accepted, bytes */
   api_max_request: 1024 * 1024,
+  /** request ids / token MACs of encrypted MQTT API frames remembered to refuse a replay; past it the oldest are forgotten */
+  api_replay_ids: 100_000,
+  /** seconds a text (Fernet) frame is accepted after (or before, for clock skew) the time it was made */
+  api_token_window: 600,
 };
 
 export type Qos = 0 | 1 | 2;
@@ -39,6 +43,7 @@ export const MqttFields: Record<string, unknown> = {
   keepalive: MqttDefaults.keepalive,
   announce_interval: 0,
   api_enabled: false,
+  api_plain_json: false,
   collect_logs: false,
   ca_certs: '',
   certfile: '',
@@ -59,6 +64,8 @@ export interface MqttSettings {
   /** seconds, 0: no announcements */
   announceInterval: number;
   apiEnabled: boolean;
+  /** also take plain JSON RPC requests, the key in clear text (opt-in: every subscriber of the broker sees it) */
+  apiPlainJson: boolean;
   collectLogs: boolean;
   /** absolute paths; ca set means TLS */
   tls?: { ca: string; cert?: string; key?: string };
@@ -142,6 +149,7 @@ export function readSettings(cfg: NotifierConfig, dir: string): MqttSettings {
     keepalive: unset(cfg.keepalive) ? MqttDefaults.keepalive : num(cfg.keepalive, 'keepalive', 0, 65535),
     announceInterval: unset(cfg.announce_interval) ? 0 : num(cfg.announce_interval, 'announce_interval', 0, 86400 * 365, false),
     apiEnabled: bool(cfg.api_enabled, 'api_enabled'),
+    apiPlainJson: bool(cfg.api_plain_json, 'api_plain_json'),
     collectLogs: bool(cfg.collect_logs, 'collect_logs'),
     tls: ca ? { ca: abs(ca)!, cert: abs(cert), key: abs(key) } : undefined,
     timeout: unset(cfg.timeout) ? 5 : num(cfg.timeout, 'timeout', 0.1, 3600, false),

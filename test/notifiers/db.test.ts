@@ -50,7 +50,9 @@ function tmpDir(t: ExecutionContext): string {
 
 function history(t: ExecutionContext, opts: Partial<HistoryOptions> & { file: string }, log = keepingLog()): History {
   const h = new History({
-    space: '', keep: 86400, maxRows: 1_000_000, maxBytes: 1 << 30, flushInterval: 0.2, flushPauseFactor: 4, cleanInterval: 60, maxPending: 16, ...opts,
+    space: '', keep: 86400, maxRows: 1_000_000, maxBytes: 1 << 30, flushInterval: 0.2, flushPauseFactor: 4, cleanInterval: 60, maxPending: 16,
+    // a budget that never holds a checkpoint back: these tests are about the flush interval
+    maxWriteBytesPerHour: 1e15, journalShare: 0.5, journalFloor: 4 << 20, ...opts,
   }, log);
   t.teardown(() => h.stop().catch(() => undefined));
   return h;
@@ -79,26 +81,34 @@ test('db props: file and keep, URIs and bad keep refused', (t) => {
   t.throws(() => parseDbProps('sqlite:///x.db'), { message: /only an SQLite file/ });
 });
 
-test('db file is confined to the runtime folder, symlinks included', (t) => {
+test('db file: relative to runtime/, or to the controller folder as 3.3 wrote it, never outside the controller folder', (t) => {
   const dir = tmpDir(t);
   const runtime = path.join(dir, 'runtime');
+  const paths = { dir, runtime };
   fs.mkdirSync(runtime);
-  t.is(resolveDbFile(runtime, 'h.db'), path.join(runtime, 'h.db'));
-  t.is(resolveDbFile(runtime, 'sub/h.db'), path.join(runtime, 'sub', 'h.db'));
-  t.is(resolveDbFile(runtime, path.join(runtime, 'abs.db')), path.join(runtime, 'abs.db'));
-  t.throws(() => resolveDbFile(runtime, '../h.db'), { message: /outside the runtime folder/ });
-  t.throws(() => resolveDbFile(runtime, '/etc/h.db'), { message: /outside the runtime folder/ });
-  const elsewhere = path.join(dir, 'elsewhere');
-  fs.mkdirSync(elsewhere);
+  t.is(resolveDbFile(paths, 'h.db'), path.join(runtime, 'h.db'));
+  t.is(resolveDbFile(paths, 'sub/h.db'), path.join(runtime, 'sub', 'h.db'));
+  // EVA ICS 3.3's own set-up: db:runtime/db/history1.db, relative to the controller folder
+  t.is(resolveDbFile(paths, 'runtime/db/history1.db'), path.join(runtime, 'db', 'history1.db'));
+  t.is(resolveDbFile(paths, './runtime/h.db'), path.join(runtime, 'h.db'));
+  t.is(resolveDbFile(paths, path.join(runtime, 'abs.db')), path.join(runtime, 'abs.db'));
+  t.is(resolveDbFile(paths, path.join(dir, 'var', 'abs.db')), path.join(dir, 'var', 'abs.db'));
+  t.throws(() => resolveDbFile(paths, '../h.db'), { message: /outside the controller folder/ });
+  t.throws(() => resolveDbFile(paths, 'runtime/../../h.db'), { message: /outside the controller folder/ });
+  t.throws(() => resolveDbFile(paths, '/etc/h.db'), { message: /outside the controller folder/ });
+  t.throws(() => resolveDbFile(paths, dir), { message: /outside the controller folder/ });
+  const elsewhere = fs.mkdtempSync(path.join(os.tmpdir(), 'hist-out-'));
+  t.teardown(() => fs.rmSync(elsewhere, { recursive: true, force: true }));
   fs.symlinkSync(elsewhere, path.join(runtime, 'out'));
-  t.throws(() => resolveDbFile(runtime, 'out/h.db'), { message: /outside the runtime folder/ });
+  t.throws(() => resolveDbFile(paths, 'out/h.db'), { message: /outside the controller folder/ });
+  t.throws(() => resolveDbFile(paths, 'runtime/out/h.db'), { message: /outside the controller folder/ });
 });
 
 test('rows reach the file with the 3.3 schema; sqlite3 and python read them', async (t) => {
   const file = path.join(tmpDir(t), 'h.db');
   const h = history(t, { file, space: 'plant1' });
   const t0 = now();
-  await h.insert([['plant1', t0, 'sensor:env/temp', 1, '21.5'], ['plant1', t0 + 0.001, 'unit:hall/lamp', 0, null]]);
+  await h.write([['plant1', t0, 'sensor:env/temp', 1, '21.5'], ['plant1', t0 + 0.001, 'unit:hall/lamp', 0, null]]);
   await h.flush();
   t.deepEqual(await sqlite3(file, 'SELECT space, oid, status, value FROM state_history ORDER BY t'), [
     'plant1|sensor:env/temp|1|21.5', 'plant1|unit:hall/lamp|0|',
@@ -117,8 +127,8 @@ test('two states of an item at one instant: the later one is kept', async (t) =>
   const file = path.join(tmpDir(t), 'h.db');
   const h = history(t, { file });
   const t0 = now();
-  await h.insert([['', t0, 'sensor:g/s', 1, 'first'], ['', t0, 'sensor:g/s', 1, 'second']]);
-  await h.insert([['', t0, 'sensor:g/s', -1, null]]);
+  await h.write([['', t0, 'sensor:g/s', 1, 'first'], ['', t0, 'sensor:g/s', 1, 'second']]);
+  await h.write([['', t0, 'sensor:g/s', -1, null]]);
   await h.flush();
   t.deepEqual(await sqlite3(file, "SELECT status, quote(value) FROM state_history"), ['-1|NULL']);
   t.like(h.stats, { received: 3, inserted: 1, replaced: 2, rows: 1 });
@@ -129,8 +139,8 @@ test('the row bound drops the oldest rows first', async (t) => {
   const h = history(t, { file, maxRows: 100 });
   const t0 = now();
   const rows: HistoryRow[] = Array.from({ length: 250 }, (_, i) => ['', t0 + i / 1000, `sensor:g/s${i}`, 1, String(i)]);
-  await h.insert(rows.slice(0, 120));
-  await h.insert(rows.slice(120));
+  await h.write(rows.slice(0, 120));
+  await h.write(rows.slice(120));
   await h.flush();
   t.deepEqual(await sqlite3(file, 'SELECT count(*), min(CAST(value AS INT)), max(CAST(value AS INT)) FROM state_history'), ['100|150|249']);
   t.is(h.stats?.trimmed, 150);
@@ -144,7 +154,7 @@ test('the size bound holds when values are long', async (t) => {
   const t0 = now();
   const long = 'x'.repeat(2000);
   for (let b = 0; b < 10; b++) {
-    await h.insert(Array.from({ length: 100 }, (_, i): HistoryRow => ['', t0 + (b * 100 + i) / 1000, `sensor:g/s${b * 100 + i}`, 1, long]));
+    await h.write(Array.from({ length: 100 }, (_, i): HistoryRow => ['', t0 + (b * 100 + i) / 1000, `sensor:g/s${b * 100 + i}`, 1, long]));
   }
   await h.flush();
   const [count, newest] = (await sqlite3(file, "SELECT count(*), max(CAST(substr(oid, 11) AS INT)) FROM state_history"))[0].split('|').map(Number);
@@ -166,7 +176,7 @@ test('rows older than keep are deleted, other spaces are left alone', async (t) 
     `INSERT INTO state_history VALUES ('other', ${old}, 'sensor:g/theirs', 1, 'z');`,
   ].join('\n')]);
   const h = history(t, { file, keep: 3600 });
-  await h.insert([['', now(), 'sensor:g/new', 1, 'n']]);
+  await h.write([['', now(), 'sensor:g/new', 1, 'n']]);
   await h.flush();
   t.deepEqual(await sqlite3(file, 'SELECT oid FROM state_history ORDER BY oid'), ['sensor:g/new', 'sensor:g/recent', 'sensor:g/theirs']);
   t.is(h.stats?.expired, 1);
@@ -176,7 +186,7 @@ test('retention cleaning runs by itself, without new events', async (t) => {
   const file = path.join(tmpDir(t), 'h.db');
   const h = history(t, { file, keep: 1, cleanInterval: 0.3, flushInterval: 0.2 });
   // stamped a few seconds ahead so that it is certainly there at the first read, and expires soon after
-  await h.insert([['', now() + 4, 'sensor:g/s1', 1, '1']]);
+  await h.write([['', now() + 4, 'sensor:g/s1', 1, '1']]);
   await h.flush();
   t.deepEqual(await sqlite3(file, 'SELECT count(*) FROM state_history'), ['1']);
   t.true(await until(async () => (await sqlite3(file, 'SELECT count(*) FROM state_history'))[0] === '0'));
@@ -187,11 +197,11 @@ test('stop writes what the last flush did not', async (t) => {
   const h = history(t, { file, flushInterval: 3600 });
   await h.start();
   t.true(await until(async () => fs.existsSync(file))); // a new file is written at once, empty
-  await h.insert([['', now(), 'sensor:g/s1', 1, 'last']]);
+  await h.write([['', now(), 'sensor:g/s1', 1, 'last']]);
   t.deepEqual(await sqlite3(file, 'SELECT count(*) FROM state_history'), ['0']);
   await h.stop();
   t.deepEqual(await sqlite3(file, 'SELECT value FROM state_history'), ['last']);
-  await t.throwsAsync(h.insert([['', now(), 'sensor:g/s1', 1, 'late']]), { message: /stopped/ });
+  await t.throwsAsync(h.write([['', now(), 'sensor:g/s1', 1, 'late']]), { message: /stopped/ });
 });
 
 test('a damaged file is kept aside and an empty history starts', async (t) => {
@@ -200,7 +210,7 @@ test('a damaged file is kept aside and an empty history starts', async (t) => {
   fs.writeFileSync(file, 'this is not a database, but it is somebody\'s data');
   const log = keepingLog();
   const h = history(t, { file }, log);
-  await h.insert([['', now(), 'sensor:g/s1', 1, '1']]);
+  await h.write([['', now(), 'sensor:g/s1', 1, '1']]);
   await h.flush();
   t.deepEqual(await sqlite3(file, 'SELECT oid FROM state_history'), ['sensor:g/s1']);
   const aside = fs.readdirSync(dir).filter((n) => n.startsWith('h.db.damaged-'));
@@ -213,7 +223,7 @@ test('batches beyond the pending bound are refused, not queued without end', asy
   const file = path.join(tmpDir(t), 'h.db');
   const h = history(t, { file, maxPending: 4 });
   await h.start();
-  const results = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => h.insert([['', now() + i, 'sensor:g/s', 1, String(i)]])));
+  const results = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => h.write([['', now() + i, 'sensor:g/s', 1, String(i)]])));
   const refused = results.filter((r) => r.status === 'rejected');
   t.is(refused.length, 16);
   t.regex(String((refused[0] as PromiseRejectedResult).reason), /busy/);
@@ -267,7 +277,7 @@ test('readers opening the file during a stream of writes always find a whole dat
   // the flush interval plus a generous margin for a machine shared with other work
   const written = await streamWithReaders(t, file, flushInterval + 2.5, async (n) => {
     const batch: HistoryRow[] = Array.from({ length: 5 }, (_, i) => ['', now(), `sensor:g/s${n * 5 + i}`, 1, String(n)]);
-    await h.insert(batch); // handed over once the history holds them: when the notifier host counts them sent
+    await h.write(batch); // handed over once the history holds them: when the notifier host counts them sent
     return batch.map((r) => `${r[2]}|${r[4]}`);
   });
   await h.stop();
@@ -347,7 +357,7 @@ test('the last events reach the file at controller stop; actions and logs are no
 test('a db notifier pointing outside runtime is refused with a reason', async (t) => {
   const c = await controllerWithHistory(t, { db: '../escape.db' });
   const info = await c.client.ok('get_notifier', { k: Keys.master, i: 'hist' });
-  t.regex(String(info.problem), /outside the runtime folder/);
+  t.regex(String(info.problem), /outside the controller folder/);
   t.false(fs.existsSync(path.join(c.dir, 'escape.db')));
 });
 

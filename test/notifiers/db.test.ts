@@ -2,74 +2,11 @@ import test, { type ExecutionContext } from 'ava';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
-import { History, type HistoryOptions } from '../../plugins/notifiers/db/history';
 import { parseDbProps, resolveDbFile } from '../../plugins/notifiers/db/props';
 import { dbType } from '../../plugins/notifiers/db';
 import type { HistoryRow } from '../../plugins/notifiers/db/schema';
-import type { ModuleLogger } from '../../core/log';
+import { run, sqlite3, python, keepingLog, tmpDir, history, now, sleep, until } from './db-helpers';
 import { startController, Keys } from '../helpers/controller';
-
-const run = promisify(execFile);
-
-/** Rows of a query through the sqlite3 tool, read-only, as lines of `|`-separated text. */
-async function sqlite3(file: string, sql: string): Promise<string[]> {
-  const { stdout } = await run('sqlite3', ['-readonly', file, sql], { timeout: 30_000 });
-  return stdout.split('\n').filter((l) => l !== '');
-}
-
-const PY_READ = `
-import sqlite3, sys, json
-c = sqlite3.connect('file:' + sys.argv[1] + '?mode=ro', uri=True)
-print(json.dumps(c.execute(sys.argv[2]).fetchall()))
-`;
-
-/** Rows through Python's sqlite3 module. */
-async function python(file: string, sql: string): Promise<unknown[][]> {
-  const { stdout } = await run('python3', ['-c', PY_READ, file, sql], { timeout: 30_000 });
-  return JSON.parse(stdout);
-}
-
-/** A logger that keeps what it is told, so tests can check warnings. */
-function keepingLog(): ModuleLogger & { lines: string[] } {
-  const lines: string[] = [];
-  const log = (l: number, m: string) => { lines.push(`${l} ${m}`); };
-  return {
-    lines, log,
-    debug: (m) => log(10, m), info: (m) => log(20, m), warning: (m) => log(30, m),
-    error: (m) => log(40, m), critical: (m) => log(50, m),
-  };
-}
-
-function tmpDir(t: ExecutionContext): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hist-'));
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
-
-function history(t: ExecutionContext, opts: Partial<HistoryOptions> & { file: string }, log = keepingLog()): History {
-  const h = new History({
-    space: '', keep: 86400, maxRows: 1_000_000, maxBytes: 1 << 30, flushInterval: 0.2, flushPauseFactor: 4, cleanInterval: 60, maxPending: 16,
-    // a budget that never holds a checkpoint back: these tests are about the flush interval
-    maxWriteBytesPerHour: 1e15, journalShare: 0.5, journalFloor: 4 << 20, ...opts,
-  }, log);
-  t.teardown(() => h.stop().catch(() => undefined));
-  return h;
-}
-
-const now = () => Date.now() / 1000;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Poll until `check` is true or the time is up; returns the last answer. */
-async function until(check: () => Promise<boolean>, ms = 20_000): Promise<boolean> {
-  const end = Date.now() + ms;
-  for (;;) {
-    if (await check()) return true;
-    if (Date.now() > end) return false;
-    await sleep(100);
-  }
-}
 
 test('db props: file and keep, URIs and bad keep refused', (t) => {
   t.deepEqual(parseDbProps('history.db'), { db: 'history.db' });
@@ -185,11 +122,12 @@ test('rows older than keep are deleted, other spaces are left alone', async (t) 
 test('retention cleaning runs by itself, without new events', async (t) => {
   const file = path.join(tmpDir(t), 'h.db');
   const h = history(t, { file, keep: 1, cleanInterval: 0.3, flushInterval: 0.2 });
-  // stamped a few seconds ahead so that it is certainly there at the first read, and expires soon after
-  await h.write([['', now() + 4, 'sensor:g/s1', 1, '1']]);
+  await h.start();
+  // stamped seconds ahead so that it is certainly there at the first read (on a busy machine too), and expires soon after
+  await h.write([['', now() + 8, 'sensor:g/s1', 1, '1']]);
   await h.flush();
   t.deepEqual(await sqlite3(file, 'SELECT count(*) FROM state_history'), ['1']);
-  t.true(await until(async () => (await sqlite3(file, 'SELECT count(*) FROM state_history'))[0] === '0'));
+  t.true(await until(async () => (await sqlite3(file, 'SELECT count(*) FROM state_history'))[0] === '0', 40_000));
 });
 
 test('stop writes what the last flush did not', async (t) => {

@@ -13,8 +13,11 @@ import type { HistoryRow } from './schema';
  * SQLite's own rollback journal, and a reader would take ours for a hot one).
  * A checkpoint starts a new segment, writes the history file, then deletes
  * the older segments: a crash at any point leaves the rows in the file, in a
- * segment, or in both, and replaying a row already in the file changes
- * nothing (the key is space, t, oid and the later state of a key wins).
+ * segment, or in both. The file records the last segment it holds (SQLite's
+ * `user_version` header field, free for applications), so a segment the
+ * crash left behind although the file holds it is skipped at replay: its
+ * rows are not counted twice, and an older state of a key never overwrites
+ * a later one the file has.
  *
  * A record is: length (u32 LE), CRC-32 of the payload (u32 LE), payload (the
  * rows as JSON). A torn record at the end of a segment (a crash in the middle
@@ -48,11 +51,13 @@ export class Journal {
   }
 
   /**
-   * Every batch of every segment, oldest first (start-up, before `open`).
+   * Every batch of every segment after `held` (the last one the file holds),
+   * oldest first (start-up, before `open`).
    * `torn` is told about each segment whose end did not hold a whole record.
    */
-  *replay(torn: (segment: string, at: number) => void): Generator<HistoryRow[]> {
-    for (const { name } of this.segments()) {
+  *replay(held: number, torn: (segment: string, at: number) => void): Generator<HistoryRow[]> {
+    for (const { seq, name } of this.segments()) {
+      if (seq <= held) { fs.rmSync(name, { force: true }); continue; } // the file holds it
       const data = fs.readFileSync(name);
       let at = 0;
       while (at < data.length) {
@@ -70,10 +75,10 @@ export class Journal {
     }
   }
 
-  /** Start a new segment after the existing ones (they stay until the next checkpoint). */
-  open(): void {
+  /** Start a new segment after the existing ones (they stay until the next checkpoint) and after `held`. */
+  open(held: number): void {
     const last = this.segments().pop();
-    this.startSegment((last?.seq ?? 0) + 1);
+    this.startSegment(Math.max(last?.seq ?? 0, held) + 1);
   }
 
   /** Append one batch and fsync it; throws when it is not on disk (then nothing of it counts). */
@@ -117,9 +122,12 @@ export class Journal {
     this.bytes = this.offset;
   }
 
-  close(): void {
-    if (this.fd !== undefined) fs.closeSync(this.fd);
+  /** Close the current segment; `tidy`: delete it when empty (at stop, so a stopped history leaves no journal). */
+  close(tidy = false): void {
+    if (this.fd === undefined) return;
+    fs.closeSync(this.fd);
     this.fd = undefined;
+    if (tidy && this.offset === 0) fs.rmSync(`${this.file}.journal.${this.seq}`, { force: true });
   }
 
   private startSegment(seq: number): void {

@@ -62,11 +62,12 @@ export class HistoryStore {
     const h = new HistoryStore(db, opts, j, policy, warn);
     h.rows = h.count();
     if (j) {
-      for (const batch of j.replay((segment, at) => warn(`${segment}: a torn record at byte ${at} (a write cut short before it was acknowledged) ends its replay`))) {
+      const held = Number(db.rows('PRAGMA user_version')[0].user_version);
+      for (const batch of j.replay(held, (segment, at) => warn(`${segment}: a torn record at byte ${at} (a write cut short before it was acknowledged) ends its replay`))) {
         h.insertRows(batch);
         h.stats.replayed += batch.length;
       }
-      j.open();
+      j.open(held);
     }
     h.dirty = fresh || h.stats.replayed > 0;
     h.clean(now);
@@ -215,6 +216,7 @@ export class HistoryStore {
       try {
         // rotation and export in one synchronous step: rows stored later are in the new segment, not in this image
         const upTo = this.journal?.rotate();
+        if (upTo !== undefined) this.db.run(`PRAGMA user_version = ${Math.trunc(upTo)}`); // our own counter: no value from outside
         const image = this.db.db.export();
         this.stats.last_export_ms = Math.round(performance.now() - started);
         await writeFileAtomic(this.opts.file, image);
@@ -250,7 +252,7 @@ export class HistoryStore {
   }
 
   close(): void {
-    this.journal?.close();
+    this.journal?.close(true);
     this.db.close();
   }
 }

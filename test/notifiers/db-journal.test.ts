@@ -181,3 +181,15 @@ INSERT INTO state_history VALUES ('', ${old + 90}, 'unit:hall/lamp', 0, NULL);`]
   // still 3.3's table: its schema text, unchanged
   t.deepEqual(await sqlite3(file, "SELECT count(*) FROM sqlite_master WHERE sql LIKE '%NUMERIC(20, 8)%'"), ['1']);
 });
+
+test('journal commits are spaced by the commit interval (few fsyncs a second, whatever the event rate)', async (t) => {
+  const file = path.join(tmpDir(t), 'h.db');
+  const h = history(t, { file, flushInterval: 3600, commitInterval: 0.3 });
+  await h.start();
+  const started = Date.now();
+  for (let i = 0; i < 5; i++) await h.write(rowsOf(1, i));
+  const took = Date.now() - started;
+  // the first commit goes at once, each later one waits for the rest of 0.3 s after the one before
+  t.true(took >= 4 * 300 - 20, `5 commits in ${took} ms`);
+  t.like(h.stats, { batches: 5, rows: 5 });
+});

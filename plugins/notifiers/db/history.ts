@@ -24,6 +24,12 @@ export interface HistoryOptions {
   /** ...or this many bytes, whichever is more */
   journalFloor: number;
   cleanInterval: number;
+  /**
+   * seconds between two journal commits (fsyncs): a batch waits for the rest
+   * of this after the previous one, while the notifier host gathers the next
+   * events into it, so the disk sees a few fsyncs a second however many rows
+   */
+  commitInterval: number;
   /** most batches on their way to the thread; more are refused (the notifier host retries them) */
   maxPending: number;
 }
@@ -93,6 +99,7 @@ export class History implements HistoryBackend {
   private nextId = 1;
   private readonly pending = new Map<number, { resolve: (rows: HistoryRow[] | undefined) => void; reject: (e: Error) => void }>();
   private stopped = false;
+  private lastCommit = 0;
   stats: HistoryStats | undefined;
 
   constructor(readonly options: HistoryOptions, private readonly log: ModuleLogger) {}
@@ -126,6 +133,9 @@ export class History implements HistoryBackend {
 
   /** Resolves once the rows are in the journal on disk (fsync'd) and in the database. */
   async write(rows: HistoryRow[]): Promise<void> {
+    const wait = this.lastCommit + this.options.commitInterval * 1000 - Date.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    this.lastCommit = Date.now();
     await this.call({ kind: 'insert', rows });
   }
 

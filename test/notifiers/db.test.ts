@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseDbProps, resolveDbFile } from '../../plugins/notifiers/db/props';
-import { dbType } from '../../plugins/notifiers/db';
+import { dbType, historyOptions, DbDefaults } from '../../plugins/notifiers/db';
 import type { HistoryRow } from '../../plugins/notifiers/db/schema';
 import { run, sqlite3, python, keepingLog, tmpDir, history, now, sleep, until } from './db-helpers';
 import { startController, Keys } from '../helpers/controller';
@@ -232,12 +232,13 @@ async function controllerWithHistory(t: ExecutionContext, fields: Record<string,
 }
 
 test('readers during a stream of item updates through the controller see every older state', async (t) => {
-  const c = await controllerWithHistory(t, { flush_interval: 0.3 });
+  const c = await controllerWithHistory(t, { flush_interval: 0.3, max_write_mb_per_hour: 10_000 });
   const file = path.join(c.dir, 'runtime', 'history.db');
   const k = Keys.master;
   const sensors = ['sensor:env/s1', 'sensor:env/s2', 'sensor:env/s3'];
   for (const i of sensors) await c.client.ok('create', { k, i });
-  // through the API, the host's queue and the history thread: a wider margin than the flush interval alone
+  // a budget that lets the file follow the flush interval (the default keeps a file minutes behind: README);
+  // through the API, the host's queue, the commit interval and the history thread: a wider margin than the flush interval alone
   const written = await streamWithReaders(t, file, 3, async (n) => {
     const i = sensors[n % sensors.length];
     await c.client.ok('update', { k, i, s: 1, v: `v${n}` });
@@ -307,4 +308,16 @@ test('the type: props, target, defaults', (t) => {
   t.is((cfg as Record<string, unknown>).keep, 86400);
   t.throws(() => dbType.validate!({ id: 'x', type: 'db', enabled: true, events: [], db: 'h.db', max_rows: -1 }), { message: /max_rows/ });
   t.throws(() => dbType.validate!({ id: 'x', type: 'db', enabled: true, events: [] }), { message: /db \(the database file\) is missing/ });
+});
+
+test('write budget: the notifier field, else [notifiers] max_write_mb_per_hour, else the default; a bad value is refused or ignored', (t) => {
+  const paths = { dir: '/srv/ctl', runtime: '/srv/ctl/runtime' };
+  const cfg = (extra: Record<string, unknown> = {}) => ({ id: 'x', type: 'db', enabled: true, events: [], db: 'h.db', ...extra });
+  const mb = 1024 * 1024;
+  t.is(historyOptions(cfg(), paths).maxWriteBytesPerHour, DbDefaults.max_write_mb_per_hour * mb);
+  t.is(historyOptions(cfg(), paths, { max_write_mb_per_hour: '200' }).maxWriteBytesPerHour, 200 * mb);
+  t.is(historyOptions(cfg({ max_write_mb_per_hour: 8 }), paths, { max_write_mb_per_hour: 200 }).maxWriteBytesPerHour, 8 * mb);
+  t.is(historyOptions(cfg(), paths, { max_write_mb_per_hour: 'lots' }).maxWriteBytesPerHour, DbDefaults.max_write_mb_per_hour * mb);
+  t.throws(() => historyOptions(cfg({ max_write_mb_per_hour: -1 }), paths), { message: /max_write_mb_per_hour/ });
+  t.is(historyOptions(cfg({ db: 'runtime/db/history1.db' }), paths).file, '/srv/ctl/runtime/db/history1.db');
 });

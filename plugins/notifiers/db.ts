@@ -28,10 +28,11 @@ export const DbDefaults = {
   max_write_mb_per_hour: 64,
   /**
    * seconds between two journal fsyncs: rows arriving meanwhile go into the
-   * next batch, so an SD card sees 2 small writes a second rather than one
-   * per event; a row counts as stored (sent) up to this much later
+   * next batch, so an SD card sees 4 small writes a second rather than one
+   * per event; a row counts as stored (sent) up to this much later. A batch
+   * of half max_batch or more commits at once (a backlog).
    */
-  commit_interval: 0.5,
+  commit_interval: 0.25,
   /** a checkpoint runs regardless of the budget once the journal exceeds this share of the file... */
   journal_share: 1,
   /** ...or this many bytes, whichever is more, so replay at start stays short */
@@ -94,6 +95,7 @@ export function historyOptions(cfg: NotifierConfig, paths: { dir: string; runtim
     flushPauseFactor: DbDefaults.flush_pause_factor,
     journalShare: DbDefaults.journal_share,
     commitInterval: DbDefaults.commit_interval,
+    commitRows: DbDefaults.max_batch / 2,
     journalFloor: DbDefaults.journal_floor,
     cleanInterval: DbDefaults.clean_interval,
     maxPending: DbDefaults.max_pending,

@@ -63,7 +63,7 @@ const options = (file: string, size: number): HistoryOptions => ({
   file, space: '', keep: 10 * DAY, maxRows: size, maxBytes: DbDefaults.max_size, flushInterval: DbDefaults.flush_interval,
   flushPauseFactor: DbDefaults.flush_pause_factor, maxWriteBytesPerHour: DbDefaults.max_write_mb_per_hour * 1024 * 1024,
   journalShare: DbDefaults.journal_share, journalFloor: DbDefaults.journal_floor, commitInterval: DbDefaults.commit_interval,
-  cleanInterval: 60, maxPending: 16,
+  commitRows: DbDefaults.max_batch / 2, cleanInterval: 60, maxPending: 16,
 });
 
 interface Measured { checkpoint: number; checkpointS: number; journal: Map<number, { bytes: number; fsyncs: number }> }

@@ -50,7 +50,7 @@ export function history(t: ExecutionContext, opts: Partial<HistoryOptions> & { f
   const h = new History({
     space: '', keep: 86400, maxRows: 1_000_000, maxBytes: 1 << 30, flushInterval: 0.2, flushPauseFactor: 4, cleanInterval: 60, maxPending: 16,
     // a budget that never holds a checkpoint back: these tests are about the flush interval
-    maxWriteBytesPerHour: 1e15, journalShare: 0.5, journalFloor: 4 << 20, commitInterval: 0, ...opts,
+    maxWriteBytesPerHour: 1e15, journalShare: 0.5, journalFloor: 4 << 20, commitInterval: 0, commitRows: 1, ...opts,
   }, log);
   t.teardown(() => h.stop().catch(() => undefined));
   return h;

@@ -184,12 +184,19 @@ INSERT INTO state_history VALUES ('', ${old + 90}, 'unit:hall/lamp', 0, NULL);`]
 
 test('journal commits are spaced by the commit interval (few fsyncs a second, whatever the event rate)', async (t) => {
   const file = path.join(tmpDir(t), 'h.db');
-  const h = history(t, { file, flushInterval: 3600, commitInterval: 0.3 });
+  const h = history(t, { file, flushInterval: 3600, commitInterval: 0.3, commitRows: 50 });
   await h.start();
-  const started = Date.now();
+  let started = Date.now();
   for (let i = 0; i < 5; i++) await h.write(rowsOf(1, i));
   const took = Date.now() - started;
   // the first commit goes at once, each later one waits for the rest of 0.3 s after the one before
   t.true(took >= 4 * 300 - 20, `5 commits in ${took} ms`);
   t.like(h.stats, { batches: 5, rows: 5 });
+  // a backlog (a batch of commitRows or more) does not wait: with a 10 s interval, 3 such batches take far less than one wait
+  const h2 = history(t, { file: path.join(tmpDir(t), 'h.db'), flushInterval: 3600, commitInterval: 10, commitRows: 50 });
+  await h2.start();
+  started = Date.now();
+  for (let i = 0; i < 3; i++) await h2.write(rowsOf(50, i * 50));
+  t.true(Date.now() - started < 9000, `3 big batches in ${Date.now() - started} ms`);
+  t.like(h2.stats, { batches: 3, rows: 150 });
 });

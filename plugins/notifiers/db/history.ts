@@ -30,6 +30,8 @@ export interface HistoryOptions {
    * events into it, so the disk sees a few fsyncs a second however many rows
    */
   commitInterval: number;
+  /** a batch of at least this many rows commits at once: the host has a backlog, and waiting would only grow it */
+  commitRows: number;
   /** most batches on their way to the thread; more are refused (the notifier host retries them) */
   maxPending: number;
 }
@@ -134,7 +136,7 @@ export class History implements HistoryBackend {
   /** Resolves once the rows are in the journal on disk (fsync'd) and in the database. */
   async write(rows: HistoryRow[]): Promise<void> {
     const wait = this.lastCommit + this.options.commitInterval * 1000 - Date.now();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    if (wait > 0 && rows.length < this.options.commitRows) await new Promise((r) => setTimeout(r, wait));
     this.lastCommit = Date.now();
     await this.call({ kind: 'insert', rows });
   }

@@ -188,6 +188,7 @@ async function streamWithReaders(t: ExecutionContext, file: string, lag: number,
   let reads = 0;
   let checked = 0;
   const end = Date.now() + 6000;
+  try {
   while (Date.now() < end) {
     const opened = now();
     const expected = written.filter((w) => w.t < opened - lag).map((w) => w.key);
@@ -200,8 +201,10 @@ async function streamWithReaders(t: ExecutionContext, file: string, lag: number,
     reads++;
     checked += expected.length;
   }
-  streaming = false;
-  await producer;
+  } finally {
+    streaming = false; // a failed read must not leave the producer writing into a stopped history
+    await producer;
+  }
   t.true(reads >= 4);
   t.true(checked > 0, 'some reads had events old enough to check');
   return written.map((w) => w.key);

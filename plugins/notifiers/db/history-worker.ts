@@ -29,8 +29,9 @@ class HistoryThread {
     const pause = Math.max(flushInterval * 1000, this.store.stats.last_flush_ms * flushPauseFactor);
     this.timer = setTimeout(() => {
       const now = nowSeconds();
-      const run = this.store.checkpointDue(now) ? this.store.checkpoint(now) : Promise.resolve();
-      void run.finally(() => { if (this.timer) this.schedule(); });
+      // whatever happens in this look, the next one is scheduled: the file must not stop following
+      const run = Promise.resolve().then(() => (this.store.checkpointDue(now) ? this.store.checkpoint(now) : undefined));
+      void run.catch(() => undefined).finally(() => { if (this.timer) this.schedule(); });
     }, Math.max(pause, 50));
   }
 

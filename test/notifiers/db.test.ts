@@ -189,18 +189,18 @@ async function streamWithReaders(t: ExecutionContext, file: string, lag: number,
   let checked = 0;
   const end = Date.now() + 6000;
   try {
-  while (Date.now() < end) {
-    const opened = now();
-    const expected = written.filter((w) => w.t < opened - lag).map((w) => w.key);
-    const useSqlite = reads % 2 === 0;
-    const sql = "SELECT oid || '|' || value FROM state_history";
-    const keys = useSqlite ? await sqlite3(file, sql) : (await python(file, sql)).map((r) => String(r[0]));
-    if (useSqlite) t.deepEqual(await sqlite3(file, 'PRAGMA quick_check'), ['ok']);
-    const have = new Set(keys);
-    t.deepEqual(expected.filter((k) => !have.has(k)), [], `${useSqlite ? 'sqlite3' : 'python'} read ${reads} misses events`);
-    reads++;
-    checked += expected.length;
-  }
+    while (Date.now() < end) {
+      const opened = now();
+      const expected = written.filter((w) => w.t < opened - lag).map((w) => w.key);
+      const useSqlite = reads % 2 === 0;
+      const sql = "SELECT oid || '|' || value FROM state_history";
+      const keys = useSqlite ? await sqlite3(file, sql) : (await python(file, sql)).map((r) => String(r[0]));
+      if (useSqlite) t.deepEqual(await sqlite3(file, 'PRAGMA quick_check'), ['ok']);
+      const have = new Set(keys);
+      t.deepEqual(expected.filter((k) => !have.has(k)), [], `${useSqlite ? 'sqlite3' : 'python'} read ${reads} misses events`);
+      reads++;
+      checked += expected.length;
+    }
   } finally {
     streaming = false; // a failed read must not leave the producer writing into a stopped history
     await producer;

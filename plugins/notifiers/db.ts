@@ -9,7 +9,8 @@ import type { HistoryBackend } from './db/backend';
 
 /**
  * Every default and limit of the db notifier. A notifier file may set
- * flush_interval, max_rows and max_size for itself (the CLI `set` knows them).
+ * flush_interval, max_rows, max_size and max_write_mb_per_hour for itself
+ * (the CLI `set` knows them).
  */
 export const DbDefaults = {
   /** seconds a row is kept (spec: 86400) */
@@ -113,7 +114,9 @@ export interface BackendChoice {
 
 /**
  * The history backend a notifier's `db` value names: an SQLite file under
- * the controller folder, written by sql.js with a journal.
+ * the controller folder, written by sql.js with a journal. The one place
+ * that chooses: another kind of `db` value (a database URI) gets its
+ * backend here too.
  */
 export function createBackend(cfg: NotifierConfig, env: EndpointEnv): BackendChoice {
   const options = historyOptions(cfg, env.ctx.paths, env.ctx.config.raw.notifiers);

@@ -187,7 +187,8 @@ async function streamWithReaders(t: ExecutionContext, file: string, lag: number,
   })();
   let reads = 0;
   let checked = 0;
-  const end = Date.now() + 6000;
+  // long enough that reads during the last 4 s have events old enough to check
+  const end = Date.now() + (lag + 4) * 1000;
   try {
     while (Date.now() < end) {
       const opened = now();
@@ -215,8 +216,9 @@ test('readers opening the file during a stream of writes always find a whole dat
   const flushInterval = 0.3;
   const h = history(t, { file, flushInterval });
   await h.start();
-  // the flush interval plus a generous margin for a machine shared with other work
-  const written = await streamWithReaders(t, file, flushInterval + 2.5, async (n) => {
+  // the flush interval plus a generous margin for a machine shared with other work: each write fsyncs the
+  // journal, and under load a checkpoint's fsync may take a second, which also lengthens the pause after it
+  const written = await streamWithReaders(t, file, flushInterval + 5, async (n) => {
     const batch: HistoryRow[] = Array.from({ length: 5 }, (_, i) => ['', now(), `sensor:g/s${n * 5 + i}`, 1, String(n)]);
     await h.write(batch); // handed over once the history holds them: when the notifier host counts them sent
     return batch.map((r) => `${r[2]}|${r[4]}`);

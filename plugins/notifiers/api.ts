@@ -1,6 +1,7 @@
 import type { PluginContext } from '../../core/plugin';
 import type { ModuleLogger } from '../../core/log';
 import type { Subject } from '../../core/bus';
+import type { HistoryBackend } from './db/backend';
 
 /**
  * The contract between the notifier host (plugin `notifiers`, service
@@ -68,6 +69,8 @@ export interface Endpoint {
    * acts on what its endpoint receives (mqtt control, updates, API calls)
    */
   setEnabled?(enabled: boolean): void;
+  /** db notifiers: the history they write, for the history API (state_history, state_log) to read */
+  history?: HistoryBackend;
 }
 
 export interface NotifierType {

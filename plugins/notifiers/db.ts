@@ -5,20 +5,39 @@ import type { Endpoint, EndpointEnv, NotifierConfig, NotifierHost, NotifierType 
 import { History, type HistoryOptions } from './db/history';
 import { checkDbName, checkKeep, parseDbProps, resolveDbFile } from './db/props';
 import type { HistoryRow } from './db/schema';
+import type { HistoryBackend } from './db/backend';
 
 /**
  * Every default and limit of the db notifier. A notifier file may set
- * flush_interval, max_rows and max_size for itself (the CLI `set` knows them).
+ * flush_interval, max_rows, max_size and max_write_mb_per_hour for itself
+ * (the CLI `set` knows them).
  */
 export const DbDefaults = {
   /** seconds a row is kept (spec: 86400) */
   keep: 86400,
   /**
-   * seconds between flushes: a reader sees every event older than this (plus
-   * the flush time, see README). Each flush rewrites the whole file, so this
-   * also sets the disk load.
+   * shortest time between two checkpoints (whole-file rewrites). Rows are
+   * safe in the journal at once; how fresh the file is for outside readers
+   * is set by the write budget below (README: history durability).
    */
   flush_interval: 5,
+  /**
+   * write budget of a history file in MB per hour, journal included: a
+   * checkpoint runs when the budget since the last one covers the file. 64
+   * MB/h is ~1.5 GB a day, a pace an SD card bears for years.
+   */
+  max_write_mb_per_hour: 64,
+  /**
+   * seconds between two journal fsyncs: rows arriving meanwhile go into the
+   * next batch, so an SD card sees 4 small writes a second rather than one
+   * per event; a row counts as stored (sent) up to this much later. A batch
+   * of half max_batch or more commits at once (a backlog).
+   */
+  commit_interval: 0.25,
+  /** a checkpoint runs regardless of the budget once the journal exceeds this share of the file... */
+  journal_share: 1,
+  /** ...or this many bytes, whichever is more, so replay at start stays short */
+  journal_floor: 4 * 1024 * 1024,
   /** most rows kept: ~140-180 bytes a row on disk, so 1M rows is ~140-180 MB and ~0.5 s to flush */
   max_rows: 1_000_000,
   /** most bytes the database may use, whatever the rows hold (long values); 256 MB */
@@ -36,8 +55,10 @@ export const DbDefaults = {
 /** The first bytes of every SQLite 3 file. */
 const SQLITE_MAGIC = 'SQLite format 3\0';
 
-function numberField(cfg: NotifierConfig, field: 'flush_interval' | 'max_rows' | 'max_size', integer: boolean): number {
-  const v = cfg[field];
+type NumberField = 'flush_interval' | 'max_rows' | 'max_size' | 'max_write_mb_per_hour';
+
+function numberField(cfg: NotifierConfig, field: NumberField, integer: boolean, fallback: unknown = undefined): number {
+  const v = cfg[field] ?? fallback;
   if (v === undefined || v === null || v === '') return DbDefaults[field];
   const n = typeof v === 'string' ? Number(v) : v;
   if (typeof n !== 'number' || !Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n))) {
@@ -46,29 +67,60 @@ function numberField(cfg: NotifierConfig, field: 'flush_interval' | 'max_rows' |
   return n;
 }
 
-/** The db fields of a notifier config, checked (throws on an unusable one). */
-function dbFields(cfg: NotifierConfig): { db: string; keep: number; maxRows: number; maxBytes: number; flushInterval: number } {
+/**
+ * The db fields of a notifier config, checked (throws on an unusable one).
+ * `section` is the ini's `[notifiers]`: its max_write_mb_per_hour applies
+ * where the notifier sets none.
+ */
+function dbFields(cfg: NotifierConfig, section?: Record<string, unknown>) {
   if (typeof cfg.db !== 'string' || !cfg.db) throw new Error(`db notifier ${cfg.id}: db (the database file) is missing`);
+  // a bad ini value is the host's to warn about (README: [notifiers]); here it just falls back to the default
+  const ini = Number(section?.max_write_mb_per_hour);
   return {
     db: checkDbName(cfg.db),
     keep: cfg.keep === undefined || cfg.keep === null ? DbDefaults.keep : checkKeep(cfg.keep),
     maxRows: numberField(cfg, 'max_rows', true),
     maxBytes: numberField(cfg, 'max_size', true),
     flushInterval: numberField(cfg, 'flush_interval', false),
+    maxWriteBytesPerHour: numberField(cfg, 'max_write_mb_per_hour', false, ini > 0 && Number.isFinite(ini) ? ini : undefined) * 1024 * 1024,
   };
 }
 
 /** History options of a notifier config (throws on an unusable one). */
-export function historyOptions(cfg: NotifierConfig, runtime: string): HistoryOptions {
-  const { db, ...fields } = dbFields(cfg);
+export function historyOptions(cfg: NotifierConfig, paths: { dir: string; runtime: string }, section?: Record<string, unknown>): HistoryOptions {
+  const { db, ...fields } = dbFields(cfg, section);
   return {
     ...fields,
-    file: resolveDbFile(runtime, db),
+    file: resolveDbFile(paths, db),
     space: cfg.space ?? '',
     flushPauseFactor: DbDefaults.flush_pause_factor,
+    journalShare: DbDefaults.journal_share,
+    commitInterval: DbDefaults.commit_interval,
+    commitRows: DbDefaults.max_batch / 2,
+    journalFloor: DbDefaults.journal_floor,
     cleanInterval: DbDefaults.clean_interval,
     maxPending: DbDefaults.max_pending,
   };
+}
+
+/** A history backend of a notifier, with what the endpoint needs besides. */
+export interface BackendChoice {
+  backend: HistoryBackend;
+  /** what two notifiers may not share (they would overwrite each other) */
+  key: string;
+  /** the endpoint test; writes nothing */
+  test(): Promise<void>;
+}
+
+/**
+ * The history backend a notifier's `db` value names: an SQLite file under
+ * the controller folder, written by sql.js with a journal. The one place
+ * that chooses: another kind of `db` value (a database URI) gets its
+ * backend here too.
+ */
+export function createBackend(cfg: NotifierConfig, env: EndpointEnv): BackendChoice {
+  const options = historyOptions(cfg, env.ctx.paths, env.ctx.config.raw.notifiers);
+  return { backend: new History(options, env.log), key: options.file, test: () => checkFile(options.file) };
 }
 
 /** A state event as a history row; undefined for anything that is not one. */
@@ -99,12 +151,13 @@ async function checkFile(file: string): Promise<void> {
   }
 }
 
+/** The db endpoint: states in, through the backend; the history API reads the same backend (`history`). */
 class DbEndpoint implements Endpoint {
-  private readonly history: History;
+  readonly history: HistoryBackend;
   private ignored = 0;
 
-  constructor(private readonly options: HistoryOptions, env: EndpointEnv) {
-    this.history = new History(options, env.log);
+  constructor(private readonly space: string, private readonly choice: BackendChoice) {
+    this.history = choice.backend;
   }
 
   start(): Promise<void> {
@@ -116,17 +169,17 @@ class DbEndpoint implements Endpoint {
   }
 
   test(): Promise<void> {
-    return checkFile(this.options.file);
+    return this.choice.test();
   }
 
   async send(subject: string, events: unknown[]): Promise<void> {
     if (subject !== 'state') return; // the history keeps states only (spec: db notifier)
     const rows: HistoryRow[] = [];
     for (const e of events) {
-      const row = toRow(this.options.space, e);
+      const row = toRow(this.space, e);
       if (row) rows.push(row); else this.ignored++;
     }
-    if (rows.length) await this.history.insert(rows);
+    if (rows.length) await this.history.write(rows);
   }
 
   flush(): Promise<void> {
@@ -134,15 +187,18 @@ class DbEndpoint implements Endpoint {
   }
 
   info(): Record<string, unknown> {
-    return { file: this.options.file, ...(this.history.stats ?? {}), ignored: this.ignored };
+    return { ...this.history.info(), ignored: this.ignored };
   }
 }
 
-/** The db notifier type: state history in an SQLite file in runtime/. */
+/** The db notifier type: state history in an SQLite file under the controller folder. */
 export const dbType: NotifierType = {
   type: 'db',
   maxBatch: DbDefaults.max_batch,
-  fields: { db: '', keep: DbDefaults.keep, flush_interval: DbDefaults.flush_interval, max_rows: DbDefaults.max_rows, max_size: DbDefaults.max_size },
+  fields: {
+    db: '', keep: DbDefaults.keep, flush_interval: DbDefaults.flush_interval, max_rows: DbDefaults.max_rows, max_size: DbDefaults.max_size,
+    max_write_mb_per_hour: null,
+  },
   parseProps: (props) => parseDbProps(props),
   target: (cfg) => `${String(cfg.db ?? '')}${cfg.keep ? `:${String(cfg.keep)}` : ''}`,
   validate(cfg) {
@@ -151,10 +207,10 @@ export const dbType: NotifierType = {
   serialize: (cfg) => ({
     db: cfg.db, keep: cfg.keep ?? DbDefaults.keep,
     flush_interval: cfg.flush_interval ?? DbDefaults.flush_interval, max_rows: cfg.max_rows ?? DbDefaults.max_rows,
-    max_size: cfg.max_size ?? DbDefaults.max_size,
+    max_size: cfg.max_size ?? DbDefaults.max_size, max_write_mb_per_hour: cfg.max_write_mb_per_hour ?? null,
   }),
   create(cfg, env) {
-    return new DbEndpoint(historyOptions(cfg, env.ctx.paths.runtime), env);
+    return new DbEndpoint(cfg.space ?? '', createBackend(cfg, env));
   },
 };
 
@@ -169,17 +225,17 @@ export const plugin = Object.assign(definePlugin({
     const type: NotifierType = {
       ...dbType,
       create(cfg, env) {
-        const options = historyOptions(cfg, ctx.paths.runtime);
-        if (open.has(options.file)) throw new Error(`db notifier ${cfg.id}: ${cfg.db} is already the history file of another notifier`);
-        const ep = new DbEndpoint(options, env);
-        open.set(options.file, ep);
+        const choice = createBackend(cfg, env);
+        if (open.has(choice.key)) throw new Error(`db notifier ${cfg.id}: ${cfg.db} is already the history of another notifier`);
+        const ep = new DbEndpoint(cfg.space ?? '', choice);
+        open.set(choice.key, ep);
         const stop = ep.stop.bind(ep);
-        ep.stop = async () => { try { await stop(); } finally { open.delete(options.file); } };
+        ep.stop = async () => { try { await stop(); } finally { open.delete(choice.key); } };
         return ep;
       },
     };
     ctx.service<NotifierHost>('notifiers').registerType(ctx, type);
-    // `save` writes every history file now, not at the next flush
+    // `save` checkpoints every history file now, whatever the write budget
     ctx.onSave(() => Promise.all([...open.values()].map((ep) => ep.flush().catch(() => undefined))));
   },
 }), { notifier: dbType });

@@ -232,10 +232,11 @@ async function flushCost(): Promise<(string | number)[][]> {
       const file = path.join(dir, `worker-${size}.db`);
       const h = new History({
         file, space: '', keep: 10 * 86400, maxRows: size + 2, maxBytes: 2 ** 40, flushInterval: 3600, flushPauseFactor: 4, cleanInterval: 3600, maxPending: 16,
+        maxWriteBytesPerHour: 1e15, journalShare: 1e6, journalFloor: 2 ** 40, commitInterval: 0, commitRows: 1,
       }, quiet);
-      for (let i = 0; i < size; i += 10_000) await h.insert(historyRows(i, Math.min(10_000, size - i), t0));
+      for (let i = 0; i < size; i += 10_000) await h.write(historyRows(i, Math.min(10_000, size - i), t0));
       await h.flush(); // whatever the first scheduled flush did not take
-      await h.insert(historyRows(size, 1, t0)); // one new row: the flush measured below writes the whole file
+      await h.write(historyRows(size, 1, t0)); // one new row: the flush measured below writes the whole file
       let flushMs = 0;
       const stall = await longestStall(async () => { a = now(); await h.flush(); flushMs = now() - a; });
       const workerExportMs = h.stats?.last_export_ms ?? 0;

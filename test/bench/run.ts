@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
  */
 const wanted = process.argv.slice(2);
 let failed = 0;
-for (const name of ['api', 'events', 'mqtt', 'commit']) {
+for (const name of ['api', 'events', 'mqtt', 'commit', 'history-writes']) {
   if (wanted.length && !wanted.includes(name)) continue;
   const file = path.join(__dirname, `${name}.js`);
   if (!fs.existsSync(file)) continue;

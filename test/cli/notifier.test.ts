@@ -73,7 +73,7 @@ test('create refuses bad input with a message and a non-zero exit, and writes no
     [['create', 'x', 'nosuch:thing'], /PROPS must start with a notifier type/],
     [['create', 'x', 'history.db'], /PROPS must start with a notifier type/],
     [['create', 'x', 'db:history.db:-1'], /keep/],
-    [['create', 'x', 'db:../outside.db'], /outside the runtime folder/],
+    [['create', 'x', 'db:../outside.db'], /outside the controller folder/],
     [['create', 'x', 'json:ftp://host/x'], /http or https/],
     [['create', 'x', 'mqtt:user:pw@'], /bad mqtt props/],
     [['create', '-t', 'soon', 'x', 'db:h.db'], /-t must be a number/],

@@ -2,6 +2,7 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { ModuleLogger } from '../../../core/log';
 import type { HistoryRow } from './schema';
+import type { HistoryBackend, HistoryQuery } from './backend';
 
 /** What the history thread needs to know; all times in seconds. */
 export interface HistoryOptions {
@@ -12,11 +13,25 @@ export interface HistoryOptions {
   maxRows: number;
   /** most bytes of database pages in use (the file size, near enough); the oldest rows go first */
   maxBytes: number;
-  /** shortest time between two flushes */
+  /** shortest time between two checkpoints (whole-file rewrites) */
   flushInterval: number;
-  /** the pause after a flush is at least its duration times this, so big files are not rewritten back to back */
+  /** the pause after a checkpoint is at least its duration times this, so big files are not rewritten back to back */
   flushPauseFactor: number;
+  /** write budget: checkpoints run when it covers them (policy.ts) */
+  maxWriteBytesPerHour: number;
+  /** a checkpoint runs anyway once the journal holds this share of the file's size... */
+  journalShare: number;
+  /** ...or this many bytes, whichever is more */
+  journalFloor: number;
   cleanInterval: number;
+  /**
+   * seconds between two journal commits (fsyncs): a batch waits for the rest
+   * of this after the previous one, while the notifier host gathers the next
+   * events into it, so the disk sees a few fsyncs a second however many rows
+   */
+  commitInterval: number;
+  /** a batch of at least this many rows commits at once: the host has a backlog, and waiting would only grow it */
+  commitRows: number;
   /** most batches on their way to the thread; more are refused (the notifier host retries them) */
   maxPending: number;
 }
@@ -45,10 +60,19 @@ export interface HistoryStats {
   last_flush: number;
   file_size: number;
   last_error: string;
+  /** journal bytes not yet folded into the file */
+  journal_bytes: number;
+  /** journal bytes appended since start */
+  journal_written: number;
+  /** rows replayed from the journal at start */
+  replayed: number;
+  /** bytes written by checkpoints since start */
+  checkpoint_written: number;
 }
 
 export type ToWorker =
   | { kind: 'insert'; id: number; rows: HistoryRow[] }
+  | { kind: 'query'; id: number; query: HistoryQuery }
   | { kind: 'flush'; id: number }
   | { kind: 'clean'; id: number }
   | { kind: 'stop'; id: number };
@@ -56,28 +80,28 @@ export type ToWorker =
 export type FromWorker =
   | { kind: 'ready'; stats: HistoryStats }
   | { kind: 'failed'; message: string }
-  | { kind: 'done'; id: number; stats: HistoryStats }
+  | { kind: 'done'; id: number; stats: HistoryStats; rows?: HistoryRow[] }
   | { kind: 'error'; id: number; message: string }
-  | { kind: 'warning'; message: string }
-  | { kind: 'stats'; stats: HistoryStats };
+  | { kind: 'warning'; message: string };
 
 const WORKER_FILE = path.join(__dirname, 'history-worker.js');
 
-type Call = { kind: 'insert'; rows: HistoryRow[] } | { kind: 'flush' } | { kind: 'clean' } | { kind: 'stop' };
+type Call = { kind: 'insert'; rows: HistoryRow[] } | { kind: 'query'; query: HistoryQuery } | { kind: 'flush' } | { kind: 'clean' } | { kind: 'stop' };
 
 /**
- * The main thread's side of one history database: it hands rows to the
- * history thread (history-worker.ts) and waits for each batch to be in the
- * database, so a batch the host believes delivered is in the next flush.
- * A thread that dies is started again on the next batch, from the last
- * flushed file.
+ * The sql.js history backend, the main thread's side: it hands rows to the
+ * history thread (history-worker.ts) and waits for each batch to be
+ * journaled and in the database, so a batch the host believes delivered
+ * survives a crash. A thread that dies is started again on the next batch,
+ * from the file and its journal.
  */
-export class History {
+export class History implements HistoryBackend {
   private worker: Worker | undefined;
   private ready: Promise<void> | undefined;
   private nextId = 1;
-  private readonly pending = new Map<number, { resolve: () => void; reject: (e: Error) => void }>();
+  private readonly pending = new Map<number, { resolve: (rows: HistoryRow[] | undefined) => void; reject: (e: Error) => void }>();
   private stopped = false;
+  private lastCommit = 0;
   stats: HistoryStats | undefined;
 
   constructor(readonly options: HistoryOptions, private readonly log: ModuleLogger) {}
@@ -92,8 +116,7 @@ export class History {
           case 'ready': this.stats = m.stats; resolve(); break;
           case 'failed': reject(new Error(m.message)); void w.terminate(); break; // the next batch tries again
           case 'warning': this.log.warning(m.message); break;
-          case 'stats': this.stats = m.stats; break;
-          case 'done': this.stats = m.stats; this.settle(m.id); break;
+          case 'done': this.stats = m.stats; this.settle(m.id, undefined, m.rows); break;
           case 'error': this.settle(m.id, new Error(m.message)); break;
         }
       });
@@ -110,19 +133,30 @@ export class History {
     return this.ready;
   }
 
-  /** Resolves once the rows are in the database (on disk after the next flush). */
-  insert(rows: HistoryRow[]): Promise<void> {
-    return this.call({ kind: 'insert', rows });
+  /** Resolves once the rows are in the journal on disk (fsync'd) and in the database. */
+  async write(rows: HistoryRow[]): Promise<void> {
+    const wait = this.lastCommit + this.options.commitInterval * 1000 - Date.now();
+    if (wait > 0 && rows.length < this.options.commitRows) await new Promise((r) => setTimeout(r, wait));
+    this.lastCommit = Date.now();
+    await this.call({ kind: 'insert', rows });
   }
 
-  /** Write the file now if anything changed. */
-  flush(): Promise<void> {
-    return this.call({ kind: 'flush' });
+  async query(query: HistoryQuery): Promise<HistoryRow[]> {
+    return (await this.call({ kind: 'query', query })) ?? [];
+  }
+
+  /** Checkpoint now: the file holds every stored row once this resolves. */
+  async flush(): Promise<void> {
+    await this.call({ kind: 'flush' });
   }
 
   /** Delete expired rows now (the thread does it every cleanInterval anyway). */
-  clean(): Promise<void> {
-    return this.call({ kind: 'clean' });
+  async clean(): Promise<void> {
+    await this.call({ kind: 'clean' });
+  }
+
+  info(): Record<string, unknown> {
+    return { file: this.options.file, ...(this.stats ?? {}) };
   }
 
   /** Last flush, then end the thread. */
@@ -137,27 +171,27 @@ export class History {
     }
   }
 
-  private async call(c: Call): Promise<void> {
+  private async call(c: Call): Promise<HistoryRow[] | undefined> {
     if (this.stopped) throw new Error('the history is stopped');
     await this.start();
     if (this.pending.size >= this.options.maxPending) throw new Error(`history of ${this.options.file} is busy: ${this.pending.size} batches waiting`);
     return this.send(c);
   }
 
-  private send(c: Call): Promise<void> {
+  private send(c: Call): Promise<HistoryRow[] | undefined> {
     const w = this.worker;
     if (!w) return Promise.reject(new Error('the history thread is not running'));
     const id = this.nextId++;
-    return new Promise<void>((resolve, reject) => {
+    return new Promise<HistoryRow[] | undefined>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       w.postMessage({ ...c, id } as ToWorker);
     });
   }
 
-  private settle(id: number, err?: Error): void {
+  private settle(id: number, err?: Error, rows?: HistoryRow[]): void {
     const p = this.pending.get(id);
     if (!p) return;
     this.pending.delete(id);
-    if (err) p.reject(err); else p.resolve();
+    if (err) p.reject(err); else p.resolve(rows);
   }
 }

@@ -25,7 +25,7 @@ export function parseDbProps(props: string): { db: string; keep?: number } {
 export function checkDbName(db: string): string {
   if (!db || db.endsWith('/')) throw new Error('db notifier: the database file name is missing');
   if (!path.isAbsolute(db) && path.normalize(db).split(path.sep)[0] === '..') {
-    throw new Error(`db notifier: database file ${db} is outside the runtime folder`);
+    throw new Error(`db notifier: database file ${db} is outside the controller folder`);
   }
   return db;
 }
@@ -37,15 +37,22 @@ export function checkKeep(keep: unknown): number {
 }
 
 /**
- * The absolute path of the history file: relative names are inside the
- * runtime folder, and whatever the name, the result must stay inside it
- * (no `..`, no absolute path elsewhere): a notifier file must not make the
- * controller write anywhere on the host.
+ * The absolute path of the history file. A relative name is inside the
+ * runtime folder (`history.db`), unless it starts with `runtime/`: EVA ICS
+ * 3.3 resolved names against the controller folder and its own set-up wrote
+ * `runtime/db/history1.db`, so such a name means that file of the controller
+ * folder. Whatever the name, the result stays inside the controller folder
+ * (no `..`, no absolute path elsewhere, no symlink leading out): a notifier
+ * file must not make the controller write anywhere on the host.
  */
-export function resolveDbFile(runtime: string, db: string): string {
-  const root = path.resolve(runtime);
-  const file = path.resolve(root, db);
-  const outside = () => new Error(`db notifier: database file ${db} is outside the runtime folder`);
+export function resolveDbFile(paths: { dir: string; runtime: string }, db: string): string {
+  const root = path.resolve(paths.dir);
+  const runtime = path.resolve(paths.runtime);
+  // `..` is refused even where it would stay inside: 3.3 and we would read it against different folders
+  checkDbName(db);
+  const base = path.normalize(db).split(path.sep)[0] === 'runtime' ? root : runtime;
+  const file = path.resolve(base, db);
+  const outside = () => new Error(`db notifier: database file ${db} is outside the controller folder`);
   if (!file.startsWith(root + path.sep)) throw outside();
   // a symlinked folder (or file) must not lead out either: compare real paths of what exists
   if (!fs.existsSync(root)) return file;

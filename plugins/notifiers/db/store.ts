@@ -1,0 +1,258 @@
+import fs from 'node:fs';
+import { SqliteFile } from '../../../core/store/sqljs';
+import { writeFileAtomic } from '../../../core/store/atomic';
+import { HistorySchema, type HistoryRow } from './schema';
+import { Journal } from './journal';
+import { CheckpointPolicy } from './policy';
+import type { HistoryQuery } from './backend';
+import type { HistoryOptions, HistoryStats } from './history';
+
+/**
+ * One sql.js history database with its journal (journal.ts): rows are
+ * journaled, then inserted; the table is trimmed to its bounds and cleaned of
+ * rows older than `keep`; the whole file is rewritten (checkpoint) when the
+ * policy (policy.ts) says so, on `save` and at stop. No timers and no clock
+ * of its own (`now` is passed in, in seconds), so the history thread
+ * (history-worker.ts) and the write benchmark drive the same code.
+ */
+export class HistoryStore {
+  private rows = 0;
+  private dirty = false;
+  private checkpointing: Promise<void> | undefined;
+  readonly stats: HistoryStats = {
+    rows: 0, batches: 0, received: 0, inserted: 0, replaced: 0, trimmed: 0, expired: 0, flushes: 0, flush_errors: 0,
+    last_flush_ms: 0, last_export_ms: 0, last_flush: 0, file_size: 0, last_error: '',
+    journal_bytes: 0, journal_written: 0, replayed: 0, checkpoint_written: 0,
+  };
+
+  private constructor(
+    private readonly db: SqliteFile,
+    readonly opts: HistoryOptions,
+    private readonly journal: Journal | undefined,
+    private readonly policy: CheckpointPolicy,
+    private readonly warn: (message: string) => void,
+  ) {}
+
+  /**
+   * Open (or create) the file, replay the journal into it, and write a new
+   * file at once so that readers find the table from the start. `journal:
+   * false` is the design before the journal (the benchmark compares both).
+   */
+  static async open(opts: HistoryOptions, warn: (message: string) => void, now: number, journal = true): Promise<HistoryStore> {
+    let db: SqliteFile; // SqliteFile.open also removes temp files a killed writer left
+    let fresh = !fs.existsSync(opts.file);
+    try {
+      db = await SqliteFile.open(opts.file);
+    } catch (err) {
+      // keep the damaged file for the operator and go on with an empty history rather than record nothing
+      const aside = `${opts.file}.damaged-${Date.now()}`;
+      fs.renameSync(opts.file, aside);
+      warn(`${(err as Error).message}; moved to ${aside}, starting an empty history`);
+      db = await SqliteFile.open(opts.file);
+      fresh = true;
+    }
+    // a new file gets incremental auto-vacuum so that expired rows give their pages back to the file system
+    if (fresh) db.run('PRAGMA auto_vacuum = INCREMENTAL');
+    for (const sql of HistorySchema) db.run(sql);
+    const policy = new CheckpointPolicy({
+      minInterval: opts.flushInterval, bytesPerHour: opts.maxWriteBytesPerHour,
+      journalShare: opts.journalShare, journalFloor: opts.journalFloor,
+    }, now);
+    const j = journal ? new Journal(opts.file) : undefined;
+    const h = new HistoryStore(db, opts, j, policy, warn);
+    h.rows = h.count();
+    if (j) {
+      const held = Number(db.rows('PRAGMA user_version')[0].user_version);
+      for (const batch of j.replay(held, (segment, at) => warn(`${segment}: a torn record at byte ${at} (a write cut short before it was acknowledged) ends its replay`))) {
+        h.insertRows(batch);
+        h.stats.replayed += batch.length;
+      }
+      j.open(held);
+    }
+    h.dirty = fresh || h.stats.replayed > 0;
+    h.clean(now);
+    h.stats.rows = h.rows;
+    // a new file is written before the history counts as started, so a reader never finds no file
+    if (fresh) await h.checkpoint(now);
+    return h;
+  }
+
+  /** Store a batch: journaled (on disk) first, then in the database. */
+  write(batch: HistoryRow[]): void {
+    this.journal?.append(batch);
+    this.insertRows(batch);
+    this.stats.batches++;
+    this.stats.received += batch.length;
+    this.stats.rows = this.rows;
+    this.dirty = true;
+  }
+
+  private insertRows(batch: HistoryRow[]): void {
+    this.db.run('BEGIN');
+    try {
+      // prepared per batch: an export (in a checkpoint) frees every prepared statement of the database
+      const insert = this.db.db.prepare('INSERT OR IGNORE INTO state_history (space, t, oid, status, value) VALUES (?, ?, ?, ?, ?)');
+      const update = this.db.db.prepare('UPDATE state_history SET status = ?, value = ? WHERE space = ? AND t = ? AND oid = ?');
+      let added = 0;
+      let replaced = 0;
+      try {
+        for (const row of batch) {
+          insert.run(row);
+          if (this.db.db.getRowsModified() === 1) { added++; continue; }
+          // two states of one item in the same instant (the key is space, t, oid): the later one is the state
+          update.run([row[3], row[4], row[0], row[1], row[2]]);
+          replaced++;
+        }
+      } finally {
+        insert.free();
+        update.free();
+      }
+      this.rows += added;
+      this.stats.inserted += added;
+      this.stats.replaced += replaced;
+      this.trim();
+      this.db.run('COMMIT');
+    } catch (err) {
+      this.db.run('ROLLBACK');
+      this.rows = this.count();
+      throw err;
+    }
+  }
+
+  private count(): number {
+    return Number(this.db.rows('SELECT count(*) AS n FROM state_history')[0].n);
+  }
+
+  /** Over a bound (rows, or bytes in use): the oldest rows (insertion order) go first. */
+  private trim(): void {
+    const excess = this.rows - this.opts.maxRows;
+    if (excess > 0) this.dropOldest(excess);
+    // long values make few rows big: the size bound drops a twentieth of the rows at a time until it holds
+    while (this.rows > 0 && this.usedBytes() > this.opts.maxBytes) this.dropOldest(Math.ceil(this.rows / 20));
+  }
+
+  private dropOldest(n: number): void {
+    this.db.run('DELETE FROM state_history WHERE rowid IN (SELECT rowid FROM state_history ORDER BY rowid LIMIT ?)', [n]);
+    const gone = this.db.db.getRowsModified();
+    this.rows -= gone;
+    this.stats.trimmed += gone;
+  }
+
+  /** Bytes of the pages in use (free pages are reused before the file grows). */
+  private usedBytes(): number {
+    const [r] = this.db.rows('SELECT (c.page_count - f.freelist_count) * s.page_size AS b FROM pragma_page_count() c, pragma_freelist_count() f, pragma_page_size() s');
+    return Number(r.b);
+  }
+
+  /** Bytes a checkpoint writes: the whole database. */
+  private fileBytes(): number {
+    const [r] = this.db.rows('SELECT c.page_count * s.page_size AS b FROM pragma_page_count() c, pragma_page_size() s');
+    return Number(r.b);
+  }
+
+  /** Delete this notifier's rows older than keep (3.3 cleaned its own space only). */
+  clean(now: number): void {
+    this.db.run('DELETE FROM state_history WHERE space = ? AND t < ?', [this.opts.space, now - this.opts.keep]);
+    const gone = this.db.db.getRowsModified();
+    if (!gone) return;
+    this.rows -= gone;
+    this.stats.expired += gone;
+    this.stats.rows = this.rows;
+    try { this.db.run('PRAGMA incremental_vacuum'); } catch { /* a file without auto-vacuum keeps its free pages */ }
+    this.dirty = true;
+  }
+
+  /** Rows of a query, oldest first; every value is bound, nothing is spliced into the SQL. */
+  query(q: HistoryQuery): HistoryRow[] {
+    const where = ['space = ?'];
+    const params: (string | number)[] = [q.space];
+    const match: string[] = [];
+    if (q.oids?.length) {
+      match.push(`oid IN (${q.oids.map(() => '?').join(', ')})`);
+      params.push(...q.oids);
+    }
+    for (const p of q.prefixes ?? []) {
+      match.push('substr(oid, 1, ?) = ?'); // a prefix compared as text: no LIKE wildcards to escape
+      params.push(p.length, p);
+    }
+    if (match.length) where.push(`(${match.join(' OR ')})`);
+    if (q.start !== undefined) { where.push('t >= ?'); params.push(q.start); }
+    if (q.end !== undefined) { where.push('t <= ?'); params.push(q.end); }
+    // the table never holds more than maxRows, so that bounds an answer without a limit
+    const limit = Math.min(q.limit ?? this.opts.maxRows, this.opts.maxRows);
+    const order = q.newest ? 'DESC' : 'ASC';
+    const st = this.db.db.prepare(`SELECT space, t, oid, status, value FROM state_history WHERE ${where.join(' AND ')} ORDER BY t ${order}, oid ${order} LIMIT ?`);
+    const out: HistoryRow[] = [];
+    try {
+      st.bind([...params, limit]);
+      while (st.step()) {
+        const [space, t, oid, status, value] = st.get();
+        out.push([String(space), Number(t), String(oid), status === null ? null : Number(status), value === null ? null : String(value)]);
+      }
+    } finally {
+      st.free();
+    }
+    return q.newest ? out.reverse() : out;
+  }
+
+  /** Whether the policy wants a checkpoint now. */
+  checkpointDue(now: number): boolean {
+    if (this.checkpointing) return false;
+    return this.policy.due(now, this.dirty, this.journal?.bytes ?? 0, this.journal?.written ?? 0, this.fileBytes());
+  }
+
+  /**
+   * Rewrite the whole file if anything changed (export, temp file, fsync,
+   * rename, fsync folder), then drop the journal it holds; one at a time.
+   */
+  checkpoint(now: number): Promise<void> {
+    if (this.checkpointing) return this.checkpointing;
+    if (!this.dirty) return Promise.resolve();
+    this.checkpointing = (async () => {
+      await Promise.resolve(); // so that `checkpointing` is set before the finally below clears it
+      this.dirty = false;
+      this.policy.done(now, this.journal?.written ?? 0);
+      const started = performance.now();
+      try {
+        // rotation and export in one synchronous step: rows stored later are in the new segment, not in this image
+        const upTo = this.journal?.rotate();
+        if (upTo !== undefined) this.db.run(`PRAGMA user_version = ${Math.trunc(upTo)}`); // our own counter: no value from outside
+        const image = this.db.db.export();
+        this.stats.last_export_ms = Math.round(performance.now() - started);
+        await writeFileAtomic(this.opts.file, image);
+        if (upTo !== undefined) this.journal!.drop(upTo);
+        this.stats.checkpoint_written += image.length;
+      } catch (err) {
+        this.dirty = true;
+        this.stats.flush_errors++;
+        this.stats.last_error = (err as Error).message;
+        this.warn(`history checkpoint of ${this.opts.file} failed: ${(err as Error).message}`);
+        return;
+      } finally {
+        this.checkpointing = undefined;
+      }
+      this.stats.flushes++;
+      this.stats.last_flush_ms = Math.round(performance.now() - started);
+      this.stats.last_flush = now;
+      try { this.stats.file_size = fs.statSync(this.opts.file).size; } catch { /* removed by someone: the next checkpoint writes it again */ }
+    })();
+    return this.checkpointing;
+  }
+
+  /** `save` and stop: wait for a running checkpoint, then write what is left. */
+  async checkpointAll(now: number): Promise<void> {
+    while (this.checkpointing) await this.checkpointing;
+    // rows replayed at start are in the database but maybe not yet in the file
+    if (this.journal && this.journal.bytes > 0) this.dirty = true;
+    await this.checkpoint(now);
+  }
+
+  get snapshot(): HistoryStats {
+    return { ...this.stats, journal_bytes: this.journal?.bytes ?? 0, journal_written: this.journal?.written ?? 0 };
+  }
+
+  close(): void {
+    this.journal?.close(true);
+    this.db.close();
+  }
+}

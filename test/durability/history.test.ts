@@ -1,0 +1,88 @@
+import test from 'ava';
+import path from 'node:path';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { spawnController, makeDir, Keys, type Client } from '../helpers/controller';
+
+const run = promisify(execFile);
+const k = Keys.master;
+const ROUNDS = 20;
+const SENSORS = ['sensor:env/s0', 'sensor:env/s1', 'sensor:env/s2', 'sensor:env/s3'];
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function sqlite3(file: string, sql: string): Promise<string[]> {
+  const { stdout } = await run('sqlite3', ['-readonly', file, sql], { timeout: 30_000 });
+  return stdout.split('\n').filter((l) => l !== '');
+}
+
+async function stats(client: Client): Promise<{ queued: number; sent: number; dropped: number }> {
+  return (await client.ok('get_notifier', { k, i: 'hist' })).stats;
+}
+
+/**
+ * What the notifier host counts as sent is what the db endpoint acknowledged
+ * (its write resolved). Updates go one at a time, each with a new value, and
+ * the host delivers in order, so when `sent` has grown by n since the stream
+ * began, the first n updates of the stream are stored. A poller reads `sent`
+ * while the stream runs; the highest answer it got before the kill is what
+ * was acknowledged for certain.
+ */
+test('SIGKILL during a stream of updates: every row acknowledged to the notifier host is in the history after restart', async (t) => {
+  const notifier = {
+    id: 'hist', type: 'db', enabled: true, db: 'runtime/db/history.db', keep: 86400, flush_interval: 0.5,
+    events: [{ subject: 'state', types: ['#'], groups: ['#'] }],
+  };
+  const dir = makeDir(t, { files: { 'runtime/uc_notify.d/hist.json': JSON.stringify(notifier) } });
+  const file = path.join(dir, 'runtime', 'db', 'history.db');
+  const acked: string[] = [];
+  for (let round = 0; round <= ROUNDS; round++) {
+    const child = await spawnController(t, dir);
+    const c = child.client;
+    // what the previous rounds acknowledged: replayed from the journal, then written by `save`
+    await c.ok('save', { k });
+    const have = new Set(await sqlite3(file, "SELECT oid || '=' || value FROM state_history"));
+    const lost = acked.filter((a) => !have.has(a));
+    t.deepEqual(lost, [], `round ${round}: ${lost.length} of ${acked.length} acknowledged rows lost`);
+    t.deepEqual(await sqlite3(file, 'SELECT count(*) - count(DISTINCT space || t || oid) FROM state_history'), ['0']);
+    if (round === ROUNDS) { child.proc.kill('SIGTERM'); await child.exited; break; }
+
+    for (const i of SENSORS) await c.rpc('create', { k, i }); // an error after the first round: it exists
+    await c.ok('save', { k });
+    let base = await stats(c);
+    for (let n = 0; base.queued > 0 && n < 100; n++) { await sleep(50); base = await stats(c); }
+    t.is(base.queued, 0);
+    const stream: string[] = [];
+    let alive = true;
+    const writer = (async () => {
+      for (let n = 0; alive; n++) {
+        const i = SENSORS[n % SENSORS.length];
+        const v = `r${round}n${n}`;
+        try {
+          const r = await c.rpc('update', { k, i, s: 1, v });
+          if (r.error) throw new Error(r.error.message);
+        } catch { return; }
+        stream.push(`${i}=${v}`);
+      }
+    })();
+    let sent = 0;
+    const poller = (async () => {
+      while (alive) {
+        try {
+          const s = await stats(c);
+          t.is(s.dropped, 0);
+          sent = Math.max(sent, s.sent - base.sent);
+        } catch { return; }
+        await sleep(15);
+      }
+    })();
+    await sleep(300 + Math.random() * 700);
+    child.proc.kill('SIGKILL');
+    await child.exited;
+    alive = false;
+    await Promise.all([writer, poller]);
+    t.true(sent <= stream.length, `round ${round}: sent ${sent} of ${stream.length} updates`);
+    acked.push(...stream.slice(0, sent));
+  }
+  t.log(`${acked.length} acknowledged rows over ${ROUNDS} kills`);
+  t.true(acked.length > ROUNDS * 10, `${acked.length} rows acknowledged`);
+});

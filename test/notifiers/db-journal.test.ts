@@ -1,0 +1,202 @@
+import test from 'ava';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { HistoryRow } from '../../plugins/notifiers/db/schema';
+import { run, sqlite3, python, keepingLog, tmpDir, history, now, sleep, until } from './db-helpers';
+import { startController, makeDir, Keys } from '../helpers/controller';
+
+const segments = (file: string) => fs.readdirSync(path.dirname(file)).filter((n) => n.startsWith(`${path.basename(file)}.journal.`)).sort();
+const rowsOf = (n: number, from = 0, t0 = now()): HistoryRow[] =>
+  Array.from({ length: n }, (_, i) => ['', t0 + (from + i) / 1000, `sensor:g/s${(from + i) % 7}`, 1, `v${from + i}`]);
+
+test('a stored batch is in the journal before the file is rewritten, and a new history replays it', async (t) => {
+  const file = path.join(tmpDir(t), 'h.db');
+  const a = history(t, { file, flushInterval: 3600 });
+  await a.start();
+  t.deepEqual(await sqlite3(file, 'SELECT count(*) FROM state_history'), ['0']); // written before start resolved
+  await a.write(rowsOf(50));
+  t.deepEqual(await sqlite3(file, 'SELECT count(*) FROM state_history'), ['0']);
+  t.is(segments(file).length, 1);
+  t.true(fs.statSync(path.join(path.dirname(file), segments(file)[0])).size > 50 * 20);
+  // a second history of a copy of the file and journal, as a crashed controller leaves them
+  const copy = path.join(tmpDir(t), 'h.db');
+  fs.copyFileSync(file, copy);
+  for (const s of segments(file)) fs.copyFileSync(path.join(path.dirname(file), s), path.join(path.dirname(copy), s));
+  const b = history(t, { file: copy, flushInterval: 3600 });
+  t.deepEqual((await b.query({ space: '' })).map((r) => r[4]), rowsOf(50).map((r) => r[4]));
+  t.like(b.stats, { replayed: 50, rows: 50 });
+  await b.flush();
+  t.deepEqual(await sqlite3(copy, 'SELECT count(*) FROM state_history'), ['50']);
+  t.is(segments(copy).length, 1); // the replayed segments are gone, a new empty one is open
+  t.is(fs.statSync(path.join(path.dirname(copy), segments(copy)[0])).size, 0);
+});
+
+test('a crash between the file rewrite and the journal cut replays rows the file has: nothing lost, nothing twice', async (t) => {
+  const dir = tmpDir(t);
+  const file = path.join(dir, 'h.db');
+  const a = history(t, { file, flushInterval: 3600 });
+  const t1 = now() + 10;
+  await a.write(rowsOf(30));
+  await a.write([['', t1, 'sensor:g/same', 1, 'first']]);
+  const kept = segments(file).map((s) => [s, fs.readFileSync(path.join(dir, s))] as const);
+  await a.write([['', t1, 'sensor:g/same', 1, 'second']]); // a later state of one key, in a later batch
+  await a.flush();
+  await a.stop();
+  t.deepEqual(segments(file), []);
+  // the state after the rename, before the old segment was deleted
+  for (const [name, data] of kept) fs.writeFileSync(path.join(dir, name), data);
+  const b = history(t, { file, flushInterval: 3600 });
+  await b.flush();
+  t.deepEqual(await sqlite3(file, 'SELECT count(*), count(DISTINCT oid || t) FROM state_history'), ['31|31']);
+  t.deepEqual(await sqlite3(file, "SELECT value FROM state_history WHERE oid = 'sensor:g/same'"), ['second']);
+  t.is(b.stats?.replayed, 0); // the file says it holds that segment
+});
+
+test('a torn record at the end of a segment (an append cut short) ends its replay with a warning', async (t) => {
+  const dir = tmpDir(t);
+  const file = path.join(dir, 'h.db');
+  const a = history(t, { file, flushInterval: 3600 });
+  await a.start();
+  const empty = fs.readFileSync(file); // the file as a crash leaves it: the rows are only in the journal
+  await a.write(rowsOf(10));
+  await a.write(rowsOf(10, 10));
+  const seg = path.join(dir, segments(file)[0]);
+  const whole = fs.readFileSync(seg);
+  await a.stop();
+  for (const cut of [whole.length - 3, whole.length + 5]) {
+    const copy = path.join(tmpDir(t), 'h.db');
+    fs.writeFileSync(copy, empty);
+    const torn = cut < whole.length ? whole.subarray(0, cut) : Buffer.concat([whole, Buffer.from([9, 0, 0, 0, 1])]);
+    fs.writeFileSync(path.join(path.dirname(copy), path.basename(seg)), torn);
+    const log = keepingLog();
+    const b = history(t, { file: copy, flushInterval: 3600 }, log);
+    const values = (await b.query({ space: '' })).map((r) => r[4]);
+    t.deepEqual(values, rowsOf(cut < whole.length ? 10 : 20).map((r) => r[4]));
+    t.true(log.lines.some((l) => /torn record/.test(l)), log.lines.join('\n'));
+  }
+});
+
+test('the write budget holds checkpoints back; a journal past its share of the file forces one; save writes at once', async (t) => {
+  const file = path.join(tmpDir(t), 'h.db');
+  // 1 MB an hour: a file of some kB may be rewritten every few seconds at most, and the journal eats the budget
+  const h = history(t, { file, flushInterval: 0.1, maxWriteBytesPerHour: 1 << 20, journalShare: 100, journalFloor: 1 << 30 });
+  await h.start();
+  const t0 = now();
+  await h.write(rowsOf(100, 0, t0));
+  await sleep(1500);
+  t.deepEqual(await sqlite3(file, 'SELECT count(*) FROM state_history'), ['0']);
+  t.is(h.stats?.flushes, 1); // the new empty file only
+  await h.flush();
+  t.deepEqual(await sqlite3(file, 'SELECT count(*) FROM state_history'), ['100']);
+
+  // the same budget, but the journal may hold only a tenth of the file: it forces a checkpoint within the flush interval
+  const file2 = path.join(tmpDir(t), 'h.db');
+  const h2 = history(t, { file: file2, flushInterval: 0.1, maxWriteBytesPerHour: 1 << 20, journalShare: 0.1, journalFloor: 0 });
+  await h2.start();
+  const size = fs.statSync(file2).size;
+  let n = 0;
+  while ((h2.stats?.journal_bytes ?? 0) <= size * 0.1) await h2.write(rowsOf(10, (n += 10), t0));
+  t.true(await until(async () => (await sqlite3(file2, 'SELECT count(*) FROM state_history'))[0] === String(n), 10_000));
+});
+
+test('queries: oids, prefixes, time range, limit, newest; values are bound, never spliced', async (t) => {
+  const file = path.join(tmpDir(t), 'h.db');
+  const h = history(t, { file, space: 'p1', flushInterval: 3600 });
+  const rows: HistoryRow[] = [
+    ['p1', 100, 'sensor:a/x', 1, '1'], ['p1', 101, 'sensor:a/y', 1, '2'], ['p1', 102, 'sensor:b/x', 1, '3'],
+    ['p1', 103, 'sensor:a/x', 1, '4'], ['p2', 104, 'sensor:a/x', 1, 'other space'], ['p1', 105, "sensor:a/x' OR '1'='1", 1, 'odd'],
+    ['p1', 106, 'sensor:a%/z', 0, null],
+  ];
+  await h.write(rows);
+  const v = async (q: Parameters<typeof h.query>[0]) => (await h.query(q)).map((r) => r[4]);
+  t.deepEqual(await v({ space: 'p1', oids: ['sensor:a/x'] }), ['1', '4']);
+  t.deepEqual(await v({ space: 'p2', oids: ['sensor:a/x'] }), ['other space']);
+  t.deepEqual(await v({ space: 'p1', prefixes: ['sensor:a/'] }), ['1', '2', '4', 'odd']);
+  t.deepEqual(await v({ space: 'p1', prefixes: ['sensor:a%/'] }), [null]); // % is a character, not a wildcard
+  t.deepEqual(await v({ space: 'p1', oids: ['sensor:b/x'], prefixes: ['sensor:a/'], start: 101, end: 103 }), ['2', '3', '4']);
+  t.deepEqual(await v({ space: 'p1', limit: 2 }), ['1', '2']);
+  t.deepEqual(await v({ space: 'p1', limit: 2, newest: true }), ['odd', null]);
+  t.deepEqual(await v({ space: 'p1', oids: ["x' OR '1'='1"] }), []);
+  t.deepEqual(await v({ space: "p1' OR '1'='1" }), []);
+  t.deepEqual((await h.query({ space: 'p1', oids: ['sensor:a%/z'] }))[0], ['p1', 106, 'sensor:a%/z', 0, null]);
+});
+
+/** How EVA ICS 3.3 (SQLAlchemy on SQLite) creates its history table: lib/eva/notify.py, SQLANotifier.connect. */
+const EVA33_SCHEMA = `
+CREATE TABLE state_history (
+	space VARCHAR(64) NOT NULL,
+	t NUMERIC(20, 8) NOT NULL,
+	oid VARCHAR(256) NOT NULL,
+	status INTEGER,
+	value VARCHAR(8192),
+	PRIMARY KEY (space, t, oid)
+);
+CREATE INDEX i_t_oid ON state_history (space, t, oid);
+CREATE INDEX i_oid ON state_history (space, oid);
+`;
+
+/** A drop-in plugin: the history backend of a running db notifier, as the history API finds it (Endpoint.history). */
+const HISTORY_PROBE = `
+module.exports.plugin = {
+  name: 'historyprobe', kind: 'service', version: '1.0.0', needs: ['notifiers'],
+  start(ctx) {
+    ctx.register({ name: 'probe_history', permission: 'master', description: 'Endpoint.history.query',
+      params: { n: { type: 'string', required: true, description: '' }, i: { type: 'string', required: true, description: '' } },
+      handler: async (q) => {
+        const n = ctx.service('notifiers').get(q.n);
+        return n.endpoint.history.query({ space: n.config.space || '', oids: [q.i] });
+      } });
+  },
+};
+`;
+
+test('an EVA ICS 3.3 history file at runtime/db/history1.db is continued: its rows kept and readable, new rows added', async (t) => {
+  const notifier = {
+    id: 'db_1', type: 'db', enabled: true, db: 'runtime/db/history1.db', keep: 86400 * 365,
+    events: [{ subject: 'state', types: ['#'], groups: ['#'] }],
+  };
+  const old = now() - 3600;
+  const dir = makeDir(t, { files: { 'runtime/uc_notify.d/db_1.json': JSON.stringify(notifier), 'plugins/historyprobe.js': HISTORY_PROBE } });
+  const file = path.join(dir, 'runtime', 'db', 'history1.db');
+  fs.mkdirSync(path.dirname(file));
+  await run('sqlite3', [file, `${EVA33_SCHEMA}
+INSERT INTO state_history VALUES ('', ${old}, 'sensor:env/temp', 1, '20.5');
+INSERT INTO state_history VALUES ('', ${old + 60}, 'sensor:env/temp', 1, '20.7');
+INSERT INTO state_history VALUES ('', ${old + 90}, 'unit:hall/lamp', 0, NULL);`]);
+  const c2 = await startController(t, { dir });
+  const k = Keys.master;
+  await c2.client.ok('create', { k, i: 'sensor:env/temp' });
+  await c2.client.ok('update', { k, i: 'sensor:env/temp', s: 1, v: '21.9' });
+  let answer: unknown[][] = [];
+  t.true(await until(async () => {
+    answer = await c2.client.ok('probe_history', { k, n: 'db_1', i: 'sensor:env/temp' });
+    return answer.some((r) => r[4] === '21.9');
+  }));
+  t.deepEqual(answer.slice(0, 2).map((r) => [r[1], r[4]]), [[old, '20.5'], [old + 60, '20.7']]);
+  await c2.client.ok('save', { k });
+  const rows = await python(file, "SELECT oid, value FROM state_history ORDER BY t");
+  t.deepEqual(rows.slice(0, 3), [['sensor:env/temp', '20.5'], ['sensor:env/temp', '20.7'], ['unit:hall/lamp', null]]);
+  t.true(rows.some((r) => r[1] === '21.9'));
+  t.false(fs.existsSync(path.join(dir, 'runtime', 'runtime')));
+  // still 3.3's table: its schema text, unchanged
+  t.deepEqual(await sqlite3(file, "SELECT count(*) FROM sqlite_master WHERE sql LIKE '%NUMERIC(20, 8)%'"), ['1']);
+});
+
+test('journal commits are spaced by the commit interval (few fsyncs a second, whatever the event rate)', async (t) => {
+  const file = path.join(tmpDir(t), 'h.db');
+  const h = history(t, { file, flushInterval: 3600, commitInterval: 0.3, commitRows: 50 });
+  await h.start();
+  let started = Date.now();
+  for (let i = 0; i < 5; i++) await h.write(rowsOf(1, i));
+  const took = Date.now() - started;
+  // the first commit goes at once, each later one waits for the rest of 0.3 s after the one before
+  t.true(took >= 4 * 300 - 20, `5 commits in ${took} ms`);
+  t.like(h.stats, { batches: 5, rows: 5 });
+  // a backlog (a batch of commitRows or more) does not wait: with a 10 s interval, 3 such batches take far less than one wait
+  const h2 = history(t, { file: path.join(tmpDir(t), 'h.db'), flushInterval: 3600, commitInterval: 10, commitRows: 50 });
+  await h2.start();
+  started = Date.now();
+  for (let i = 0; i < 3; i++) await h2.write(rowsOf(50, i * 50));
+  t.true(Date.now() - started < 9000, `3 big batches in ${Date.now() - started} ms`);
+  t.like(h2.stats, { batches: 3, rows: 150 });
+});

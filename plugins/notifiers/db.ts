@@ -5,6 +5,7 @@ import type { Endpoint, EndpointEnv, NotifierConfig, NotifierHost, NotifierType 
 import { History, type HistoryOptions } from './db/history';
 import { checkDbName, checkKeep, parseDbProps, resolveDbFile } from './db/props';
 import type { HistoryRow } from './db/schema';
+import { PostgresHistory, checkPostgresUri, isPostgresUri, maskUri } from './db/postgres';
 
 /**
  * Every default and limit of the db notifier. A notifier file may set
@@ -138,15 +139,44 @@ class DbEndpoint implements Endpoint {
   }
 }
 
-/** The db notifier type: state history in an SQLite file in runtime/. */
+/** A db notifier whose db is a postgresql:// URI: the history in a PostgreSQL database (db/postgres.ts). */
+class PostgresEndpoint implements Endpoint {
+  readonly history: PostgresHistory;
+  private ignored = 0;
+
+  constructor(cfg: NotifierConfig, env: EndpointEnv) {
+    const { db, keep } = dbFields(cfg);
+    this.history = new PostgresHistory({ uri: db, space: cfg.space ?? '', keep, cleanInterval: DbDefaults.clean_interval }, env.log);
+  }
+
+  start(): Promise<void> { return this.history.start(); }
+  stop(): Promise<void> { return this.history.stop(); }
+  /** the server answers and the table is there (or could be created) */
+  test(): Promise<void> { return this.history.check(); }
+
+  async send(subject: string, events: unknown[]): Promise<void> {
+    if (subject !== 'state') return;
+    const rows: HistoryRow[] = [];
+    for (const e of events) {
+      const row = toRow(this.history.space, e);
+      if (row) rows.push(row); else this.ignored++;
+    }
+    if (rows.length) await this.history.write(rows);
+  }
+
+  info(): Record<string, unknown> { return { ...this.history.info(), ignored: this.ignored }; }
+}
+
+/** The db notifier type: state history in an SQLite file in runtime/, or in PostgreSQL. */
 export const dbType: NotifierType = {
   type: 'db',
   maxBatch: DbDefaults.max_batch,
   fields: { db: '', keep: DbDefaults.keep, flush_interval: DbDefaults.flush_interval, max_rows: DbDefaults.max_rows, max_size: DbDefaults.max_size },
   parseProps: (props) => parseDbProps(props),
-  target: (cfg) => `${String(cfg.db ?? '')}${cfg.keep ? `:${String(cfg.keep)}` : ''}`,
+  target: (cfg) => `${maskUri(String(cfg.db ?? ''))}${cfg.keep ? `:${String(cfg.keep)}` : ''}`,
   validate(cfg) {
     cfg.keep = dbFields(cfg).keep; // where the file is, is checked at create, when the runtime folder is known
+    if (isPostgresUri(String(cfg.db))) checkPostgresUri(String(cfg.db));
   },
   serialize: (cfg) => ({
     db: cfg.db, keep: cfg.keep ?? DbDefaults.keep,
@@ -154,6 +184,7 @@ export const dbType: NotifierType = {
     max_size: cfg.max_size ?? DbDefaults.max_size,
   }),
   create(cfg, env) {
+    if (isPostgresUri(String(cfg.db))) return new PostgresEndpoint(cfg, env);
     return new DbEndpoint(historyOptions(cfg, env.ctx.paths.runtime), env);
   },
 };
@@ -169,6 +200,7 @@ export const plugin = Object.assign(definePlugin({
     const type: NotifierType = {
       ...dbType,
       create(cfg, env) {
+        if (isPostgresUri(String(cfg.db))) return new PostgresEndpoint(cfg, env); // a server: many writers by design
         const options = historyOptions(cfg, ctx.paths.runtime);
         if (open.has(options.file)) throw new Error(`db notifier ${cfg.id}: ${cfg.db} is already the history file of another notifier`);
         const ep = new DbEndpoint(options, env);

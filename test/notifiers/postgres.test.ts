@@ -5,6 +5,7 @@ import { startController, Keys, type Running } from '../helpers/controller';
 import { notifierFiles, stateEvent, eventually, stats, controllerLog } from './helpers';
 import { postgresUnavailable, sharedPostgres, PG_PASSWORD } from '../helpers/postgres';
 import { PostgresHistory } from '../../plugins/notifiers/db/postgres';
+import { bucketize } from '../../plugins/history/resample';
 import type { ModuleLogger } from '../../core/log';
 
 /**
@@ -170,4 +171,32 @@ pgtest('a server that cannot be reached does not stop the controller; the endpoi
   t.truthy(await r.client.ok('test', { k: Keys.master }));
   await r.stop();
   t.false(controllerLog(r.dir).includes(PG_PASSWORD));
+});
+
+pgtest('fill intervals from the per-minute rollup equal those computed from the rows, also for a history written before it existed', async (t) => {
+  const uri = await shared.database();
+  // a history as 3.3 left it: the table, no rollup
+  await rows(uri, 'CREATE TABLE state_history (space VARCHAR(64) NOT NULL, t NUMERIC(20,8) NOT NULL, oid VARCHAR(256) NOT NULL, status INTEGER, value VARCHAR(8192), PRIMARY KEY (space, t, oid))');
+  const base = 1_700_000_000;
+  const old: unknown[] = [];
+  for (let i = 0; i < 300; i++) old.push(`('', ${base + i * 7.3}, 'sensor:a/x', ${i % 3}, '${i % 5 === 0 ? 'text' : (i * 1.5).toFixed(2)}')`);
+  await rows(uri, `INSERT INTO state_history VALUES ${old.join(',')}`);
+  const h = new PostgresHistory({ uri, space: '', keep: 10 * 365 * 86400, cleanInterval: 3600 }, quietLog());
+  t.teardown(() => h.stop());
+  await h.start();
+  // and rows written since, in several batches, some in minutes the old rows have too
+  for (let b = 0; b < 5; b++) {
+    await h.write(Array.from({ length: 100 }, (_, i): [string, number, string, number, string | null] => ['', base + 1000 + b * 400 + i * 3.1, 'sensor:a/x', 1, i % 7 === 0 ? null : String(b * 100 + i)]));
+  }
+  for (const [start, end, step] of [[base - 1, base + 3500, 300], [base + 17, base + 2999.5, 60], [base + 100, base + 3000, 3600], [base + 10, base + 40, 300], [base + 200, base + 2000, 30]]) {
+    const expected = bucketize((await h.query({ space: '', oids: ['sensor:a/x'], start, end })).filter((r) => r[1] > start), step);
+    const got = await h.resample('', 'sensor:a/x', start, end, step);
+    t.is(got.length, expected.length, `${start}..${end} / ${step}`);
+    got.forEach((b, i) => {
+      const e = expected[i];
+      t.is(b[0], e[0]);
+      t.deepEqual([b[2], b[4], b[5], b[6]], [e[2], e[4], e[5], e[6]], `interval ${b[0]}`);
+      for (const k of [1, 3]) t.true(b[k] === e[k] || Math.abs((b[k] as number) - (e[k] as number)) < 1e-9, `mean ${k} of ${b[0]}: ${b[k]} vs ${e[k]}`);
+    });
+  }
 });

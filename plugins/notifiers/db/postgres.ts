@@ -313,21 +313,15 @@ export class PostgresHistory implements HistoryBackend, Resampling {
     return [...byKey.values()];
   }
 
-  /** All rows in one transaction, in multi-row INSERTs with bound parameters. */
+  /** All rows in one transaction, in multi-row INSERTs with bound parameters and the rollup. */
   private async insert(rows: HistoryRow[]): Promise<void> {
     const client = await this.pool.connect();
     let broken: Error | undefined;
     try {
+      // no transaction: each statement is atomic, and a batch written again after a partial
+      // failure (the host retries) comes out the same (insertStatements)
       const step = PostgresDefaults.rows_per_statement;
-      const several = rows.length > step;
-      if (several) await client.query('BEGIN');
-      try {
-        for (let i = 0; i < rows.length; i += step) await client.query(insertStatement(rows.slice(i, i + step)));
-        if (several) await client.query('COMMIT');
-      } catch (err) {
-        if (several) await client.query('ROLLBACK').catch(() => undefined);
-        throw err;
-      }
+      for (let i = 0; i < rows.length; i += step) await insertBatch(client, rows.slice(i, i + step));
     } catch (err) {
       if (!permanent(err)) broken = err as Error; // a connection that failed is not given back to the pool
       throw err;
@@ -417,8 +411,15 @@ function mergeBuckets(parts: Bucket[][]): Bucket[] {
   return out;
 }
 
-/** One statement: the rows into state_history, and their minutes into the rollup. Exported for the benchmark's raw loop. */
-export function insertStatement(rows: HistoryRow[]): { text: string; values: unknown[] } {
+/**
+ * The statements of one batch. `fresh` inserts the rows that are new and adds
+ * their minutes to the rollup, answering how many it inserted. When that is
+ * fewer than the batch (a row had the space, t and oid of a stored one: rare),
+ * `replace` writes the whole batch again, every row it replaces (also those
+ * `fresh` just inserted) leaving the rollup as its successor enters it.
+ * Exported for the benchmark's raw loop.
+ */
+export function insertStatements(rows: HistoryRow[]): { fresh: { text: string; values: unknown[] }; replace: { text: string; values: unknown[] } } {
   const values: unknown[] = [];
   const tuples: string[] = [];
   for (const r of rows) {
@@ -426,14 +427,31 @@ export function insertStatement(rows: HistoryRow[]): { text: string; values: unk
     tuples.push(`($${n + 1}::text,$${n + 2}::numeric,$${n + 3}::text,$${n + 4}::int,$${n + 5}::text)`);
     values.push(r[0], r[1], r[2], r[3], r[4]);
   }
+  const v = `v (space, t, oid, status, value) AS (VALUES ${tuples.join(',')})`;
   return {
-    // the rows a write replaces (same space, t, oid) leave the rollup as their successors enter it
-    text: `WITH v (space, t, oid, status, value) AS (VALUES ${tuples.join(',')}),
-           prev AS (SELECT h.space, h.t, h.oid, h.status, h.value FROM state_history h JOIN v USING (space, t, oid)),
-           ins AS (INSERT INTO state_history (space, t, oid, status, value) SELECT * FROM v
-             ON CONFLICT (space, t, oid) DO UPDATE SET status = EXCLUDED.status, value = EXCLUDED.value
-             RETURNING space, t, oid, status, value)
-           ${ROLLUP_FROM('(SELECT *, 1 AS sign FROM ins UNION ALL SELECT *, -1 FROM prev) c')}`,
-    values,
+    fresh: {
+      text: `WITH ${v},
+             ins AS (INSERT INTO state_history (space, t, oid, status, value) SELECT * FROM v ON CONFLICT DO NOTHING
+               RETURNING space, t, oid, status, value),
+             roll AS (${ROLLUP_FROM('(SELECT *, 1 AS sign FROM ins) c')})
+             SELECT count(*)::int AS n FROM ins`,
+      values,
+    },
+    replace: {
+      text: `WITH ${v},
+             prev AS (SELECT h.space, h.t, h.oid, h.status, h.value FROM state_history h JOIN v USING (space, t, oid)),
+             ins AS (INSERT INTO state_history (space, t, oid, status, value) SELECT * FROM v
+               ON CONFLICT (space, t, oid) DO UPDATE SET status = EXCLUDED.status, value = EXCLUDED.value
+               RETURNING space, t, oid, status, value)
+             ${ROLLUP_FROM('(SELECT *, 1 AS sign FROM ins UNION ALL SELECT *, -1 FROM prev) c')}`,
+      values,
+    },
   };
+}
+
+/** Writes one batch (see insertStatements). */
+export async function insertBatch(client: pg.ClientBase, rows: HistoryRow[]): Promise<void> {
+  const { fresh, replace } = insertStatements(rows);
+  const res = await client.query<{ n: number }>(fresh);
+  if (res.rows[0].n < rows.length) await client.query(replace);
 }

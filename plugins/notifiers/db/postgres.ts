@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { describe, type ModuleLogger } from '../../../core/log';
+import type { ModuleLogger } from '../../../core/log';
 import type { HistoryBackend, HistoryQuery } from './backend';
 import type { HistoryRow } from './schema';
 import type { Bucket, Resampling } from '../../history/resample';
@@ -388,7 +388,8 @@ export class PostgresHistory implements HistoryBackend, Resampling {
 
   /** An error's text with the password taken out, whatever the driver put in it. */
   private clean(err: unknown): string {
-    const text = describe(err);
+    // not core/log's describe: this module loads without the kernel (the notifier CLI, db.ts's users)
+    const text = err instanceof Error ? err.message || String(err) : String(err);
     return this.password ? text.split(this.password).join('***') : text;
   }
 }

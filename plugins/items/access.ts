@@ -43,3 +43,34 @@ export function canRead(key: ApiKey | undefined, o: Oid): boolean {
   if (denied(key, o)) return false;
   return listed(key.lists.items, key.lists.groups, o) || listed(key.lists.items_ro, key.lists.groups_ro, o);
 }
+
+/** Could a group pattern match `group` or a group below it? */
+function reaches(pattern: string, group: string): boolean {
+  const p = pattern.split('/');
+  const g = group === '' ? [] : group.split('/');
+  for (let i = 0; i < p.length; i++) {
+    if (p[i] === '#' || i >= g.length) return true; // past the group's levels: a group below may match
+    if (p[i] !== '+' && p[i] !== g[i]) return false;
+  }
+  return p.length >= g.length;
+}
+
+/**
+ * May the key read every item of `type` in `group` and below (a mask
+ * `type:group/#`; group '' for `type:#`)? The key must hold the whole group
+ * (`#`, or a `g/#` pattern above it), and nothing under it may be denied.
+ */
+export function canReadAll(key: ApiKey | undefined, type: string, group: string): boolean {
+  if (!key) return false;
+  if (key.master) return true;
+  const l = key.lists;
+  const whole = [...l.groups, ...l.groups_ro].some((p) => p === '#' || (p.endsWith('/#') && groupMatches(p, group) && group !== ''));
+  const items = [...l.items, ...l.items_ro].includes('#');
+  if (!whole && !items) return false;
+  if (l.groups_deny.some((p) => reaches(p, group))) return false;
+  return !l.items_deny.some((e) => {
+    if (e === '#') return true;
+    const full = e.includes(':') ? (e.startsWith(`${type}:`) ? e.slice(type.length + 1) : undefined) : e;
+    return full !== undefined && (group === '' || full.startsWith(`${group}/`));
+  });
+}

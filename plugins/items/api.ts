@@ -4,6 +4,8 @@
  * scripts. Types only.
  */
 
+import type { ApiKey } from '../../core/auth/apikey';
+
 export type ItemType = 'unit' | 'sensor' | 'lvar';
 
 /**
@@ -64,6 +66,12 @@ export type ItemChange = 'created' | 'destroyed' | 'props';
 
 export interface ItemsService {
   get(oid: string): ItemInfo | undefined;
+  /**
+   * May the key read this item (an oid, whether the item exists or not), or,
+   * for a mask `type:group/#` or `type:#`, every item under it? (The items
+   * plugin's access rules, for plugins that answer about items: history.)
+   */
+  readable(key: ApiKey | undefined, oidOrMask: string): boolean;
   list(): ItemInfo[];
   /** current state as a StateEvent */
   state(oid: string): StateEvent | undefined;

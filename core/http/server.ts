@@ -3,6 +3,7 @@ import https from 'node:https';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import Koa, { type Context } from 'koa';
 import Router from '@koa/router';
 import { injectable } from 'tsyringe';
@@ -14,11 +15,13 @@ import { normalizeIp } from '../auth/networks';
 import { directHandler } from './direct';
 import { jrpcProcessor, koaJrpc } from './jrpc';
 import { JsonHeaders, replyDirectError } from './reply';
+import { HttpHooks } from './hooks';
 
 /**
  * The HTTP(S) front: Koa with three routes — /sys-api/<fn>, /<product>-api/<fn>
- * and /jrpc. Anything else is 404; an exception that escapes a handler is
- * logged and answered 500 without details.
+ * and /jrpc. Anything else goes to the routes and upgrade paths plugins add
+ * (HttpHooks), else 404; an exception that escapes a handler is logged and
+ * answered 500 without details.
  */
 @injectable()
 export class HttpServer {
@@ -31,14 +34,21 @@ export class HttpServer {
   private readonly answerJrpc: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>;
   /** bound addresses, after start: [{host, port, tls}] */
   readonly bound: { host: string; port: number; tls: boolean }[] = [];
+  /** connections handed to plugins' upgrade handlers: the server no longer tracks them, stop ends them */
+  private readonly upgraded = new Set<Duplex>();
+  private readonly clientIp: (req: http.IncomingMessage) => string;
 
-  constructor(private readonly config: Config, private readonly paths: Paths, dispatcher: Dispatcher, logger: Logger) {
+  constructor(
+    private readonly config: Config, private readonly paths: Paths, dispatcher: Dispatcher, logger: Logger,
+    private readonly hooks: HttpHooks,
+  ) {
     this.log = logger.module('webapi');
     const w = config.webapi;
     const clientIp = (req: http.IncomingMessage): string => {
       const real = w.x_real_ip ? req.headers['x-real-ip'] : undefined;
       return normalizeIp((typeof real === 'string' && real) || req.socket.remoteAddress || '');
     };
+    this.clientIp = clientIp;
     const koaIp = (ctx: Context) => clientIp(ctx.req);
     const router = new Router();
     const direct = (space: 'sys' | 'product') => directHandler(dispatcher, space, w.max_body_size, koaIp);
@@ -74,7 +84,15 @@ export class HttpServer {
     this.app.use((ctx, next) => (ctx.path === '/jrpc' ? koaJrpcHandler(ctx) : next()));
     this.app.use(router.routes());
     this.app.use(async (ctx) => {
-      if (ctx.body === undefined && ctx.status === 404) replyDirectError(ctx, 404, 'not found');
+      if (ctx.body !== undefined || ctx.status !== 404) return;
+      // routes plugins added (PluginContext.httpRoute) answer the rest, themselves
+      for (const route of hooks.routesFor(ctx.path)) {
+        if (await route(ctx.req, ctx.res, koaIp(ctx))) {
+          ctx.respond = false;
+          return;
+        }
+      }
+      replyDirectError(ctx, 404, 'not found');
     });
   }
 
@@ -109,6 +127,7 @@ export class HttpServer {
         resolve();
       });
     });
+    server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => this.upgrade(req, socket, head));
     server.on('clientError', (_err, socket) => {
       if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
     });
@@ -118,8 +137,29 @@ export class HttpServer {
     this.log.info(`listening on ${tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${addr.port}`);
   }
 
+  /** An upgrade request goes to the plugin that took its path (PluginContext.httpUpgrade); else 404. */
+  private upgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
+    const handler = this.hooks.upgradeFor(new URL(req.url ?? '/', 'http://x').pathname);
+    if (!handler) {
+      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      return;
+    }
+    this.upgraded.add(socket);
+    socket.once('close', () => this.upgraded.delete(socket));
+    try {
+      handler.upgrade(req, socket, head, this.clientIp(req));
+    } catch (err) {
+      this.log.error(`upgrade ${req.url}: ${(err as Error)?.stack ?? err}`);
+      socket.destroy();
+    }
+  }
+
   /** Stop listening, let answers in flight go out (within stop_grace), then close every connection. */
   async stop(): Promise<void> {
+    for (const h of this.hooks.upgradeHandlers()) {
+      try { await h.close?.(); } catch (err) { this.log.error(`upgrade handler close: ${(err as Error)?.stack ?? err}`); }
+    }
+    for (const s of this.upgraded) s.destroy();
     const closed = this.servers.map((s) => new Promise<void>((resolve) => {
       s.close(() => resolve());
       s.closeIdleConnections();

@@ -3,6 +3,7 @@ import { definePlugin, type PluginContext } from '../../core/plugin';
 import { Subjects, type Subject } from '../../core/bus';
 import { authenticate } from '../../core/auth/authenticate';
 import { ApiError, accessDenied, invalidParams } from '../../core/errors';
+import { Defaults } from '../../core/defaults';
 import { normalizeSubscriptions } from '../notifiers/host/config';
 import type { ItemsService } from '../items/api';
 import { StreamClient } from './client';
@@ -29,8 +30,19 @@ export const plugin = definePlugin({
   },
 });
 
+/** The stream's bounds from [webapi]; zero or less keeps the default (a zero ping interval would spin). */
+function bounds(w: typeof Defaults.webapi) {
+  const positive = (k: 'ws_max_buffer' | 'ws_ping_interval' | 'ws_auth_timeout') => (w[k] > 0 ? w[k] : Defaults.webapi[k]);
+  return {
+    ws_max_clients: Math.max(0, w.ws_max_clients),
+    ws_max_buffer: positive('ws_max_buffer'),
+    ws_ping_interval: positive('ws_ping_interval'),
+    ws_auth_timeout: positive('ws_auth_timeout'),
+  };
+}
+
 function startStream(ctx: PluginContext): void {
-  const w = ctx.config.webapi;
+  const w = bounds(ctx.config.webapi);
   const log = ctx.quietLog(); // its own records must not feed the stream they report on
   const items = ctx.service<ItemsService>('items');
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_INCOMING });

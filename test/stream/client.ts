@@ -1,5 +1,6 @@
 import WebSocket from 'ws';
 import type { ExecutionContext } from 'ava';
+import { startController, Keys, type DirOptions } from '../helpers/controller';
 
 /** A stream client for tests: the ws package's own client, with its messages queued for `next`. */
 export class TestStream {
@@ -71,15 +72,24 @@ module.exports.plugin = {
 };
 `;
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Keys of the stream tests: the master and one limited to group home and below. */
+export const HOME = 'homehomehomehomehomehomehomehomehomehomehomehomehomehomehome1234';
+const KEYS_INI = `
+[masterkey]
+key = ${Keys.master}
+master = yes
+hosts_allow = 127.0.0.1
 
-/** Wait until check() is truthy (polling), up to ms. */
-export async function until<T>(check: () => Promise<T> | T, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await sleep(25);
-  }
+[home]
+key = ${HOME}
+groups = home/#
+hosts_allow = 127.0.0.1
+`;
+export const ALL = [{ subject: 'state', types: ['#'], groups: ['#'] }, { subject: 'action', types: ['#'], groups: ['#'] }, { subject: 'log', level: 20 }];
+
+/** A controller with the stream probe and three items: sensor:home/t1, sensor:other/t2, lvar:home/l1. */
+export async function start(t: ExecutionContext, webapi: DirOptions['ini'] = {}) {
+  const r = await startController(t, { keysIni: KEYS_INI, ini: webapi, files: { 'plugins/streamprobe.js': STATS_PLUGIN } });
+  for (const i of ['sensor:home/t1', 'sensor:other/t2', 'lvar:home/l1']) await r.client.ok('create', { i, k: Keys.master });
+  return r;
 }

@@ -117,13 +117,22 @@ btest('the console in Chromium: login, keys, live log, notifiers, items chart, e
   t.log(`screenshots in ${SHOTS}`);
 });
 
-btest('an ended session sends the console back to the login form', async (t) => {
+btest('a key without master sees the API refuse in words; an ended session sends the console back to the login form', async (t) => {
   const { chromium } = await import('playwright-core');
   const { url, client } = await startController(t);
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
   t.teardown(() => browser.close());
   const page = await browser.newPage();
   await page.goto(url);
+  // the page can do only what the key can do through the API
+  await page.fill('#login-key', Keys.plain);
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#live.on');
+  await page.click('nav a[href="#keys"]');
+  await page.waitForSelector('#status.error:has-text("Access denied")');
+  t.is(await page.locator('tr[data-key]').count(), 0);
+  await page.click('#logout');
+  await page.waitForSelector('#login-error:has-text("Logged out")');
   await page.fill('#login-key', Keys.master);
   await page.keyboard.press('Enter');
   await page.waitForSelector('#live.on');

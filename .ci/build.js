@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 'use strict';
 /**
- * The build: `tsc -p tsconfig.json`, then a stamp (dist/.build-stamp) dated
- * when that build started, written only when tsc succeeded.
+ * The build: `tsc -p tsconfig.json`, the plugins' `assets/` folders (files a
+ * plugin serves as they are: the console's page) copied beside their
+ * compiled JavaScript, then a stamp (dist/.build-stamp) dated when that build
+ * started, written only when both succeeded.
  *
  * `--if-stale` builds only when a source (*.ts under the tsconfig's folders,
  * tsconfig.json, package.json) is newer than the stamp, so `npm start` on a
@@ -34,7 +36,7 @@ function newestSource() {
     for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
       const p = path.join(dir, e.name);
       if (e.isDirectory()) walk(p);
-      else if (e.isFile() && p.endsWith('.ts')) see(p);
+      else if (e.isFile() && (p.endsWith('.ts') || p.includes(`${path.sep}assets${path.sep}`))) see(p);
     }
   };
   for (const top of new Set(include.map((g) => g.split('/')[0]))) walk(path.join(root, top));
@@ -44,6 +46,19 @@ function newestSource() {
 function current() {
   if (!fs.existsSync(stamp)) return false;
   return newestSource() <= fs.statSync(stamp).mtimeMs;
+}
+
+/** Every `assets` folder under `dir` copied to the same place under dist/ (replacing what was there). */
+function copyAssets(dir) {
+  if (!fs.existsSync(dir)) return;
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    if (!e.isDirectory()) continue;
+    const p = path.join(dir, e.name);
+    if (e.name !== 'assets') { copyAssets(p); continue; }
+    const to = path.join(root, 'dist', path.relative(root, p));
+    fs.rmSync(to, { recursive: true, force: true });
+    fs.cpSync(p, to, { recursive: true });
+  }
 }
 
 function build() {
@@ -59,6 +74,7 @@ function build() {
   fs.rmSync(stamp, { force: true });
   const r = spawnSync(process.execPath, [tsc, '-p', path.join(root, 'tsconfig.json')], { cwd: root, stdio: 'inherit' });
   if (r.status !== 0) process.exit(r.status ?? 1);
+  copyAssets(path.join(root, 'plugins'));
   fs.writeFileSync(stamp, '');
   fs.utimesSync(stamp, started, started); // a source saved during the build counts as newer
 }

@@ -12,6 +12,7 @@ import { FunctionRegistry } from './functions';
 import { Dispatcher } from './dispatch';
 import { PluginHost } from './plugins';
 import { HttpServer } from './http/server';
+import { HttpHooks } from './http/hooks';
 import { SaveRegistry } from './save';
 import { Lifecycle } from './lifecycle';
 import { Metrics } from './metrics';
@@ -33,7 +34,7 @@ export class Controller {
     const paths = new Paths(opts.dir, opts.product);
     c.registerInstance(Paths, paths);
     c.registerInstance('container', c);
-    for (const cls of [Config, EventBus, Logger, TokenStore, KeyStore, FunctionRegistry, SaveRegistry, Lifecycle, Metrics, Dispatcher, PluginHost, HttpServer]) {
+    for (const cls of [Config, EventBus, Logger, TokenStore, KeyStore, FunctionRegistry, SaveRegistry, Lifecycle, Metrics, Dispatcher, HttpHooks, PluginHost, HttpServer]) {
       c.registerSingleton(cls as InjectionToken<unknown> as any);
     }
     this.container = c;

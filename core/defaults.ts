@@ -57,6 +57,14 @@ export const Defaults = {
     login_clients_max: 10_000,
     /** what a key needs to read GET /metrics: sysfunc (or master), master, any (any valid key), none (no key) */
     metrics_access: 'sysfunc' as 'sysfunc' | 'master' | 'any' | 'none',
+    /** most event stream (WebSocket /ws) connections at once; more are answered 503 */
+    ws_max_clients: 100,
+    /** bytes an event stream client may have waiting to be sent; past it the client is told and disconnected */
+    ws_max_buffer: 4 * 1024 * 1024,
+    /** seconds between pings to event stream clients; one that missed the last pong is dropped */
+    ws_ping_interval: 30,
+    /** seconds a new event stream client has to authenticate */
+    ws_auth_timeout: 10,
   },
   sysapi: {
     file_management: false,

@@ -8,6 +8,8 @@ import type { KeyStore } from './auth/keys';
 import type { ApiError, ErrorKind } from './errors';
 import type { MetricSource } from './metrics';
 
+import type { RouteHandler, UpgradeHandler } from './http/hooks';
+
 /** The plugin API version this kernel speaks; a plugin may ask for it with `kernel`. */
 export const KERNEL_API = 1;
 
@@ -74,6 +76,10 @@ export interface PluginContext {
   hasService(name: string): boolean;
   interval(fn: () => void, ms: number): NodeJS.Timeout;
   timeout(fn: () => void, ms: number): NodeJS.Timeout;
+  /** answer HTTP requests under a path prefix that no kernel route answers (static pages) */
+  httpRoute(prefix: string, handler: RouteHandler): void;
+  /** take upgrade requests (WebSocket) on a path of the same HTTP server */
+  httpUpgrade(path: string, handler: UpgradeHandler): void;
   /** run once every plugin has started (in start order): cross-plugin wiring, start-up events */
   onReady(fn: () => unknown): void;
   /** how this plugin writes its modified data when `save` runs (manual/on_exit db_update) */

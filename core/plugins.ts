@@ -10,6 +10,8 @@ import { FunctionRegistry } from './functions';
 import { KeyStore } from './auth/keys';
 import { SaveRegistry } from './save';
 import { Metrics } from './metrics';
+
+import { HttpHooks } from './http/hooks';
 import { ApiError } from './errors';
 import { within } from './within';
 import { MAX_TIMER_SECONDS } from './defaults';
@@ -49,7 +51,8 @@ function listJs(dir: string, recursive: boolean): string[] {
   const out: string[] = [];
   for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
     const p = path.join(dir, e.name);
-    if (e.isDirectory() && recursive) out.push(...listJs(p, true));
+    // a plugin's `assets` folder holds files for clients (browser scripts), not modules
+    if (e.isDirectory() && recursive && e.name !== 'assets') out.push(...listJs(p, true));
     else if (e.isFile() && /\.(m?js)$/.test(e.name)) out.push(p);
   }
   return out.sort();
@@ -77,6 +80,8 @@ export class PluginHost {
     private readonly keys: KeyStore,
     private readonly saves: SaveRegistry,
     private readonly metrics: Metrics,
+
+    private readonly http: HttpHooks,
     @inject('container') private readonly container: DependencyContainer,
   ) {
     this.log = logger.module('plugins');
@@ -217,6 +222,8 @@ export class PluginHost {
     this.functions.unregisterOwner(name);
     this.saves.removeOwner(name);
     this.metrics.removeOwner(name);
+
+    this.http.removeOwner(name);
     for (const [s, v] of this.services) if (v.owner === name) this.services.delete(s);
   }
 
@@ -263,6 +270,8 @@ export class PluginHost {
         cleanups.push(() => clearTimeout(t));
         return t;
       },
+      httpRoute: (prefix, handler) => { open(); this.http.addRoute(name, prefix, handler); },
+      httpUpgrade: (path, handler) => { open(); this.http.addUpgrade(name, path, handler); },
       onReady: (fn) => { ready.push(fn); },
       onSave: (fn) => this.saves.add(name, fn),
       onStop: (fn) => { cleanups.push(fn); },

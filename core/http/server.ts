@@ -1,5 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
+import type { Duplex } from 'node:stream';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -18,12 +19,14 @@ import { directHandler } from './direct';
 import { jrpcProcessor, koaJrpc } from './jrpc';
 import { clientGone } from './gone';
 import { JsonHeaders, NoCacheHeaders, replyDirectError, replyJson } from './reply';
+import { HttpHooks } from './hooks';
 
 /**
  * The HTTP(S) front: Koa with the API routes — /sys-api/<fn>,
  * /<product>-api/<fn> and /jrpc — and the operator's GET /health and GET
- * /metrics. Anything else is 404; an exception that escapes a handler is
- * logged and answered 500 without details. It listens from the start of the
+ * /metrics. Anything else goes to the routes and upgrade paths plugins add
+ * (HttpHooks), else 404; an exception that escapes a handler is logged and
+ * answered 500 without details. It listens from the start of the
  * controller to its end: while plugins start or stop, /health says so (503)
  * and every other request is answered 503.
  */
@@ -42,14 +45,21 @@ export class HttpServer {
   state: 'starting' | 'serving' | 'stopping' = 'starting';
   private readonly since = performance.now();
   private draining: Promise<void> | undefined;
+  /** connections handed to plugins' upgrade handlers: the server no longer tracks them, stop ends them */
+  private readonly upgraded = new Set<Duplex>();
+  private readonly clientIp: (req: http.IncomingMessage) => string;
 
-  constructor(private readonly config: Config, private readonly paths: Paths, dispatcher: Dispatcher, logger: Logger, metrics: Metrics) {
+  constructor(
+    private readonly config: Config, private readonly paths: Paths, dispatcher: Dispatcher, logger: Logger,
+    metrics: Metrics, private readonly hooks: HttpHooks,
+  ) {
     this.log = logger.module('webapi');
     const w = config.webapi;
     const clientIp = (req: http.IncomingMessage): string => {
       const real = w.x_real_ip ? req.headers['x-real-ip'] : undefined;
       return normalizeIp((typeof real === 'string' && real) || req.socket.remoteAddress || '');
     };
+    this.clientIp = clientIp;
     const koaIp = (ctx: Context) => clientIp(ctx.req);
     const router = new Router();
     const direct = (space: 'sys' | 'product') => directHandler(dispatcher, space, w.max_body_size, koaIp);
@@ -103,7 +113,15 @@ export class HttpServer {
     this.app.use((ctx, next) => (ctx.path === '/jrpc' ? koaJrpcHandler(ctx) : next()));
     this.app.use(router.routes());
     this.app.use(async (ctx) => {
-      if (ctx.body === undefined && ctx.status === 404) replyDirectError(ctx, 404, 'not found');
+      if (ctx.body !== undefined || ctx.status !== 404) return;
+      // routes plugins added (PluginContext.httpRoute) answer the rest, themselves
+      for (const route of hooks.routesFor(ctx.path)) {
+        if (await route(ctx.req, ctx.res, koaIp(ctx))) {
+          ctx.respond = false;
+          return;
+        }
+      }
+      replyDirectError(ctx, 404, 'not found');
     });
   }
 
@@ -143,12 +161,34 @@ export class HttpServer {
         resolve();
       });
     });
+    server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => this.upgrade(req, socket, head));
     server.on('clientError', (_err, socket) => {
       if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
     });
     const addr = server.address() as AddressInfo;
     this.bound.push({ host: addr.address, port: addr.port, tls });
     this.servers.push(server);
+  }
+
+  /** An upgrade request goes to the plugin that took its path (PluginContext.httpUpgrade); else 404; 503 unless serving. */
+  private upgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
+    if (this.state !== 'serving') {
+      socket.end('HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      return;
+    }
+    const handler = this.hooks.upgradeFor(new URL(req.url ?? '/', 'http://x').pathname);
+    if (!handler) {
+      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      return;
+    }
+    this.upgraded.add(socket);
+    socket.once('close', () => this.upgraded.delete(socket));
+    try {
+      handler.upgrade(req, socket, head, this.clientIp(req));
+    } catch (err) {
+      this.log.error(`upgrade ${req.url}: ${(err as Error)?.stack ?? err}`);
+      socket.destroy();
+    }
   }
 
   /** The controller serves: calls are taken, /health answers 200; the log says where (only now, as before the listener came first). */
@@ -184,6 +224,11 @@ export class HttpServer {
   /** Drain, stop listening and close every connection. */
   async stop(): Promise<void> {
     await this.drain();
+    // upgraded connections (event streams) of plugins that have not closed theirs
+    for (const h of this.hooks.upgradeHandlers()) {
+      try { await h.close?.(); } catch (err) { this.log.error(`upgrade handler close: ${(err as Error)?.stack ?? err}`); }
+    }
+    for (const s of this.upgraded) s.destroy();
     const closed = this.servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve())));
     for (const s of this.servers) s.closeAllConnections();
     await Promise.all(closed);

@@ -1,0 +1,40 @@
+import type WebSocket from 'ws';
+import type { Subject } from '../../core/bus';
+import type { ResolvedKey } from '../../core/auth/keys';
+import type { Subscription } from '../notifiers/api';
+import { subscribed } from '../notifiers/host/filter';
+import { canRead } from '../items/access';
+import type { Oid } from '../items/oid';
+
+/** The item an event is about, as the access rules take it; undefined when it names none. */
+function itemOf(subject: Subject, e: Record<string, unknown>): Oid | undefined {
+  if (subject === 'state' && typeof e.oid === 'string') {
+    return { oid: e.oid, type: e.type, group: e.group, id: e.id, full_id: `${e.group}/${e.id}` } as Oid;
+  }
+  if (subject === 'action' && typeof e.item_oid === 'string') {
+    return { oid: e.item_oid, type: e.item_type, group: e.item_group, id: e.item_id, full_id: `${e.item_group}/${e.item_id}` } as Oid;
+  }
+  return undefined;
+}
+
+/** One connection of the event stream: who it is, what it wants. */
+export class StreamClient {
+  auth?: ResolvedKey;
+  subs: Subscription[] = [];
+  /** answered the last ping */
+  alive = true;
+  /** told it was too slow: nothing more is sent */
+  closing = false;
+
+  constructor(readonly ws: WebSocket, readonly ip: string) {}
+
+  /** May this client see the event (its subscriptions and its key's rights)? */
+  wants(subject: Subject, event: unknown): boolean {
+    const key = this.auth?.key;
+    if (!key || this.closing) return false;
+    if (!this.subs.some((s) => subscribed(s, subject, event))) return false;
+    if (subject === 'log') return key.master || key.sysfunc;
+    const item = itemOf(subject, event as Record<string, unknown>);
+    return !!item && canRead(key, item);
+  }
+}

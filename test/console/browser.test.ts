@@ -1,0 +1,145 @@
+import test from 'ava';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startController, Keys } from '../helpers/controller';
+
+/** Debian's Chromium; CHROMIUM names another. Without one the browser tests are skipped, and say so. */
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+/** Where the run writes a screenshot of every page (README, "Operator console"). */
+export const SHOTS = path.join(os.tmpdir(), 'console-screenshots');
+const have = fs.existsSync(CHROMIUM);
+if (!have) console.log(`console browser tests skipped: no Chromium at ${CHROMIUM} (set CHROMIUM to one)`);
+const btest = have ? test : test.skip;
+
+btest('the console in Chromium: login, keys, live log, notifiers, items chart, every page', async (t) => {
+  const { chromium } = await import('playwright-core');
+  const notifier = JSON.stringify({ id: 'web1', type: 'json', enabled: true, skip_test: true, uri: 'http://127.0.0.1:9/', events: [{ subject: 'state', types: ['#'], groups: ['#'] }] });
+  const { url, client } = await startController(t, { files: { 'runtime/uc_notify.d/web1.json': notifier } });
+  const k = { k: Keys.master };
+  await client.ok('create_user', { ...k, u: 'operator', p: 'S3cret-pass', a: 'masterkey' });
+  await client.ok('create', { ...k, i: 'sensor:room/temp' });
+  await client.ok('update', { ...k, i: 'sensor:room/temp', s: 1, v: '20.5' });
+
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
+  t.teardown(() => browser.close());
+  const page = await browser.newPage({ viewport: { width: 1100, height: 800 } });
+  const problems: string[] = [];
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
+  const requested: string[] = [];
+  page.on('request', (r) => requested.push(r.url()));
+  fs.mkdirSync(SHOTS, { recursive: true });
+  const shot = (name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+
+  await page.goto(url);
+  await page.fill('#login-user', 'operator');
+  await page.fill('#login-password', 'wrong');
+  await page.click('#login-form button');
+  await page.waitForSelector('#login-error:has-text("Wrong user, password or key")');
+  await page.fill('#login-password', 'S3cret-pass');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#fact-system:has-text("testhost")');
+  await page.waitForSelector('#live.on');
+  await page.waitForSelector('#health [data-notifier="web1"]');
+  await shot('overview');
+  const stored = await page.evaluate<{ token: string | null; cookie: string }>("({ token: sessionStorage.getItem('console.token'), cookie: document.cookie })");
+  t.regex(stored.token ?? '', /^token:[0-9a-f]{64}$/);
+  t.is(stored.cookie, '');
+
+  // keys: create one and see it listed
+  await page.click('nav a[href="#keys"]');
+  await page.fill('#new-key-id', 'console1');
+  await page.click('text=Create');
+  await page.waitForSelector('tr[data-key="console1"]');
+  t.true(await page.isVisible('.secret'), 'the new value is shown once');
+  t.truthy((await client.ok('list_keys', k)).find((x: any) => x.key_id === 'console1'));
+  await shot('keys');
+
+  // log: a record written through the API appears in the live tail within a second
+  await page.click('nav a[href="#log"]');
+  await page.waitForSelector('#log-rows tr');
+  await client.ok('log_warning', { ...k, m: 'written through the API 7431' });
+  const t0 = Date.now();
+  await page.waitForSelector('#log-rows td:has-text("written through the API 7431")', { timeout: 1000 });
+  t.log(`log record in the live tail after ${Date.now() - t0} ms`);
+  await page.fill('#log-search', 'no such text anywhere');
+  t.is(await page.locator('#log-rows tr').count(), 0, 'the search filters');
+  await page.fill('#log-search', '7431');
+  t.is(await page.locator('#log-rows tr').count(), 1);
+  await shot('log');
+
+  // notifiers: disable one and see its state change
+  await page.click('nav a[href="#notifiers"]');
+  const state = page.locator('tr[data-notifier="web1"] td[data-state]');
+  await state.filter({ hasText: 'enabled' }).waitFor();
+  await page.click('tr[data-notifier="web1"] button:has-text("Disable")');
+  await page.locator('tr[data-notifier="web1"] td[data-state="disabled"]').waitFor();
+  t.is((await client.ok('get_notifier', { ...k, i: 'web1' })).enabled, false);
+  await shot('notifiers');
+
+  // items: the live table, then a chart of an item
+  await page.click('nav a[href="#items"]');
+  await page.waitForSelector('tr[data-oid="sensor:room/temp"]');
+  for (const v of ['21', '22.5', '21.7']) {
+    await client.ok('update', { ...k, i: 'sensor:room/temp', v });
+    await page.waitForSelector(`tr[data-oid="sensor:room/temp"] td:has-text("${v}")`);
+  }
+  await page.click('tr[data-oid="sensor:room/temp"] button:has-text("Chart")');
+  await page.waitForSelector('#chart .uplot canvas');
+  t.regex(await page.textContent('#chart h2') ?? '', /sensor:room\/temp .*\d+ points/);
+  await shot('items');
+
+  for (const name of ['users', 'cvars', 'locks', 'cmd']) {
+    await page.click(`nav a[href="#${name}"]`);
+    await page.waitForSelector(`[data-page="${name}"] h1`);
+    if (name === 'users') await page.waitForSelector('td:has-text("operator")');
+    await shot(name);
+  }
+
+  // a phone
+  await page.setViewportSize({ width: 390, height: 800 });
+  await page.click('nav a[href="#overview"]');
+  await page.waitForSelector('#fact-system');
+  await shot('overview-phone');
+  t.true(await page.evaluate<boolean>('document.documentElement.scrollWidth <= window.innerWidth + 1'), 'no sideways scrolling on a phone');
+
+  // logout ends the token
+  const token = stored.token!;
+  await page.click('#logout');
+  await page.waitForSelector('#login-form');
+  t.is(await page.evaluate<string | null>("sessionStorage.getItem('console.token')"), null);
+  t.like(await client.rpc('test', { k: token }), { error: { code: 2 } });
+
+  t.deepEqual(problems, [], 'no script errors and no CSP violations');
+  t.true(requested.every((r) => r.startsWith(url) || r.startsWith(url.replace('http', 'ws'))), 'nothing from another origin');
+  t.false(requested.some((r) => /token:|S3cret|k=/.test(r)), 'no secret in a URL');
+  t.log(`screenshots in ${SHOTS}`);
+});
+
+btest('a key without master sees the API refuse in words; an ended session sends the console back to the login form', async (t) => {
+  const { chromium } = await import('playwright-core');
+  const { url, client } = await startController(t);
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
+  t.teardown(() => browser.close());
+  const page = await browser.newPage();
+  await page.goto(url);
+  // the page can do only what the key can do through the API
+  await page.fill('#login-key', Keys.plain);
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#live.on');
+  await page.click('nav a[href="#keys"]');
+  await page.waitForSelector('#status.error:has-text("Access denied")');
+  t.is(await page.locator('tr[data-key]').count(), 0);
+  await page.click('#logout');
+  await page.waitForSelector('#login-error:has-text("Logged out")');
+  await page.fill('#login-key', Keys.master);
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#live.on');
+  const token = await page.evaluate<string | null>("sessionStorage.getItem('console.token')");
+  // the session ends elsewhere (logout with the same token): the stream and the next call notice
+  await client.ok('logout', { k: token });
+  await page.click('nav a[href="#keys"]');
+  await page.waitForSelector('#login-error:has-text("session has ended")');
+  t.is(await page.evaluate<string | null>("sessionStorage.getItem('console.token')"), null);
+});

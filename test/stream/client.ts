@@ -1,0 +1,95 @@
+import WebSocket from 'ws';
+import type { ExecutionContext } from 'ava';
+import { startController, Keys, type DirOptions } from '../helpers/controller';
+
+/** A stream client for tests: the ws package's own client, with its messages queued for `next`. */
+export class TestStream {
+  readonly ws: WebSocket;
+  readonly messages: any[] = [];
+  private waiters: (() => void)[] = [];
+  readonly opened: Promise<void>;
+  readonly closed: Promise<{ code: number; reason: string }>;
+
+  constructor(t: ExecutionContext, url: string) {
+    this.ws = new WebSocket(url.replace(/^http/, 'ws') + '/ws');
+    t.teardown(() => this.ws.terminate());
+    this.opened = new Promise((resolve, reject) => {
+      this.ws.once('open', () => resolve());
+      this.ws.once('unexpected-response', (_req, res) => reject(new Error(`HTTP ${res.statusCode}`)));
+      this.ws.once('error', reject);
+    });
+    this.closed = new Promise((resolve) => this.ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+    this.ws.on('message', (data) => {
+      this.messages.push(JSON.parse(data.toString()));
+      for (const w of this.waiters.splice(0)) w();
+    });
+    this.ws.on('close', () => { for (const w of this.waiters.splice(0)) w(); });
+  }
+
+  send(msg: unknown): void {
+    this.ws.send(JSON.stringify(msg));
+  }
+
+  /** The first queued message that passes `pred` (removed from the queue), waiting up to ms. */
+  async next(pred: (m: any) => boolean = () => true, ms = 10_000): Promise<any> {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const i = this.messages.findIndex(pred);
+      if (i >= 0) return this.messages.splice(i, 1)[0];
+      if (this.ws.readyState === WebSocket.CLOSED) throw new Error(`closed; queued: ${JSON.stringify(this.messages).slice(0, 500)}`);
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`no such message in ${ms} ms; queued: ${JSON.stringify(this.messages).slice(0, 500)}`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.waiters.push(() => { clearTimeout(timer); resolve(); });
+      });
+    }
+  }
+
+  /** Connect, authenticate with a key or token and subscribe; returns the auth answer. */
+  static async open(t: ExecutionContext, url: string, k: string, events?: unknown[]): Promise<TestStream> {
+    const s = new TestStream(t, url);
+    await s.opened;
+    s.send({ m: 'auth', k });
+    const a = await s.next();
+    if (a.s !== 'auth') throw new Error(`auth refused: ${JSON.stringify(a)}`);
+    if (events) {
+      s.send({ m: 'subscribe', events });
+      await s.next((m) => m.s === 'subscribed');
+    }
+    return s;
+  }
+}
+
+/** A drop-in plugin that exposes the stream's figures as function stream_stats. */
+export const STATS_PLUGIN = `
+module.exports.plugin = {
+  name: 'streamprobe', kind: 'service', version: '1.0.0', needs: ['stream'],
+  start(ctx) {
+    ctx.register({ name: 'stream_stats', permission: 'master', description: 'stream figures', params: {},
+      handler: () => ctx.service('stream').stats() });
+  },
+};
+`;
+
+/** Keys of the stream tests: the master and one limited to group home and below. */
+export const HOME = 'homehomehomehomehomehomehomehomehomehomehomehomehomehomehome1234';
+const KEYS_INI = `
+[masterkey]
+key = ${Keys.master}
+master = yes
+hosts_allow = 127.0.0.1
+
+[home]
+key = ${HOME}
+groups = home/#
+hosts_allow = 127.0.0.1
+`;
+export const ALL = [{ subject: 'state', types: ['#'], groups: ['#'] }, { subject: 'action', types: ['#'], groups: ['#'] }, { subject: 'log', level: 20 }];
+
+/** A controller with the stream probe and three items: sensor:home/t1, sensor:other/t2, lvar:home/l1. */
+export async function start(t: ExecutionContext, webapi: DirOptions['ini'] = {}) {
+  const r = await startController(t, { keysIni: KEYS_INI, ini: webapi, files: { 'plugins/streamprobe.js': STATS_PLUGIN } });
+  for (const i of ['sensor:home/t1', 'sensor:other/t2', 'lvar:home/l1']) await r.client.ok('create', { i, k: Keys.master });
+  return r;
+}

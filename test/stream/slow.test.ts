@@ -1,0 +1,35 @@
+import test from 'ava';
+import { Keys } from '../helpers/controller';
+import { Logger } from '../../core/log';
+import { TestStream, start } from './client';
+import { until } from '../items/setup';
+
+// alone in its file (its own process): the flood keeps the event loop busy, which other tests' pings would feel
+
+test('a client that stops reading while 50,000 events flow is told and dropped; the others get every event', async (t) => {
+  const { ctl, url, client } = await start(t, { webapi: { ws_max_buffer: 256 * 1024, ws_ping_interval: 600 } });
+  const sub = [{ subject: 'log', level: 'info' }];
+  const slow = await TestStream.open(t, url, Keys.master, sub);
+  const fast = await TestStream.open(t, url, Keys.master, sub);
+  slow.ws.pause();
+  const log = ctl.get(Logger).module('flood');
+  const pad = 'x'.repeat(1000); // 50 MB in all: more than socket buffers hold
+  let got = 0;
+  fast.ws.on('message', () => { got++; });
+  const total = 50_000;
+  for (let i = 0; i < total; i += 500) {
+    for (let j = i; j < i + 500; j++) log.info(`flood ${j} ${pad}`);
+    // events come as fast as the reading client takes them, not faster
+    await until(() => got >= i + 500, 30_000);
+  }
+  t.is(got, total, 'the reading client got every event');
+  const stats = await client.ok('stream_stats', { k: Keys.master });
+  t.like(stats, { dropped_slow: 1, clients: 2 });
+  // the controller answers meanwhile, and the slow client, reading again, learns why it was dropped
+  slow.ws.resume();
+  const closed = await slow.closed;
+  t.is(closed.code, 4008);
+  const last = slow.messages[slow.messages.length - 1];
+  t.like(last, { s: 'error', message: 'too slow: send buffer full' });
+  t.true(slow.messages.length < total / 2, `the slow client got ${slow.messages.length} events before its buffer filled`);
+});

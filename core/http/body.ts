@@ -53,7 +53,7 @@ export class MalformedBody extends Error {}
  * short or refused — can leave a file or an open descriptor behind. Every
  * byte counts against `limit` (413 past it), so memory stays bounded too.
  */
-export function readMultipart(req: IncomingMessage, limit: number): Promise<Record<string, string>> {
+export function readMultipart(req: IncomingMessage, limit: number): Promise<Record<string, string | string[]>> {
   const declared = Number(req.headers['content-length']);
   if (declared > limit) {
     req.resume();
@@ -68,7 +68,8 @@ export function readMultipart(req: IncomingMessage, limit: number): Promise<Reco
       reject(new MalformedBody((err as Error).message)); // no boundary, or not multipart at all
       return;
     }
-    const fields: Record<string, string> = {};
+    // a repeated field is the list of its values, as in a query string or an urlencoded form
+    const fields: Record<string, string | string[]> = {};
     const files: Record<string, string> = {};
     let size = 0;
     let done = false;
@@ -85,7 +86,12 @@ export function readMultipart(req: IncomingMessage, limit: number): Promise<Reco
       size += c.length;
       if (size > limit) fail(new BodyTooLarge(limit));
     };
-    bb.on('field', (name, value) => { fields[name] = value; });
+    bb.on('field', (name, value) => {
+      const had = fields[name];
+      if (had === undefined) fields[name] = value;
+      else if (Array.isArray(had)) had.push(value);
+      else fields[name] = [had, value];
+    });
     bb.on('file', (name, stream) => {
       const chunks: Buffer[] = [];
       stream.on('data', (c: Buffer) => chunks.push(c));

@@ -16,7 +16,7 @@ interface Backend { name: string; skip?: string; db(t: ExecutionContext): Promis
 
 const Backends: Backend[] = [
   { name: 'postgresql', skip: postgresUnavailable(), db: () => pg.database() },
-  // { name: 'sql.js', db: async () => 'history.db' },
+  { name: 'sql.js', db: async () => 'history.db' },
 ];
 
 const KEYS_INI = `

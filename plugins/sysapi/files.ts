@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { definePlugin } from '../../core/plugin';
 import { typed } from '../../core/config';
-import { accessDenied, ApiError, functionFailed, invalidParams } from '../../core/errors';
+import { accessDenied, ApiError, busy, functionFailed, invalidParams } from '../../core/errors';
 import { writeFileAtomic } from '../../core/store/atomic';
 import { bool, str } from '../../core/params';
 import { inFolder, RuntimeFolder, type OpenFile } from './files/confine';
@@ -114,7 +114,11 @@ export const plugin = definePlugin({
           }
           runtime.guard(p.i, path.join(folder.real, name));
           // temp file and rename in the folder held open: a link swapped in on the way cannot send the write elsewhere
-          await writeFileAtomic(inFolder(folder.fh.fd, name), p.m, mode);
+          await writeFileAtomic(inFolder(folder.fh.fd, name), p.m, mode).catch((err: NodeJS.ErrnoException) => {
+            // the folder held open was removed meanwhile (another folder renamed over it): nothing was written
+            if (err.code === 'ENOENT') throw busy(`the folder of ${p.i} was removed while writing; nothing was written`);
+            throw err;
+          });
         } finally {
           await folder.fh.close();
         }

@@ -123,7 +123,8 @@ test('a folder swapped for a link to the outside while file_put runs: nothing is
   await new Promise((r) => swapper.once('exit', r));
   t.log(`${calls} file_put calls during the swaps, answers by status: ${JSON.stringify(Object.fromEntries(statuses))}`);
   t.true((statuses.get(200) ?? 0) > 0, 'some writes went through');
-  t.false(statuses.has(500), 'no call failed with 500');
+  // 400: led outside; 404: the folder was gone at that moment; 409: it was removed while being written
+  t.deepEqual([...statuses.keys()].filter((s) => ![200, 400, 404, 409].includes(s)), [], 'every answer is a success or a clear refusal, never 500');
   t.deepEqual(tree(out), [], 'nothing was written outside runtime/');
   t.deepEqual(tree(rt).filter((f) => f.endsWith('.tmp')), [], 'no temp file is left in runtime/');
 });

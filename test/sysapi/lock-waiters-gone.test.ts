@@ -57,8 +57,10 @@ test.serial(`${WAITERS} lock waiters whose callers go away leave memory near its
   const after = rssMiB(pid);
   t.log(`RSS: ${baseline.toFixed(0)} MiB before, ${after.toFixed(0)} MiB after ${WAITERS} waiters went away`);
   t.is(child.proc.exitCode, null, 'the controller is alive');
-  // each waiter left behind holds ~10 KB: 100,000 of them would add about 1 GB
-  t.true(after - baseline < 100, `RSS grew by ${(after - baseline).toFixed(0)} MiB`);
+  // each waiter left behind holds ~10 KB: 20,000 of them would pass the 128 MiB heap cap and end the
+  // controller (asserted alive above); RSS also keeps freed pages and socket buffers a while, which on
+  // a loaded machine (node 24, load 40) reached 114 MiB: the bound stays well below a leak's ~200 MB
+  t.true(after - baseline < 160, `RSS grew by ${(after - baseline).toFixed(0)} MiB`);
   // the lock goes to nobody: released, it is free
   t.deepEqual((await call('unlock', { l: 'gate' })).result, { ok: true });
   t.like((await call('get_lock', { l: 'gate' })).result, { locked: false });

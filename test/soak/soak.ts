@@ -260,9 +260,11 @@ async function main(): Promise<void> {
     for (let i = 0; i < 2; i++) await jrpcJson(child.port, call('soak_gc', { k: MASTER }));
     await new Promise((r) => setTimeout(r, 1000));
     const pid = child.proc.pid!;
-    const figures = { rss: rssOf(pid), fds: fdsOf(pid), heap: 0, logmem: 0, tmp: fs.readdirSync(tmpOf(dir)).length };
+    const figures = { rss: rssOf(pid), fds: fdsOf(pid), heap: 0, external: 0, logmem: 0, tmp: fs.readdirSync(tmpOf(dir)).length };
     const text = (await request(child.port, 'GET', `/metrics?k=${OPS}`)).text ?? '';
     figures.heap = Number(/^nodejs_heap_size_used_bytes (\S+)$/m.exec(text)?.[1] ?? 0);
+    // memory outside the JS heap: Buffers and the WASM memory of sql.js (the db notifier's history), which never shrinks
+    figures.external = Number(/^nodejs_external_memory_bytes (\S+)$/m.exec(text)?.[1] ?? 0);
     figures.logmem = Number(/^eva_log_memory_bytes (\S+)$/m.exec(text)?.[1] ?? 0);
     figures.fds = fdsOf(pid);
     return figures;
@@ -304,6 +306,7 @@ crashes          ${crashes}
 latency ms       p50 ${p(0.5).toFixed(1)}  p99 ${p(0.99).toFixed(1)}  max ${p(1).toFixed(1)}
 RSS MB           boot ${mb(boot.rss)}  start ${mb(start.rss)}  end ${mb(end.rss)}  (${rssGrowth >= 0 ? '+' : ''}${rssGrowth.toFixed(1)} %)
 heap after GC MB start ${mb(start.heap)}  end ${mb(end.heap)}; of it the memory log (bounded, kept keep_logmem) start ${mb(start.logmem)}  end ${mb(end.logmem)}
+external MB      start ${mb(start.external)}  end ${mb(end.external)} (Buffers, WASM memory)
 descriptors      boot ${boot.fds}  start ${start.fds}  end ${end.fds}  (${fdGrowth >= 0 ? '+' : ''}${fdGrowth.toFixed(1)} %)
 temp files       start ${start.tmp}  end ${end.tmp}
 notifiers        hook sent ${hook.sent ?? '?'} dropped ${hook.dropped ?? '?'} (receiver got ${rcv.got.requests}); hist rows ${hist.rows ?? '?'} sent ${hist.sent ?? '?'} dropped ${hist.dropped ?? '?'}

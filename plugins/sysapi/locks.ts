@@ -31,6 +31,8 @@ interface Waiter {
 interface Lock {
   id: string;
   locked: boolean;
+  /** the waiter the lock was last handed to (none when taken at once): see release() */
+  holder?: Waiter;
   /** first come, first served (a Set keeps insertion order, and one leaves it in O(1)) */
   waiters: Set<Waiter>;
   expiry?: NodeJS.Timeout;
@@ -53,7 +55,10 @@ export interface LockStats { locks: number; locked: number; waiters: number; tim
  * between a waiter's wake-up and its acquisition, and a waiter that timed out
  * has already left the queue when the next release looks at it. So has a
  * waiter whose caller went away (its connection closed): it leaves the
- * queue at once, and a release never hands the lock to it.
+ * queue at once, and a release never hands the lock to it. The controller
+ * learns of a close only when it arrives, so a waiter may be handed the lock
+ * just before: when its caller turns out gone before the answer went out,
+ * the lock is released again, as its caller never learned it held it.
  */
 export class LockTable implements LocksService {
   private readonly locks = new Map<string, Lock>();
@@ -78,8 +83,9 @@ export class LockTable implements LocksService {
   }
 
   /** Take the lock for its new holder, with the holder's auto-release. */
-  private take(lock: Lock, expires?: number): void {
+  private take(lock: Lock, expires?: number, holder?: Waiter): void {
     lock.locked = true;
+    lock.holder = holder;
     this.disarm(lock.expiry);
     lock.expiry = expires !== undefined ? this.arm(() => { lock.expiry = undefined; this.release(lock.id); }, expires) : undefined;
   }
@@ -133,10 +139,13 @@ export class LockTable implements LocksService {
     const next = first(lock.waiters);
     if (next) {
       this.forget(next);
-      this.take(lock, next.expires);
+      this.take(lock, next.expires, next);
+      // the answer is not out yet: a caller found gone before it went out gives the lock back
+      next.signal?.addEventListener('abort', () => { if (lock.holder === next) this.release(lock.id); }, { once: true });
       next.resolve();
     } else {
       lock.locked = false;
+      lock.holder = undefined;
       this.disarm(lock.expiry);
       lock.expiry = undefined;
     }

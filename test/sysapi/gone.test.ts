@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Keys, makeDir, startController, type Running } from '../helpers/controller';
 import { until } from './expect';
+import { withProbe } from './probe';
 
 const m = { k: Keys.master };
 
@@ -40,6 +41,30 @@ for (const how of ['direct', 'jrpc'] as const) {
     t.deepEqual((await live).result, { ok: true });
   });
 }
+
+test('a waiter handed the lock whose caller is gone before the answer went out gives the lock back', async (t) => {
+  // a JSON RPC batch answers after its last call: its caller is handed `gate`, then waits on `other` and goes away
+  const run = await startController(t, { files: withProbe });
+  const { client } = run;
+  const waiters = async () => (await client.ok('probe_locks', m)).waiters;
+  await client.ok('lock', { ...m, l: 'gate' });
+  await client.ok('lock', { ...m, l: 'other' });
+  const ctl = new AbortController();
+  const batch = fetch(`${run.url}/jrpc`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' }, signal: ctl.signal,
+    body: JSON.stringify([1, 2].map((id) => ({ jsonrpc: '2.0', id, method: 'lock', params: { ...m, l: id === 1 ? 'gate' : 'other', t: 600 } }))),
+  }).catch(() => undefined);
+  await until(t, 'the batch waits on gate', async () => (await waiters()) === 1);
+  await client.ok('unlock', { ...m, l: 'gate' }); // handed to the batch, which goes on to wait on other
+  t.like(await client.ok('get_lock', { ...m, l: 'gate' }), { locked: true });
+  ctl.abort();
+  await batch;
+  // without the give-back, gate stays locked for good (no e): nobody knows they hold it
+  await until(t, 'gate is free again', async () => !(await client.ok('get_lock', { ...m, l: 'gate' })).locked);
+  t.is(await waiters(), 0);
+  // other is untouched: still held by its first caller
+  t.like(await client.ok('get_lock', { ...m, l: 'other' }), { locked: true });
+});
 
 /** Stop must not wait for the gone caller (stop_grace is long): measured in ms. */
 async function stopTime(run: Running): Promise<number> {

@@ -8,7 +8,7 @@ import { startBroker, Subscriber } from '../helpers/broker';
 import { Receiver } from '../notifiers/receiver';
 
 /** The built command line, as the package bins run it. */
-const BIN = path.resolve(__dirname, '..', '..', 'core', 'cli', 'notifier-bin.js');
+const BIN = path.resolve(__dirname, '..', '..', 'plugins', 'notifiers', 'cli', 'notifier-bin.js');
 
 interface Ran { code: number; out: string; err: string }
 

@@ -23,7 +23,7 @@ test.after.always(() => { if (tmp) fs.rmSync(tmp, { recursive: true, force: true
 
 test('the tarball holds the compiled JavaScript, the etc/ samples, the unit, README and LICENSE; no tests, no sources', (t) => {
   const files = tarballFiles(tarball);
-  for (const f of ['package.json', 'README.md', 'LICENSE', 'dist/core/main.js', 'dist/core/cli/notifier-bin.js',
+  for (const f of ['package.json', 'README.md', 'LICENSE', 'dist/core/main.js', 'dist/plugins/notifiers/cli/notifier-bin.js',
     'dist/plugins/notifiers/db/history-worker.js', 'etc/uc.ini', 'etc/lm.ini', 'etc/sfa.ini', 'etc/eva-controller@.service']) {
     t.true(files.includes(f), `${f} is in the tarball`);
   }

@@ -1,15 +1,15 @@
 import path from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
-import { Paths } from '../paths';
-import { Products, type Product } from '../defaults';
-import { describe } from '../log';
-import type { Subscription } from '../../plugins/notifiers/api';
-import { normalizeSubscription, withoutSecrets } from '../../plugins/notifiers/host/config';
-import { DefaultLogLevel } from '../../plugins/notifiers/host/filter';
+import { Paths } from '../../../core/paths';
+import { Products, type Product } from '../../../core/defaults';
+import { describe } from '../../../core/log';
+import type { Subscription } from '../api';
+import { normalizeSubscription, withoutSecrets } from '../host/config';
+import { DefaultLogLevel } from '../host/filter';
 import { loadTypes } from './notifier-types';
 import { CliError, NotifierFiles, checked, knownFields, setField, type RawConfig } from './notifier-files';
 import { standaloneContext } from './notifier-env';
-import { PackageVersion } from '../version';
+import { PackageVersion } from '../../../core/version';
 
 /**
  * The notifier command line (uc-notifier, lm-notifier, sfa-notifier): edits

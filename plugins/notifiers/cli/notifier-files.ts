@@ -1,10 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { writeFileAtomic } from '../store/atomic';
-import { parseBool } from '../config';
-import type { NotifierConfig, NotifierType } from '../../plugins/notifiers/api';
-import { NotifierIdPattern, normalizeConfig } from '../../plugins/notifiers/host/config';
-import { CommonFields, DeliveryDefaults } from '../../plugins/notifiers/host/defaults';
+import { writeFileAtomic } from '../../../core/store/atomic';
+import { parseBool } from '../../../core/config';
+import type { NotifierConfig, NotifierType } from '../api';
+import { NotifierIdPattern, normalizeConfig } from '../host/config';
+import { CommonFields, DeliveryDefaults } from '../host/defaults';
 
 /** Mode of a notifier file the command line creates. */
 const NewFileMode = 0o600;

@@ -1,11 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { pickDefinition } from '../plugins';
-import type { NotifierType } from '../../plugins/notifiers/api';
+import { pickDefinition } from '../../../core/plugins';
+import type { NotifierType } from '../api';
 
 /** Where the built-in notifier type plugins are after the build (dist/plugins/notifiers). */
-const BUILTIN_DIR = path.resolve(__dirname, '..', '..', 'plugins', 'notifiers');
+const BUILTIN_DIR = path.resolve(__dirname, '..');
 
 export interface TypeCatalogue {
   /** by type name and alias */

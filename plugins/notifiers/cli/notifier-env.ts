@@ -52,6 +52,7 @@ export function standaloneContext(paths: Paths): { ctx: PluginContext; close(): 
     onSave: () => {},
     onStop: (fn) => { cleanups.push(fn); },
     onStopping: () => {},
+    onPlugin: () => {},
   };
   return {
     ctx,

@@ -9,6 +9,8 @@ import { DefaultLogLevel } from '../host/filter';
 import { loadTypes } from './notifier-types';
 import { CliError, NotifierFiles, checked, knownFields, setField, type RawConfig } from './notifier-files';
 import { standaloneContext } from './notifier-env';
+import { withDeadline } from '../host/deadline';
+import { parseProps, targetOf, typeHelp } from '../host/settings';
 import { PackageVersion } from '../../../core/version';
 
 /**
@@ -115,7 +117,7 @@ function program(io: Io, defaultProduct: Product): Command {
       for (const id of c.files.ids()) {
         try {
           const { cfg, type } = checked(c.files.read(id), id, c.types);
-          rows.push([cfg.type, id, cfg.enabled ? 'enabled' : 'disabled', type.target(cfg)]);
+          rows.push([cfg.type, id, cfg.enabled ? 'enabled' : 'disabled', targetOf(type, cfg)]);
         } catch (err) {
           rows.push(['?', id, 'unusable', describe(err)]);
         }
@@ -134,12 +136,14 @@ function program(io: Io, defaultProduct: Product): Command {
       cfg.collect_logs = false;
       const env = standaloneContext(c.paths);
       const endpoint = type.create(cfg, { ctx: env.ctx, log: env.ctx.quietLog(`notifier.${id}`) });
+      // the same clock as the controller's: the notifier's timeout, for the test and for the stop after it
+      const timeout = cfg.timeout ?? env.ctx.config.server.timeout;
       try {
-        await endpoint.test();
+        await withDeadline(timeout, (signal) => endpoint.test(signal));
       } catch (err) {
         throw new CliError(`${id}: test failed: ${describe(err)}`);
       } finally {
-        await endpoint.stop?.().catch(() => undefined);
+        await withDeadline(timeout, async () => endpoint.stop()).catch(() => undefined);
         await env.close();
       }
       io.out(`${id}: test passed\n`);
@@ -161,11 +165,11 @@ function program(io: Io, defaultProduct: Product): Command {
       if (!type) throw new CliError(`PROPS must start with a notifier type (${[...c.types.keys()].sort().join(', ')}), as in json:http://host/path`);
       let fields: Record<string, unknown>;
       try {
-        fields = type.parseProps(props.slice(colon + 1));
+        fields = parseProps(type, props.slice(colon + 1));
       } catch (err) {
         throw new CliError(describe(err));
       }
-      const raw: RawConfig = { id, type: type.type, enabled: !!o.enable };
+      const raw: RawConfig = { id, type: type.name, enabled: !!o.enable };
       if (o.space !== undefined) raw.space = o.space;
       if (o.timeout !== undefined) {
         const n = Number(o.timeout);
@@ -174,7 +178,7 @@ function program(io: Io, defaultProduct: Product): Command {
       }
       Object.assign(raw, fields, { events: [] });
       await c.files.write(id, raw, c.types);
-      io.out(`notifier ${id} (${type.type}) created${o.enable ? ', enabled' : ', disabled'}; ${APPLY}\n`);
+      io.out(`notifier ${id} (${type.name}) created${o.enable ? ', enabled' : ', disabled'}; ${APPLY}\n`);
     });
 
   cmd.command('props')
@@ -187,7 +191,7 @@ function program(io: Io, defaultProduct: Product): Command {
       const raw = withoutSecrets(file);
       const rows = [['PROPERTY', 'VALUE']];
       const known = knownFields(type);
-      rows.push(['id', id], ['type', type.type]);
+      rows.push(['id', id], ['type', type.name]);
       for (const [f, d] of Object.entries(known)) rows.push([f, show(raw[f] ?? d)]);
       for (const [f, v] of Object.entries(raw)) if (!(f in known) && !['id', 'type', 'events'].includes(f)) rows.push([f, show(v)]);
       io.out(table(rows));

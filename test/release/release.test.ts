@@ -28,7 +28,7 @@ test('the tarball holds the compiled JavaScript, the etc/ samples, the unit, REA
     t.true(files.includes(f), `${f} is in the tarball`);
   }
   t.deepEqual(files.filter((f) => f.startsWith('dist/test/') || f.startsWith('test/')), [], 'no tests');
-  t.deepEqual(files.filter((f) => /\.(ts|map)$/.test(f)), [], 'no TypeScript sources, no source maps');
+  t.deepEqual(files.filter((f) => /\.(ts|map)$/.test(f) && !f.endsWith('.d.ts')), [], 'no TypeScript sources (declarations for plugin authors only), no source maps');
   t.deepEqual(files.filter((f) => /_apikeys\.ini$|\.pem$|^runtime\//.test(f)), [], 'no keys or runtime data of the checkout');
   t.is(pkg().license, 'Apache-2.0');
   t.regex(fs.readFileSync(path.join(checkoutRoot(), 'LICENSE'), 'utf8'), /Apache License\s+Version 2\.0, January 2004/);

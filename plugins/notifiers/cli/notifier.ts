@@ -6,7 +6,7 @@ import { describe } from '../../../core/log';
 import type { Subscription } from '../api';
 import { normalizeSubscription, withoutSecrets } from '../host/config';
 import { DefaultLogLevel } from '../host/filter';
-import { loadTypes } from './notifier-types';
+import { loadTypes, type TypeCatalogue } from './notifier-types';
 import { CliError, NotifierFiles, checked, knownFields, setField, type RawConfig } from './notifier-files';
 import { standaloneContext } from './notifier-env';
 import { withDeadline } from '../host/deadline';
@@ -80,7 +80,7 @@ function show(v: unknown): string {
 }
 
 /** Build the program; actions write through `io`. */
-function program(io: Io, defaultProduct: Product): Command {
+function program(io: Io, defaultProduct: Product, catalogue: TypeCatalogue): Command {
   const cmd = new Command()
     .name(`${defaultProduct}-notifier`)
     .description('Manage the notifiers of a controller; changes apply at its next start')
@@ -95,7 +95,6 @@ function program(io: Io, defaultProduct: Product): Command {
     const g = cmd.opts<Globals>();
     const paths = new Paths(g.dir, g.product);
     const files = new NotifierFiles(paths.notifyDir);
-    const catalogue = await loadTypes(paths.dir);
     for (const p of catalogue.problems) io.err(`warning: notifier plugin ${p}\n`);
     return { paths, files, types: catalogue.types };
   };
@@ -150,7 +149,7 @@ function program(io: Io, defaultProduct: Product): Command {
     });
 
   cmd.command('create')
-    .description('Create a notifier (disabled unless -y). PROPS: mqtt:[user:password@]host[:port], db:<file>[:keep], json:<uri>, http-post:<uri>, http:<uri>')
+    .description('Create a notifier (disabled unless -y). PROPS: TYPE:VALUE of a type below (mqtt:[user:password@]host[:port], db:<file>[:keep], json:<uri>)')
     .option('-s, --space <space>', 'notification space')
     .option('-t, --timeout <seconds>', 'endpoint timeout, seconds')
     .option('-y, --enable', 'enable it at once')
@@ -264,12 +263,30 @@ function program(io: Io, defaultProduct: Product): Command {
       io.out(`notifier ${id} destroyed; ${APPLY}\n`);
     });
 
+  cmd.addHelpText('after', () => typesHelp(catalogue));
   return cmd;
+}
+
+/** The help of the types this controller has (built-in and drop-in), each with its settings from its schema. */
+function typesHelp(catalogue: TypeCatalogue): string {
+  const types = [...new Set(catalogue.types.values())];
+  return `\nNotifier types (settings a notifier file and \`set\` take, besides the common ones):\n${types.map(typeHelp).join('\n')}\n`;
+}
+
+/** The controller directory the arguments name (-d / --dir), read before they are parsed: the help lists its types. */
+function dirOf(argv: string[]): string {
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if ((a === '-d' || a === '--dir') && i + 1 < argv.length) return argv[i + 1];
+    if (a.startsWith('--dir=')) return a.slice('--dir='.length);
+    if (a.startsWith('-d') && a.length > 2 && !a.startsWith('--')) return a.slice(2);
+  }
+  return process.cwd();
 }
 
 /** Run the command line; resolves with the exit code. */
 export async function runNotifierCli(argv: string[], invokedAs: string | undefined, io: Io): Promise<number> {
-  const cmd = program(io, productOf(invokedAs));
+  const cmd = program(io, productOf(invokedAs), await loadTypes(dirOf(argv)));
   try {
     await cmd.parseAsync(argv, { from: 'user' });
     return ExitCodes.ok;

@@ -31,8 +31,10 @@ export type SettingKind = 'string' | 'number' | 'integer' | 'boolean' | 'object'
 
 /**
  * One setting of a notifier type, as a notifier file gives it. The host
- * checks the kind and range before the type sees the config, and fills in
- * the default; the command line shows and sets it by this declaration.
+ * checks the kind and range before the type sees the config (converting
+ * text such as "5" to the kind); the command line shows, sets and documents
+ * it by this declaration. `default` is what props, --help and get_notifier
+ * show for a file without it; the type applies it.
  */
 export interface SettingDecl {
   type: SettingKind;

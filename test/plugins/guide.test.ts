@@ -118,7 +118,14 @@ test.serial('both examples dropped in: the command line lists, creates and tests
   const file = path.join(dir, 'runtime', 'events.jsonl');
   t.like(JSON.parse(fs.readFileSync(file, 'utf8')), { subject: 'test', space: 'site' });
 
+  // the schema is the check: a wrong kind is refused by the command line and by the controller, with the setting named
+  const wrong = await cli(['--dir', dir, 'set', 'lines', 'pretty', 'maybe']);
+  t.is(wrong.code, 1);
+  t.regex(wrong.err, /pretty must be true or false/);
+  fs.writeFileSync(path.join(dir, 'runtime', 'uc_notify.d', 'odd.json'), JSON.stringify({ id: 'odd', type: 'jsonl', enabled: true, file: 'o.jsonl', pretty: 'maybe' }));
+
   const { client } = await startController(t, { dir });
+  t.regex((await client.ok('get_notifier', { k, i: 'odd' })).problem, /pretty must be true or false/);
   await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/a', 1, '7'), stateEvent('sensor:g/b', 2)] });
   for (const id of ['lines', 'hook']) {
     await eventually(async () => (await stats(client, k, id)).sent === 2, 20_000, `${id} delivered`);

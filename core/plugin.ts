@@ -88,4 +88,11 @@ export interface PluginContext {
   onStop(fn: () => unknown): void;
   /** run when the controller begins to stop, before any plugin stops (every service is still there) */
   onStopping(fn: () => unknown): void;
+  /**
+   * Be told of every started plugin of a kind, with its definition and context
+   * (those started earlier at once): a host takes the declarations of the
+   * plugins it serves (the notifier host, `kind: 'notifier'`) without their
+   * own start code.
+   */
+  onPlugin(kind: PluginKind, fn: (def: PluginDefinition, ctx: PluginContext) => unknown): void;
 }

@@ -15,7 +15,7 @@ import { HttpHooks } from './http/hooks';
 import { ApiError } from './errors';
 import { within } from './within';
 import { MAX_TIMER_SECONDS } from './defaults';
-import { KERNEL_API, PluginContext, PluginDefinition, PluginKinds } from './plugin';
+import { KERNEL_API, PluginContext, PluginDefinition, PluginKinds, type PluginKind } from './plugin';
 
 /** Where the built-in plugins are after the build (dist/plugins). */
 const BUILTIN_DIR = path.resolve(__dirname, '..', 'plugins');
@@ -67,6 +67,8 @@ function listJs(dir: string, recursive: boolean): string[] {
 export class PluginHost {
   private readonly running: Running[] = [];
   private readonly services = new Map<string, { owner: string; service: unknown }>();
+  /** ctx.onPlugin: who wants to hear of started plugins of which kind */
+  private watchers: { owner: string; kind: PluginKind; fn: (def: PluginDefinition, ctx: PluginContext) => unknown }[] = [];
   private readonly log: ModuleLogger;
   /** plugins that were found but not started, with the reason */
   readonly skipped: { file: string; name?: string; reason: string }[] = [];
@@ -170,6 +172,7 @@ export class PluginHost {
         }
         this.running.push(run);
         started.add(l.def.name);
+        for (const w of this.watchers) if (w.kind === l.def.kind) this.tell(w, run);
         this.log.debug(`plugin ${l.def.name} ${l.def.version} started (${l.file})`);
       } catch (err) {
         await this.cleanup(run);
@@ -207,6 +210,15 @@ export class PluginHost {
     }
   }
 
+  /** A watcher's failure is its own: the plugin it is told of keeps running. */
+  private tell(w: PluginHost['watchers'][number], run: Running): void {
+    try {
+      w.fn(run.loaded.def, run.ctx);
+    } catch (err) {
+      this.log.error(`plugin ${w.owner}: taking plugin ${run.loaded.def.name}: ${describe(err)}`);
+    }
+  }
+
   names(): string[] {
     return this.running.map((r) => r.loaded.def.name);
   }
@@ -225,6 +237,7 @@ export class PluginHost {
 
     this.http.removeOwner(name);
     for (const [s, v] of this.services) if (v.owner === name) this.services.delete(s);
+    this.watchers = this.watchers.filter((w) => w.owner !== name);
   }
 
   private context(loaded: Loaded): Running {
@@ -276,6 +289,12 @@ export class PluginHost {
       onSave: (fn) => this.saves.add(name, fn),
       onStop: (fn) => { cleanups.push(fn); },
       onStopping: (fn) => { stopping.push(fn); },
+      onPlugin: (kind, fn) => {
+        open();
+        const w = { owner: name, kind, fn };
+        this.watchers.push(w);
+        for (const r of this.running) if (r.loaded.def.kind === kind && r !== run) this.tell(w, r);
+      },
     };
     const run: Running = { loaded, ctx, cleanups, ready, stopping, closed: false };
     const open = () => {

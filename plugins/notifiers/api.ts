@@ -1,17 +1,58 @@
-import type { PluginContext } from '../../core/plugin';
+import type { PluginContext, PluginDefinition } from '../../core/plugin';
 import type { ModuleLogger } from '../../core/log';
 import type { Subject } from '../../core/bus';
 import type { HistoryBackend } from './db/backend';
 
+import type { StateEvent, ActionEvent } from '../items/api';
+import type { LogRecord } from '../../core/log';
+
 /**
  * The contract between the notifier host (plugin `notifiers`, service
- * `notifiers`) and the notifier type plugins (kind `notifier`). Types only.
+ * `notifiers`) and the notifier types. Types only; plugins/README.md is the
+ * guide with complete examples.
  *
- * A type plugin exports, besides its plugin definition, the type itself as
- * `plugin.notifier` (a NotifierType) and registers it at start:
- *   start(ctx) { ctx.service<NotifierHost>('notifiers').registerType(ctx, myType) }
- * The notifier command line reads `plugin.notifier` without starting anything.
+ * A notifier type is one declaration, exported by a plugin of kind
+ * `notifier` as `plugin.notifier`: the host registers it when the plugin
+ * starts, and the notifier command line reads the same object (its settings
+ * for `props`, `set` and the help) without starting anything.
  */
+
+export type { Subject, StateEvent, ActionEvent, LogRecord };
+
+/** What each subject's events are: the objects the items and the log put on the bus. */
+export interface NotifierEvents {
+  state: StateEvent;
+  action: ActionEvent;
+  log: LogRecord;
+}
+
+/** The kinds of value a setting takes. */
+export type SettingKind = 'string' | 'number' | 'integer' | 'boolean' | 'object';
+
+/**
+ * One setting of a notifier type, as a notifier file gives it. The host
+ * checks the kind and range before the type sees the config (converting
+ * text such as "5" to the kind); the command line shows, sets and documents
+ * it by this declaration. `default` is what props, --help and get_notifier
+ * show for a file without it; the type applies it.
+ */
+export interface SettingDecl {
+  type: SettingKind;
+  /** the value when the file has none (absent: none, the setting is optional) */
+  default?: unknown;
+  /** the file must give it */
+  required?: boolean;
+  /** numbers: the smallest and largest value allowed */
+  min?: number;
+  max?: number;
+  /** a password or key: shown as <hidden> */
+  secret?: boolean;
+  /** one line for the help and `props` */
+  description: string;
+}
+
+/** The settings of a notifier type: name -> declaration. */
+export type SettingsSchema = Record<string, SettingDecl>;
 
 /** One subscription of a notifier (decisions.md "Notifiers"). */
 export interface Subscription {
@@ -49,19 +90,34 @@ export interface EndpointEnv {
   log: ModuleLogger;
 }
 
-/** One configured notifier's connection to its endpoint. */
+/**
+ * One configured notifier's connection to its endpoint. The host owns time:
+ * `send` and `test` get a signal that aborts at the notifier's `timeout`
+ * (a call still running then counts as failed, whatever it does later, and
+ * the batch is retried by the host's rules); `stop` is called exactly once,
+ * and is given what is left of `stop_drain`.
+ */
 export interface Endpoint {
   /** connect; the host calls it once before the first send */
   start?(): Promise<void>;
-  stop?(): Promise<void>;
+  /** release everything (connections, files, timers) */
+  stop(): Promise<void> | void;
   /** the endpoint test (CLI `test`, start-up test); throws when it fails */
-  test(): Promise<void>;
+  test(signal: AbortSignal): Promise<void>;
   /**
    * deliver a batch of events of one subject; throws when it fails (the host
    * retries). A DeliveryError with `remaining` says which events are still
    * undelivered (the others count as sent and are not sent again).
    */
-  send(subject: Subject, events: unknown[]): Promise<void>;
+  send<S extends Subject>(subject: S, events: NotifierEvents[S][], signal: AbortSignal): Promise<void>;
+  /**
+   * A type whose link can be down for long (a broker away): resolves when a
+   * batch of `subject` should be sent. The host waits for it before each send
+   * without the timeout (only stopping or disabling the notifier ends the
+   * wait), so a long outage fills the bounded queue instead of using up the
+   * retries. Absent: always ready.
+   */
+  waitReady?(subject: Subject): Promise<void>;
   /** type-specific live figures for get_notifier */
   info?(): Record<string, unknown>;
   /**
@@ -75,22 +131,34 @@ export interface Endpoint {
 
 export interface NotifierType {
   /** the `type` field value */
-  type: string;
+  name: string;
   /** other names read as this type (json: http-json) */
   aliases?: string[];
+  /** one line for the help */
+  description?: string;
+  /** the type's own settings (the common ones, timeout, space, retries..., are the host's) */
+  settings: SettingsSchema;
   /** most events in one send (the host's max_batch when absent) */
   maxBatch?: number;
-  /** fields of this type with their defaults (host fills them in, CLI `props`/`set` know them) */
-  fields: Record<string, unknown>;
-  /** CLI `create ID PROPS`: the PROPS text after `type:` into fields; throws when malformed */
-  parseProps(props: string): Record<string, unknown>;
-  /** what `list` shows as the target */
-  target(cfg: NotifierConfig): string;
-  /** check and normalize a loaded config (throws when unusable) */
-  validate?(cfg: NotifierConfig): void;
-  /** the notifier object as get_notifier / list_notifiers show it (type-specific fields) */
-  serialize?(cfg: NotifierConfig): Record<string, unknown>;
+  /** one endpoint per configured notifier; throws when the config is unusable */
   create(cfg: NotifierConfig, env: EndpointEnv): Endpoint;
+  /**
+   * CLI `create ID TYPE:PROPS`: the PROPS text into settings; throws when
+   * malformed. Absent: PROPS is the first required setting.
+   */
+  parseProps?(props: string): Record<string, unknown>;
+  /** what `list` shows as the target (absent: the first required setting) */
+  target?(cfg: NotifierConfig): string;
+  /** checks beyond the schema, normalizing the config (throws when unusable) */
+  validate?(cfg: NotifierConfig): void;
+  /** the notifier object as get_notifier shows it (absent: the settings, secrets hidden) */
+  serialize?(cfg: NotifierConfig): Record<string, unknown>;
+}
+
+/** A notifier plugin: its definition with the type it declares. */
+export interface NotifierPlugin extends PluginDefinition {
+  kind: 'notifier';
+  notifier: NotifierType;
 }
 
 /** What Endpoint.send may throw when part of a batch got through. */
@@ -104,7 +172,6 @@ export interface NotifierStats { queued: number; sent: number; failed: number; d
 
 /** Service `notifiers`. */
 export interface NotifierHost {
-  registerType(ctx: PluginContext, type: NotifierType): void;
   /** a running notifier's config (mqtt core-script subscriptions look theirs up) */
   get(id: string): { config: NotifierConfig; endpoint: Endpoint | undefined; enabled: boolean } | undefined;
   /** the id of the default MQTT notifier (the first enabled mqtt one), if any */

@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { definePlugin } from '../../core/plugin';
-import type { Endpoint, EndpointEnv, NotifierConfig, NotifierHost, NotifierType } from './api';
+import type { PluginContext } from '../../core/plugin';
+import type { Endpoint, EndpointEnv, NotifierConfig, NotifierType } from './api';
+import { notifierPlugin } from './type-plugin';
 import { History, type HistoryOptions } from './db/history';
 import { checkDbName, checkKeep, parseDbProps, resolveDbFile } from './db/props';
 import type { HistoryRow } from './db/schema';
@@ -179,7 +180,7 @@ class DbEndpoint implements Endpoint {
     return this.choice.test();
   }
 
-  async send(subject: string, events: unknown[]): Promise<void> {
+  async send(subject: string, events: unknown[], _signal?: AbortSignal): Promise<void> {
     if (subject !== 'state') return; // the history keeps states only (spec: db notifier)
     const rows: HistoryRow[] = [];
     for (const e of events) {
@@ -198,19 +199,35 @@ class DbEndpoint implements Endpoint {
   }
 }
 
+/**
+ * Per controller (the plugin's context): which history files are in use
+ * (two writers of one file would overwrite each other).
+ */
+const openFiles = new WeakMap<PluginContext, Map<string, DbEndpoint>>();
+
+function filesOf(ctx: PluginContext): Map<string, DbEndpoint> {
+  let m = openFiles.get(ctx);
+  if (!m) openFiles.set(ctx, (m = new Map()));
+  return m;
+}
+
 /** The db notifier type: state history in an SQLite file under the controller folder, or in PostgreSQL. */
 export const dbType: NotifierType = {
-  type: 'db',
+  name: 'db',
+  description: 'keeps the state history (SQLite file under the controller folder, or a postgresql:// database)',
   maxBatch: DbDefaults.max_batch,
-  fields: {
-    db: '', keep: DbDefaults.keep, flush_interval: DbDefaults.flush_interval, max_rows: DbDefaults.max_rows, max_size: DbDefaults.max_size,
-    max_write_mb_per_hour: null,
+  settings: {
+    db: { type: 'string', required: true, description: 'SQLite file (relative to the runtime folder) or postgresql:// URI' },
+    keep: { type: 'number', default: DbDefaults.keep, description: 'seconds a row is kept' },
+    flush_interval: { type: 'number', default: DbDefaults.flush_interval, description: 'shortest time between two checkpoints, seconds' },
+    max_rows: { type: 'integer', default: DbDefaults.max_rows, min: 1, description: 'most rows kept' },
+    max_size: { type: 'integer', default: DbDefaults.max_size, min: 1, description: 'most bytes the database may use' },
+    max_write_mb_per_hour: { type: 'number', description: `write budget, MB per hour (default: [notifiers] or ${DbDefaults.max_write_mb_per_hour})` },
   },
   parseProps: (props) => parseDbProps(props),
   target: (cfg) => `${maskUri(String(cfg.db ?? ''))}${cfg.keep ? `:${String(cfg.keep)}` : ''}`,
   validate(cfg) {
     cfg.keep = dbFields(cfg).keep; // where the file is, is checked at create, when the runtime folder is known
-    if (isPostgresUri(String(cfg.db))) checkPostgresUri(String(cfg.db));
     if (isPostgresUri(String(cfg.db))) checkPostgresUri(String(cfg.db));
   },
   serialize: (cfg) => ({
@@ -219,34 +236,22 @@ export const dbType: NotifierType = {
     max_size: cfg.max_size ?? DbDefaults.max_size, max_write_mb_per_hour: cfg.max_write_mb_per_hour ?? null,
   }),
   create(cfg, env) {
-    return new DbEndpoint(cfg.space ?? '', createBackend(cfg, env));
+    const choice = createBackend(cfg, env);
+    const key = choice.key;
+    const open = filesOf(env.ctx);
+    if (key !== undefined && open.has(key)) throw new Error(`db notifier ${cfg.id}: ${String(cfg.db)} is already the history of another notifier`);
+    const ep = new DbEndpoint(cfg.space ?? '', choice);
+    if (key === undefined) return ep;
+    open.set(key, ep);
+    const stop = ep.stop.bind(ep);
+    ep.stop = async () => { try { await stop(); } finally { open.delete(key); } };
+    return ep;
   },
 };
 
-export const plugin = Object.assign(definePlugin({
-  name: 'notifier-db',
-  kind: 'notifier',
-  version: '1.0.0',
-  needs: ['notifiers'],
+export const plugin = notifierPlugin('notifier-db', dbType, {
   start(ctx) {
-    // per controller: which history files are in use (two writers of one file would overwrite each other)
-    const open = new Map<string, DbEndpoint>();
-    const type: NotifierType = {
-      ...dbType,
-      create(cfg, env) {
-        const choice = createBackend(cfg, env);
-        const key = choice.key;
-        if (key !== undefined && open.has(key)) throw new Error(`db notifier ${cfg.id}: ${cfg.db} is already the history of another notifier`);
-        const ep = new DbEndpoint(cfg.space ?? '', choice);
-        if (key === undefined) return ep;
-        open.set(key, ep);
-        const stop = ep.stop.bind(ep);
-        ep.stop = async () => { try { await stop(); } finally { open.delete(key); } };
-        return ep;
-      },
-    };
-    ctx.service<NotifierHost>('notifiers').registerType(ctx, type);
     // `save` checkpoints every history file now, whatever the write budget
-    ctx.onSave(() => Promise.all([...open.values()].map((ep) => ep.flush().catch(() => undefined))));
+    ctx.onSave(() => Promise.all([...filesOf(ctx).values()].map((ep) => ep.flush().catch(() => undefined))));
   },
-}), { notifier: dbType });
+});

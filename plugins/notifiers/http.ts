@@ -1,4 +1,4 @@
-import { typePlugin } from './type-plugin';
+import { notifierPlugin } from './type-plugin';
 import { frameHead, webhookType } from './webhook';
 
 /** A query string value: text as it is, other scalars as text, objects as JSON; null and absent are left out. */
@@ -23,11 +23,12 @@ function query(head: Record<string, string>, event: unknown): Record<string, str
 
 /** http web hook (deprecated type): GET with one event per request; stop_on_error ends a batch at its first failure. */
 export const httpType = webhookType({
-  type: 'http',
-  fields: { stop_on_error: false },
+  name: 'http',
+  description: 'one GET per event, the event fields in the query (k, s, space); deprecated',
+  settings: { stop_on_error: { type: 'boolean', default: false, description: 'end a batch at its first failed request' } },
   encode: (cfg, subject, events) =>
     events.map((e) => ({ request: { method: 'GET', query: query(frameHead(cfg, subject, 's'), e) }, events: [e] })),
   encodeTest: (cfg) => ({ method: 'GET', query: frameHead(cfg, 'test', 's') }),
 });
 
-export const plugin = typePlugin('notifier-http', httpType);
+export const plugin = notifierPlugin('notifier-http', httpType);

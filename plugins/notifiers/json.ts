@@ -1,10 +1,11 @@
-import { typePlugin } from './type-plugin';
+import { notifierPlugin } from './type-plugin';
 import { frameHead, webhookType } from './webhook';
 
 /** json web hook: POST {k, subject, space, data: [events]}, a batch of one subject per request. */
 export const jsonType = webhookType({
-  type: 'json',
+  name: 'json',
   aliases: ['http-json'],
+  description: 'POSTs each batch as JSON {k, subject, space, data: [events]}',
   encode: (cfg, subject, events) => [{
     request: { method: 'POST', contentType: 'application/json', body: JSON.stringify({ ...frameHead(cfg, subject), data: events }) },
     events,
@@ -12,4 +13,4 @@ export const jsonType = webhookType({
   encodeTest: (cfg) => ({ method: 'POST', contentType: 'application/json', body: JSON.stringify(frameHead(cfg, 'test')) }),
 });
 
-export const plugin = typePlugin('notifier-json', jsonType);
+export const plugin = notifierPlugin('notifier-json', jsonType);

@@ -1,16 +1,10 @@
-import { definePlugin, type PluginDefinition } from '../../core/plugin';
-import type { NotifierHost, NotifierType } from './api';
+import type { NotifierPlugin, NotifierType } from './api';
 
-/** A notifier type plugin as the host and the CLI expect it: registers at start, exports the type as `plugin.notifier`. */
-export function typePlugin(name: string, type: NotifierType): PluginDefinition & { notifier: NotifierType } {
-  return {
-    ...definePlugin({
-      name,
-      kind: 'notifier',
-      version: '1.0.0',
-      needs: ['notifiers'],
-      start: (ctx) => ctx.service<NotifierHost>('notifiers').registerType(ctx, type),
-    }),
-    notifier: type,
-  };
+/**
+ * A built-in notifier type as a plugin: the definition carries the type,
+ * which the host registers when the plugin starts (host.ts, ctx.onPlugin)
+ * and the command line reads without starting anything.
+ */
+export function notifierPlugin(name: string, type: NotifierType, extra: Partial<NotifierPlugin> = {}): NotifierPlugin {
+  return { name, kind: 'notifier', version: '1.0.0', needs: ['notifiers'], notifier: type, ...extra };
 }

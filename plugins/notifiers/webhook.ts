@@ -1,8 +1,6 @@
-import type { PluginContext } from '../../core/plugin';
 import type { Subject } from '../../core/bus';
 import { describe } from '../../core/log';
-import { parseBool } from '../../core/config';
-import type { DeliveryError, Endpoint, NotifierConfig, NotifierType } from './api';
+import type { DeliveryError, Endpoint, NotifierConfig, NotifierType, SettingsSchema } from './api';
 import { shownUri, withoutSecrets } from './host/config';
 
 /**
@@ -28,10 +26,11 @@ export interface HookRequest {
 export type HookChunk = { request: HookRequest; events: unknown[] };
 
 export interface WebhookSpec {
-  type: string;
+  name: string;
   aliases?: string[];
-  /** type fields beyond uri and notify_key, with defaults */
-  fields?: Record<string, unknown>;
+  description: string;
+  /** type settings beyond uri, notify_key and the credentials */
+  settings?: SettingsSchema;
   /** the requests that deliver `events` of `subject` */
   encode(cfg: NotifierConfig, subject: Subject, events: unknown[]): HookChunk[];
   /** the test request (subject `test`) */
@@ -93,8 +92,8 @@ function hookAuth(cfg: NotifierConfig, url: URL): HookAuth | undefined {
   return undefined;
 }
 
-/** Send one request within `timeoutMs` (or until `stop` aborts it); throws unless the answer is a success. */
-export async function sendHook(cfg: NotifierConfig, req: HookRequest, timeoutMs: number, stop?: AbortSignal): Promise<void> {
+/** Send one request until `signal` aborts it (the host's timeout, or the stop); throws unless the answer is a success. */
+export async function sendHook(cfg: NotifierConfig, req: HookRequest, signal: AbortSignal): Promise<void> {
   const url = new URL(cfg.uri as string);
   for (const [k, v] of Object.entries(req.query ?? {})) url.searchParams.append(k, v);
   const headers: Record<string, string> = req.contentType ? { 'Content-Type': req.contentType } : {};
@@ -103,7 +102,6 @@ export async function sendHook(cfg: NotifierConfig, req: HookRequest, timeoutMs:
   url.username = '';
   url.password = '';
   if (auth) headers.Authorization = `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}`;
-  const signals = [AbortSignal.timeout(timeoutMs), ...(stop ? [stop] : [])];
   let r: Response;
   let body: string | undefined;
   try {
@@ -111,14 +109,13 @@ export async function sendHook(cfg: NotifierConfig, req: HookRequest, timeoutMs:
       method: req.method,
       headers,
       body: req.body,
-      signal: AbortSignal.any(signals),
+      signal,
       redirect: 'error',
     });
     body = await readBounded(r, WebhookDefaults.max_answer_bytes);
   } catch (err) {
-    const e = err as Error;
-    if (e.name === 'TimeoutError') throw new Error(`no answer within ${timeoutMs / 1000} s`);
-    const cause = (e as { cause?: unknown }).cause;
+    if (signal.aborted) throw signal.reason;
+    const cause = (err as { cause?: unknown }).cause;
     throw new Error(cause ? describe(cause) : describe(err));
   }
   if (body === undefined) throw new Error(`answer longer than ${WebhookDefaults.max_answer_bytes} bytes`);
@@ -134,35 +131,40 @@ function checkUri(uri: unknown): string {
   return uri;
 }
 
+/** The settings every web hook type has. */
+const HookSettings: SettingsSchema = {
+  uri: { type: 'string', required: true, description: 'the receiver, http:// or https:// (credentials in it go as basic authorization)' },
+  notify_key: { type: 'string', description: 'sent as `k` with every request' },
+  username: { type: 'string', description: 'basic authorization user (with password; else those in uri)' },
+  password: { type: 'string', secret: true, description: 'basic authorization password' },
+};
+
 /** One notifier's endpoint: requests one after the other, partial failures reported as DeliveryError. */
 class WebhookEndpoint implements Endpoint {
   private readonly stopping = new AbortController();
 
-  constructor(private readonly spec: WebhookSpec, private readonly cfg: NotifierConfig, private readonly ctx: PluginContext) {}
+  constructor(private readonly spec: WebhookSpec, private readonly cfg: NotifierConfig) {}
 
-  private get timeoutMs(): number {
-    return (this.cfg.timeout ?? this.ctx.config.server.timeout) * 1000;
+  stop(): void {
+    this.stopping.abort(new Error('stopped')); // a request still hanging at stop is not waited for
   }
 
-  async stop(): Promise<void> {
-    this.stopping.abort(); // a request still hanging at stop is not waited for
+  test(signal: AbortSignal): Promise<void> {
+    return sendHook(this.cfg, this.spec.encodeTest(this.cfg), AbortSignal.any([signal, this.stopping.signal]));
   }
 
-  test(): Promise<void> {
-    return sendHook(this.cfg, this.spec.encodeTest(this.cfg), this.timeoutMs, this.stopping.signal);
-  }
-
-  async send(subject: Subject, events: unknown[]): Promise<void> {
+  async send(subject: Subject, events: unknown[], signal: AbortSignal): Promise<void> {
     const chunks = this.spec.encode(this.cfg, subject, events);
     const remaining: unknown[] = [];
     let first: unknown;
+    const either = AbortSignal.any([signal, this.stopping.signal]);
     for (let i = 0; i < chunks.length; i++) {
       try {
-        await sendHook(this.cfg, chunks[i].request, this.timeoutMs, this.stopping.signal);
+        await sendHook(this.cfg, chunks[i].request, either);
       } catch (err) {
         first ??= err;
         remaining.push(...chunks[i].events);
-        if (this.cfg.stop_on_error === true) {
+        if (this.cfg.stop_on_error === true || either.aborted) {
           for (const c of chunks.slice(i + 1)) remaining.push(...c.events);
           break;
         }
@@ -178,31 +180,18 @@ class WebhookEndpoint implements Endpoint {
 
 /** A web hook notifier type from its encoding. */
 export function webhookType(spec: WebhookSpec): NotifierType {
-  const fields = { uri: null, notify_key: null, username: null, password: null, ...(spec.fields ?? {}) };
   return {
-    type: spec.type,
+    name: spec.name,
     aliases: spec.aliases,
-    fields,
+    description: spec.description,
+    settings: { ...HookSettings, ...(spec.settings ?? {}) },
     parseProps(props) {
       return { uri: checkUri(props) };
     },
     target: (cfg) => shownUri(cfg.uri),
     validate(cfg) {
       checkUri(cfg.uri);
-      for (const f of ['notify_key', 'username', 'password']) {
-        if (cfg[f] !== undefined && cfg[f] !== null && typeof cfg[f] !== 'string') throw new Error(`${f} must be a string`);
-      }
-      if (cfg.stop_on_error !== undefined && cfg.stop_on_error !== null) {
-        const b = parseBool(cfg.stop_on_error);
-        if (b === undefined) throw new Error('stop_on_error must be a boolean');
-        cfg.stop_on_error = b;
-      }
     },
-    serialize(cfg) {
-      const out: Record<string, unknown> = {};
-      for (const f of Object.keys(fields)) if (cfg[f] !== undefined && cfg[f] !== null) out[f] = cfg[f];
-      return withoutSecrets(out);
-    },
-    create: (cfg, env) => new WebhookEndpoint(spec, cfg, env.ctx),
+    create: (cfg) => new WebhookEndpoint(spec, cfg),
   };
 }

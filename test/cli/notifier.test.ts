@@ -8,7 +8,7 @@ import { startBroker, Subscriber } from '../helpers/broker';
 import { Receiver } from '../notifiers/receiver';
 
 /** The built command line, as the package bins run it. */
-const BIN = path.resolve(__dirname, '..', '..', 'core', 'cli', 'notifier-bin.js');
+const BIN = path.resolve(__dirname, '..', '..', 'plugins', 'notifiers', 'cli', 'notifier-bin.js');
 
 interface Ran { code: number; out: string; err: string }
 
@@ -256,10 +256,10 @@ test('a drop-in notifier type of the controller directory is known to the comman
     files: {
       'plugins/pager.js': `
         const type = {
-          type: 'pager', fields: { number: '' },
+          name: 'pager', settings: { number: { type: 'string', required: true, description: 'phone number' } },
           parseProps(p) { if (!/^\\d+$/.test(p)) throw new Error('pager props: a phone number'); return { number: p }; },
           target: (cfg) => 'tel:' + cfg.number,
-          create: () => ({ test: async () => {}, send: async () => {} }),
+          create: () => ({ test: async () => {}, send: async () => {}, stop() {} }),
         };
         module.exports.plugin = { name: 'notifier-pager', kind: 'notifier', version: '1.0.0', notifier: type };
       `,

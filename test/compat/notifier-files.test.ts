@@ -8,7 +8,7 @@ import { Receiver } from '../notifiers/receiver';
 import { controllerLog, eventually } from '../notifiers/helpers';
 
 const k = Keys.master;
-const BIN = path.resolve(__dirname, '..', '..', 'core', 'cli', 'notifier-bin.js');
+const BIN = path.resolve(__dirname, '..', '..', 'plugins', 'notifiers', 'cli', 'notifier-bin.js');
 
 /** A notifier file as EVA ICS 3.3 writes it: serialize() of the notifier, 4-space indent, keys sorted. */
 function as33(cfg: Record<string, unknown>): string {

@@ -307,8 +307,8 @@ test('a db notifier pointing outside runtime is refused with a reason', async (t
 });
 
 test('the type: props, target, defaults', (t) => {
-  t.deepEqual(dbType.parseProps('h.db:600'), { db: 'h.db', keep: 600 });
-  t.is(dbType.target({ id: 'x', type: 'db', enabled: true, events: [], db: 'h.db', keep: 600 }), 'h.db:600');
+  t.deepEqual(dbType.parseProps!('h.db:600'), { db: 'h.db', keep: 600 });
+  t.is(dbType.target!({ id: 'x', type: 'db', enabled: true, events: [], db: 'h.db', keep: 600 }), 'h.db:600');
   const cfg = { id: 'x', type: 'db', enabled: true, events: [], db: 'h.db' };
   dbType.validate!(cfg);
   t.is((cfg as Record<string, unknown>).keep, 86400);

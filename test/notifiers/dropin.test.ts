@@ -11,27 +11,26 @@ const JSONL_TYPE = `
 const fs = require('node:fs');
 const path = require('node:path');
 const type = {
-  type: 'jsonl',
-  fields: { file: null },
-  parseProps: (props) => ({ file: props }),
+  name: 'jsonl',
+  settings: { file: { type: 'string', required: true, description: 'file name under runtime/' } },
   target: (cfg) => cfg.file,
   validate(cfg) { if (typeof cfg.file !== 'string' || cfg.file.includes('/')) throw new Error('file must be a plain name'); },
   create(cfg, env) {
     const file = path.join(env.ctx.paths.runtime, cfg.file);
     let lines = 0;
     return {
-      async test() { fs.appendFileSync(file, JSON.stringify({ subject: 'test' }) + '\\n'); },
-      async send(subject, events) {
+      async test(signal) { fs.appendFileSync(file, JSON.stringify({ subject: 'test' }) + '\\n'); },
+      async send(subject, events, signal) {
         for (const e of events) fs.appendFileSync(file, JSON.stringify({ subject, space: cfg.space, e }) + '\\n');
         lines += events.length;
       },
       info: () => ({ lines }),
+      stop() {},
     };
   },
 };
 module.exports.plugin = {
   name: 'notifier-jsonl', kind: 'notifier', version: '1.0.0', needs: ['notifiers'], notifier: type,
-  start(ctx) { ctx.service('notifiers').registerType(ctx, type); },
 };
 `;
 
@@ -55,16 +54,14 @@ test('a drop-in .js notifier type in the controller plugins/ folder works like a
 /** A type that records the size of each batch it is given, with maxBatch 3. */
 const BATCHES_TYPE = `
 const type = {
-  type: 'batches', maxBatch: 3, fields: {},
-  parseProps: () => ({}), target: () => '-',
+  name: 'batches', maxBatch: 3, settings: {},
   create() {
     const sizes = [];
-    return { async test() {}, async send(subject, events) { sizes.push(events.length); }, info: () => ({ sizes }) };
+    return { async test() {}, async send(subject, events) { sizes.push(events.length); }, info: () => ({ sizes }), stop() {} };
   },
 };
 module.exports.plugin = {
   name: 'notifier-batches', kind: 'notifier', version: '1.0.0', needs: ['notifiers'], notifier: type,
-  start(ctx) { ctx.service('notifiers').registerType(ctx, type); },
 };
 `;
 

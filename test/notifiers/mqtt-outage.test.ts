@@ -92,3 +92,21 @@ test('while the broker is away, reconnect attempts back off', async (t) => {
   await broker.start();
   await eventually(async () => (await stats(c.client, c.k, 'm1')).connected, 20_000, 'connected again');
 });
+
+test('a batch waits for the broker beyond the notifier timeout and the retries: the outage is not a delivery failure', async (t) => {
+  const broker = await startBroker(t);
+  const sub = await watcher(t, broker, VALUE);
+  // a short timeout and no retries: a send cut by the timeout while the broker is away would drop its batch
+  const c = await controllerWith(t, { m1: mqttNotifier(broker, { qos: 1, events: stateOnly, timeout: 0.5, retries: 0 }) });
+  await c.ok('create', { i: 'lvar:g/v' });
+  await sub.waitFor(() => valuesOf(sub, VALUE).size >= 1, 10_000, 'the first value');
+  await broker.stop();
+  for (let i = 1; i <= 5; i++) await c.ok('update', { i: 'lvar:g/v', v: String(i) });
+  // several timeouts long, while the updates wait
+  await new Promise((r) => setTimeout(r, 3000));
+  t.like(await stats(c.client, c.k, 'm1'), { connected: false, failed: 0, dropped: 0 });
+  await broker.start();
+  await sub.waitFor(() => valuesOf(sub, VALUE).has('5'), 30_000, 'the values of the outage');
+  for (let i = 1; i <= 5; i++) t.true(valuesOf(sub, VALUE).has(String(i)), `value ${i} arrived`);
+  t.like(await stats(c.client, c.k, 'm1'), { failed: 0, dropped: 0 });
+});

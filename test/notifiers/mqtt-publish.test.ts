@@ -158,7 +158,7 @@ test('a notifier with an unusable config is refused with the reason', async (t) 
 });
 
 test('CLI props: [username:password@]host[:port]', (t) => {
-  const parse = mqttPlugin.notifier.parseProps;
+  const parse = mqttPlugin.notifier.parseProps!;
   t.deepEqual(parse('localhost'), { host: 'localhost', port: 1883 });
   t.deepEqual(parse('@10.0.0.1:1884'), { host: '10.0.0.1', port: 1884 });
   t.deepEqual(parse('user:pa:ss@word@mq.local:2000'), { host: 'mq.local', port: 2000, username: 'user', password: 'pa:ss@word' });

@@ -23,12 +23,12 @@ test.after.always(() => { if (tmp) fs.rmSync(tmp, { recursive: true, force: true
 
 test('the tarball holds the compiled JavaScript, the etc/ samples, the unit, README and LICENSE; no tests, no sources', (t) => {
   const files = tarballFiles(tarball);
-  for (const f of ['package.json', 'README.md', 'LICENSE', 'dist/core/main.js', 'dist/core/cli/notifier-bin.js',
+  for (const f of ['package.json', 'README.md', 'LICENSE', 'dist/core/main.js', 'dist/plugins/notifiers/cli/notifier-bin.js',
     'dist/plugins/notifiers/db/history-worker.js', 'etc/uc.ini', 'etc/lm.ini', 'etc/sfa.ini', 'etc/eva-controller@.service']) {
     t.true(files.includes(f), `${f} is in the tarball`);
   }
   t.deepEqual(files.filter((f) => f.startsWith('dist/test/') || f.startsWith('test/')), [], 'no tests');
-  t.deepEqual(files.filter((f) => /\.(ts|map)$/.test(f)), [], 'no TypeScript sources, no source maps');
+  t.deepEqual(files.filter((f) => /\.(ts|map)$/.test(f) && !f.endsWith('.d.ts')), [], 'no TypeScript sources (declarations for plugin authors only), no source maps');
   t.deepEqual(files.filter((f) => /_apikeys\.ini$|\.pem$|^runtime\//.test(f)), [], 'no keys or runtime data of the checkout');
   t.is(pkg().license, 'Apache-2.0');
   t.regex(fs.readFileSync(path.join(checkoutRoot(), 'LICENSE'), 'utf8'), /Apache License\s+Version 2\.0, January 2004/);

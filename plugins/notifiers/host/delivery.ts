@@ -3,6 +3,7 @@ import { describe, type ModuleLogger } from '../../../core/log';
 import type { DeliveryError, Endpoint, NotifierStats } from '../api';
 import type { DeliveryOptions } from './defaults';
 import { EventQueue } from './queue';
+import { unlessAborted, withDeadline } from './deadline';
 
 /** Retry delay before retry number `attempt` (0-based): doubling, capped, with jitter so peers do not retry in step. */
 export function backoff(attempt: number, opts: Pick<DeliveryOptions, 'retry_delay' | 'retry_max_delay'>): number {
@@ -33,14 +34,22 @@ export class Delivery {
   private overflowing = false;
   /** ends a retry wait early */
   private interrupt: (() => void) | undefined;
+  /** aborts the send in hand when the drain at stop is over */
+  private readonly halt = new AbortController();
 
-  constructor(private readonly id: string, private readonly opts: DeliveryOptions, private readonly log: ModuleLogger) {
+  /** `timeout`: seconds each send may take (the notifier's timeout) */
+  constructor(private readonly id: string, private readonly opts: DeliveryOptions, private readonly timeout: number, private readonly log: ModuleLogger) {
     this.queue = new EventQueue(opts.queue_size);
   }
 
   /** The type's own batch size (NotifierType.maxBatch), used when no config names one. */
   setMaxBatch(size: number): void {
     this.opts.max_batch = Math.max(1, size);
+  }
+
+  /** seconds a stop may take, drain and endpoint stop together */
+  get stopDrain(): number {
+    return this.opts.stop_drain;
   }
 
   stats(): NotifierStats {
@@ -92,6 +101,7 @@ export class Delivery {
       clearTimeout(timer);
     }
     this.closed = true;
+    this.halt.abort(new Error('stopped'));
     this.generation++;
     this.interrupt?.();
     this.wake?.();
@@ -120,7 +130,14 @@ export class Delivery {
     let events = batch;
     for (let attempt = 0; ; attempt++) {
       try {
-        await this.endpoint!.send(subject, events);
+        const endpoint = this.endpoint!;
+        // a link that is down (and says so) is waited for without the timeout: only stop or disable ends the wait
+        if (endpoint.waitReady) await unlessAborted(endpoint.waitReady(subject), this.halt.signal);
+        if (generation !== this.generation && !this.closed) {
+          this.figures.dropped += events.length;
+          return;
+        }
+        await withDeadline(this.timeout, (signal) => endpoint.send(subject, events as never[], signal), this.halt.signal);
         if (this.closed) return; // stop() has counted this batch as dropped already
         this.figures.sent += events.length;
         if (this.failing) this.log.info(`notifier ${this.id}: delivering again`);

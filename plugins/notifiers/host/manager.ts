@@ -7,6 +7,8 @@ import { deliveryOptions, loadConfigs } from './config';
 import { CommonFields, DeliveryDefaults } from './defaults';
 import { Delivery } from './delivery';
 import { subscribed } from './filter';
+import { withDeadline } from './deadline';
+import { checkSettings, serializeSettings } from './settings';
 
 type TestResult = 'passed' | 'failed' | 'skipped' | 'not run';
 
@@ -23,6 +25,10 @@ interface Managed {
   /** why this notifier cannot run (type missing, config refused by its type) */
   problem?: string;
   test: TestResult;
+  /** seconds a send or test may take */
+  timeout: number;
+  /** the stop under way or done: a notifier stops once */
+  stopped?: Promise<void>;
 }
 
 /**
@@ -56,8 +62,9 @@ export class Notifiers implements NotifierHost {
         continue;
       }
       const opts = deliveryOptions(f.config, this.ctx.config.raw.notifiers, badIni);
-      const delivery = new Delivery(f.id, opts, this.ctx.quietLog(`notifier.${f.id}`));
-      this.all.set(f.id, { config: f.config, enabled: f.config.enabled, delivery, test: 'not run' });
+      const timeout = f.config.timeout ?? this.ctx.config.server.timeout;
+      const delivery = new Delivery(f.id, opts, timeout, this.ctx.quietLog(`notifier.${f.id}`));
+      this.all.set(f.id, { config: f.config, enabled: f.config.enabled, delivery, test: 'not run', timeout });
     }
   }
 
@@ -70,7 +77,7 @@ export class Notifiers implements NotifierHost {
   }
 
   registerType(ctx: PluginContext, type: NotifierType): void {
-    const names = [type.type, ...(type.aliases ?? [])];
+    const names = [type.name, ...(type.aliases ?? [])];
     for (const name of names) {
       if (this.types.has(name)) throw new Error(`notifier type ${name} is already registered`);
     }
@@ -82,14 +89,15 @@ export class Notifiers implements NotifierHost {
   private attach(n: Managed, type: NotifierType, ctx: PluginContext): void {
     n.type = type;
     n.typeCtx = ctx;
-    n.config.type = type.type; // an alias (http-json) is read as the type itself
+    n.config.type = type.name; // an alias (http-json) is read as the type itself
     if (type.maxBatch && n.config.max_batch === undefined && this.ctx.config.raw.notifiers?.max_batch === undefined) {
       n.delivery.setMaxBatch(type.maxBatch);
     }
     try {
+      checkSettings(type.settings, n.config);
       type.validate?.(n.config);
     } catch (err) {
-      this.refuse(n, `bad ${type.type} config: ${describe(err)}`);
+      this.refuse(n, `bad ${type.name} config: ${describe(err)}`);
       return;
     }
     if (n.enabled) this.startEndpoint(n, !n.config.skip_test);
@@ -121,7 +129,7 @@ export class Notifiers implements NotifierHost {
       }
       if (!test) return;
       try {
-        await endpoint.test();
+        await withDeadline(n.timeout, (signal) => endpoint.test(signal));
         n.test = 'passed';
         this.log.info(`notifier ${cfg.id} (${cfg.type}) test passed`);
       } catch (err) {
@@ -146,15 +154,26 @@ export class Notifiers implements NotifierHost {
     await Promise.all(mine.map((n) => this.stopOne(n)));
   }
 
-  private async stopOne(n: Managed): Promise<void> {
-    await n.delivery.stop();
-    try {
-      await n.endpoint?.stop?.();
-    } catch (err) {
-      this.log.error(`notifier ${n.config.id}: stop failed: ${describe(err)}`);
-    }
-    n.endpoint = undefined;
-    n.type = undefined;
+  /**
+   * Deliver what is queued, then stop the endpoint, all within stop_drain:
+   * the endpoint's stop gets what the drain left (it is called even when
+   * nothing is left, and not waited for then). Once per notifier.
+   */
+  private stopOne(n: Managed): Promise<void> {
+    n.stopped ??= (async () => {
+      const until = Date.now() + n.delivery.stopDrain * 1000;
+      await n.delivery.stop();
+      const endpoint = n.endpoint;
+      n.endpoint = undefined;
+      n.type = undefined;
+      if (!endpoint) return;
+      try {
+        await withDeadline(Math.max(0, until - Date.now()) / 1000, async () => endpoint.stop());
+      } catch (err) {
+        this.log.error(`notifier ${n.config.id}: stop: ${describe(err)}`);
+      }
+    })();
+    return n.stopped;
   }
 
   async stop(): Promise<void> {
@@ -186,10 +205,7 @@ export class Notifiers implements NotifierHost {
     for (const f of [...Object.keys(CommonFields), ...Object.keys(DeliveryDefaults)]) {
       if (f !== 'enabled' && cfg[f] !== undefined) out[f] = cfg[f];
     }
-    if (n.type) {
-      if (n.type.serialize) Object.assign(out, n.type.serialize(cfg));
-      else for (const f of Object.keys(n.type.fields)) if (cfg[f] !== undefined) out[f] = cfg[f];
-    }
+    if (n.type) Object.assign(out, serializeSettings(n.type, cfg));
     if (n.problem) out.problem = n.problem;
     if (stats) {
       let extra: Record<string, unknown> = {};

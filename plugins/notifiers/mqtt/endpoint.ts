@@ -90,6 +90,13 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
 
   async start(): Promise<void> {
     if (this.started) return;
+    this.begin();
+    // the first attempt decides nothing: an unreachable broker is retried in the background
+    await this.conn.waitConnected(this.s.timeout * 1000);
+  }
+
+  /** Connect (in the background) and follow what the settings ask for; throws when the TLS files cannot be read. */
+  private begin(): void {
     this.started = true;
     try {
       this.conn.start();
@@ -104,8 +111,6 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
     if (this.s.announceInterval > 0) {
       this.announceTimer = setInterval(() => this.announce(), this.s.announceInterval * 1000);
     }
-    // the first attempt decides nothing: an unreachable broker is retried in the background
-    await this.conn.waitConnected(this.s.timeout * 1000);
   }
 
   async stop(): Promise<void> {
@@ -137,15 +142,25 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
     });
   }
 
+  /** A batch of a subject published with QoS 1 or 2 waits for the broker to be back; QoS 0 does not (send drops it). */
+  async waitReady(subject: Subject): Promise<void> {
+    if (this.broken || this.conn.connected || this.s.qos[subject] === 0) return;
+    await this.conn.waitConnected();
+  }
+
   /** Publish `<product>/<system>` to SPACE/test and wait for the broker to take it. */
-  async test(): Promise<void> {
-    await this.start();
+  async test(signal: AbortSignal): Promise<void> {
+    if (!this.started) this.begin();
     if (this.broken) throw new Error(this.broken);
-    const ms = this.s.timeout * 1000;
-    if (!(await this.conn.waitConnected(ms))) {
+    // the host's timeout ends the wait for the broker
+    const gaveUp = new Promise<boolean>((resolve) => {
+      if (signal.aborted) resolve(false);
+      else signal.addEventListener('abort', () => resolve(false), { once: true });
+    });
+    if (!(await Promise.race([this.conn.waitConnected(), gaveUp]))) {
       throw new Error(`cannot connect to ${this.s.host}:${this.s.port}${this.conn.error ? `: ${this.conn.error}` : ''}`);
     }
-    await within(this.conn.publish(Topics.test(this.s.prefix), `${this.self.product}/${this.self.system}`, this.s.qos.system), ms, 'test');
+    await this.conn.publish(Topics.test(this.s.prefix), `${this.self.product}/${this.self.system}`, this.s.qos.system);
   }
 
   /**
@@ -157,7 +172,7 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
    * topic it held is published on reconnect). Publications in flight when
    * the connection drops are sent again on reconnect.
    */
-  async send(subject: Subject, events: unknown[]): Promise<void> {
+  async send(subject: Subject, events: unknown[], _signal?: AbortSignal): Promise<void> {
     const messages = events.flatMap((e) => messagesOf(this.s, subject, e));
     if (!messages.length) return;
     if (this.broken) throw new Error(this.broken);

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { parseBool } from '../../../core/config';
-import type { NotifierConfig } from '../api';
+import type { NotifierConfig, SettingsSchema } from '../api';
 
 /** Every default and limit of the mqtt notifier. */
 export const MqttDefaults = {
@@ -33,21 +33,24 @@ export const QosSubjects = ['action', 'log', 'state', 'system'] as const;
 export type QosSubject = (typeof QosSubjects)[number];
 export type QosMap = Record<QosSubject, Qos>;
 
-/** The type's own fields with their defaults (decisions.md "Notifiers"). */
-export const MqttFields: Record<string, unknown> = {
-  host: '',
-  port: MqttDefaults.port,
-  username: '',
-  password: '',
-  qos: Object.fromEntries(QosSubjects.map((s) => [s, MqttDefaults.qos])),
-  keepalive: MqttDefaults.keepalive,
-  announce_interval: 0,
-  api_enabled: false,
-  api_plain_json: false,
-  collect_logs: false,
-  ca_certs: '',
-  certfile: '',
-  keyfile: '',
+/** The type's own settings (decisions.md "Notifiers"); readSettings checks what a schema cannot (TLS files go together). */
+export const MqttSettingsSchema: SettingsSchema = {
+  host: { type: 'string', required: true, description: 'broker host name or address' },
+  port: { type: 'integer', default: MqttDefaults.port, min: 1, max: 65535, description: 'broker port' },
+  username: { type: 'string', default: '', description: 'broker user' },
+  password: { type: 'string', default: '', secret: true, description: 'broker password' },
+  qos: {
+    type: 'object', default: Object.fromEntries(QosSubjects.map((s) => [s, MqttDefaults.qos])),
+    description: `QoS 0-2, one number or per subject (${QosSubjects.join(', ')})`,
+  },
+  keepalive: { type: 'integer', default: MqttDefaults.keepalive, min: 0, max: 65535, description: 'seconds between pings' },
+  announce_interval: { type: 'number', default: 0, min: 0, description: 'seconds between announcements, 0: none' },
+  api_enabled: { type: 'boolean', default: false, description: 'answer API calls over MQTT' },
+  api_plain_json: { type: 'boolean', default: false, description: 'also take plain JSON API requests (the key in clear text)' },
+  collect_logs: { type: 'boolean', default: false, description: "take other controllers' log records" },
+  ca_certs: { type: 'string', default: '', description: 'CA file; set, it enables TLS' },
+  certfile: { type: 'string', default: '', description: 'client certificate file (with keyfile)' },
+  keyfile: { type: 'string', default: '', description: 'client key file (with certfile)' },
 };
 
 /** A notifier config read into what the endpoint uses. */

@@ -1,21 +1,18 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { pickDefinition } from '../plugins';
-import type { NotifierType } from '../../plugins/notifiers/api';
+import { pickDefinition } from '../../../core/plugins';
+import type { NotifierType } from '../api';
+import { typeProblem } from '../host/settings';
 
 /** Where the built-in notifier type plugins are after the build (dist/plugins/notifiers). */
-const BUILTIN_DIR = path.resolve(__dirname, '..', '..', 'plugins', 'notifiers');
+const BUILTIN_DIR = path.resolve(__dirname, '..');
 
 export interface TypeCatalogue {
   /** by type name and alias */
   types: Map<string, NotifierType>;
   /** drop-in files that could not be read, with the reason */
   problems: string[];
-}
-
-function isNotifierType(t: any): t is NotifierType {
-  return !!t && typeof t === 'object' && typeof t.type === 'string' && typeof t.parseProps === 'function' && typeof t.create === 'function';
 }
 
 function jsFiles(dir: string): string[] {
@@ -42,12 +39,13 @@ export async function loadTypes(controllerDir: string): Promise<TypeCatalogue> {
     }
     const def = pickDefinition(mod);
     if (def?.kind !== 'notifier') continue;
-    if (!isNotifierType(def.notifier)) {
-      problems.push(`${f}: a notifier plugin without a usable plugin.notifier type`);
+    const wrong = typeProblem(def.notifier);
+    if (wrong) {
+      problems.push(`${f}: ${wrong}`);
       continue;
     }
-    const t: NotifierType = def.notifier;
-    for (const name of [t.type, ...(t.aliases ?? [])]) if (!types.has(name)) types.set(name, t);
+    const t = def.notifier as NotifierType;
+    for (const name of [t.name, ...(t.aliases ?? [])]) if (!types.has(name)) types.set(name, t);
   }
   return { types, problems };
 }

@@ -1,15 +1,17 @@
 import path from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
-import { Paths } from '../paths';
-import { Products, type Product } from '../defaults';
-import { describe } from '../log';
-import type { Subscription } from '../../plugins/notifiers/api';
-import { normalizeSubscription, withoutSecrets } from '../../plugins/notifiers/host/config';
-import { DefaultLogLevel } from '../../plugins/notifiers/host/filter';
-import { loadTypes } from './notifier-types';
+import { Paths } from '../../../core/paths';
+import { Products, type Product } from '../../../core/defaults';
+import { describe } from '../../../core/log';
+import type { Subscription } from '../api';
+import { normalizeSubscription, withoutSecrets } from '../host/config';
+import { DefaultLogLevel } from '../host/filter';
+import { loadTypes, type TypeCatalogue } from './notifier-types';
 import { CliError, NotifierFiles, checked, knownFields, setField, type RawConfig } from './notifier-files';
 import { standaloneContext } from './notifier-env';
-import { PackageVersion } from '../version';
+import { withDeadline } from '../host/deadline';
+import { parseProps, targetOf, typeHelp } from '../host/settings';
+import { PackageVersion } from '../../../core/version';
 
 /**
  * The notifier command line (uc-notifier, lm-notifier, sfa-notifier): edits
@@ -78,7 +80,7 @@ function show(v: unknown): string {
 }
 
 /** Build the program; actions write through `io`. */
-function program(io: Io, defaultProduct: Product): Command {
+function program(io: Io, defaultProduct: Product, catalogue: TypeCatalogue): Command {
   const cmd = new Command()
     .name(`${defaultProduct}-notifier`)
     .description('Manage the notifiers of a controller; changes apply at its next start')
@@ -93,7 +95,6 @@ function program(io: Io, defaultProduct: Product): Command {
     const g = cmd.opts<Globals>();
     const paths = new Paths(g.dir, g.product);
     const files = new NotifierFiles(paths.notifyDir);
-    const catalogue = await loadTypes(paths.dir);
     for (const p of catalogue.problems) io.err(`warning: notifier plugin ${p}\n`);
     return { paths, files, types: catalogue.types };
   };
@@ -115,7 +116,7 @@ function program(io: Io, defaultProduct: Product): Command {
       for (const id of c.files.ids()) {
         try {
           const { cfg, type } = checked(c.files.read(id), id, c.types);
-          rows.push([cfg.type, id, cfg.enabled ? 'enabled' : 'disabled', type.target(cfg)]);
+          rows.push([cfg.type, id, cfg.enabled ? 'enabled' : 'disabled', targetOf(type, cfg)]);
         } catch (err) {
           rows.push(['?', id, 'unusable', describe(err)]);
         }
@@ -134,19 +135,21 @@ function program(io: Io, defaultProduct: Product): Command {
       cfg.collect_logs = false;
       const env = standaloneContext(c.paths);
       const endpoint = type.create(cfg, { ctx: env.ctx, log: env.ctx.quietLog(`notifier.${id}`) });
+      // the same clock as the controller's: the notifier's timeout, for the test and for the stop after it
+      const timeout = cfg.timeout ?? env.ctx.config.server.timeout;
       try {
-        await endpoint.test();
+        await withDeadline(timeout, (signal) => endpoint.test(signal));
       } catch (err) {
         throw new CliError(`${id}: test failed: ${describe(err)}`);
       } finally {
-        await endpoint.stop?.().catch(() => undefined);
+        await withDeadline(timeout, async () => endpoint.stop()).catch(() => undefined);
         await env.close();
       }
       io.out(`${id}: test passed\n`);
     });
 
   cmd.command('create')
-    .description('Create a notifier (disabled unless -y). PROPS: mqtt:[user:password@]host[:port], db:<file>[:keep], json:<uri>, http-post:<uri>, http:<uri>')
+    .description('Create a notifier (disabled unless -y). PROPS: TYPE:VALUE of a type below (mqtt:[user:password@]host[:port], db:<file>[:keep], json:<uri>)')
     .option('-s, --space <space>', 'notification space')
     .option('-t, --timeout <seconds>', 'endpoint timeout, seconds')
     .option('-y, --enable', 'enable it at once')
@@ -161,11 +164,11 @@ function program(io: Io, defaultProduct: Product): Command {
       if (!type) throw new CliError(`PROPS must start with a notifier type (${[...c.types.keys()].sort().join(', ')}), as in json:http://host/path`);
       let fields: Record<string, unknown>;
       try {
-        fields = type.parseProps(props.slice(colon + 1));
+        fields = parseProps(type, props.slice(colon + 1));
       } catch (err) {
         throw new CliError(describe(err));
       }
-      const raw: RawConfig = { id, type: type.type, enabled: !!o.enable };
+      const raw: RawConfig = { id, type: type.name, enabled: !!o.enable };
       if (o.space !== undefined) raw.space = o.space;
       if (o.timeout !== undefined) {
         const n = Number(o.timeout);
@@ -174,7 +177,7 @@ function program(io: Io, defaultProduct: Product): Command {
       }
       Object.assign(raw, fields, { events: [] });
       await c.files.write(id, raw, c.types);
-      io.out(`notifier ${id} (${type.type}) created${o.enable ? ', enabled' : ', disabled'}; ${APPLY}\n`);
+      io.out(`notifier ${id} (${type.name}) created${o.enable ? ', enabled' : ', disabled'}; ${APPLY}\n`);
     });
 
   cmd.command('props')
@@ -187,7 +190,7 @@ function program(io: Io, defaultProduct: Product): Command {
       const raw = withoutSecrets(file);
       const rows = [['PROPERTY', 'VALUE']];
       const known = knownFields(type);
-      rows.push(['id', id], ['type', type.type]);
+      rows.push(['id', id], ['type', type.name]);
       for (const [f, d] of Object.entries(known)) rows.push([f, show(raw[f] ?? d)]);
       for (const [f, v] of Object.entries(raw)) if (!(f in known) && !['id', 'type', 'events'].includes(f)) rows.push([f, show(v)]);
       io.out(table(rows));
@@ -260,12 +263,30 @@ function program(io: Io, defaultProduct: Product): Command {
       io.out(`notifier ${id} destroyed; ${APPLY}\n`);
     });
 
+  cmd.addHelpText('after', () => typesHelp(catalogue));
   return cmd;
+}
+
+/** The help of the types this controller has (built-in and drop-in), each with its settings from its schema. */
+function typesHelp(catalogue: TypeCatalogue): string {
+  const types = [...new Set(catalogue.types.values())];
+  return `\nNotifier types (settings a notifier file and \`set\` take, besides the common ones):\n${types.map(typeHelp).join('\n')}\n`;
+}
+
+/** The controller directory the arguments name (-d / --dir), read before they are parsed: the help lists its types. */
+function dirOf(argv: string[]): string {
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if ((a === '-d' || a === '--dir') && i + 1 < argv.length) return argv[i + 1];
+    if (a.startsWith('--dir=')) return a.slice('--dir='.length);
+    if (a.startsWith('-d') && a.length > 2 && !a.startsWith('--')) return a.slice(2);
+  }
+  return process.cwd();
 }
 
 /** Run the command line; resolves with the exit code. */
 export async function runNotifierCli(argv: string[], invokedAs: string | undefined, io: Io): Promise<number> {
-  const cmd = program(io, productOf(invokedAs));
+  const cmd = program(io, productOf(invokedAs), await loadTypes(dirOf(argv)));
   try {
     await cmd.parseAsync(argv, { from: 'user' });
     return ExitCodes.ok;

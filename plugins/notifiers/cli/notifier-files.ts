@@ -1,10 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { writeFileAtomic } from '../store/atomic';
-import { parseBool } from '../config';
-import type { NotifierConfig, NotifierType } from '../../plugins/notifiers/api';
-import { NotifierIdPattern, normalizeConfig } from '../../plugins/notifiers/host/config';
-import { CommonFields, DeliveryDefaults } from '../../plugins/notifiers/host/defaults';
+import { writeFileAtomic } from '../../../core/store/atomic';
+import { parseBool } from '../../../core/config';
+import type { NotifierConfig, NotifierType, SettingDecl } from '../api';
+import { checkSettings, settingDefaults, settingValue } from '../host/settings';
+import { NotifierIdPattern, normalizeConfig } from '../host/config';
+import { CommonFields, DeliveryDefaults } from '../host/defaults';
 
 /** Mode of a notifier file the command line creates. */
 const NewFileMode = 0o600;
@@ -78,8 +79,9 @@ export function checked(raw: RawConfig, id: string, types: Map<string, NotifierT
   }
   const type = types.get(cfg.type);
   if (!type) throw new CliError(`notifier ${id}: unknown type ${cfg.type} (known: ${[...types.keys()].sort().join(', ')})`);
-  cfg.type = type.type;
+  cfg.type = type.name;
   try {
+    checkSettings(type.settings, cfg);
     type.validate?.(cfg);
   } catch (err) {
     throw new CliError(`notifier ${id}: ${(err as Error).message}`);
@@ -92,7 +94,14 @@ const CommonKinds: Record<string, unknown> = { enabled: false, space: '', timeou
 
 /** Every field `props` shows and `set` knows for a type: name -> default. */
 export function knownFields(type: NotifierType): Record<string, unknown> {
-  return { ...CommonFields, ...DeliveryDefaults, ...type.fields };
+  return { ...CommonFields, ...DeliveryDefaults, ...settingDefaults(type.settings) };
+}
+
+/** A text from the command line as the setting declares it. */
+function bySchema(name: string, decl: SettingDecl, text: string): unknown {
+  const v = settingValue(name, decl, text);
+  if (v instanceof Error) throw new CliError(v.message);
+  return v;
 }
 
 /** A text from the command line as the kind of value `example` is. */
@@ -129,11 +138,12 @@ export function setField(raw: RawConfig, type: NotifierType, prop: string, value
   if (field === 'id' || field === 'type' || field === 'events') {
     throw new CliError(`${field} cannot be set: ${field === 'events' ? 'use subscribe / unsubscribe' : 'create a new notifier instead'}`);
   }
-  if (!(field in known) || rest.length) throw new CliError(`unknown property ${prop} for a ${type.type} notifier (known: ${Object.keys(known).join(', ')})`);
+  if (!(field in known) || rest.length) throw new CliError(`unknown property ${prop} for a ${type.name} notifier (known: ${Object.keys(known).join(', ')})`);
   const example = field in CommonKinds ? CommonKinds[field] : known[field];
+  const decl = type.settings[field];
   if (member === undefined) {
     if (value === undefined) delete raw[field];
-    else raw[field] = convert(field, value, example);
+    else raw[field] = decl && decl.type !== 'object' ? bySchema(field, decl, value) : convert(field, value, example);
     return;
   }
   if (!example || typeof example !== 'object' || !(member in (example as object))) {

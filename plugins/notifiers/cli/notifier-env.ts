@@ -1,10 +1,10 @@
 import { container as root } from 'tsyringe';
-import { Paths } from '../paths';
-import { Config } from '../config';
-import { ApiError } from '../errors';
-import { levelName, type Logger, type ModuleLogger } from '../log';
-import type { KeyStore } from '../auth/keys';
-import type { PluginContext } from '../plugin';
+import { Paths } from '../../../core/paths';
+import { Config } from '../../../core/config';
+import { ApiError } from '../../../core/errors';
+import { levelName, type Logger, type ModuleLogger } from '../../../core/log';
+import type { KeyStore } from '../../../core/auth/keys';
+import type { PluginContext } from '../../../core/plugin';
 
 /** Messages of warning level and above go to standard error; the command line keeps no log. */
 export function stderrLog(mod: string): ModuleLogger {
@@ -52,6 +52,7 @@ export function standaloneContext(paths: Paths): { ctx: PluginContext; close(): 
     onSave: () => {},
     onStop: (fn) => { cleanups.push(fn); },
     onStopping: () => {},
+    onPlugin: () => {},
   };
   return {
     ctx,

@@ -6,7 +6,8 @@ import { runNotifierCli } from './notifier';
  * Entry of uc-notifier, lm-notifier and sfa-notifier (package bins): the
  * product comes from the name it was started by, or --product.
  */
-runNotifierCli(process.argv.slice(2), process.argv[1], {
+// the controller's plugin loader reads every module under plugins/: only a run as a program starts the CLI
+if (require.main === module) runNotifierCli(process.argv.slice(2), process.argv[1], {
   out: (s) => process.stdout.write(s),
   err: (s) => process.stderr.write(s),
 }).then((code) => {

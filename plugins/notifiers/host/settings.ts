@@ -1,0 +1,121 @@
+import { parseBool } from '../../../core/config';
+import type { NotifierConfig, NotifierType, SettingDecl, SettingsSchema } from '../api';
+import { HiddenPassword, shownUri } from './config';
+
+/**
+ * A notifier type's settings schema at work: the host checks a config by it
+ * before the type sees it, the command line converts `set` values and shows
+ * `props` and the help by it. One place, so they never disagree.
+ */
+
+const absent = (v: unknown) => v === undefined || v === null;
+
+/** A value of the setting's kind (text from a file or the command line converted), or an Error saying why not. */
+export function settingValue(name: string, decl: SettingDecl, v: unknown): unknown {
+  switch (decl.type) {
+    case 'string':
+      // a number where text is meant (a file written by hand) is that text
+      return typeof v === 'string' ? v : typeof v === 'number' && Number.isFinite(v) ? String(v) : new Error(`${name} must be a string`);
+    case 'boolean': {
+      const b = parseBool(v);
+      return b === undefined ? new Error(`${name} must be true or false, not ${JSON.stringify(v)}`) : b;
+    }
+    case 'number':
+    case 'integer': {
+      const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v;
+      if (typeof n !== 'number' || !Number.isFinite(n) || (decl.type === 'integer' && !Number.isInteger(n))) {
+        return new Error(`${name} must be ${decl.type === 'integer' ? 'a whole number' : 'a number'}, not ${JSON.stringify(v)}`);
+      }
+      if ((decl.min !== undefined && n < decl.min) || (decl.max !== undefined && n > decl.max)) {
+        return new Error(`${name} must be ${rangeText(decl)}, not ${n}`);
+      }
+      return n;
+    }
+    case 'object':
+      // a single number stands for every member (mqtt qos)
+      return (typeof v === 'object' && !Array.isArray(v)) || typeof v === 'number' ? v : new Error(`${name} must be an object`);
+  }
+}
+
+function rangeText(d: SettingDecl): string {
+  if (d.min !== undefined && d.max !== undefined) return `from ${d.min} to ${d.max}`;
+  return d.min !== undefined ? `at least ${d.min}` : `at most ${d.max}`;
+}
+
+/** Check a config's type settings by the schema, converting them in place; throws on the first bad one. */
+export function checkSettings(schema: SettingsSchema, cfg: NotifierConfig): void {
+  for (const [name, decl] of Object.entries(schema)) {
+    if (absent(cfg[name]) || cfg[name] === '') {
+      if (decl.required) throw new Error(`${name} is required`);
+      continue;
+    }
+    const v = settingValue(name, decl, cfg[name]);
+    if (v instanceof Error) throw v;
+    cfg[name] = v;
+  }
+}
+
+/** name -> default (null for none), as `props` shows what a file leaves out. */
+export function settingDefaults(schema: SettingsSchema): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(schema).map(([n, d]) => [n, d.default ?? null]));
+}
+
+/** The first required setting: what PROPS of `create` fills and `list` shows, unless the type says otherwise. */
+function mainSetting(type: NotifierType): string | undefined {
+  return Object.entries(type.settings).find(([, d]) => d.required)?.[0];
+}
+
+export function parseProps(type: NotifierType, props: string): Record<string, unknown> {
+  if (type.parseProps) return type.parseProps(props);
+  const main = mainSetting(type);
+  if (!main) return {};
+  const v = settingValue(main, type.settings[main], props);
+  if (v instanceof Error) throw v;
+  return { [main]: v };
+}
+
+export function targetOf(type: NotifierType, cfg: NotifierConfig): string {
+  if (type.target) return type.target(cfg);
+  const main = mainSetting(type);
+  if (!main || absent(cfg[main])) return '-';
+  return type.settings[main].secret ? HiddenPassword : shownUri(cfg[main]);
+}
+
+/** The type's settings of a config as get_notifier shows them: defaults filled in, secrets hidden. */
+export function serializeSettings(type: NotifierType, cfg: NotifierConfig): Record<string, unknown> {
+  if (type.serialize) return type.serialize(cfg);
+  const out: Record<string, unknown> = {};
+  for (const [name, decl] of Object.entries(type.settings)) {
+    const v = cfg[name] ?? decl.default;
+    if (absent(v)) continue;
+    out[name] = decl.secret && v !== '' ? HiddenPassword : typeof v === 'string' ? shownUri(v) : v;
+  }
+  return out;
+}
+
+/** The help text of one type: its name, description and settings. */
+export function typeHelp(type: NotifierType): string {
+  const names = [type.name, ...(type.aliases ?? [])].join(', ');
+  const lines = [`  ${names}${type.description ? `: ${type.description}` : ''}`];
+  for (const [name, d] of Object.entries(type.settings)) {
+    const extra = [d.required ? 'required' : d.default !== undefined && d.default !== null ? `default ${JSON.stringify(d.default)}` : '',
+      d.min !== undefined || d.max !== undefined ? rangeText(d) : ''].filter(Boolean).join(', ');
+    lines.push(`    ${name} (${d.type}${extra ? `, ${extra}` : ''}): ${d.description}`);
+  }
+  return lines.join('\n');
+}
+
+const Kinds = new Set(['string', 'number', 'integer', 'boolean', 'object']);
+
+/** What is wrong with a plugin's `notifier` declaration (host and command line refuse it alike), or undefined. */
+export function typeProblem(t: unknown): string | undefined {
+  if (!t || typeof t !== 'object') return 'plugin.notifier is missing';
+  const d = t as Partial<NotifierType>;
+  if (typeof d.name !== 'string' || !d.name) return 'plugin.notifier.name is missing';
+  if (typeof d.create !== 'function') return 'plugin.notifier.create is not a function';
+  if (!d.settings || typeof d.settings !== 'object') return 'plugin.notifier.settings is missing';
+  for (const [n, s] of Object.entries(d.settings)) {
+    if (!s || !Kinds.has(s.type)) return `setting ${n}: type must be one of ${[...Kinds].join(', ')}`;
+  }
+  return undefined;
+}

@@ -1,0 +1,11 @@
+/**
+ * What plugin authors import (`eva-sysapi-runtime/plugin`): the types of a
+ * plugin and of a notifier type, nothing to run. plugins/README.md is the
+ * guide.
+ */
+export type { PluginContext, PluginDefinition, PluginKind } from '../../core/plugin';
+export type { ModuleLogger } from '../../core/log';
+export type {
+  ActionEvent, DeliveryError, Endpoint, EndpointEnv, LogRecord, NotifierConfig, NotifierEvents, NotifierPlugin,
+  NotifierType, SettingDecl, SettingKind, SettingsSchema, StateEvent, Subject, Subscription,
+} from './api';

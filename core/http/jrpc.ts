@@ -12,11 +12,14 @@ import { clientGone } from './gone';
 const decoder = new Decoder({ useBigInt64: true });
 const encoder = new Encoder({ ignoreUndefined: true });
 
+/** a Buffer over the encoder's result without a copy (encode already returns a fresh array) */
+const bytes = (u: Uint8Array) => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
+
 const MSGPACK_TYPES = new Set(['application/msgpack', 'application/x-msgpack']);
 
 
 /** What /jrpc answers: status, headers and body bytes (none for 202). */
-export interface JrpcAnswer { status: number; headers?: Record<string, string>; body?: Buffer }
+export interface JrpcAnswer { status: number; headers?: Record<string, string>; body?: string | Buffer }
 
 /**
  * JSON RPC 2.0 at /jrpc: JSON or MessagePack (by Content-Type, answered in
@@ -29,8 +32,8 @@ export function jrpcProcessor(dispatcher: Dispatcher, maxBody: number, maxBatch:
   return async (req: IncomingMessage, ip: string, signal?: () => AbortSignal): Promise<JrpcAnswer> => {
     let packed = false;
     const answer = (status: number, body: unknown): JrpcAnswer => packed
-      ? { status, headers: MsgpackHeaders, body: Buffer.from(encoder.encode(body)) }
-      : { status, headers: JsonHeaders, body: Buffer.from(JSON.stringify(body)) };
+      ? { status, headers: MsgpackHeaders, body: bytes(encoder.encode(body)) }
+      : { status, headers: JsonHeaders, body: JSON.stringify(body) };
     let payload: unknown;
     if (req.method === 'GET') {
       const q = new URLSearchParams((req.url ?? '').split('?')[1] ?? '');

@@ -12,12 +12,18 @@ export const NoCacheHeaders = {
 export const JsonHeaders = { ...NoCacheHeaders, 'Content-Type': 'application/json' };
 export const MsgpackHeaders = { ...NoCacheHeaders, 'Content-Type': 'application/msgpack' };
 
+/** header objects as node's flat [name, value, ...] lists: writeHead takes those without walking an object */
+const flat = new WeakMap<Record<string, string>, string[]>();
+
 /**
  * Answer straight on node:http, with Content-Length (never chunked). A
  * string body goes out in the same write as the head: one syscall.
  */
 export function send(res: ServerResponse, status: number, headers: Record<string, string>, body: string | Buffer = ''): void {
-  res.writeHead(status, { ...headers, 'Content-Length': typeof body === 'string' ? Buffer.byteLength(body) : body.length });
+  let list = flat.get(headers);
+  if (!list) flat.set(headers, (list = Object.entries(headers).flat()));
+  const length = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+  res.writeHead(status, [...list, 'Content-Length', String(length)]);
   res.end(body);
 }
 

@@ -92,26 +92,25 @@ export class HttpServer {
     // goes through Koa.
     this.hot = (req, res) => {
       const url = req.url ?? '/';
-      if (req.method === 'POST' && url === '/jrpc') {
-        return guard(req, res, rpcInternal, async () => {
-          const a = await jrpc(req, clientIp(req), clientGone(req, res));
-          send(res, a.status, a.headers ?? NoCacheHeaders, a.body);
-        });
-      }
+      if (req.method === 'POST' && url === '/jrpc') return answerRpc(req, res);
       const call = route(url);
-      return call && guard(req, res, directInternal, () => direct(req, res, call));
+      return call && direct(req, res, call).catch((err) => failed(req, res, directInternal, err));
+    };
+    const answerRpc = async (req: http.IncomingMessage, res: http.ServerResponse) => {
+      try {
+        const a = await jrpc(req, clientIp(req), clientGone(req, res));
+        send(res, a.status, a.headers ?? NoCacheHeaders, a.body);
+      } catch (err) {
+        failed(req, res, rpcInternal, err);
+      }
     };
     // what escapes a hot handler is logged and answered 500 without details, as Koa's errors are
     const rpcInternal = JSON.stringify(rpcError(null, 10, 'internal error'));
     const directInternal = JSON.stringify({ result: 'ERROR', _error: 'internal error' });
-    const guard = async (req: http.IncomingMessage, res: http.ServerResponse, internal: string, answer: () => Promise<void>) => {
-      try {
-        await answer();
-      } catch (err) {
-        this.log.error(`${req.method} ${req.url}: ${(err as Error)?.stack ?? err}`);
-        if (!res.headersSent) send(res, 500, JsonHeaders, internal);
-        else res.end();
-      }
+    const failed = (req: http.IncomingMessage, res: http.ServerResponse, internal: string, err: unknown) => {
+      this.log.error(`${req.method} ${req.url}: ${(err as Error)?.stack ?? err}`);
+      if (!res.headersSent) send(res, 500, JsonHeaders, internal);
+      else res.end();
     };
 
     this.app.silent = true;

@@ -18,7 +18,8 @@ type Runner = (o: { url: string; method: 'GET' | 'POST'; body?: Buffer; headers:
  * headers, in one run, with wrk (C, one thread) and with autocannon (Node.js).
  * The two servers alternate over ROUNDS rounds; the medians and their ratio
  * are printed, with the CPU time each server spent per request (user+system,
- * from /proc/<pid>/stat over the wrk rounds).
+ * from /proc/<pid>/stat over the wrk rounds). Then `realWork`. BENCH_API=transport
+ * or =work runs one of the two.
  */
 async function main() {
   const dir = makeDir(undefined, { ini: { server: { log_file: path.join(os.tmpdir(), `bench-api-${process.pid}.log`) } } });
@@ -81,4 +82,64 @@ async function main() {
   }
 }
 
-main().catch((err) => { console.error(err); process.exit(1); });
+/** 10,000 keys beside the master key: list_keys answers them all, and every call's key lookup runs among them */
+function manyKeys(n: number): string {
+  const lines = [`[masterkey]\nkey = ${Keys.master}\nmaster = yes\nhosts_allow = 0.0.0.0/0, ::/0\n`];
+  for (let i = 0; i < n; i++) lines.push(`[k${i}]\nkey = ${`bench${i}`.padEnd(64, 'x')}\nallow = lock\nhosts_allow = 127.0.0.1\n`);
+  return lines.join('\n');
+}
+
+/**
+ * Calls that do real work, through JSON RPC over JSON and over MessagePack,
+ * with wrk (one thread, 32 keep-alive connections, list_keys one): get_cvar, a lock+unlock
+ * batch, log_get n=100, list_keys among 10,000 keys and a batch of 100
+ * `test` calls. The controller alone (a bare server would do none of the
+ * work): median requests/s over ROUNDS rounds, and p99.
+ */
+async function realWork() {
+  const dir = makeDir(undefined, { keysIni: manyKeys(10_000), ini: { server: { log_file: path.join(os.tmpdir(), `bench-api-${process.pid}.log`) } } });
+  const ctl = await startChild(MAIN, ['--dir', dir]);
+  const url = `http://127.0.0.1:${ctl.port}/jrpc`;
+  const k = Keys.master;
+  const one = (method: string, params: object, id = 1) => ({ jsonrpc: '2.0', method, params: { k, ...params }, id });
+  const rows: (string | number)[][] = [];
+  try {
+    const post = (payload: unknown) => fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(payload) }).then((r) => r.json());
+    await post(one('set_cvar', { i: 'bench', v: '1' }));
+    await post(Array.from({ length: 100 }, (_, i) => one('log_info', { m: `bench record ${i}` }, i)));
+    // list_keys answers 2.3 MB: one connection, so the figure is the call's own time and no answer waits past wrk's timeout
+    const calls: [string, unknown, number?][] = [
+      ['get_cvar', one('get_cvar', { i: 'bench' })],
+      ['lock + unlock (batch of 2)', [one('lock', { l: 'bench', t: 5 }, 1), one('unlock', { l: 'bench' }, 2)]],
+      ['log_get n=100', one('log_get', { n: 100 })],
+      ['list_keys (10,000 keys), 1 connection', one('list_keys', {}), 1],
+      ['batch of 100 `test`', Array.from({ length: 100 }, (_, i) => one('test', {}, i))],
+    ];
+    for (const [name, payload, connections = 32] of calls) {
+      const check = await post(payload) as any;
+      for (const r of [check].flat()) if (r.error) throw new Error(`${name}: ${JSON.stringify(r.error)}`);
+      for (const [enc, type, body] of [
+        ['JSON', 'application/json', Buffer.from(JSON.stringify(payload))],
+        ['MessagePack', 'application/msgpack', Buffer.from(encode(payload))],
+      ] as const) {
+        const o = { url, method: 'POST' as const, headers: { 'Content-Type': type }, body, connections, timeout: 10 };
+        await wrkLoad({ ...o, seconds: 1 });
+        const runs: Load[] = [];
+        for (let i = 0; i < ROUNDS; i++) runs.push(await wrkLoad({ ...o, seconds: SECONDS }));
+        const m = median(runs);
+        rows.push([name, enc, fmt(m.rps), fmt(m.p99, 2), runs.reduce((n, l) => n + l.errors, 0)]);
+      }
+    }
+  } finally {
+    await stopChild(ctl.proc);
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  console.log(`\nAPI calls doing real work, JSON RPC, wrk (1 thread): keep-alive, 32 connections, ${ROUNDS} rounds of ${SECONDS} s, medians\n`);
+  console.log(table(['call', 'encoding', 'req/s', 'p99 ms', 'errors'], rows));
+}
+
+const only = process.env.BENCH_API;
+(async () => {
+  if (!only || only === 'transport') await main();
+  if (!only || only === 'work') await realWork();
+})().catch((err) => { console.error(err); process.exit(1); });

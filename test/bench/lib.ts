@@ -37,9 +37,10 @@ const luaBytes = (b: Buffer) => `"${[...b].map((c) => `\\${c}`).join('')}"`;
 
 /**
  * Keep-alive load with wrk, one thread, for `seconds`; requests/s and p99
- * latency (ms). Non-2xx answers and socket errors count as errors.
+ * latency (ms). Non-2xx answers and socket errors (a timeout among them:
+ * `timeout` seconds, 2 by default) count as errors.
  */
-export async function wrkLoad(opts: { url: string; method?: 'GET' | 'POST'; body?: Buffer; headers?: Record<string, string>; seconds?: number; connections?: number }): Promise<Load> {
+export async function wrkLoad(opts: { url: string; method?: 'GET' | 'POST'; body?: Buffer; headers?: Record<string, string>; seconds?: number; connections?: number; timeout?: number }): Promise<Load> {
   const wrk = wrkPath();
   if (!wrk) throw new Error('wrk is not installed (apt-get install wrk)');
   const script = path.join(os.tmpdir(), `bench-wrk-${process.pid}.lua`);
@@ -49,7 +50,7 @@ export async function wrkLoad(opts: { url: string; method?: 'GET' | 'POST'; body
   fs.writeFileSync(script, lines.join('\n') + '\n');
   try {
     const out = await new Promise<string>((resolve, reject) => execFile(wrk, [
-      '-t1', `-c${opts.connections ?? 32}`, `-d${opts.seconds ?? 5}s`, '--latency', '-s', script, opts.url,
+      '-t1', `-c${opts.connections ?? 32}`, `-d${opts.seconds ?? 5}s`, `--timeout=${opts.timeout ?? 2}s`, '--latency', '-s', script, opts.url,
     ], (err, stdout) => (err ? reject(err) : resolve(stdout))));
     const num = (re: RegExp) => Number(re.exec(out)?.[1] ?? 0);
     const ms = (m: RegExpExecArray | null) => (!m ? NaN : Number(m[1]) * ({ us: 0.001, ms: 1, s: 1000 } as Record<string, number>)[m[2]]);

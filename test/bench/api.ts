@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { encode } from '@msgpack/msgpack';
-import { load, wrkLoad, startChild, stopChild, table, fmt, median, cpuSeconds, type Load } from './lib';
+import { load, wrkLoad, startChild, stopChild, table, fmt, median, cpuSeconds, manyKeys, type Load } from './lib';
 import { makeDir, Keys, MAIN } from '../helpers/controller';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -82,13 +82,6 @@ async function main() {
   }
 }
 
-/** 10,000 keys beside the master key: list_keys answers them all, and every call's key lookup runs among them */
-function manyKeys(n: number): string {
-  const lines = [`[masterkey]\nkey = ${Keys.master}\nmaster = yes\nhosts_allow = 0.0.0.0/0, ::/0\n`];
-  for (let i = 0; i < n; i++) lines.push(`[k${i}]\nkey = ${`bench${i}`.padEnd(64, 'x')}\nallow = lock\nhosts_allow = 127.0.0.1\n`);
-  return lines.join('\n');
-}
-
 /**
  * Calls that do real work, through JSON RPC over JSON and over MessagePack,
  * with wrk (one thread, 32 keep-alive connections, list_keys one): get_cvar, a lock+unlock
@@ -97,7 +90,7 @@ function manyKeys(n: number): string {
  * work): median requests/s over ROUNDS rounds, and p99.
  */
 async function realWork() {
-  const dir = makeDir(undefined, { keysIni: manyKeys(10_000), ini: { server: { log_file: path.join(os.tmpdir(), `bench-api-${process.pid}.log`) } } });
+  const dir = makeDir(undefined, { keysIni: manyKeys(Keys.master, 10_000), ini: { server: { log_file: path.join(os.tmpdir(), `bench-api-${process.pid}.log`) } } });
   const ctl = await startChild(MAIN, ['--dir', dir]);
   const url = `http://127.0.0.1:${ctl.port}/jrpc`;
   const k = Keys.master;

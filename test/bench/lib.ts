@@ -97,6 +97,13 @@ export function stopChild(proc: ChildProcess): Promise<void> {
   });
 }
 
+/** An apikeys.ini: the master key (test/helpers' Keys.master) and `n` more keys, `allow = lock`, from 127.0.0.1. */
+export function manyKeys(master: string, n: number): string {
+  const lines = [`[masterkey]\nkey = ${master}\nmaster = yes\nhosts_allow = 0.0.0.0/0, ::/0\n`];
+  for (let i = 0; i < n; i++) lines.push(`[k${i}]\nkey = ${`bench${i}`.padEnd(64, 'x')}\nallow = lock\nhosts_allow = 127.0.0.1\n`);
+  return lines.join('\n');
+}
+
 /** Print a markdown table. */
 export function table(head: string[], rows: (string | number)[][]): string {
   const line = (cells: (string | number)[]) => `| ${cells.join(' | ')} |`;

@@ -23,10 +23,10 @@ import { rpcError } from '../rpc';
 import { HttpHooks } from './hooks';
 
 /**
- * The HTTP(S) front: Koa with the API routes — /sys-api/<fn>,
- * /<product>-api/<fn> and /jrpc — and the operator's GET /health and GET
- * /metrics. Anything else goes to the routes and upgrade paths plugins add
- * (HttpHooks), else 404; an exception that escapes a handler is logged and
+ * The HTTP(S) front: function calls — /sys-api/<fn>, /<product>-api/<fn>
+ * and POST /jrpc — answered on node:http itself; Koa for the rest: GET
+ * /jrpc and the operator's GET /health and GET /metrics. Anything else
+ * goes to the routes and upgrade paths plugins add (HttpHooks), else 404; an exception that escapes a handler is logged and
  * answered 500 without details. It listens from the start of the
  * controller to its end: while plugins start or stop, /health says so (503)
  * and every other request is answered 503.

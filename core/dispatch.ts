@@ -21,6 +21,18 @@ export interface CallMeta {
   signal?: () => AbortSignal;
 }
 
+/** A call's context; a class, so the lazy `signal` getter is one shared accessor, not one per call. */
+class Call implements CallContext {
+  readonly key; readonly token; readonly user; readonly assigned;
+  readonly ip: string; readonly transport: string; readonly headers: CallMeta['headers'];
+  constructor(who: ReturnType<Dispatcher['identify']>, private readonly meta: CallMeta) {
+    this.key = who?.key; this.token = who?.token; this.user = who?.user; this.assigned = who?.assigned;
+    this.ip = meta.ip; this.transport = meta.transport; this.headers = meta.headers;
+  }
+
+  get signal(): AbortSignal | undefined { return this.meta.signal?.(); }
+}
+
 /**
  * The one way into a function, for every transport (HTTP direct, JSON RPC,
  * MQTT API): find the declaration, authenticate, check, validate, run. Every
@@ -58,12 +70,7 @@ export class Dispatcher {
       const decl = this.functions.get(name, meta.space);
       fn = decl.name;
       const who = this.identify(params.k ?? meta.headerKey, meta.ip);
-      const call: CallContext = {
-        key: who?.key, token: who?.token, user: who?.user, assigned: who?.assigned,
-        ip: meta.ip, transport: meta.transport, headers: meta.headers,
-        get signal() { return meta.signal?.(); },
-      };
-      return await this.functions.invoke(decl, params, call);
+      return await this.functions.invoke(decl, params, new Call(who, meta));
     } catch (err) {
       const { error, internal } = toApiError(err);
       if (internal) this.log.error(`${name} failed: ${(err as Error)?.stack ?? String(err)}`);

@@ -31,9 +31,10 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
       }
       chunks.push(c);
     };
+    // `on`, not `once`: a request ends once, and once's wrappers cost a hot call
     req.on('data', onData);
-    req.once('end', () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)));
-    req.once('error', reject);
+    req.on('end', () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)));
+    req.on('error', reject);
   });
 }
 

@@ -12,11 +12,21 @@ import { clientGone } from './gone';
 const decoder = new Decoder({ useBigInt64: true });
 const encoder = new Encoder({ ignoreUndefined: true });
 
+/** a Buffer over the encoder's result without a copy (encode already returns a fresh array) */
+const bytes = (u: Uint8Array) => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
+
 const MSGPACK_TYPES = new Set(['application/msgpack', 'application/x-msgpack']);
 
 
 /** What /jrpc answers: status, headers and body bytes (none for 202). */
-export interface JrpcAnswer { status: number; headers?: Record<string, string>; body?: Buffer }
+export interface JrpcAnswer { status: number; headers?: Record<string, string>; body?: string | Buffer }
+
+/** An answer in the request's encoding: MessagePack when `packed`, else JSON. */
+function answer(packed: boolean, status: number, body: unknown): JrpcAnswer {
+  return packed
+    ? { status, headers: MsgpackHeaders, body: bytes(encoder.encode(body)) }
+    : { status, headers: JsonHeaders, body: JSON.stringify(body) };
+}
 
 /**
  * JSON RPC 2.0 at /jrpc: JSON or MessagePack (by Content-Type, answered in
@@ -28,9 +38,6 @@ export interface JrpcAnswer { status: number; headers?: Record<string, string>; 
 export function jrpcProcessor(dispatcher: Dispatcher, maxBody: number, maxBatch: number) {
   return async (req: IncomingMessage, ip: string, signal?: () => AbortSignal): Promise<JrpcAnswer> => {
     let packed = false;
-    const answer = (status: number, body: unknown): JrpcAnswer => packed
-      ? { status, headers: MsgpackHeaders, body: Buffer.from(encoder.encode(body)) }
-      : { status, headers: JsonHeaders, body: Buffer.from(JSON.stringify(body)) };
     let payload: unknown;
     if (req.method === 'GET') {
       const q = new URLSearchParams((req.url ?? '').split('?')[1] ?? '');
@@ -39,7 +46,7 @@ export function jrpcProcessor(dispatcher: Dispatcher, maxBody: number, maxBatch:
         const p = q.get('p');
         if (p) params = JSON.parse(p);
       } catch {
-        return answer(400, rpcError(null, -32700, 'parse error'));
+        return answer(packed, 400, rpcError(null, -32700, 'parse error'));
       }
       payload = { jsonrpc: '2.0', method: q.get('m') ?? undefined, params, id: q.get('i') ?? undefined };
     } else if (req.method === 'POST') {
@@ -48,22 +55,22 @@ export function jrpcProcessor(dispatcher: Dispatcher, maxBody: number, maxBatch:
       try {
         raw = await readBody(req, maxBody);
       } catch (err) {
-        if (err instanceof BodyTooLarge) return answer(413, rpcError(null, -32600, 'request body too large'));
-        return answer(400, rpcError(null, -32700, 'parse error'));
+        if (err instanceof BodyTooLarge) return answer(packed, 413, rpcError(null, -32600, 'request body too large'));
+        return answer(packed, 400, rpcError(null, -32700, 'parse error'));
       }
       try {
         payload = packed ? decoder.decode(raw) : JSON.parse(raw.toString('utf8'));
       } catch {
-        return answer(400, rpcError(null, -32700, 'parse error'));
+        return answer(packed, 400, rpcError(null, -32700, 'parse error'));
       }
     } else {
-      return answer(405, rpcError(null, -32600, `method ${req.method} not allowed`));
+      return answer(packed, 405, rpcError(null, -32600, `method ${req.method} not allowed`));
     }
     const xkey = req.headers['x-auth-key'];
     const meta = { ip, transport: 'jrpc', headers: req.headers, headerKey: typeof xkey === 'string' && xkey ? xkey : undefined, signal };
     if (Array.isArray(payload)) {
       if (payload.length === 0 || payload.length > maxBatch) {
-        return answer(200, rpcError(null, -32600, payload.length ? `batch larger than ${maxBatch}` : 'empty batch'));
+        return answer(packed, 200, rpcError(null, -32600, payload.length ? `batch larger than ${maxBatch}` : 'empty batch'));
       }
       const out: RpcResponse[] = [];
       // one after another: a batch may lock, work and unlock in order
@@ -71,11 +78,11 @@ export function jrpcProcessor(dispatcher: Dispatcher, maxBody: number, maxBatch:
         const r = await rpcCall(dispatcher, one, meta);
         if (r) out.push(r);
       }
-      return out.length ? answer(200, out) : { status: 202 };
+      return out.length ? answer(packed, 200, out) : { status: 202 };
     }
     const r = await rpcCall(dispatcher, payload, meta);
     // every request was a notification: 202 with an empty body
-    return r ? answer(200, r) : { status: 202 };
+    return r ? answer(packed, 200, r) : { status: 202 };
   };
 }
 

@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import type { Context } from 'koa';
 
 /** Headers of every function answer (spec, transport rule 7). */
@@ -10,6 +11,31 @@ export const NoCacheHeaders = {
 /** The headers of a JSON answer and of a MessagePack answer. */
 export const JsonHeaders = { ...NoCacheHeaders, 'Content-Type': 'application/json' };
 export const MsgpackHeaders = { ...NoCacheHeaders, 'Content-Type': 'application/msgpack' };
+
+/** header objects as node's flat [name, value, ...] lists: writeHead takes those without walking an object */
+const flat = new WeakMap<Record<string, string>, string[]>();
+
+/**
+ * Answer straight on node:http, with Content-Length (never chunked). A
+ * string body goes out in the same write as the head: one syscall.
+ */
+export function send(res: ServerResponse, status: number, headers: Record<string, string>, body: string | Buffer = ''): void {
+  let list = flat.get(headers);
+  if (!list) flat.set(headers, (list = Object.entries(headers).flat()));
+  const length = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+  res.writeHead(status, [...list, 'Content-Length', String(length)]);
+  res.end(body);
+}
+
+/** A JSON answer on node:http (the hot paths; Koa routes use replyJson). */
+export function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  send(res, status, JsonHeaders, JSON.stringify(body));
+}
+
+/** The direct API error body, on node:http. */
+export function sendDirectError(res: ServerResponse, status: number, message: string): void {
+  sendJson(res, status, { result: 'ERROR', _error: message });
+}
 
 export function replyJson(ctx: Context, status: number, body: unknown): void {
   ctx.status = status;

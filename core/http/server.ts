@@ -15,17 +15,18 @@ import { normalizeIp } from '../auth/networks';
 import { Metrics } from '../metrics';
 import { ApiError } from '../errors';
 import { Version } from '../defaults';
-import { directHandler } from './direct';
+import { directHandler, directRoute } from './direct';
 import { jrpcProcessor, koaJrpc } from './jrpc';
 import { clientGone } from './gone';
-import { JsonHeaders, NoCacheHeaders, replyDirectError, replyJson } from './reply';
+import { JsonHeaders, NoCacheHeaders, replyDirectError, replyJson, send } from './reply';
+import { rpcError } from '../rpc';
 import { HttpHooks } from './hooks';
 
 /**
- * The HTTP(S) front: Koa with the API routes — /sys-api/<fn>,
- * /<product>-api/<fn> and /jrpc — and the operator's GET /health and GET
- * /metrics. Anything else goes to the routes and upgrade paths plugins add
- * (HttpHooks), else 404; an exception that escapes a handler is logged and
+ * The HTTP(S) front: function calls — /sys-api/<fn>, /<product>-api/<fn>
+ * and POST /jrpc — answered on node:http itself; Koa for the rest: GET
+ * /jrpc and the operator's GET /health and GET /metrics. Anything else
+ * goes to the routes and upgrade paths plugins add (HttpHooks), else 404; an exception that escapes a handler is logged and
  * answered 500 without details. It listens from the start of the
  * controller to its end: while plugins start or stop, /health says so (503)
  * and every other request is answered 503.
@@ -38,7 +39,8 @@ export class HttpServer {
   /** requests not answered yet: stop lets them finish (within stop_grace) */
   private inflight = 0;
   private drained: (() => void) | undefined;
-  private readonly answerJrpc: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>;
+  /** the function call paths, answered without Koa; undefined for any other request */
+  private readonly hot: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void> | undefined;
   /** bound addresses, after start: [{host, port, tls}] */
   readonly bound: { host: string; port: number; tls: boolean }[] = [];
   /** starting until open(), serving, then stopping from drain() */
@@ -62,9 +64,6 @@ export class HttpServer {
     this.clientIp = clientIp;
     const koaIp = (ctx: Context) => clientIp(ctx.req);
     const router = new Router();
-    const direct = (space: 'sys' | 'product') => directHandler(dispatcher, space, w.max_body_size, koaIp);
-    router.all('/sys-api/:fn', direct('sys'));
-    router.all(`/${paths.product}-api/:fn`, direct('product'));
     // no key, nothing secret: what a supervisor or load balancer needs
     router.get('/health', (ctx) => {
       const ok = this.state === 'serving';
@@ -85,19 +84,33 @@ export class HttpServer {
     });
     const jrpc = jrpcProcessor(dispatcher, w.max_body_size, w.max_batch);
     const koaJrpcHandler = koaJrpc(jrpc, koaIp);
-    // POST /jrpc carries most calls and is answered straight from node:http:
-    // Koa's per-request context costs about a third of such a call (README,
-    // "Benchmarks"). Every other request, GET /jrpc included, goes through Koa.
-    this.answerJrpc = async (req, res) => {
+    const direct = directHandler(dispatcher, w.max_body_size, clientIp);
+    const route = directRoute(paths.product);
+    // Function calls — POST /jrpc and the direct paths — are answered straight
+    // from node:http: Koa's per-request context cost about half of such a
+    // call (README, "Benchmarks"). Every other request, GET /jrpc included,
+    // goes through Koa.
+    this.hot = (req, res) => {
+      const url = req.url ?? '/';
+      if (req.method === 'POST' && url === '/jrpc') return answerRpc(req, res);
+      const call = route(url);
+      return call && direct(req, res, call).catch((err) => failed(req, res, directInternal, err));
+    };
+    const answerRpc = async (req: http.IncomingMessage, res: http.ServerResponse) => {
       try {
         const a = await jrpc(req, clientIp(req), clientGone(req, res));
-        res.writeHead(a.status, a.headers);
-        res.end(a.body);
+        send(res, a.status, a.headers ?? NoCacheHeaders, a.body);
       } catch (err) {
-        this.log.error(`POST /jrpc: ${(err as Error)?.stack ?? err}`);
-        if (!res.headersSent) res.writeHead(500, JsonHeaders);
-        res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: 10, message: 'internal error' } }));
+        failed(req, res, rpcInternal, err);
       }
+    };
+    // what escapes a hot handler is logged and answered 500 without details, as Koa's errors are
+    const rpcInternal = JSON.stringify(rpcError(null, 10, 'internal error'));
+    const directInternal = JSON.stringify({ result: 'ERROR', _error: 'internal error' });
+    const failed = (req: http.IncomingMessage, res: http.ServerResponse, internal: string, err: unknown) => {
+      this.log.error(`${req.method} ${req.url}: ${(err as Error)?.stack ?? err}`);
+      if (!res.headersSent) send(res, 500, JsonHeaders, internal);
+      else res.end();
     };
 
     this.app.silent = true;
@@ -137,7 +150,7 @@ export class HttpServer {
         return;
       }
       this.inflight++;
-      const done = req.method === 'POST' && req.url === '/jrpc' ? this.answerJrpc(req, res) : koa(req, res);
+      const done = this.hot(req, res) ?? koa(req, res);
       void done.finally(() => {
         if (--this.inflight === 0) this.drained?.();
       });

@@ -2,48 +2,71 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { encode } from '@msgpack/msgpack';
-import { load, startChild, stopChild, table, fmt, median, type Load } from './lib';
+import { load, wrkLoad, startChild, stopChild, table, fmt, median, cpuSeconds, manyKeys, type Load } from './lib';
+import { makeDir, Keys, MAIN } from '../helpers/controller';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-import { makeDir, Keys, MAIN } from '../helpers/controller';
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
+
+type Case = { name: string; method: 'GET' | 'POST'; path: string; headers: Record<string, string>; body?: Buffer };
+type Runner = (o: { url: string; method: 'GET' | 'POST'; body?: Buffer; headers: Record<string, string>; seconds: number }) => Promise<Load>;
 
 /**
  * API benchmark: keep-alive load on `test` through JSON RPC/JSON, JSON
- * RPC/MessagePack and the direct GET, each beside a bare node:http server
- * answering the same bytes, in one run. Prints requests/s, p99 and the ratio.
+ * RPC/MessagePack, the direct GET and the direct POST (JSON body), each
+ * beside a bare node:http server answering the same bytes with the same
+ * headers, in one run, with wrk (C, one thread) and with autocannon (Node.js).
+ * The two servers alternate over ROUNDS rounds; the medians and their ratio
+ * are printed, with the CPU time each server spent per request (user+system,
+ * from /proc/<pid>/stat over the wrk rounds). Then `realWork`. BENCH_API=transport
+ * or =work runs one of the two.
  */
 async function main() {
-  const seconds = Number(process.env.BENCH_SECONDS ?? 3);
   const dir = makeDir(undefined, { ini: { server: { log_file: path.join(os.tmpdir(), `bench-api-${process.pid}.log`) } } });
   const ctl = await startChild(MAIN, ['--dir', dir]);
   const base = `http://127.0.0.1:${ctl.port}`;
   const rpc = { jsonrpc: '2.0', method: 'test', params: { k: Keys.master }, id: 1 };
-  const cases = [
-    { name: 'JSON RPC / JSON', method: 'POST' as const, path: '/jrpc', type: 'application/json', body: Buffer.from(JSON.stringify(rpc)) },
-    { name: 'JSON RPC / MessagePack', method: 'POST' as const, path: '/jrpc', type: 'application/msgpack', body: Buffer.from(encode(rpc)) },
-    { name: 'direct GET /sys-api/test', method: 'GET' as const, path: `/sys-api/test?k=${Keys.master}`, type: 'application/json', body: undefined },
+  const json = { 'Content-Type': 'application/json' };
+  const cases: Case[] = [
+    { name: 'JSON RPC / JSON', method: 'POST', path: '/jrpc', headers: json, body: Buffer.from(JSON.stringify(rpc)) },
+    { name: 'JSON RPC / MessagePack', method: 'POST', path: '/jrpc', headers: { 'Content-Type': 'application/msgpack' }, body: Buffer.from(encode(rpc)) },
+    { name: 'direct GET /sys-api/test', method: 'GET', path: `/sys-api/test?k=${Keys.master}`, headers: {} },
+    { name: 'direct POST /sys-api/test (JSON)', method: 'POST', path: '/sys-api/test', headers: json, body: Buffer.from(JSON.stringify({ k: Keys.master })) },
   ];
-  const rows: (string | number)[][] = [];
+  const tools: [string, Runner][] = [['wrk', wrkLoad], ['autocannon', load]];
+  const rows: Record<string, (string | number)[][]> = { wrk: [], autocannon: [] };
   try {
     for (const c of cases) {
-      const headers: Record<string, string> = c.body ? { 'Content-Type': c.type } : {};
       // the bare server answers exactly what the controller answered
-      const sample = await fetch(base + c.path, { method: c.method, headers, body: c.body });
+      const sample = await fetch(base + c.path, { method: c.method, headers: c.headers, body: c.body });
       const answer = Buffer.from(await sample.arrayBuffer());
+      if (sample.status !== 200) throw new Error(`${c.name}: ${sample.status} ${answer}`);
       const bare = await startChild(path.join(__dirname, 'bare-server.js'), [sample.headers.get('content-type')!, answer.toString('base64')]);
       try {
-        // alternate the two servers over several rounds and keep each one's median:
-        // a burst of load from elsewhere on this shared machine then hits both alike
-        const ours: Load[] = [];
-        const theirs: Load[] = [];
-        for (let i = 0; i < ROUNDS; i++) {
-          ours.push(await load({ url: base + c.path, method: c.method, body: c.body, headers, seconds }));
-          theirs.push(await load({ url: `http://127.0.0.1:${bare.port}${c.path}`, method: c.method, body: c.body, headers, seconds }));
+        for (const [tool, run] of tools) {
+          // alternate the two servers over several rounds and keep each one's median:
+          // a burst of load from elsewhere on this shared machine then hits both alike
+          const ours: Load[] = [];
+          const theirs: Load[] = [];
+          // warm both up first (JIT, connection pools): the first second of a cold server is not its speed
+          for (const port of [ctl.port, bare.port]) await run({ url: `http://127.0.0.1:${port}${c.path}`, method: c.method, body: c.body, headers: c.headers, seconds: 1 });
+          const cpu = { ours: 0, theirs: 0, nOurs: 0, nTheirs: 0 };
+          for (let i = 0; i < ROUNDS; i++) {
+            for (const [proc, port, list, side] of [[ctl.proc, ctl.port, ours, 'ours'], [bare.proc, bare.port, theirs, 'theirs']] as const) {
+              const before = cpuSeconds(proc.pid!);
+              const l = await run({ url: `http://127.0.0.1:${port}${c.path}`, method: c.method, body: c.body, headers: c.headers, seconds: SECONDS });
+              cpu[side] += cpuSeconds(proc.pid!) - before;
+              cpu[side === 'ours' ? 'nOurs' : 'nTheirs'] += l.rps * SECONDS;
+              list.push(l);
+            }
+          }
+          const a = median(ours);
+          const b = median(theirs);
+          const errors = [...ours, ...theirs].reduce((n, l) => n + l.errors, 0);
+          const us = (s: number, n: number) => fmt((s / n) * 1e6, 1);
+          rows[tool].push([c.name, fmt(a.rps), fmt(a.p99, 2), us(cpu.ours, cpu.nOurs), fmt(b.rps), fmt(b.p99, 2), us(cpu.theirs, cpu.nTheirs),
+            fmt(a.rps / b.rps, 2), fmt(a.p99 / b.p99, 2), errors]);
         }
-        const a = median(ours);
-        const b = median(theirs);
-        const errors = [...ours, ...theirs].reduce((n, l) => n + l.errors, 0);
-        rows.push([c.name, fmt(a.rps), fmt(a.p99, 1), fmt(b.rps), fmt(b.p99, 1), fmt(a.rps / b.rps, 2), errors]);
       } finally {
         await stopChild(bare.proc);
       }
@@ -52,8 +75,64 @@ async function main() {
     await stopChild(ctl.proc);
     fs.rmSync(dir, { recursive: true, force: true });
   }
-  console.log(`\nAPI: keep-alive, 32 connections, ${ROUNDS} alternating rounds of ${seconds} s, medians (${os.cpus().length} cores)\n`);
-  console.log(table(['call', 'controller req/s', 'p99 ms', 'bare node:http req/s', 'p99 ms', 'ratio', 'errors'], rows));
+  const head = ['call', 'controller req/s', 'p99 ms', 'CPU µs/req', 'bare node:http req/s', 'p99 ms', 'CPU µs/req', 'ratio', 'p99 ratio', 'errors'];
+  for (const [tool] of tools) {
+    console.log(`\nAPI, ${tool}${tool === 'wrk' ? ' (1 thread)' : ''}: keep-alive, 32 connections, ${ROUNDS} alternating rounds of ${SECONDS} s, medians (${os.cpus().length} cores)\n`);
+    console.log(table(head, rows[tool]));
+  }
 }
 
-main().catch((err) => { console.error(err); process.exit(1); });
+/**
+ * Calls that do real work, through JSON RPC over JSON and over MessagePack,
+ * with wrk (one thread, 32 keep-alive connections, list_keys one): get_cvar, a lock+unlock
+ * batch, log_get n=100, list_keys among 10,000 keys and a batch of 100
+ * `test` calls. The controller alone (a bare server would do none of the
+ * work): median requests/s over ROUNDS rounds, and p99.
+ */
+async function realWork() {
+  const dir = makeDir(undefined, { keysIni: manyKeys(Keys.master, 10_000), ini: { server: { log_file: path.join(os.tmpdir(), `bench-api-${process.pid}.log`) } } });
+  const ctl = await startChild(MAIN, ['--dir', dir]);
+  const url = `http://127.0.0.1:${ctl.port}/jrpc`;
+  const k = Keys.master;
+  const one = (method: string, params: object, id = 1) => ({ jsonrpc: '2.0', method, params: { k, ...params }, id });
+  const rows: (string | number)[][] = [];
+  try {
+    const post = (payload: unknown) => fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(payload) }).then((r) => r.json());
+    await post(one('set_cvar', { i: 'bench', v: '1' }));
+    await post(Array.from({ length: 100 }, (_, i) => one('log_info', { m: `bench record ${i}` }, i)));
+    // list_keys answers 2.3 MB: one connection, so the figure is the call's own time and no answer waits past wrk's timeout
+    const calls: [string, unknown, number?][] = [
+      ['get_cvar', one('get_cvar', { i: 'bench' })],
+      ['lock + unlock (batch of 2)', [one('lock', { l: 'bench', t: 5 }, 1), one('unlock', { l: 'bench' }, 2)]],
+      ['log_get n=100', one('log_get', { n: 100 })],
+      ['list_keys (10,000 keys), 1 connection', one('list_keys', {}), 1],
+      ['batch of 100 `test`', Array.from({ length: 100 }, (_, i) => one('test', {}, i))],
+    ];
+    for (const [name, payload, connections = 32] of calls) {
+      const check = await post(payload) as any;
+      for (const r of [check].flat()) if (r.error) throw new Error(`${name}: ${JSON.stringify(r.error)}`);
+      for (const [enc, type, body] of [
+        ['JSON', 'application/json', Buffer.from(JSON.stringify(payload))],
+        ['MessagePack', 'application/msgpack', Buffer.from(encode(payload))],
+      ] as const) {
+        const o = { url, method: 'POST' as const, headers: { 'Content-Type': type }, body, connections, timeout: 10 };
+        await wrkLoad({ ...o, seconds: 1 });
+        const runs: Load[] = [];
+        for (let i = 0; i < ROUNDS; i++) runs.push(await wrkLoad({ ...o, seconds: SECONDS }));
+        const m = median(runs);
+        rows.push([name, enc, fmt(m.rps), fmt(m.p99, 2), runs.reduce((n, l) => n + l.errors, 0)]);
+      }
+    }
+  } finally {
+    await stopChild(ctl.proc);
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  console.log(`\nAPI calls doing real work, JSON RPC, wrk (1 thread): keep-alive, 32 connections, ${ROUNDS} rounds of ${SECONDS} s, medians\n`);
+  console.log(table(['call', 'encoding', 'req/s', 'p99 ms', 'errors'], rows));
+}
+
+const only = process.env.BENCH_API;
+(async () => {
+  if (!only || only === 'transport') await main();
+  if (!only || only === 'work') await realWork();
+})().catch((err) => { console.error(err); process.exit(1); });

@@ -1,4 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, execFile, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 
@@ -13,6 +15,59 @@ export async function load(opts: { url: string; method?: 'GET' | 'POST'; body?: 
     duration: opts.seconds ?? 5, connections: opts.connections ?? 32, pipelining: 1,
   });
   return { rps: r.requests.average, p99: r.latency.p99, errors: r.errors + r.non2xx };
+}
+
+/**
+ * wrk, the C load generator (Debian package `wrk`): autocannon runs in
+ * Node.js and cannot saturate even bare node:http on two cores, so its
+ * ratios flatter the slower server. Installed with apt-get when missing
+ * (root only); undefined when that cannot be done.
+ */
+export function wrkPath(): string | undefined {
+  const find = () => ['/usr/bin/wrk', '/usr/local/bin/wrk'].find((f) => fs.existsSync(f));
+  if (find()) return find();
+  if (process.getuid?.() === 0) {
+    spawnSync('apt-get', ['install', '-y', '--no-install-recommends', 'wrk'], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  }
+  return find();
+}
+
+/** A Lua string literal holding any bytes (a MessagePack body is binary). */
+const luaBytes = (b: Buffer) => `"${[...b].map((c) => `\\${c}`).join('')}"`;
+
+/**
+ * Keep-alive load with wrk, one thread, for `seconds`; requests/s and p99
+ * latency (ms). Non-2xx answers and socket errors (a timeout among them:
+ * `timeout` seconds, 2 by default) count as errors.
+ */
+export async function wrkLoad(opts: { url: string; method?: 'GET' | 'POST'; body?: Buffer; headers?: Record<string, string>; seconds?: number; connections?: number; timeout?: number }): Promise<Load> {
+  const wrk = wrkPath();
+  if (!wrk) throw new Error('wrk is not installed (apt-get install wrk)');
+  const script = path.join(os.tmpdir(), `bench-wrk-${process.pid}.lua`);
+  const lines = [`wrk.method = "${opts.method ?? 'GET'}"`];
+  if (opts.body) lines.push(`wrk.body = ${luaBytes(opts.body)}`);
+  for (const [k, v] of Object.entries(opts.headers ?? {})) lines.push(`wrk.headers["${k}"] = "${v}"`);
+  fs.writeFileSync(script, lines.join('\n') + '\n');
+  try {
+    const out = await new Promise<string>((resolve, reject) => execFile(wrk, [
+      '-t1', `-c${opts.connections ?? 32}`, `-d${opts.seconds ?? 5}s`, `--timeout=${opts.timeout ?? 2}s`, '--latency', '-s', script, opts.url,
+    ], (err, stdout) => (err ? reject(err) : resolve(stdout))));
+    const num = (re: RegExp) => Number(re.exec(out)?.[1] ?? 0);
+    const ms = (m: RegExpExecArray | null) => (!m ? NaN : Number(m[1]) * ({ us: 0.001, ms: 1, s: 1000 } as Record<string, number>)[m[2]]);
+    const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+    const errors = num(/Non-2xx or 3xx responses: (\d+)/) + (socket ? socket.slice(1).reduce((n, x) => n + Number(x), 0) : 0);
+    return { rps: num(/Requests\/sec:\s+([\d.]+)/), p99: ms(/\s99%\s+([\d.]+)(us|ms|s)\b/.exec(out)), errors };
+  } finally {
+    fs.rmSync(script, { force: true });
+  }
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat (Linux). */
+export function cpuSeconds(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // fields after the command name, which may hold spaces: state is field 3, utime 14, stime 15
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) / 100;
 }
 
 /** The run with the median requests/s. */
@@ -40,6 +95,13 @@ export function stopChild(proc: ChildProcess): Promise<void> {
     proc.once('exit', () => resolve());
     proc.kill('SIGTERM');
   });
+}
+
+/** An apikeys.ini: the master key (test/helpers' Keys.master) and `n` more keys, `allow = lock`, from 127.0.0.1. */
+export function manyKeys(master: string, n: number): string {
+  const lines = [`[masterkey]\nkey = ${master}\nmaster = yes\nhosts_allow = 0.0.0.0/0, ::/0\n`];
+  for (let i = 0; i < n; i++) lines.push(`[k${i}]\nkey = ${`bench${i}`.padEnd(64, 'x')}\nallow = lock\nhosts_allow = 127.0.0.1\n`);
+  return lines.join('\n');
 }
 
 /** Print a markdown table. */

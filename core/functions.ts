@@ -102,6 +102,14 @@ export class FunctionRegistry {
     for (const name of [decl.name, ...(decl.aliases ?? [])]) this.byName.set(name, entry);
   }
 
+  /** Remove one function (with its aliases) an owner declared; another owner's stays. */
+  unregister(owner: string, name: string): void {
+    const e = this.primary.get(name);
+    if (!e || e.owner !== owner) return;
+    this.primary.delete(name);
+    for (const [n, x] of this.byName) if (x === e) this.byName.delete(n);
+  }
+
   /** Remove every function an owner declared (plugin stop). */
   unregisterOwner(owner: string): void {
     for (const [name, e] of this.byName) if (e.owner === owner) this.byName.delete(name);

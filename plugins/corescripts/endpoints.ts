@@ -17,7 +17,7 @@ function isMqttSubscriber(e: unknown): e is MqttSubscriber {
  */
 export function mqttTarget(ctx: PluginContext, notifier?: string): MqttTarget | undefined {
   if (!ctx.hasService('notifiers')) return undefined;
-  const host = ctx.service<NotifierHost>('notifiers');
+  const host = ctx.service('notifiers');
   const id = notifier ?? host.defaultOf('mqtt');
   if (!id) return undefined;
   const n = host.get(id);

@@ -30,8 +30,8 @@ function backendOf(host: NotifierHost, a: string | undefined): { backend: Histor
 interface HistoryParams { a?: string; i: string[]; s?: string; e?: string; l?: number; x?: string; t?: string; w?: string; g?: string }
 
 export function registerHistory(ctx: PluginContext): void {
-  const items = () => ctx.service<ItemsService>('items');
-  const notifiers = () => ctx.service<NotifierHost>('notifiers');
+  const items = () => ctx.service('items');
+  const notifiers = () => ctx.service('notifiers');
 
   /** An oid the key may read: full ids (group/id) are looked up among the items, as 3.3 did. */
   const readableOid = (call: CallContext, i: string): string => {

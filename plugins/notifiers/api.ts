@@ -9,7 +9,7 @@ import type { HistoryBackend } from './db/backend';
  *
  * A type plugin exports, besides its plugin definition, the type itself as
  * `plugin.notifier` (a NotifierType) and registers it at start:
- *   start(ctx) { ctx.service<NotifierHost>('notifiers').registerType(ctx, myType) }
+ *   start(ctx) { ctx.service('notifiers').registerType(ctx, myType) }
  * The notifier command line reads `plugin.notifier` without starting anything.
  */
 

@@ -245,7 +245,7 @@ export const plugin = Object.assign(definePlugin({
         return ep;
       },
     };
-    ctx.service<NotifierHost>('notifiers').registerType(ctx, type);
+    ctx.service('notifiers').registerType(ctx, type);
     // `save` checkpoints every history file now, whatever the write budget
     ctx.onSave(() => Promise.all([...open.values()].map((ep) => ep.flush().catch(() => undefined))));
   },

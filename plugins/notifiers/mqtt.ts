@@ -55,7 +55,7 @@ export const plugin: PluginDefinition & { notifier: NotifierType } = {
         for (const e of early ?? []) e.itemsReady();
         early = undefined;
       });
-      ctx.service<NotifierHost>('notifiers').registerType(ctx, mqttType((e) => early?.push(e)));
+      ctx.service('notifiers').registerType(ctx, mqttType((e) => early?.push(e)));
     },
   }),
   notifier: mqttType(),

@@ -9,7 +9,7 @@ export function typePlugin(name: string, type: NotifierType): PluginDefinition &
       kind: 'notifier',
       version: '1.0.0',
       needs: ['notifiers'],
-      start: (ctx) => ctx.service<NotifierHost>('notifiers').registerType(ctx, type),
+      start: (ctx) => ctx.service('notifiers').registerType(ctx, type),
     }),
     notifier: type,
   };

@@ -24,6 +24,7 @@ export const plugin = definePlugin({
   name: 'stream',
   kind: 'service',
   version: '1.0.0',
+  provides: ['stream'],
   needs: ['items'],
   start(ctx) {
     startStream(ctx);
@@ -44,7 +45,7 @@ function bounds(w: typeof Defaults.webapi) {
 function startStream(ctx: PluginContext): void {
   const w = bounds(ctx.config.webapi);
   const log = ctx.quietLog(); // its own records must not feed the stream they report on
-  const items = ctx.service<ItemsService>('items');
+  const items = ctx.service('items');
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_INCOMING });
   const clients = new Set<StreamClient>();
   const stats: StreamStats = { clients: 0, accepted: 0, refused: 0, dropped_slow: 0, dropped_dead: 0, sent: 0 };

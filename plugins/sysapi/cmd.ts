@@ -107,7 +107,7 @@ export const plugin = definePlugin({
         const timeout = p.t ?? ctx.config.server.timeout;
         if (timeout === 0) throw invalidParams('parameter t: seconds, more than 0');
         const wait = p.w ?? 0;
-        const cvars = ctx.hasService('cvars') ? ctx.service<CvarsService>('cvars').env() : {};
+        const cvars = ctx.hasService('cvars') ? ctx.service('cvars').env() : {};
         const command = new Command(p.c, file, args, {
           cwd: ctx.paths.dir,
           env: { ...process.env, ...cvars },

@@ -10,7 +10,7 @@ export const plugin = definePlugin({
   version: '1.0.0',
   needs: ['notifiers'],
   start(ctx) {
-    const host = ctx.service<NotifierHost>('notifiers');
+    const host = ctx.service('notifiers');
     const id = { i: str('notifier id').req() };
     const known = (i: string) => {
       if (!host.get(i)) throw notFound(`notifier ${i}`);

@@ -25,11 +25,11 @@ export const plugin = definePlugin({
   name: 'sysapi-users',
   kind: 'sysapi',
   version: '1.0.0',
-  needs: ['sysapi-keys'],
+  needs: ['userdb'],
   start(ctx) {
     const { keys, log } = ctx;
     const tokens = keys.tokens;
-    const db = ctx.service<UserDb>('userdb');
+    const db = ctx.service('userdb');
     const users = new Map<string, UserRecord>(db.users().map((r) => [r.user, r]));
     const w = ctx.config.webapi;
     const throttle = new LoginThrottle(() => ({

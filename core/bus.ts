@@ -32,7 +32,7 @@ export class EventBus {
   on<S extends Subject>(owner: string, subject: S, listener: Listener<S>): void {
     const list = this.listeners.get(subject);
     if (!list) throw new Error(`unknown event subject: ${subject}`);
-    list.push({ owner, listener: listener as Listener<never> });
+    list.push({ owner, listener });
   }
 
   /** Remove every listener the owner registered. */

@@ -34,7 +34,7 @@ export class Controller {
     const paths = new Paths(opts.dir, opts.product);
     c.registerInstance(Paths, paths);
     for (const cls of [Config, EventBus, Logger, TokenStore, KeyStore, FunctionRegistry, SaveRegistry, Lifecycle, Metrics, Dispatcher, HttpHooks, PluginHost, HttpServer]) {
-      c.registerSingleton(cls as InjectionToken<unknown> as any);
+      c.registerSingleton(cls as InjectionToken<unknown> as new (...args: never[]) => unknown);
     }
     this.container = c;
   }

@@ -50,7 +50,7 @@ export function checkDefinition(d: unknown): DefinitionProblem | undefined {
     const range = typeof p.kernel === 'string' ? semver.validRange(p.kernel) : null;
     if (range === null) return malformed(`kernel must be a semver range such as '^2', not ${JSON.stringify(p.kernel)}`);
     if (!semver.satisfies(KERNEL_API, range)) {
-      return { code: 'kernel_mismatch', reason: `written for kernel API ${String(p.kernel)}, this kernel speaks ${KERNEL_API}` };
+      return { code: 'kernel_mismatch', reason: `written for kernel API ${p.kernel as string}, this kernel speaks ${KERNEL_API}` };
     }
   }
   return undefined;
@@ -60,7 +60,7 @@ export function checkDefinition(d: unknown): DefinitionProblem | undefined {
 export function pickDefinition(mod: unknown): Record<string, unknown> | undefined {
   const m = mod as { plugin?: unknown; default?: { plugin?: unknown } } | undefined;
   for (const c of [m?.plugin, m?.default?.plugin, m?.default]) {
-    if (c && typeof c === 'object' && 'name' in c) return c as Record<string, unknown>;
+    if (c && typeof c === 'object' && 'name' in c) return c;
   }
   return undefined;
 }
@@ -122,6 +122,8 @@ export class PluginHost {
     for (const { f, builtin } of files) {
       let mod: unknown;
       try {
+        // built-in plugins are CommonJS (dist/), drop-ins may be ESM: only import() reads both, require() keeps built-ins in one instance
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
         mod = builtin ? require(f) : await import(pathToFileURL(f).href);
       } catch (err) {
         this.skip(f, 'load_failed', `failed to load: ${describe(err)}`);
@@ -282,7 +284,6 @@ export class PluginHost {
     const cleanups: (() => unknown)[] = [];
     const ready: (() => unknown)[] = [];
     const stopping: (() => unknown)[] = [];
-    const host = this;
     const ctx: PluginContext = {
       name,
       paths: this.paths,
@@ -304,15 +305,15 @@ export class PluginHost {
       saveAll: () => this.saves.saveAll(),
       requestShutdown: (reason) => this.lifecycle.requestShutdown(reason),
       metrics: (source) => { open(); this.metrics.addSource(name, source); },
-      provide(service, value) {
+      provide: (service, value) => {
         open();
         if (!loaded.def.provides?.includes(service)) throw new Error(`service ${service} is not declared in provides`);
-        const taken = host.services.get(service);
+        const taken = this.services.get(service);
         if (taken) throw new Error(`service ${service} is already provided by ${taken.owner}`);
-        host.services.set(service, { owner: name, service: value });
+        this.services.set(service, { owner: name, service: value });
       },
-      service(service) {
-        const s = host.services.get(service);
+      service: (service) => {
+        const s = this.services.get(service);
         if (!s) throw new Error(`service ${service} is not available`);
         return s.service as never;
       },

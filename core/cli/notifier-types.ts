@@ -14,7 +14,8 @@ export interface TypeCatalogue {
   problems: string[];
 }
 
-function isNotifierType(t: any): t is NotifierType {
+function isNotifierType(v: unknown): v is NotifierType {
+  const t = v as Partial<Record<keyof NotifierType, unknown>> | null;
   return !!t && typeof t === 'object' && typeof t.type === 'string' && typeof t.parseProps === 'function' && typeof t.create === 'function';
 }
 
@@ -35,6 +36,8 @@ export async function loadTypes(controllerDir: string): Promise<TypeCatalogue> {
   for (const { f, builtin } of files) {
     let mod: unknown;
     try {
+      // built-in plugins are CommonJS (dist/), drop-ins may be ESM: only import() reads both, require() keeps built-ins in one instance
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
       mod = builtin ? require(f) : await import(pathToFileURL(f).href);
     } catch (err) {
       problems.push(`${f}: ${(err as Error).message}`);

@@ -63,7 +63,7 @@ export function directHandler(dispatcher: Dispatcher, space: ApiSpace, maxBody: 
       let params: Params = { ...ctx.query };
       const headerKey = ctx.get('x-auth-key') || undefined;
       if (ctx.method === 'POST') params = { ...params, ...(await bodyParams(ctx, params, headerKey)) };
-      const result = await dispatcher.call(ctx.params.fn, params, {
+      const result = await dispatcher.call((ctx.params as Record<string, string>).fn, params, {
         ip: clientIp(ctx), transport: 'direct', headers: ctx.headers, headerKey, space, signal: clientGone(ctx.req, ctx.res),
       });
       replyJson(ctx, 200, directResult(result));

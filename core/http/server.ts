@@ -94,7 +94,7 @@ export class HttpServer {
         res.writeHead(a.status, a.headers);
         res.end(a.body);
       } catch (err) {
-        this.log.error(`POST /jrpc: ${(err as Error)?.stack ?? err}`);
+        this.log.error(`POST /jrpc: ${String((err as Error)?.stack ?? err)}`);
         if (!res.headersSent) res.writeHead(500, JsonHeaders);
         res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: 10, message: 'internal error' } }));
       }
@@ -105,7 +105,7 @@ export class HttpServer {
       try {
         await next();
       } catch (err) {
-        this.log.error(`${ctx.method} ${ctx.path}: ${(err as Error)?.stack ?? err}`);
+        this.log.error(`${ctx.method} ${ctx.path}: ${String((err as Error)?.stack ?? err)}`);
         replyDirectError(ctx, 500, 'internal error');
       }
     });
@@ -186,7 +186,7 @@ export class HttpServer {
     try {
       handler.upgrade(req, socket, head, this.clientIp(req));
     } catch (err) {
-      this.log.error(`upgrade ${req.url}: ${(err as Error)?.stack ?? err}`);
+      this.log.error(`upgrade ${req.url}: ${String((err as Error)?.stack ?? err)}`);
       socket.destroy();
     }
   }
@@ -226,7 +226,7 @@ export class HttpServer {
     await this.drain();
     // upgraded connections (event streams) of plugins that have not closed theirs
     for (const h of this.hooks.upgradeHandlers()) {
-      try { await h.close?.(); } catch (err) { this.log.error(`upgrade handler close: ${(err as Error)?.stack ?? err}`); }
+      try { await h.close?.(); } catch (err) { this.log.error(`upgrade handler close: ${String((err as Error)?.stack ?? err)}`); }
     }
     for (const s of this.upgraded) s.destroy();
     const closed = this.servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve())));

@@ -1,5 +1,4 @@
 import type { PluginContext } from '../../core/plugin';
-import type { NotifierHost } from '../notifiers/api';
 import type { MqttSubscriber } from './api';
 
 /** An MQTT notifier's endpoint, found by id (or the default MQTT notifier). */

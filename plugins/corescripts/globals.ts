@@ -135,7 +135,7 @@ export function scriptGlobals(script: CoreScript, env: ScriptEnv): Record<string
       const p = (params ?? {}) as { status?: unknown; value?: unknown; priority?: unknown };
       return script.bridge(need(env, 'items').action(String(oid), {
         status: Number(p.status),
-        value: p.value === undefined || p.value === null ? (p.value as null | undefined) : String(p.value),
+        value: p.value === undefined || p.value === null ? (p.value) : String(p.value),
         priority: p.priority === undefined ? undefined : Number(p.priority),
       }, `corescript:${script.name}`));
     },

@@ -2,7 +2,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { definePlugin } from '../../core/plugin';
 import { Build } from '../../core/defaults';
-import type { CorescriptsService } from './api';
 import { readOptions } from './options';
 import { holdListener } from './rejections';
 import { ScriptSet, type ScriptEvent } from './runner';

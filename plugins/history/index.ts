@@ -2,7 +2,6 @@ import { definePlugin, type PluginContext } from '../../core/plugin';
 import type { CallContext } from '../../core/functions';
 import { accessDenied, invalidParams, notFound } from '../../core/errors';
 import { int, list, str } from '../../core/params';
-import type { ItemsService } from '../items/api';
 import type { NotifierHost } from '../notifiers/api';
 import type { HistoryBackend } from '../notifiers/db/backend';
 import { svgChart } from './chart';

@@ -4,8 +4,6 @@ import type { PluginContext } from '../../core/plugin';
 import { alreadyExists, ApiError, busy, functionFailed, invalidParams, notFound } from '../../core/errors';
 import { describe } from '../../core/log';
 import { EventSource, type ItemChange, type ItemInfo, type ItemsService, type StateEvent } from './api';
-import type { NotifierHost } from '../notifiers/api';
-import type { CvarsService } from '../sysapi/api';
 import { Item, type ItemProps, type StateChange, type StoredItem } from './item';
 import { parseOid, type Oid } from './oid';
 import { canRead, canReadAll } from './access';

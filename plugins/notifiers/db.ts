@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { definePlugin } from '../../core/plugin';
-import type { Endpoint, EndpointEnv, NotifierConfig, NotifierHost, NotifierType } from './api';
+import type { Endpoint, EndpointEnv, NotifierConfig, NotifierType } from './api';
 import { History, type HistoryOptions } from './db/history';
 import { checkDbName, checkKeep, parseDbProps, resolveDbFile } from './db/props';
 import type { HistoryRow } from './db/schema';
@@ -236,7 +236,7 @@ export const plugin = Object.assign(definePlugin({
       create(cfg, env) {
         const choice = createBackend(cfg, env);
         const key = choice.key;
-        if (key !== undefined && open.has(key)) throw new Error(`db notifier ${cfg.id}: ${cfg.db} is already the history of another notifier`);
+        if (key !== undefined && open.has(key)) throw new Error(`db notifier ${cfg.id}: ${String(cfg.db)} is already the history of another notifier`);
         const ep = new DbEndpoint(cfg.space ?? '', choice);
         if (key === undefined) return ep;
         open.set(key, ep);

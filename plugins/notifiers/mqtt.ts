@@ -1,5 +1,5 @@
 import { definePlugin, type PluginDefinition } from '../../core/plugin';
-import type { NotifierConfig, NotifierHost, NotifierType } from './api';
+import type { NotifierConfig, NotifierType } from './api';
 import { MqttEndpoint } from './mqtt/endpoint';
 import { withoutSecrets } from './host/config';
 import { MqttDefaults, MqttFields, parseProps, parseQos, readSettings } from './mqtt/settings';

@@ -1,5 +1,5 @@
 import { definePlugin, type PluginDefinition } from '../../core/plugin';
-import type { NotifierHost, NotifierType } from './api';
+import type { NotifierType } from './api';
 
 /** A notifier type plugin as the host and the CLI expect it: registers at start, exports the type as `plugin.notifier`. */
 export function typePlugin(name: string, type: NotifierType): PluginDefinition & { notifier: NotifierType } {

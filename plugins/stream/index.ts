@@ -5,7 +5,6 @@ import { authenticate } from '../../core/auth/authenticate';
 import { ApiError, accessDenied, invalidParams } from '../../core/errors';
 import { Defaults } from '../../core/defaults';
 import { normalizeSubscriptions } from '../notifiers/host/config';
-import type { ItemsService } from '../items/api';
 import { StreamClient } from './client';
 import { CloseCodes, type StreamService, type StreamStats } from './api';
 
@@ -86,7 +85,7 @@ function startStream(ctx: PluginContext): void {
     let msg: Record<string, unknown>;
     try {
       if (binary) throw new Error('messages are JSON text');
-      msg = JSON.parse(data.toString());
+      msg = JSON.parse(String(data)) as Record<string, unknown>;
       if (!msg || typeof msg !== 'object' || Array.isArray(msg)) throw new Error('a message is a JSON object');
     } catch (err) {
       error(c, invalidParams((err as Error).message));

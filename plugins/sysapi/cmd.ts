@@ -7,7 +7,6 @@ import { describe } from '../../core/log';
 import { within } from '../../core/within';
 import { any, secs, str } from '../../core/params';
 import type { CallContext } from '../../core/functions';
-import type { CvarsService } from './api';
 import { CommandLineError, splitArgv } from '../../core/process/argv';
 import { Command } from './cmd/command';
 import { CommandTable } from './cmd/table';

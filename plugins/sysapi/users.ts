@@ -4,7 +4,7 @@ import type { CallContext } from '../../core/functions';
 import type { ApiKey } from '../../core/auth/apikey';
 import { hashPassword, verifyPassword, dummyVerify } from '../../core/auth/passwords';
 import { LoginThrottle } from '../../core/auth/throttle';
-import { UserDb, UserRecord } from '../../core/store/userdb';
+import { type UserRecord } from '../../core/store/userdb';
 import { accessDenied, alreadyExists, ApiError, invalidParams, notFound } from '../../core/errors';
 import { describe } from '../../core/log';
 import { writeOrFail } from './userdb-sync';

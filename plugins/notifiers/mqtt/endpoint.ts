@@ -1,6 +1,5 @@
 import crypto from 'node:crypto';
 import type { Subject } from '../../../core/bus';
-import { Dispatcher } from '../../../core/dispatch';
 import { invalidParams } from '../../../core/errors';
 import type { PluginContext } from '../../../core/plugin';
 import type { ModuleLogger } from '../../../core/log';

@@ -1,23 +1,35 @@
+import type { LogRecord } from './log';
+
 /**
  * The kernel event bus. Subjects: state, action, log. Publishers never see a
  * listener's failure: each listener runs in its own try/catch and a failure
  * is reported to the error sink (the logger, which keeps it out of the bus).
  * Listeners are registered per owner so an owner's `stop` removes them all.
  */
-export type Subject = 'state' | 'action' | 'log';
+
+/**
+ * What each subject carries. The kernel publishes `log`; the plugin that
+ * publishes another subject declares its event type by declaration merging,
+ * e.g. `declare module '../../core/bus' { interface BusEvents { state: StateEvent } }`.
+ */
+export interface BusEvents {
+  log: LogRecord;
+}
+export type Subject = keyof BusEvents;
+/** The subjects notifiers subscribe to (spec); `state` and `action` are typed by the items plugin. */
 export const Subjects: readonly Subject[] = ['state', 'action', 'log'];
 
 /** A listener may be async: a rejection is reported like a throw. */
-export type Listener = (data: any, subject: Subject) => void | Promise<unknown>;
+export type Listener<S extends Subject = Subject> = (data: BusEvents[S], subject: S) => void | Promise<unknown>;
 
-interface Entry { owner: string; listener: Listener }
+interface Entry { owner: string; listener: Listener<never> }
 
 export class EventBus {
   private readonly listeners = new Map<Subject, Entry[]>(Subjects.map((s) => [s, []]));
   /** where listener failures are reported; set by the logger at wiring time */
   onListenerError: (owner: string, subject: Subject, err: unknown) => void = () => {};
 
-  on(owner: string, subject: Subject, listener: Listener): void {
+  on<S extends Subject>(owner: string, subject: S, listener: Listener<S>): void {
     const list = this.listeners.get(subject);
     if (!list) throw new Error(`unknown event subject: ${subject}`);
     list.push({ owner, listener });
@@ -30,12 +42,12 @@ export class EventBus {
     }
   }
 
-  emit(subject: Subject, data: unknown): void {
+  emit<S extends Subject>(subject: S, data: BusEvents[S]): void {
     const list = this.listeners.get(subject);
     if (!list) return;
     for (const { owner, listener } of list) {
       try {
-        const r: unknown = listener(data, subject);
+        const r: unknown = (listener as Listener<S>)(data, subject);
         // an async listener fails later: its rejection is reported the same
         // way (left alone it would be an unhandled rejection, which ends the process)
         if (typeof (r as PromiseLike<unknown> | undefined)?.then === 'function') {

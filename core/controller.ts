@@ -33,9 +33,8 @@ export class Controller {
     const c = root.createChildContainer();
     const paths = new Paths(opts.dir, opts.product);
     c.registerInstance(Paths, paths);
-    c.registerInstance('container', c);
     for (const cls of [Config, EventBus, Logger, TokenStore, KeyStore, FunctionRegistry, SaveRegistry, Lifecycle, Metrics, Dispatcher, HttpHooks, PluginHost, HttpServer]) {
-      c.registerSingleton(cls as InjectionToken<unknown> as any);
+      c.registerSingleton(cls as InjectionToken<unknown> as new (...args: never[]) => unknown);
     }
     this.container = c;
   }

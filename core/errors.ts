@@ -49,3 +49,33 @@ export function toApiError(err: unknown): { error: ApiError; internal: boolean }
   if (err instanceof ApiError) return { error: err, internal: false };
   return { error: functionFailed('function failed, see the controller log'), internal: true };
 }
+
+/**
+ * Why a plugin was found but not started: stable codes (like the API error
+ * codes above) that the log line and PluginHost.skipped carry, so operators
+ * and tests match the code, not the wording of the message.
+ */
+export const SkipCodes = {
+  /** the module could not be loaded (syntax error, a failing import) */
+  load_failed: 'the module failed to load',
+  /** the module exports no valid plugin definition */
+  malformed: 'the plugin definition is malformed',
+  /** another plugin of the same name is already loaded */
+  duplicate_name: 'a plugin of the same name is already loaded',
+  /** the plugin's `kernel` range does not include this kernel's API version */
+  kernel_mismatch: 'written for another kernel API version',
+  /** another plugin already declares a service this one `provides` */
+  service_taken: 'a service it provides is provided by another plugin',
+  /** no plugin provides a service named in `needs` */
+  need_missing: 'a service it needs is provided by no plugin',
+  /** the plugins providing what it needs need it in turn */
+  need_cycle: 'its needs form a cycle',
+  /** the plugin providing a needed service was skipped or did not provide it */
+  need_unavailable: 'a service it needs did not start',
+  /** start threw or rejected (a malformed function declaration, a service it did not declare) */
+  start_failed: 'start failed',
+  /** start did not finish within plugin_start_timeout */
+  start_timeout: 'start did not finish in time',
+} as const;
+
+export type SkipCode = keyof typeof SkipCodes;

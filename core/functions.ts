@@ -35,6 +35,10 @@ export interface CallContext {
   readonly signal?: AbortSignal;
 }
 
+// `any` on purpose: a declaration's handler takes the parameters its own `params` describe
+// (validate() guarantees them), a type the registry holding every declaration cannot name;
+// with `unknown` no typed handler (p: { i: string }) could be declared at all (parameters are contravariant)
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export interface FunctionDecl<P = any> {
   name: string;
   aliases?: string[];
@@ -100,6 +104,14 @@ export class FunctionRegistry {
     const entry = { decl, owner };
     this.primary.set(decl.name, entry);
     for (const name of [decl.name, ...(decl.aliases ?? [])]) this.byName.set(name, entry);
+  }
+
+  /** Remove one function (with its aliases) an owner declared; another owner's stays. */
+  unregister(owner: string, name: string): void {
+    const e = this.primary.get(name);
+    if (!e || e.owner !== owner) return;
+    this.primary.delete(name);
+    for (const [n, x] of this.byName) if (x === e) this.byName.delete(n);
   }
 
   /** Remove every function an owner declared (plugin stop). */

@@ -163,7 +163,7 @@ export function underJournal(): boolean {
  * \xHH, so no message can move the cursor, recolour the console or forge a
  * record. Line ends are the caller's (continuation lines).
  */
-// eslint-disable-next-line no-control-regex
+ 
 const CONTROL = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]/g;
 export const escapeControls = (s: string) => s.replace(CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
 

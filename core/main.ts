@@ -63,6 +63,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  process.stderr.write(`controller failed to start: ${err?.message ?? err}\n`);
+  process.stderr.write(`controller failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
   process.exit(1);
 });

@@ -1,17 +1,30 @@
-import type { DependencyContainer } from 'tsyringe';
 import type { Config } from './config';
 import type { Paths } from './paths';
-import type { Listener, Subject } from './bus';
+import type { BusEvents, Listener, Subject } from './bus';
 import type { Logger, ModuleLogger } from './log';
 import type { FunctionDecl } from './functions';
 import type { KeyStore } from './auth/keys';
 import type { ApiError, ErrorKind } from './errors';
 import type { MetricSource } from './metrics';
+import type { CallMeta } from './dispatch';
 
 import type { RouteHandler, UpgradeHandler } from './http/hooks';
 
-/** The plugin API version this kernel speaks; a plugin may ask for it with `kernel`. */
-export const KERNEL_API = 1;
+/**
+ * The plugin API version this kernel speaks (semver: the major changes when a
+ * plugin written for the previous one may break). A plugin states the range it
+ * was written for with `kernel`, e.g. '^2'.
+ */
+export const KERNEL_API = '2.0.0';
+
+/**
+ * The services plugins offer each other, by name. Empty here: the plugin that
+ * provides a service declares it by declaration merging, next to its type:
+ * `declare module '../../core/plugin' { interface Services { items: ItemsService } }`.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface Services {}
+export type ServiceName = keyof Services;
 
 /** Kinds the host knows; they order nothing, they label and are checked. */
 export const PluginKinds = ['sysapi', 'notifier', 'service'] as const;
@@ -26,10 +39,12 @@ export interface PluginDefinition {
   name: string;
   kind: PluginKind;
   version: string;
-  /** names of plugins that must be started before this one */
-  needs?: string[];
-  /** kernel API version this plugin was written for (KERNEL_API) */
-  kernel?: number;
+  /** services this plugin offers with ctx.provide (it may provide no other) */
+  provides?: ServiceName[];
+  /** services this plugin needs: their providers start first; without one it is skipped */
+  needs?: ServiceName[];
+  /** semver range of the kernel API this plugin was written for (KERNEL_API), e.g. '^2' */
+  kernel?: string;
   /**
    * Called once per controller: create this controller's state here (a
    * process may hold several controllers, so keep none at module level) and
@@ -58,22 +73,29 @@ export interface PluginContext {
   /** the controller log itself, for plugins that read or keep records */
   readonly logger: Logger;
   readonly keys: KeyStore;
-  /** the DI container, for TypeScript plugins that resolve kernel classes */
-  readonly container: DependencyContainer;
   /** an API error of a catalogue kind, for plugins that cannot import core/errors (drop-ins) */
   error(kind: ErrorKind, message: string): ApiError;
   /** a logger whose records never become `log` events (the notification system's own) */
   quietLog(mod?: string): ModuleLogger;
-  on(subject: Subject, listener: Listener): void;
-  emit(subject: Subject, data: unknown): void;
-  register(decl: FunctionDecl): void;
+  on<S extends Subject>(subject: S, listener: Listener<S>): void;
+  emit<S extends Subject>(subject: S, data: BusEvents[S]): void;
+  /** declare a function; returns the way to withdraw it before the plugin stops */
+  register(decl: FunctionDecl): () => void;
+  /** call a function as a transport does (key, permission, validation): the MQTT API */
+  call(name: string, params: Record<string, unknown>, meta: CallMeta): Promise<unknown>;
+  /** the OpenRPC description of every function declared now (rpc.discover) */
+  describeFunctions(title: string): Record<string, unknown>;
+  /** write everything modified (every plugin's onSave); the failures, by owner */
+  saveAll(): Promise<{ owner: string; error: unknown }[]>;
+  /** stop the controller (shutdown_core): main makes it an exit, a supervisor starts it again */
+  requestShutdown(reason: string): void;
   /** figures for GET /metrics (families eva_<name>), read at every scrape */
   metrics(source: MetricSource): void;
-  /** offer a service to other plugins by name */
-  provide<T>(name: string, service: T): void;
-  /** a service another plugin provides (declare that plugin in `needs`) */
-  service<T>(name: string): T;
-  hasService(name: string): boolean;
+  /** offer a service to other plugins by name (declared in `provides`) */
+  provide<K extends ServiceName>(name: K, service: Services[K]): void;
+  /** a service another plugin provides (name it in `needs`, or check hasService first) */
+  service<K extends ServiceName>(name: K): Services[K];
+  hasService(name: ServiceName): boolean;
   interval(fn: () => void, ms: number): NodeJS.Timeout;
   timeout(fn: () => void, ms: number): NodeJS.Timeout;
   /** answer HTTP requests under a path prefix that no kernel route answers (static pages) */

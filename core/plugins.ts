@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { inject, injectable, type DependencyContainer } from 'tsyringe';
+import { injectable } from 'tsyringe';
+import semver from 'semver';
 import { Config } from './config';
 import { Paths } from './paths';
 import { EventBus } from './bus';
@@ -10,12 +11,14 @@ import { FunctionRegistry } from './functions';
 import { KeyStore } from './auth/keys';
 import { SaveRegistry } from './save';
 import { Metrics } from './metrics';
+import { Dispatcher } from './dispatch';
+import { Lifecycle } from './lifecycle';
 
 import { HttpHooks } from './http/hooks';
-import { ApiError } from './errors';
+import { ApiError, type SkipCode } from './errors';
 import { within } from './within';
 import { MAX_TIMER_SECONDS } from './defaults';
-import { KERNEL_API, PluginContext, PluginDefinition, PluginKinds, type PluginKind } from './plugin';
+import { KERNEL_API, type PluginContext, type PluginDefinition, PluginKinds, type PluginKind, type ServiceName } from './plugin';
 
 /** Where the built-in plugins are after the build (dist/plugins). */
 const BUILTIN_DIR = path.resolve(__dirname, '..', 'plugins');
@@ -27,22 +30,38 @@ interface Running {
   closed: boolean;
 }
 
-/** Check a definition's shape; returns what is wrong, or undefined. */
-export function checkDefinition(d: any): string | undefined {
-  if (!d || typeof d !== 'object') return 'exports no plugin definition';
-  if (typeof d.name !== 'string' || !/^[a-z0-9][a-z0-9_.-]*$/i.test(d.name)) return 'plugin name missing or malformed';
-  if (!PluginKinds.includes(d.kind)) return `plugin kind must be one of ${PluginKinds.join(', ')}`;
-  if (typeof d.version !== 'string' || !/^\d+\.\d+\.\d+/.test(d.version)) return 'plugin version must be x.y.z';
-  if (d.needs !== undefined && (!Array.isArray(d.needs) || d.needs.some((n: unknown) => typeof n !== 'string'))) {
-    return 'needs must be a list of plugin names';
+/** A problem with a definition: its skip code and what is wrong. */
+export interface DefinitionProblem { code: SkipCode; reason: string }
+
+const isNameList = (v: unknown) => v === undefined || (Array.isArray(v) && v.every((n) => typeof n === 'string'));
+
+/** Check a definition's shape and kernel range; returns what is wrong, or undefined. */
+export function checkDefinition(d: unknown): DefinitionProblem | undefined {
+  const malformed = (reason: string): DefinitionProblem => ({ code: 'malformed', reason });
+  if (!d || typeof d !== 'object') return malformed('exports no plugin definition');
+  const p = d as Record<string, unknown>;
+  if (typeof p.name !== 'string' || !/^[a-z0-9][a-z0-9_.-]*$/i.test(p.name)) return malformed('plugin name missing or malformed');
+  if (!PluginKinds.includes(p.kind as never)) return malformed(`plugin kind must be one of ${PluginKinds.join(', ')}`);
+  if (typeof p.version !== 'string' || !/^\d+\.\d+\.\d+/.test(p.version)) return malformed('plugin version must be x.y.z');
+  if (!isNameList(p.needs)) return malformed('needs must be a list of service names');
+  if (!isNameList(p.provides)) return malformed('provides must be a list of service names');
+  for (const f of ['start', 'stop']) if (p[f] !== undefined && typeof p[f] !== 'function') return malformed(`${f} must be a function`);
+  if (p.kernel !== undefined) {
+    const range = typeof p.kernel === 'string' ? semver.validRange(p.kernel) : null;
+    if (range === null) return malformed(`kernel must be a semver range such as '^2', not ${JSON.stringify(p.kernel)}`);
+    if (!semver.satisfies(KERNEL_API, range)) {
+      return { code: 'kernel_mismatch', reason: `written for kernel API ${p.kernel as string}, this kernel speaks ${KERNEL_API}` };
+    }
   }
-  if (d.kernel !== undefined && d.kernel !== KERNEL_API) return `written for kernel API ${d.kernel}, this is ${KERNEL_API}`;
-  for (const f of ['start', 'stop']) if (d[f] !== undefined && typeof d[f] !== 'function') return `${f} must be a function`;
   return undefined;
 }
 
-export function pickDefinition(mod: any): any {
-  for (const c of [mod?.plugin, mod?.default?.plugin, mod?.default]) if (c && typeof c === 'object' && 'name' in c) return c;
+/** The plugin definition a module exports (as `plugin`, or as its default export), if any. */
+export function pickDefinition(mod: unknown): Record<string, unknown> | undefined {
+  const m = mod as { plugin?: unknown; default?: { plugin?: unknown } } | undefined;
+  for (const c of [m?.plugin, m?.default?.plugin, m?.default]) {
+    if (c && typeof c === 'object' && 'name' in c) return c;
+  }
   return undefined;
 }
 
@@ -66,12 +85,12 @@ function listJs(dir: string, recursive: boolean): string[] {
 @injectable()
 export class PluginHost {
   private readonly running: Running[] = [];
-  private readonly services = new Map<string, { owner: string; service: unknown }>();
+  private readonly services = new Map<ServiceName, { owner: string; service: unknown }>();
   /** ctx.onPlugin: who wants to hear of started plugins of which kind */
   private watchers: { owner: string; kind: PluginKind; fn: (def: PluginDefinition, ctx: PluginContext) => unknown }[] = [];
   private readonly log: ModuleLogger;
   /** plugins that were found but not started, with the reason */
-  readonly skipped: { file: string; name?: string; reason: string }[] = [];
+  readonly skipped: { file: string; name?: string; code: SkipCode; reason: string }[] = [];
 
   constructor(
     private readonly paths: Paths,
@@ -84,14 +103,15 @@ export class PluginHost {
     private readonly metrics: Metrics,
 
     private readonly http: HttpHooks,
-    @inject('container') private readonly container: DependencyContainer,
+    private readonly dispatcher: Dispatcher,
+    private readonly lifecycle: Lifecycle,
   ) {
     this.log = logger.module('plugins');
   }
 
-  private skip(file: string, reason: string, name?: string) {
-    this.skipped.push({ file, name, reason });
-    this.log.error(`plugin ${name ?? ''} ${file} skipped: ${reason}`.replace('  ', ' '));
+  private skip(file: string, code: SkipCode, reason: string, name?: string) {
+    this.skipped.push({ file, name, code, reason });
+    this.log.error(`plugin ${name ?? ''} ${file} skipped [${code}]: ${reason}`.replace('  ', ' '));
   }
 
   /** Load the built-in plugins and the controller's drop-ins. */
@@ -104,20 +124,24 @@ export class PluginHost {
     for (const { f, builtin } of files) {
       let mod: unknown;
       try {
+        // built-in plugins are CommonJS (dist/), drop-ins may be ESM: only import() reads both, require() keeps built-ins in one instance
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
         mod = builtin ? require(f) : await import(pathToFileURL(f).href);
       } catch (err) {
-        this.skip(f, `failed to load: ${describe(err)}`);
+        this.skip(f, 'load_failed', `failed to load: ${describe(err)}`);
         continue;
       }
-      const def = pickDefinition(mod);
-      if (!def && builtin) continue; // a helper module of the built-in plugins, not a plugin
-      const wrong = checkDefinition(def);
+      const picked = pickDefinition(mod);
+      if (!picked && builtin) continue; // a helper module of the built-in plugins, not a plugin
+      const wrong = checkDefinition(picked);
+      const named = picked?.name;
       if (wrong) {
-        this.skip(f, wrong, def?.name);
+        this.skip(f, wrong.code, wrong.reason, typeof named === 'string' ? named : undefined);
         continue;
       }
+      const def = picked as unknown as PluginDefinition;
       if (found.some((l) => l.def.name === def.name)) {
-        this.skip(f, `a plugin named ${def.name} is already loaded`, def.name);
+        this.skip(f, 'duplicate_name', `a plugin named ${def.name} is already loaded`, def.name);
         continue;
       }
       found.push({ def, file: f, builtin });
@@ -125,9 +149,31 @@ export class PluginHost {
     return found;
   }
 
-  /** Order by `needs`: every plugin after those it needs; unmet needs and cycles are skipped. */
+  /**
+   * Who provides which service: the first plugin (in load order) declaring it
+   * in `provides`; a later one declaring the same service is skipped.
+   */
+  private providers(all: Loaded[]): { kept: Loaded[]; byService: Map<ServiceName, Loaded> } {
+    const byService = new Map<ServiceName, Loaded>();
+    const kept: Loaded[] = [];
+    for (const l of all) {
+      const taken = (l.def.provides ?? []).find((s) => byService.has(s));
+      if (taken) {
+        this.skip(l.file, 'service_taken', `provides ${taken}, which ${byService.get(taken)!.def.name} provides already`, l.def.name);
+        continue;
+      }
+      for (const s of l.def.provides ?? []) byService.set(s, l);
+      kept.push(l);
+    }
+    return { kept, byService };
+  }
+
+  /**
+   * Order by `needs`: every plugin after the providers of the services it
+   * needs; a need nobody provides, and cycles, are skipped before any start.
+   */
   private order(all: Loaded[]): Loaded[] {
-    const byName = new Map(all.map((l) => [l.def.name, l]));
+    const { kept, byService } = this.providers(all);
     const out: Loaded[] = [];
     const state = new Map<string, 'visiting' | 'done' | 'bad'>();
     const visit = (l: Loaded): boolean => {
@@ -135,15 +181,19 @@ export class PluginHost {
       if (s === 'done') return true;
       if (s === 'bad') return false;
       if (s === 'visiting') {
-        this.skip(l.file, 'circular needs', l.def.name);
+        this.skip(l.file, 'need_cycle', 'its needs form a cycle', l.def.name);
         state.set(l.def.name, 'bad');
         return false;
       }
       state.set(l.def.name, 'visiting');
       for (const n of l.def.needs ?? []) {
-        const dep = byName.get(n);
+        const dep = byService.get(n);
+        if (dep === l) continue; // providing a service to itself needs no order
         if (!dep || !visit(dep)) {
-          if (state.get(l.def.name) !== 'bad') this.skip(l.file, `needs ${n}, which is ${dep ? 'not available' : 'missing'}`, l.def.name);
+          if (state.get(l.def.name) !== 'bad') {
+            if (dep) this.skip(l.file, 'need_unavailable', `needs ${n}, whose provider ${dep.def.name} is skipped`, l.def.name);
+            else this.skip(l.file, 'need_missing', `needs ${n}, which no plugin provides`, l.def.name);
+          }
           state.set(l.def.name, 'bad');
           return false;
         }
@@ -152,31 +202,33 @@ export class PluginHost {
       out.push(l);
       return true;
     };
-    all.forEach(visit);
+    kept.forEach(visit);
     return out;
   }
 
   async startAll(): Promise<void> {
     const ordered = this.order(await this.load());
-    const started = new Set<string>();
     for (const l of ordered) {
-      if ((l.def.needs ?? []).some((n) => !started.has(n))) {
-        this.skip(l.file, `needs ${(l.def.needs ?? []).filter((n) => !started.has(n)).join(', ')}, which did not start`, l.def.name);
+      // a provider that was skipped at start, or started without providing, leaves its dependents out
+      const absent = (l.def.needs ?? []).filter((n) => !this.services.has(n));
+      if (absent.length) {
+        this.skip(l.file, 'need_unavailable', `needs ${absent.join(', ')}, which did not start`, l.def.name);
         continue;
       }
       const run = this.context(l);
+      let timedOut = false;
       try {
         const start = Promise.resolve().then(() => l.def.start?.(run.ctx));
         if (!(await within(start, this.config.server.plugin_start_timeout * 1000))) {
+          timedOut = true;
           throw new Error(`did not start within ${this.config.server.plugin_start_timeout} s`);
         }
         this.running.push(run);
-        started.add(l.def.name);
         for (const w of this.watchers) if (w.kind === l.def.kind) this.tell(w, run);
         this.log.debug(`plugin ${l.def.name} ${l.def.version} started (${l.file})`);
       } catch (err) {
         await this.cleanup(run);
-        this.skip(l.file, `failed to start: ${describe(err)}`, l.def.name);
+        this.skip(l.file, timedOut ? 'start_timeout' : 'start_failed', `failed to start: ${describe(err)}`, l.def.name);
       }
     }
     for (const run of this.running) {
@@ -245,7 +297,6 @@ export class PluginHost {
     const cleanups: (() => unknown)[] = [];
     const ready: (() => unknown)[] = [];
     const stopping: (() => unknown)[] = [];
-    const host = this;
     const ctx: PluginContext = {
       name,
       paths: this.paths,
@@ -253,23 +304,31 @@ export class PluginHost {
       log: this.logger.module(name),
       logger: this.logger,
       keys: this.keys,
-      container: this.container,
       error: (kind, message) => new ApiError(kind, message),
       quietLog: (mod = name) => this.logger.module(mod, { events: false }),
       on: (subject, listener) => { open(); this.bus.on(name, subject, listener); },
       emit: (subject, data) => this.bus.emit(subject, data),
-      register: (decl) => { open(); this.functions.register(name, decl); },
-      metrics: (source) => { open(); this.metrics.addSource(name, source); },
-      provide(service, value) {
+      register: (decl) => {
         open();
-        const taken = host.services.get(service);
-        if (taken) throw new Error(`service ${service} is already provided by ${taken.owner}`);
-        host.services.set(service, { owner: name, service: value });
+        this.functions.register(name, decl);
+        return () => this.functions.unregister(name, decl.name);
       },
-      service<T>(service: string): T {
-        const s = host.services.get(service);
+      call: (fn, params, meta) => this.dispatcher.call(fn, params, meta),
+      describeFunctions: (title) => this.functions.describe(title),
+      saveAll: () => this.saves.saveAll(),
+      requestShutdown: (reason) => this.lifecycle.requestShutdown(reason),
+      metrics: (source) => { open(); this.metrics.addSource(name, source); },
+      provide: (service, value) => {
+        open();
+        if (!loaded.def.provides?.includes(service)) throw new Error(`service ${service} is not declared in provides`);
+        const taken = this.services.get(service);
+        if (taken) throw new Error(`service ${service} is already provided by ${taken.owner}`);
+        this.services.set(service, { owner: name, service: value });
+      },
+      service: (service) => {
+        const s = this.services.get(service);
         if (!s) throw new Error(`service ${service} is not available`);
-        return s.service as T;
+        return s.service as never;
       },
       hasService: (service) => this.services.has(service),
       // node fires a timer of more than 2^31 ms at once: longer ones wait the longest it can

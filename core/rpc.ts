@@ -11,7 +11,7 @@ export const rpcError = (id: unknown, code: number, message: string): RpcRespons
  * transport that speaks JSON RPC (HTTP /jrpc, the MQTT API). Resolves to the
  * response, or undefined for a notification (a request without id).
  */
-export async function rpcCall(dispatcher: Dispatcher, req: unknown, meta: CallMeta): Promise<RpcResponse | undefined> {
+export async function rpcCall(dispatcher: Pick<Dispatcher, 'call'>, req: unknown, meta: CallMeta): Promise<RpcResponse | undefined> {
   if (!req || typeof req !== 'object' || Array.isArray(req)) return rpcError(null, -32600, 'invalid request');
   const { jsonrpc, method, params, id } = req as Record<string, unknown>;
   const notification = id === undefined || id === null;

@@ -59,13 +59,13 @@ export function withStatus<T extends object>(obj: T): T {
 /** A handler's result as the direct API answers it. */
 export function directResult(r: unknown): unknown {
   if (r === undefined || r === null || r === true) return { result: 'OK' };
-  if (typeof r === 'object' && (r as any)[WithStatus]) return { ...(r as object), result: 'OK' };
+  if (typeof r === 'object' && (r as Record<symbol, unknown>)[WithStatus]) return { ...r, result: 'OK' };
   return r;
 }
 
 /** A handler's result as JSON RPC answers it. */
 export function rpcResult(r: unknown): unknown {
   if (r === undefined || r === null || r === true) return { ok: true };
-  if (typeof r === 'object' && (r as any)[WithStatus]) return { ...(r as object), ok: true };
+  if (typeof r === 'object' && (r as Record<symbol, unknown>)[WithStatus]) return { ...r, ok: true };
   return r;
 }

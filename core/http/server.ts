@@ -108,7 +108,8 @@ export class HttpServer {
     const rpcInternal = JSON.stringify(rpcError(null, 10, 'internal error'));
     const directInternal = JSON.stringify({ result: 'ERROR', _error: 'internal error' });
     const failed = (req: http.IncomingMessage, res: http.ServerResponse, internal: string, err: unknown) => {
-      this.log.error(`${req.method} ${req.url}: ${(err as Error)?.stack ?? err}`);
+      // the path only: a query may hold a key
+      this.log.error(`${req.method} ${(req.url ?? '').split('?')[0]}: ${String((err as Error)?.stack ?? err)}`);
       if (!res.headersSent) send(res, 500, JsonHeaders, internal);
       else res.end();
     };
@@ -118,7 +119,7 @@ export class HttpServer {
       try {
         await next();
       } catch (err) {
-        this.log.error(`${ctx.method} ${ctx.path}: ${(err as Error)?.stack ?? err}`);
+        this.log.error(`${ctx.method} ${ctx.path}: ${String((err as Error)?.stack ?? err)}`);
         replyDirectError(ctx, 500, 'internal error');
       }
     });
@@ -199,7 +200,7 @@ export class HttpServer {
     try {
       handler.upgrade(req, socket, head, this.clientIp(req));
     } catch (err) {
-      this.log.error(`upgrade ${req.url}: ${(err as Error)?.stack ?? err}`);
+      this.log.error(`upgrade ${(req.url ?? '').split('?')[0]}: ${String((err as Error)?.stack ?? err)}`);
       socket.destroy();
     }
   }
@@ -239,7 +240,7 @@ export class HttpServer {
     await this.drain();
     // upgraded connections (event streams) of plugins that have not closed theirs
     for (const h of this.hooks.upgradeHandlers()) {
-      try { await h.close?.(); } catch (err) { this.log.error(`upgrade handler close: ${(err as Error)?.stack ?? err}`); }
+      try { await h.close?.(); } catch (err) { this.log.error(`upgrade handler close: ${String((err as Error)?.stack ?? err)}`); }
     }
     for (const s of this.upgraded) s.destroy();
     const closed = this.servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve())));

@@ -17,3 +17,9 @@ export interface CorescriptsService {
   /** run every script for an event; never throws */
   dispatch(event: { type: string; [field: string]: unknown }): void;
 }
+
+declare module '../../core/plugin' {
+  interface Services {
+    corescripts: CorescriptsService;
+  }
+}

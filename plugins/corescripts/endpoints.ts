@@ -1,5 +1,4 @@
 import type { PluginContext } from '../../core/plugin';
-import type { NotifierHost } from '../notifiers/api';
 import type { MqttSubscriber } from './api';
 
 /** An MQTT notifier's endpoint, found by id (or the default MQTT notifier). */
@@ -17,7 +16,7 @@ function isMqttSubscriber(e: unknown): e is MqttSubscriber {
  */
 export function mqttTarget(ctx: PluginContext, notifier?: string): MqttTarget | undefined {
   if (!ctx.hasService('notifiers')) return undefined;
-  const host = ctx.service<NotifierHost>('notifiers');
+  const host = ctx.service('notifiers');
   const id = notifier ?? host.defaultOf('mqtt');
   if (!id) return undefined;
   const n = host.get(id);

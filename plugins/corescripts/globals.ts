@@ -2,8 +2,7 @@ import { ApiError, ErrorKinds, type ErrorKind } from '../../core/errors';
 import { Permissions, type Permission } from '../../core/functions';
 import type { ModuleLogger } from '../../core/log';
 import { ParamTypes, type ParamSpec, type ParamType } from '../../core/params';
-import type { CvarsService, LocksService } from '../sysapi/api';
-import type { ItemsService } from '../items/api';
+import type { ServiceName, Services } from '../../core/plugin';
 import type { MqttTarget } from './endpoints';
 import { lineOf } from './where';
 import type { CoreScript, RpcDecl, ScriptFn } from './script';
@@ -17,7 +16,7 @@ export interface ScriptEnv {
   maxHandlers: number;
   /** a logger for one script */
   logger(script: CoreScript): ModuleLogger;
-  service<T>(name: string): T | undefined;
+  service<K extends ServiceName>(name: K): Services[K] | undefined;
   mqtt(notifier?: string): MqttTarget | undefined;
 }
 
@@ -26,8 +25,8 @@ const PARAM_TYPES: readonly ParamType[] = ParamTypes;
 /** method names scripts may declare: cs_<topic> */
 const RPC_TOPIC = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/;
 
-function need<T>(env: ScriptEnv, name: string): T {
-  const s = env.service<T>(name);
+function need<K extends ServiceName>(env: ScriptEnv, name: K): Services[K] {
+  const s = env.service(name);
   if (!s) throw new Error(`${name} are not available in this controller`);
   return s;
 }
@@ -107,36 +106,36 @@ export function scriptGlobals(script: CoreScript, env: ScriptEnv): Record<string
   };
 
   const cvars = {
-    get: (name: unknown) => need<CvarsService>(env, 'cvars').get(String(name)),
-    all: () => script.copyIn(need<CvarsService>(env, 'cvars').all()),
-    set: (name: unknown, value: unknown) => script.bridge(need<CvarsService>(env, 'cvars').set(String(name), text(value))),
-    delete: (name: unknown) => script.bridge(need<CvarsService>(env, 'cvars').delete(String(name))),
+    get: (name: unknown) => need(env, 'cvars').get(String(name)),
+    all: () => script.copyIn(need(env, 'cvars').all()),
+    set: (name: unknown, value: unknown) => script.bridge(need(env, 'cvars').set(String(name), text(value))),
+    delete: (name: unknown) => script.bridge(need(env, 'cvars').delete(String(name))),
   };
 
   const locks = {
     acquire: (id: unknown, timeout?: unknown, expires?: unknown) => script.bridge(
-      need<LocksService>(env, 'locks').acquire(String(id), timeout === undefined ? undefined : Number(timeout),
+      need(env, 'locks').acquire(String(id), timeout === undefined ? undefined : Number(timeout),
         expires === undefined ? undefined : Number(expires)),
     ),
-    release: (id: unknown) => need<LocksService>(env, 'locks').release(String(id)),
-    get: (id: unknown) => script.copyIn(need<LocksService>(env, 'locks').get(String(id))),
+    release: (id: unknown) => need(env, 'locks').release(String(id)),
+    get: (id: unknown) => script.copyIn(need(env, 'locks').get(String(id))),
   };
 
   const items = {
-    state: (oid: unknown) => script.copyIn(need<ItemsService>(env, 'items').state(String(oid))),
-    list: () => script.copyIn(need<ItemsService>(env, 'items').list()),
+    state: (oid: unknown) => script.copyIn(need(env, 'items').state(String(oid))),
+    list: () => script.copyIn(need(env, 'items').list()),
     update: (oid: unknown, change: unknown) => {
       const c = (change ?? {}) as { status?: unknown; value?: unknown };
       const out: { status?: number; value?: string | null } = {};
       if (c.status !== undefined) out.status = Number(c.status);
       if (c.value !== undefined) out.value = c.value === null ? null : String(c.value);
-      need<ItemsService>(env, 'items').update(String(oid), out, `corescript:${script.name}`);
+      need(env, 'items').update(String(oid), out, `corescript:${script.name}`);
     },
     action: (oid: unknown, params: unknown) => {
       const p = (params ?? {}) as { status?: unknown; value?: unknown; priority?: unknown };
-      return script.bridge(need<ItemsService>(env, 'items').action(String(oid), {
+      return script.bridge(need(env, 'items').action(String(oid), {
         status: Number(p.status),
-        value: p.value === undefined || p.value === null ? (p.value as null | undefined) : String(p.value),
+        value: p.value === undefined || p.value === null ? (p.value) : String(p.value),
         priority: p.priority === undefined ? undefined : Number(p.priority),
       }, `corescript:${script.name}`));
     },

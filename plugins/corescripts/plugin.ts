@@ -1,9 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { definePlugin } from '../../core/plugin';
-import { FunctionRegistry } from '../../core/functions';
 import { Build } from '../../core/defaults';
-import type { CorescriptsService } from './api';
 import { readOptions } from './options';
 import { holdListener } from './rejections';
 import { ScriptSet, type ScriptEvent } from './runner';
@@ -25,13 +23,14 @@ export const plugin = definePlugin({
   name: 'corescripts',
   kind: 'service',
   version: '1.0.0',
+  provides: ['corescripts'],
   async start(ctx) {
     const opts = readOptions(ctx.config);
     const { log, paths } = ctx;
     ctx.onStop(holdListener());
     fs.mkdirSync(paths.corescriptsDir, { recursive: true });
 
-    const rpc = new RpcFunctions(ctx.container.resolve(FunctionRegistry), log, (topic, p, caller) => scripts.call(topic, p, caller));
+    const rpc = new RpcFunctions((decl) => ctx.register(decl), log, (topic, p, caller) => scripts.call(topic, p, caller));
     ctx.onStop(() => rpc.clear());
     const scripts: ScriptSet = new ScriptSet({
       dir: paths.corescriptsDir,
@@ -47,7 +46,7 @@ export const plugin = definePlugin({
         maxSleeps: opts.max_sleeps,
         maxHandlers: opts.max_handlers,
         logger: (s) => ctx.logger.module(`cs:${path.basename(s.name, '.js')}`),
-        service: <T>(name: string) => (ctx.hasService(name) ? ctx.service<T>(name) : undefined),
+        service: (name) => (ctx.hasService(name) ? ctx.service(name) : undefined),
         mqtt: (notifier) => mqttTarget(ctx, notifier),
       }),
       changed: (methods) => rpc.sync(methods),
@@ -73,7 +72,7 @@ export const plugin = definePlugin({
     topics.load();
     ctx.onSave(() => topics.save());
 
-    ctx.provide<CorescriptsService>('corescripts', {
+    ctx.provide('corescripts', {
       dispatch: (event) => {
         if (event && typeof event.type === 'string') offer(event);
       },

@@ -16,7 +16,7 @@ const reporters = new WeakMap<object, Reporter>();
 let users = 0;
 
 function onUnhandled(reason: unknown, promise: Promise<unknown>): void {
-  const report = reporters.get(Object.getPrototypeOf(promise));
+  const report = reporters.get(Object.getPrototypeOf(promise) as object);
   if (report) {
     report(reason);
     return;

@@ -1,4 +1,4 @@
-import type { CallContext, FunctionRegistry } from '../../core/functions';
+import type { CallContext, FunctionDecl } from '../../core/functions';
 import type { ModuleLogger } from '../../core/log';
 import type { Caller, Method } from './runner';
 
@@ -6,14 +6,16 @@ import type { Caller, Method } from './runner';
  * The cs_<topic> methods scripts declare, as functions of the controller:
  * each is a real declaration (permission, parameters, rpc.discover), so a
  * call of an undeclared cs_ name is an unknown method (6 / 405) like any
- * other. Registered under an owner of their own, so they come and go with
- * the scripts without touching the plugin's other functions.
+ * other. Each is withdrawn on its own, so they come and go with the
+ * scripts without touching the plugin's other functions.
  */
 export class RpcFunctions {
-  private readonly owners = new Set<string>();
+  /** how to withdraw each registered cs_ function */
+  private readonly removers: (() => void)[] = [];
 
   constructor(
-    private readonly registry: FunctionRegistry,
+    /** declares a function of the plugin; returns the way to withdraw it */
+    private readonly register: (decl: FunctionDecl) => () => void,
     private readonly log: ModuleLogger,
     private readonly call: (topic: string, params: Record<string, unknown>, caller: Caller) => Promise<unknown>,
   ) {}
@@ -23,9 +25,8 @@ export class RpcFunctions {
     this.clear();
     for (const [topic, { script, decl }] of methods) {
       const name = `cs_${topic}`;
-      const owner = `corescripts:${name}`;
       try {
-        this.registry.register(owner, {
+        this.removers.push(this.register({
           name,
           permission: decl.permission,
           params: decl.params,
@@ -34,8 +35,7 @@ export class RpcFunctions {
           handler: (p: Record<string, unknown>, call: CallContext) => this.call(topic, p, {
             key_id: call.key?.id ?? null, master: !!call.key?.master, user: call.user ?? null, ip: call.ip,
           }),
-        });
-        this.owners.add(owner);
+        }));
       } catch (err) {
         this.log.error(`${script.file}:${decl.line ?? '?'}: ${name} not declared: ${(err as Error).message}`);
       }
@@ -43,7 +43,6 @@ export class RpcFunctions {
   }
 
   clear(): void {
-    for (const owner of this.owners) this.registry.unregisterOwner(owner);
-    this.owners.clear();
+    for (const remove of this.removers.splice(0)) remove();
   }
 }

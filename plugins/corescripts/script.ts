@@ -82,11 +82,11 @@ export class CoreScript {
     const ctx = vm.createContext({ ...globals }, { name: this.file, microtaskMode: 'afterEvaluate' });
     Object.defineProperty(ctx, '__cs_invoke__', { value: undefined, writable: true, enumerable: false });
     // the context's own intrinsics, taken before any script code can replace them
-    this.parse = vm.runInContext('JSON.parse', ctx);
-    this.stringify = vm.runInContext('JSON.stringify', ctx);
-    this.PromiseOf = vm.runInContext('Promise', ctx);
+    this.parse = vm.runInContext('JSON.parse', ctx) as typeof this.parse;
+    this.stringify = vm.runInContext('JSON.stringify', ctx) as typeof this.stringify;
+    this.PromiseOf = vm.runInContext('Promise', ctx) as PromiseConstructor;
     this.promiseProto = this.PromiseOf.prototype;
-    this.promiseThen = vm.runInContext('Promise.prototype.then', ctx);
+    this.promiseThen = vm.runInContext('Promise.prototype.then', ctx) as typeof this.promiseThen;
     watchRealm(this.promiseProto, (reason) => this.report(this.describe(reason, 'a promise nobody waited for', undefined)));
     this.ctx = ctx;
     this.loading = true;
@@ -150,6 +150,8 @@ export class CoreScript {
     return new this.PromiseOf<T>((resolve, reject) => {
       p.then(
         (v) => { resolve(v); this.resumeSoon(); },
+        // the script's own rejection reason, passed on as it is (a script may reject with anything)
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
         (err: unknown) => { reject(err); this.resumeSoon(); },
       );
     });

@@ -1,4 +1,5 @@
 import { invalidParams } from '../../core/errors';
+import { topicFilterProblem } from '../notifiers/mqtt/topics';
 
 /** A subscription as the API and runtime/<product>_cs.json write it, and what it means. */
 export interface ParsedTopic {
@@ -10,26 +11,8 @@ export interface ParsedTopic {
   topic: string;
 }
 
-/** Longest topic filter MQTT allows, in UTF-8 bytes. */
-const MQTT_TOPIC_MAX = 65_535;
 /** What a notifier id may look like (ids are file names in runtime/<product>_notify.d/). */
 const NOTIFIER_ID = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/;
-
-/** Why an MQTT topic filter is not valid, or undefined when it is. */
-export function topicFilterProblem(t: string): string | undefined {
-  if (!t) return 'the topic is empty';
-  if (t.includes('\u0000')) return 'the topic contains a NUL character';
-  if (Buffer.byteLength(t, 'utf8') > MQTT_TOPIC_MAX) return `the topic is longer than ${MQTT_TOPIC_MAX} bytes`;
-  const levels = t.split('/');
-  for (let i = 0; i < levels.length; i++) {
-    const level = levels[i];
-    if (level.includes('#') && (level !== '#' || i !== levels.length - 1)) {
-      return 'the wildcard # must be a whole level and the last one';
-    }
-    if (level.includes('+') && level !== '+') return 'the wildcard + must be a whole level';
-  }
-  return undefined;
-}
 
 /**
  * Read `<topic>` or `<notifier_id>:<topic>`. The part before the first `:`

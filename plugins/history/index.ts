@@ -2,7 +2,6 @@ import { definePlugin, type PluginContext } from '../../core/plugin';
 import type { CallContext } from '../../core/functions';
 import { accessDenied, invalidParams, notFound } from '../../core/errors';
 import { int, list, str } from '../../core/params';
-import type { ItemsService } from '../items/api';
 import type { NotifierHost } from '../notifiers/api';
 import type { HistoryBackend } from '../notifiers/db/backend';
 import { svgChart } from './chart';
@@ -30,8 +29,8 @@ function backendOf(host: NotifierHost, a: string | undefined): { backend: Histor
 interface HistoryParams { a?: string; i: string[]; s?: string; e?: string; l?: number; x?: string; t?: string; w?: string; g?: string }
 
 export function registerHistory(ctx: PluginContext): void {
-  const items = () => ctx.service<ItemsService>('items');
-  const notifiers = () => ctx.service<NotifierHost>('notifiers');
+  const items = () => ctx.service('items');
+  const notifiers = () => ctx.service('notifiers');
 
   /** An oid the key may read: full ids (group/id) are looked up among the items, as 3.3 did. */
   const readableOid = (call: CallContext, i: string): string => {

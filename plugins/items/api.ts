@@ -89,3 +89,17 @@ export interface ItemsService {
    */
   watch?(listener: (item: ItemInfo, change: 'created' | 'destroyed' | 'props') => void): () => void;
 }
+
+declare module '../../core/bus' {
+  /** The items plugin publishes item state changes and unit action changes. */
+  interface BusEvents {
+    state: StateEvent;
+    action: ActionEvent;
+  }
+}
+
+declare module '../../core/plugin' {
+  interface Services {
+    items: ItemsService;
+  }
+}

@@ -12,6 +12,7 @@ export const plugin = definePlugin({
   name: 'items',
   kind: 'service',
   version: '1.0.0',
+  provides: ['items'],
   start(ctx) {
     const limits = itemsLimits(ctx.config);
     const reg = new ItemRegistry(ctx, limits);

@@ -4,8 +4,6 @@ import type { PluginContext } from '../../core/plugin';
 import { alreadyExists, ApiError, busy, functionFailed, invalidParams, notFound } from '../../core/errors';
 import { describe } from '../../core/log';
 import { EventSource, type ItemChange, type ItemInfo, type ItemsService, type StateEvent } from './api';
-import type { NotifierHost } from '../notifiers/api';
-import type { CvarsService } from '../sysapi/api';
 import { Item, type ItemProps, type StateChange, type StoredItem } from './item';
 import { parseOid, type Oid } from './oid';
 import { canRead, canReadAll } from './access';
@@ -252,7 +250,7 @@ export class ItemRegistry implements ItemsService {
     const id = parseBinding(value)?.id;
     if (!id) throw invalidParams(`"${value}": expected <mqtt notifier id>[:qos] or [;qos], qos 0, 1 or 2`);
     if (!this.ctx.hasService('notifiers')) return;
-    const n = this.ctx.service<NotifierHost>('notifiers').get(id);
+    const n = this.ctx.service('notifiers').get(id);
     if (!n || n.config.type !== 'mqtt') throw invalidParams(`no mqtt notifier ${id}`);
   }
 
@@ -279,7 +277,7 @@ export class ItemRegistry implements ItemsService {
   /** The script's environment: PATH, the cvars (when the cvars service runs) and the item's names. */
   private scriptEnv(item: Item): Record<string, string> {
     const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
-    if (this.ctx.hasService('cvars')) Object.assign(env, this.ctx.service<CvarsService>('cvars').env());
+    if (this.ctx.hasService('cvars')) Object.assign(env, this.ctx.service('cvars').env());
     Object.assign(env, {
       EVA_DIR: this.ctx.paths.dir, EVA_ITEM_OID: item.o.oid, EVA_ITEM_TYPE: item.o.type,
       EVA_ITEM_GROUP: item.o.group, EVA_ITEM_ID: item.o.id, EVA_ITEM_FULL_ID: item.o.full_id,

@@ -14,10 +14,11 @@ function str(v: unknown): string {
 }
 
 /** Check one stored entry; undefined when it cannot be used. */
-function readEntry(oid: string, raw: any): LoadedItem | undefined {
-  if (!raw || typeof raw !== 'object') return undefined;
+function readEntry(oid: string, entry: unknown): LoadedItem | undefined {
+  if (!entry || typeof entry !== 'object') return undefined;
+  const raw = entry as Record<string, unknown>;
   const o = parseOid(oid);
-  if (!Number.isInteger(raw.status)) return undefined;
+  if (typeof raw.status !== 'number' || !Number.isInteger(raw.status)) return undefined;
   if (raw.value !== null && typeof raw.value !== 'string') return undefined;
   const props: ItemProps = {
     mqtt_update: str(raw.mqtt_update),
@@ -47,10 +48,11 @@ export class ItemsFile {
    */
   load(): LoadedItem[] {
     if (!fs.existsSync(this.path)) return [];
-    let doc: any;
+    let items: Record<string, unknown>;
     try {
-      doc = JSON.parse(fs.readFileSync(this.path, 'utf8'));
+      const doc = JSON.parse(fs.readFileSync(this.path, 'utf8')) as { items?: unknown } | null;
       if (!doc || typeof doc !== 'object' || typeof doc.items !== 'object' || doc.items === null) throw new Error('no "items" object');
+      items = doc.items as Record<string, unknown>;
     } catch (err) {
       const aside = `${this.path}.corrupt-${Date.now()}`;
       fs.renameSync(this.path, aside);
@@ -58,7 +60,7 @@ export class ItemsFile {
       return [];
     }
     const out: LoadedItem[] = [];
-    for (const [oid, raw] of Object.entries(doc.items)) {
+    for (const [oid, raw] of Object.entries(items)) {
       let entry: LoadedItem | undefined;
       try { entry = readEntry(oid, raw); } catch { entry = undefined; }
       if (entry) out.push(entry);

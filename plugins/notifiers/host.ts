@@ -15,6 +15,7 @@ export const plugin = definePlugin({
   name: 'notifiers',
   kind: 'service',
   version: '1.0.0',
+  provides: ['notifiers'],
   start(ctx) {
     const host = new Notifiers(ctx);
     // files are read now, so events of the other plugins' ready phase already queue

@@ -52,7 +52,7 @@ export function answerIsSuccess(status: number, body: string): boolean {
   if (status < 200 || status > 299) return false;
   if (body.trim() === '') return true;
   try {
-    const a = JSON.parse(body);
+    const a = JSON.parse(body) as { result?: unknown; ok?: unknown } | null;
     return !!a && typeof a === 'object' && (a.result === 'OK' || a.ok === true);
   } catch {
     return false;
@@ -66,7 +66,7 @@ async function readBounded(r: Response, limit: number): Promise<string | undefin
   const parts: Uint8Array[] = [];
   let size = 0;
   for (;;) {
-    const { done, value } = await reader.read();
+    const { done, value } = (await reader.read()) as { done: true; value?: undefined } | { done: false; value: Uint8Array };
     if (done) break;
     size += value.byteLength;
     if (size > limit) {

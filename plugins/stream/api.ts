@@ -28,3 +28,9 @@ export const CloseCodes = {
   /** the client did not read fast enough: its send buffer overflowed */
   too_slow: 4008,
 } as const;
+
+declare module '../../core/plugin' {
+  interface Services {
+    stream: StreamService;
+  }
+}

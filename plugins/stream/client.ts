@@ -9,10 +9,10 @@ import type { Oid } from '../items/oid';
 /** The item an event is about, as the access rules take it; undefined when it names none. */
 function itemOf(subject: Subject, e: Record<string, unknown>): Oid | undefined {
   if (subject === 'state' && typeof e.oid === 'string') {
-    return { oid: e.oid, type: e.type, group: e.group, id: e.id, full_id: `${e.group}/${e.id}` } as Oid;
+    return { oid: e.oid, type: e.type, group: e.group, id: e.id, full_id: `${String(e.group)}/${String(e.id)}` } as Oid;
   }
   if (subject === 'action' && typeof e.item_oid === 'string') {
-    return { oid: e.item_oid, type: e.item_type, group: e.item_group, id: e.item_id, full_id: `${e.item_group}/${e.item_id}` } as Oid;
+    return { oid: e.item_oid, type: e.item_type, group: e.item_group, id: e.item_id, full_id: `${String(e.item_group)}/${String(e.item_id)}` } as Oid;
   }
   return undefined;
 }

@@ -5,7 +5,6 @@ import { authenticate } from '../../core/auth/authenticate';
 import { ApiError, accessDenied, invalidParams } from '../../core/errors';
 import { Defaults } from '../../core/defaults';
 import { normalizeSubscriptions } from '../notifiers/host/config';
-import type { ItemsService } from '../items/api';
 import { StreamClient } from './client';
 import { CloseCodes, type StreamService, type StreamStats } from './api';
 
@@ -24,6 +23,7 @@ export const plugin = definePlugin({
   name: 'stream',
   kind: 'service',
   version: '1.0.0',
+  provides: ['stream'],
   needs: ['items'],
   start(ctx) {
     startStream(ctx);
@@ -44,7 +44,7 @@ function bounds(w: typeof Defaults.webapi) {
 function startStream(ctx: PluginContext): void {
   const w = bounds(ctx.config.webapi);
   const log = ctx.quietLog(); // its own records must not feed the stream they report on
-  const items = ctx.service<ItemsService>('items');
+  const items = ctx.service('items');
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_INCOMING });
   const clients = new Set<StreamClient>();
   const stats: StreamStats = { clients: 0, accepted: 0, refused: 0, dropped_slow: 0, dropped_dead: 0, sent: 0 };
@@ -85,7 +85,7 @@ function startStream(ctx: PluginContext): void {
     let msg: Record<string, unknown>;
     try {
       if (binary) throw new Error('messages are JSON text');
-      msg = JSON.parse(data.toString());
+      msg = JSON.parse(String(data)) as Record<string, unknown>;
       if (!msg || typeof msg !== 'object' || Array.isArray(msg)) throw new Error('a message is a JSON object');
     } catch (err) {
       error(c, invalidParams((err as Error).message));

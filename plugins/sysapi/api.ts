@@ -1,4 +1,5 @@
 /** Services the sys-api plugins offer each other and core scripts. Types only. */
+import type { UserDb } from '../../core/store/userdb';
 
 /** Service `cvars` (plugin sysapi-cvars). */
 export interface CvarsService {
@@ -21,4 +22,15 @@ export interface LocksService {
   /** release; false when the lock is unknown */
   release(id: string): boolean;
   get(id: string): { id: string; locked: boolean; type: 'value' } | undefined;
+}
+
+declare module '../../core/plugin' {
+  interface Services {
+    /** plugin sysapi-cvars */
+    cvars: CvarsService;
+    /** plugin sysapi-keys: the user database (users, dynamic keys) */
+    userdb: UserDb;
+    /** plugin sysapi-locks */
+    locks: LocksService;
+  }
 }

@@ -7,7 +7,6 @@ import { describe } from '../../core/log';
 import { within } from '../../core/within';
 import { any, secs, str } from '../../core/params';
 import type { CallContext } from '../../core/functions';
-import type { CvarsService } from './api';
 import { CommandLineError, splitArgv } from '../../core/process/argv';
 import { Command } from './cmd/command';
 import { CommandTable } from './cmd/table';
@@ -107,7 +106,7 @@ export const plugin = definePlugin({
         const timeout = p.t ?? ctx.config.server.timeout;
         if (timeout === 0) throw invalidParams('parameter t: seconds, more than 0');
         const wait = p.w ?? 0;
-        const cvars = ctx.hasService('cvars') ? ctx.service<CvarsService>('cvars').env() : {};
+        const cvars = ctx.hasService('cvars') ? ctx.service('cvars').env() : {};
         const command = new Command(p.c, file, args, {
           cwd: ctx.paths.dir,
           env: { ...process.env, ...cvars },

@@ -63,6 +63,7 @@ export const plugin = definePlugin({
   name: 'sysapi-cvars',
   kind: 'sysapi',
   version: '1.0.0',
+  provides: ['cvars'],
   start(ctx) {
     const { cvars_max: max, cvar_max_size: maxSize, cvar_max_name: maxName } = positiveBounds(CvarDefaults, ctx.config.raw.server);
     const instant = ctx.config.server.db_update === 'instant';
@@ -130,7 +131,7 @@ export const plugin = definePlugin({
         return true;
       },
     };
-    ctx.provide<CvarsService>('cvars', service);
+    ctx.provide('cvars', service);
 
     ctx.register({
       name: 'get_cvar',

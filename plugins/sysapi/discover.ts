@@ -1,5 +1,4 @@
 import { definePlugin } from '../../core/plugin';
-import { FunctionRegistry } from '../../core/functions';
 import { Product_names } from '../../core/defaults';
 
 /** `rpc.discover`: the OpenRPC description of every declared function. */
@@ -8,14 +7,13 @@ export const plugin = definePlugin({
   kind: 'sysapi',
   version: '1.0.0',
   start(ctx) {
-    const registry = ctx.container.resolve(FunctionRegistry);
     ctx.register({
       name: 'rpc.discover',
       permission: 'none',
       params: {},
       description: 'OpenRPC description of the API of this controller.',
       returns: 'OpenRPC document',
-      handler: () => registry.describe(`${Product_names[ctx.paths.product]} API`),
+      handler: () => ctx.describeFunctions(`${Product_names[ctx.paths.product]} API`),
     });
   },
 });

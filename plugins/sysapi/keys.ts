@@ -20,6 +20,7 @@ export const plugin = definePlugin({
   name: 'sysapi-keys',
   kind: 'sysapi',
   version: '1.0.0',
+  provides: ['userdb'],
   async start(ctx) {
     const { keys, log } = ctx;
     // a damaged file makes start fail (logged, plugin skipped): never overwrite what we could not read

@@ -186,6 +186,7 @@ export const plugin = definePlugin({
   name: 'sysapi-locks',
   kind: 'sysapi',
   version: '1.0.0',
+  provides: ['locks'],
   start(ctx) {
     const bounds = positiveBounds(LockDefaults, ctx.config.raw.server);
     const table = new LockTable({
@@ -194,7 +195,7 @@ export const plugin = definePlugin({
       defaultTimeout: ctx.config.server.timeout,
       idMax: bounds.lock_id_max,
     });
-    ctx.provide<LocksService>('locks', table);
+    ctx.provide('locks', table);
     ctx.onStop(() => table.close());
 
     const l = str('lock id').req();

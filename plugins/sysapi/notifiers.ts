@@ -1,7 +1,6 @@
 import { definePlugin } from '../../core/plugin';
 import { str } from '../../core/params';
 import { notFound } from '../../core/errors';
-import type { NotifierHost } from '../notifiers/api';
 
 /** Notifier management (spec "Notifier management"): all master only; enable/disable last until restart. */
 export const plugin = definePlugin({
@@ -10,7 +9,7 @@ export const plugin = definePlugin({
   version: '1.0.0',
   needs: ['notifiers'],
   start(ctx) {
-    const host = ctx.service<NotifierHost>('notifiers');
+    const host = ctx.service('notifiers');
     const id = { i: str('notifier id').req() };
     const known = (i: string) => {
       if (!host.get(i)) throw notFound(`notifier ${i}`);

@@ -1,8 +1,6 @@
 import { definePlugin } from '../../core/plugin';
 import { bool } from '../../core/params';
 import { functionFailed } from '../../core/errors';
-import { SaveRegistry } from '../../core/save';
-import { Lifecycle } from '../../core/lifecycle';
 import { describe, type ModuleLogger } from '../../core/log';
 import { splitArgv } from '../../core/process/argv';
 import { runProgram } from '../../core/process/run';
@@ -47,15 +45,13 @@ export const plugin = definePlugin({
   kind: 'sysapi',
   version: '1.0.0',
   start(ctx) {
-    const saves = ctx.container.resolve(SaveRegistry);
-    const lifecycle = ctx.container.resolve(Lifecycle);
     const { server } = ctx.config;
     // one save at a time: the hooks of two saves must not interleave
     let saving: Promise<unknown> = Promise.resolve();
 
     const save = async () => {
       await runHook('exec_before_save', server.exec_before_save, ctx.paths.dir, server.timeout, ctx.log);
-      const failed = await saves.saveAll();
+      const failed = await ctx.saveAll();
       for (const f of failed) ctx.log.error(`save of ${f.owner} failed: ${describe(f.error)}`);
       if (failed.length) throw functionFailed(`save failed: ${failed.map((f) => f.owner).join(', ')}`);
       await runHook('exec_after_save', server.exec_after_save, ctx.paths.dir, server.timeout, ctx.log);
@@ -93,7 +89,7 @@ export const plugin = definePlugin({
       description: 'Answer, then stop the controller process; a supervisor (--watchdog, systemd) starts it again.',
       handler: (_p, call) => {
         ctx.log.warning(`shutdown requested (key ${call.key?.id})`);
-        lifecycle.requestShutdown('shutdown_core');
+        ctx.requestShutdown('shutdown_core');
         return true;
       },
     });

@@ -4,7 +4,7 @@ import type { CallContext } from '../../core/functions';
 import type { ApiKey } from '../../core/auth/apikey';
 import { hashPassword, verifyPassword, dummyVerify } from '../../core/auth/passwords';
 import { LoginThrottle } from '../../core/auth/throttle';
-import { UserDb, UserRecord } from '../../core/store/userdb';
+import { type UserRecord } from '../../core/store/userdb';
 import { accessDenied, alreadyExists, ApiError, invalidParams, notFound } from '../../core/errors';
 import { describe } from '../../core/log';
 import { writeOrFail } from './userdb-sync';
@@ -25,11 +25,11 @@ export const plugin = definePlugin({
   name: 'sysapi-users',
   kind: 'sysapi',
   version: '1.0.0',
-  needs: ['sysapi-keys'],
+  needs: ['userdb'],
   start(ctx) {
     const { keys, log } = ctx;
     const tokens = keys.tokens;
-    const db = ctx.service<UserDb>('userdb');
+    const db = ctx.service('userdb');
     const users = new Map<string, UserRecord>(db.users().map((r) => [r.user, r]));
     const w = ctx.config.webapi;
     const throttle = new LoginThrottle(() => ({

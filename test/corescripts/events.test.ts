@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
 import { EventBus } from '../../core/bus';
+import type { StateEvent } from '../../plugins/items/api';
 import { Keys, startController } from '../helpers/controller';
 import { CS, call, controllerLog, until, untilLogged } from './helpers';
 
@@ -46,7 +47,7 @@ test('a script cannot change an event other listeners share', async (t) => {
     files: { [`${CS}/m.js`]: `let n = 0; on('state', (e) => { e.data.value = 'changed by script'; n++; }); rpc('n', () => n);` },
   });
   await until('loaded', async () => ((await call(run.client, 'cs_n')).result === 0 ? true : undefined));
-  const ev = { oid: 'sensor:cs/x', type: 'sensor', group: 'cs', id: 'x', full_id: 'cs/x', status: 1, value: 'original', t: 1 };
+  const ev: StateEvent = { oid: 'sensor:cs/x', type: 'sensor', group: 'cs', id: 'x', full_id: 'cs/x', status: 1, value: 'original', t: 1 };
   run.ctl.get(EventBus).emit('state', ev);
   await until('the script ran', async () => ((await call(run.client, 'cs_n')).result === 1 ? true : undefined));
   t.is(ev.value, 'original');
@@ -123,7 +124,7 @@ test('a script that throws or loops is stopped, logged with file and line, and d
   t.is((await call(run.client, 'cs_never')).error?.code, 6, 'a script whose top level failed is not loaded');
   t.is((await call(run.client, 'cs_never2')).error?.code, 6);
 
-  run.ctl.get(EventBus).emit('state', { oid: 'sensor:cs/x', type: 'sensor', status: 1, value: '1' });
+  run.ctl.get(EventBus).emit('state', { oid: 'sensor:cs/x', type: 'sensor', group: 'cs', id: 'x', full_id: 'cs/x', status: 1, value: '1', t: 1 });
   await untilLogged(run.dir, /xc\/uc\/cs\/0-throws\.js:3: state handler failed: TypeError: state went wrong/);
   await until('ok.js got the event', async () => ((await call(run.client, 'cs_count')).result === 1 ? true : undefined));
 
@@ -174,11 +175,11 @@ test('events beyond the queue bound are dropped, counted and logged; later ones 
   await new Promise((r) => setTimeout(r, 200)); // the start event has gone through
   const bus = run.ctl.get(EventBus);
   // emitted in one turn: the queue's worker runs only after, so exactly 5 fit
-  for (let i = 0; i < 50; i++) bus.emit('state', { oid: `sensor:q/s${i}`, type: 'sensor', group: 'q', status: 1, value: String(i) });
+  for (let i = 0; i < 50; i++) bus.emit('state', { oid: `sensor:q/s${i}`, type: 'sensor', group: 'q', id: `s${i}`, full_id: `q/s${i}`, status: 1, value: String(i), t: 1 });
   await untilLogged(run.dir, /core script event queue is empty again: 45 events were dropped/);
   t.is((await call(run.client, 'cs_n')).result, 5);
   t.regex(controllerLog(run.dir), /core script event queue is full \(5\): dropping events/);
-  bus.emit('state', { oid: 'sensor:q/after', type: 'sensor', group: 'q', status: 1, value: 'x' });
+  bus.emit('state', { oid: 'sensor:q/after', type: 'sensor', group: 'q', id: 'after', full_id: 'q/after', status: 1, value: 'x', t: 1 });
   t.is(await until('event after the overflow', async () => {
     const r = await call(run.client, 'cs_n');
     return r.result === 6 ? 6 : undefined;

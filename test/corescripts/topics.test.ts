@@ -42,6 +42,7 @@ test('bad topics and QoS answer 11; other keys than master answer 2', async (t) 
   const bad = [
     { t: 'a/#/b', q: 1 }, { t: 'a/b#', q: 1 }, { t: 'a+/b', q: 1 }, { t: 'a/+b', q: 1 }, { t: '', q: 1 },
     { t: ':a/b', q: 1 }, { t: 'n1:', q: 1 }, { t: 'n1:x/#/y', q: 1 }, { t: 'a\u0000b', q: 1 },
+    { t: 'é'.repeat(32768), q: 1 }, // 65536 bytes in 32768 characters: MQTT counts bytes
     { t: 'a/b', q: 3 }, { t: 'a/b', q: -1 }, { t: 'a/b', q: 1.5 }, { t: 'a/b', q: 'one' }, { t: 'a/b' }, { q: 1 },
     { t: 'a/b', q: 1, save: 'perhaps' }, { t: 'a/b', q: 1, extra: 1 },
   ];

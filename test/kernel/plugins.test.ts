@@ -1,16 +1,29 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
-import { startController, Keys } from '../helpers/controller';
+import { startController, Keys, type Running } from '../helpers/controller';
+import { PluginHost } from '../../core/plugins';
+import { KERNEL_API } from '../../core/plugin';
+import type { SkipCode } from '../../core/errors';
 
-/** A drop-in that records its start and stop in <dir>/order.txt. */
+/**
+ * A drop-in that records its start and stop in <dir>/order.txt; it provides
+ * a service named after itself (svc-<name>) and needs the services named.
+ */
 const recorder = (name: string, needs: string[] = [], extra = '') => `
 const fs = require('node:fs');
 module.exports.plugin = {
-  name: '${name}', kind: 'service', version: '1.0.0', needs: ${JSON.stringify(needs)},
-  start(ctx) { fs.appendFileSync(ctx.paths.dir + '/order.txt', 'start ${name}\\n'); ${extra} },
+  name: '${name}', kind: 'service', version: '1.0.0', needs: ${JSON.stringify(needs.map((n) => `svc-${n}`))},
+  provides: ['svc-${name}'],
+  start(ctx) { fs.appendFileSync(ctx.paths.dir + '/order.txt', 'start ${name}\\n'); ctx.provide('svc-${name}', {}); ${extra} },
   stop(ctx) { fs.appendFileSync(ctx.paths.dir + '/order.txt', 'stop ${name}\\n'); },
 };`;
+
+/** The skip code of each skipped plugin, by file name. */
+const skipped = (run: Running): Record<string, SkipCode> =>
+  Object.fromEntries(run.ctl.get(PluginHost).skipped.map((s) => [path.basename(s.file), s.code]));
+const reasonOf = (run: Running, file: string): string =>
+  run.ctl.get(PluginHost).skipped.find((s) => path.basename(s.file) === file)?.reason ?? '';
 
 test('a plain JavaScript and an ESM drop-in plugin are served without a build', async (t) => {
   const { client } = await startController(t, {
@@ -28,31 +41,53 @@ test('a plain JavaScript and an ESM drop-in plugin are served without a build', 
   t.is((await client.rpc('esm_hi', { k: Keys.plain })).error!.code, 2);
 });
 
-test('broken plugins are logged with their file and skipped; dependents too; the controller runs', async (t) => {
-  const { client, dir } = await startController(t, {
+test('broken plugins are logged with their file and skipped with a stable code; dependents too; the controller runs', async (t) => {
+  const run = await startController(t, {
     files: {
       'plugins/a-syntax.js': 'module.exports = {{{',
       'plugins/b-shape.js': `module.exports.plugin = { name: 'shape', kind: 'weird', version: '1' };`,
-      'plugins/c-throws.js': `module.exports.plugin = { name: 'thrower', kind: 'service', version: '1.0.0',
+      'plugins/c-throws.js': `module.exports.plugin = { name: 'thrower', kind: 'service', version: '1.0.0', provides: ['svc-thrower'],
         start(ctx) { ctx.register({ name: 'half', permission: 'any', description: '', params: {}, handler: () => 1 });
                      throw new Error('cannot start'); } };`,
       'plugins/d-needs.js': recorder('dependent', ['thrower']),
       'plugins/e-missing.js': recorder('orphan', ['not-there']),
-      'plugins/f-kernel.js': `module.exports.plugin = { name: 'future', kind: 'service', version: '1.0.0', kernel: 99 };`,
+      'plugins/f-kernel.js': `module.exports.plugin = { name: 'future', kind: 'service', version: '1.0.0', kernel: '^99' };`,
       'plugins/g-ok.js': recorder('fine'),
+      'plugins/h-kernel-now.js': `module.exports.plugin = { name: 'current', kind: 'service', version: '1.0.0', kernel: '^${KERNEL_API.split('.')[0]}' };`,
+      'plugins/i-range.js': `module.exports.plugin = { name: 'badrange', kind: 'service', version: '1.0.0', kernel: 2 };`,
+      'plugins/j-undeclared.js': `module.exports.plugin = { name: 'undeclared', kind: 'service', version: '1.0.0',
+        start(ctx) { ctx.provide('svc-secret', {}); } };`,
+      'plugins/k-again.js': `module.exports.plugin = { name: 'again', kind: 'service', version: '1.0.0', provides: ['svc-fine'] };`,
+      'plugins/l-cycle1.js': recorder('cycle1', ['cycle2']),
+      'plugins/m-cycle2.js': recorder('cycle2', ['cycle1']),
+      'plugins/n-dup.js': recorder('fine'),
     },
   });
-  t.is((await client.get('test', { k: Keys.master })).status, 200);
+  t.is((await run.client.get('test', { k: Keys.master })).status, 200);
   // a failed start removes what the plugin had registered
-  t.is((await client.get('half', { k: Keys.master })).status, 405);
-  const log = fs.readFileSync(path.join(dir, 'controller.log'), 'utf8');
-  t.regex(log, /a-syntax\.js skipped: failed to load/);
-  t.regex(log, /b-shape\.js skipped: plugin kind/);
-  t.regex(log, /thrower .*c-throws\.js skipped: failed to start: cannot start/);
-  t.regex(log, /dependent .*d-needs\.js skipped: needs thrower/);
-  t.regex(log, /orphan .*e-missing\.js skipped: needs not-there, which is missing/);
-  t.regex(log, /future .*f-kernel\.js skipped: written for kernel API 99/);
-  t.is(fs.readFileSync(path.join(dir, 'order.txt'), 'utf8'), 'start fine\n');
+  t.is((await run.client.get('half', { k: Keys.master })).status, 405);
+  t.like(skipped(run), {
+    'a-syntax.js': 'load_failed',
+    'b-shape.js': 'malformed',
+    'c-throws.js': 'start_failed',
+    'd-needs.js': 'need_unavailable',
+    'e-missing.js': 'need_missing',
+    'f-kernel.js': 'kernel_mismatch',
+    'i-range.js': 'malformed',
+    'j-undeclared.js': 'start_failed',
+    'k-again.js': 'service_taken',
+    'l-cycle1.js': 'need_cycle',
+    'n-dup.js': 'duplicate_name',
+  });
+  // m-cycle2 is left out with its partner (as a cycle, or as needing one)
+  t.true(['need_cycle', 'need_unavailable'].includes(skipped(run)['m-cycle2.js']), skipped(run)['m-cycle2.js']);
+  t.false('g-ok.js' in skipped(run));
+  t.false('h-kernel-now.js' in skipped(run), 'a range including this kernel is accepted');
+  // the refusal names what is missing, and the log carries the code
+  t.regex(reasonOf(run, 'e-missing.js'), /svc-not-there/);
+  t.regex(reasonOf(run, 'j-undeclared.js'), /svc-secret/);
+  t.regex(fs.readFileSync(path.join(run.dir, 'controller.log'), 'utf8'), /orphan .*e-missing\.js skipped \[need_missing\]/);
+  t.is(fs.readFileSync(path.join(run.dir, 'order.txt'), 'utf8'), 'start fine\n');
 });
 
 test('plugins start in dependency order and stop in reverse; stop removes their functions', async (t) => {
@@ -73,7 +108,7 @@ test('a plugin that does not stop in time does not hold up the others', async (t
     ini: { server: { plugin_stop_timeout: 0.5 } },
     files: {
       'plugins/a.js': recorder('first'),
-      'plugins/b.js': `module.exports.plugin = { name: 'stuck', kind: 'service', version: '1.0.0', needs: ['first'],
+      'plugins/b.js': `module.exports.plugin = { name: 'stuck', kind: 'service', version: '1.0.0', needs: ['svc-first'],
         start() {}, stop() { return new Promise(() => {}); } };`,
     },
   });
@@ -119,12 +154,13 @@ test('a malformed function declaration is refused at registration: the plugin is
     files[`plugins/${name}.js`] = `module.exports.plugin = { name: '${name}', kind: 'sysapi', version: '1.0.0',
       start(ctx) { ctx.register(${decl}); } };`;
   }
-  const { client, dir } = await startController(t, { files });
-  const log = fs.readFileSync(path.join(dir, 'controller.log'), 'utf8');
-  t.regex(log, /noparams\.js skipped: failed to start: function no_params: params must be an object/);
-  t.regex(log, /badtype\.js skipped: failed to start: function bad_type: parameter x: type must be one of/);
-  t.regex(log, /badperm\.js skipped: failed to start: function bad_perm: permission must be one of/);
-  t.regex(log, /nohandler\.js skipped: failed to start: function no_handler: handler must be a function/);
+  const run = await startController(t, { files });
+  const client = run.client;
+  t.like(skipped(run), { 'noparams.js': 'start_failed', 'badtype.js': 'start_failed', 'badperm.js': 'start_failed', 'nohandler.js': 'start_failed' });
+  t.regex(reasonOf(run, 'noparams.js'), /no_params: params must be an object/);
+  t.regex(reasonOf(run, 'badtype.js'), /bad_type: parameter x: type must be one of/);
+  t.regex(reasonOf(run, 'badperm.js'), /bad_perm: permission must be one of/);
+  t.regex(reasonOf(run, 'nohandler.js'), /no_handler: handler must be a function/);
   // the description of every function still works, and lists none of them
   const d = await client.rpc('rpc.discover');
   t.truthy(d.result, JSON.stringify(d.error));
@@ -134,7 +170,7 @@ test('a malformed function declaration is refused at registration: the plugin is
 });
 
 test('a plugin whose start does not finish in time is skipped, and registers nothing later', async (t) => {
-  const { client, dir } = await startController(t, {
+  const run = await startController(t, {
     ini: { server: { plugin_start_timeout: 0.5 } },
     files: {
       'plugins/slow.js': `module.exports.plugin = { name: 'slowstart', kind: 'sysapi', version: '1.0.0',
@@ -145,8 +181,9 @@ test('a plugin whose start does not finish in time is skipped, and registers not
         }, 1000)); } };`,
     },
   });
+  const { client, dir } = run;
   t.is((await client.get('test', { k: Keys.master })).status, 200);
-  t.regex(fs.readFileSync(path.join(dir, 'controller.log'), 'utf8'), /slowstart .*slow\.js skipped: failed to start: did not start within 0\.5 s/);
+  t.is(skipped(run)['slow.js'], 'start_timeout');
   await new Promise((r) => setTimeout(r, 1300));
   t.is(fs.readFileSync(path.join(dir, 'late.txt'), 'utf8'), 'plugin slowstart is stopped');
   t.is((await client.get('late_fn', { k: Keys.master })).status, 405);

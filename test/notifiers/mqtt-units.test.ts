@@ -2,7 +2,8 @@ import 'reflect-metadata';
 import test from 'ava';
 import { EchoFilter } from '../../plugins/notifiers/mqtt/echo';
 import { LatestRetained } from '../../plugins/notifiers/mqtt/retained';
-import { topicMatches, validFilter } from '../../plugins/notifiers/mqtt/topics';
+import { MQTT_TOPIC_MAX_BYTES, topicMatches, validFilter, validTopic } from '../../plugins/notifiers/mqtt/topics';
+import { parseTopic } from '../../plugins/corescripts/topic';
 import { parseControl } from '../../plugins/notifiers/mqtt/receive';
 import { parseBinding } from '../../plugins/items/binding';
 
@@ -28,6 +29,26 @@ test('echo filter at its bound: the oldest are forgotten, and as many unmatched 
   t.true(e.isEcho('a', '3'));
   t.true(e.isEcho('a', '5'));
   t.false(e.isEcho('a', '9'), 'all accounted for: a foreign message again');
+});
+
+test('topic length is counted in UTF-8 bytes, the same by the mqtt notifier and core scripts', (t) => {
+  t.is(MQTT_TOPIC_MAX_BYTES, 65535);
+  // 'é' is 2 bytes, '€' 3: exactly at the limit, and one byte over it with fewer characters than the limit
+  const atLimit = [`${'é'.repeat(32767)}a`, `x/${'€'.repeat(21844)}y`];
+  const over = [`${'é'.repeat(32768)}`, `x/${'€'.repeat(21844)}yz`, `${'😀'.repeat(16384)}`];
+  for (const topic of atLimit) {
+    t.is(Buffer.byteLength(topic), 65535);
+    t.true(validTopic(topic) && validFilter(topic));
+    t.is(parseTopic(topic).topic, topic);
+  }
+  for (const topic of over) {
+    t.true(Buffer.byteLength(topic) > 65535 && topic.length < 65535);
+    t.false(validTopic(topic), 'mqtt notifier: publish');
+    t.false(validFilter(topic), 'mqtt notifier: subscribe');
+    t.throws(() => parseTopic(topic), { message: /longer than 65535 bytes/ }, 'core scripts');
+  }
+  t.false(validTopic('a/+/b'), 'a topic to publish to has no wildcards');
+  t.true(validFilter('a/+/b'));
 });
 
 test('topic filters and bindings', (t) => {

@@ -5,7 +5,7 @@
  */
 export const PROBE_PLUGIN = `
 module.exports.plugin = {
-  name: 'probe', kind: 'sysapi', version: '1.0.0', needs: ['sysapi-locks'],
+  name: 'probe', kind: 'sysapi', version: '1.0.0', needs: ['locks'],
   start(ctx) {
     const events = [];
     ctx.on('log', (rec) => { if (events.length < 10000) events.push(rec); });

@@ -1,4 +1,3 @@
-import { container as root } from 'tsyringe';
 import { Paths } from '../../../core/paths';
 import { Config } from '../../../core/config';
 import { ApiError } from '../../../core/errors';
@@ -34,12 +33,15 @@ export function standaloneContext(paths: Paths): { ctx: PluginContext; close(): 
     // no controller log and no keys outside a controller: an endpoint that reaches for them fails clearly
     get logger(): Logger { return unavailable('the controller log')(); },
     get keys(): KeyStore { return unavailable('the key store')(); },
-    container: root.createChildContainer(),
     error: (kind, message) => new ApiError(kind, message),
     quietLog: (mod) => stderrLog(mod ?? 'notifier'),
     on: () => {},
     emit: () => {},
     register: unavailable('registering functions'),
+    call: unavailable('calling functions'),
+    describeFunctions: unavailable('the function registry'),
+    saveAll: unavailable('saving'),
+    requestShutdown: unavailable('the controller'),
     metrics: () => {},
     provide: () => {},
     service: unavailable('a controller service'),

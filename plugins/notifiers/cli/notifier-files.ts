@@ -146,12 +146,12 @@ export function setField(raw: RawConfig, type: NotifierType, prop: string, value
     else raw[field] = decl && decl.type !== 'object' ? bySchema(field, decl, value) : convert(field, value, example);
     return;
   }
-  if (!example || typeof example !== 'object' || !(member in (example as object))) {
+  if (!example || typeof example !== 'object' || !(member in (example))) {
     throw new CliError(`unknown property ${prop}: ${field} has no member ${member}`);
   }
   // start from the current value: a single number stands for every member
   const current = raw[field];
-  const members = Object.keys(example as object);
+  const members = Object.keys(example);
   const obj: Record<string, unknown> = current && typeof current === 'object' && !Array.isArray(current)
     ? { ...(current as Record<string, unknown>) }
     : current === undefined || current === null ? {} : Object.fromEntries(members.map((k) => [k, current]));

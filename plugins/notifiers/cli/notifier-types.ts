@@ -32,6 +32,8 @@ export async function loadTypes(controllerDir: string): Promise<TypeCatalogue> {
   for (const { f, builtin } of files) {
     let mod: unknown;
     try {
+      // built-in plugins are CommonJS (dist/), drop-ins may be ESM: only import() reads both, require() keeps built-ins in one instance
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
       mod = builtin ? require(f) : await import(pathToFileURL(f).href);
     } catch (err) {
       problems.push(`${f}: ${(err as Error).message}`);

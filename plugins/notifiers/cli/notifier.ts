@@ -89,7 +89,7 @@ function program(io: Io, defaultProduct: Product, catalogue: TypeCatalogue): Com
     .addOption(new Option('-p, --product <product>', 'controller kind').choices([...Products]).default(defaultProduct))
     .showHelpAfterError()
     .exitOverride()
-    .configureOutput({ writeOut: io.out, writeErr: io.err });
+    .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) });
 
   const ctx = async () => {
     const g = cmd.opts<Globals>();

@@ -47,7 +47,7 @@ class HistoryThread {
 /** Serve the main thread: one message at a time, in order, each answered by its id. */
 function serve(): void {
   const port = parentPort!;
-  const opts = workerData.options as HistoryOptions;
+  const opts = (workerData as { options: HistoryOptions }).options;
   const send = (m: FromWorker) => port.postMessage(m);
   const warn = (message: string) => send({ kind: 'warning', message });
   // ready only once the file exists and the journal is replayed: a reader or a query never finds less
@@ -76,4 +76,4 @@ function serve(): void {
 }
 
 // The plugin host and the command line require every module under plugins/: only a worker started for this runs it.
-if (!isMainThread && workerData?.historyWorker === true) serve();
+if (!isMainThread && (workerData as { historyWorker?: unknown } | null)?.historyWorker === true) serve();

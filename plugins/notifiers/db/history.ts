@@ -184,7 +184,7 @@ export class History implements HistoryBackend {
     const id = this.nextId++;
     return new Promise<HistoryRow[] | undefined>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      w.postMessage({ ...c, id } as ToWorker);
+      w.postMessage({ ...c, id });
     });
   }
 

@@ -338,7 +338,7 @@ export class PostgresHistory implements HistoryBackend, Resampling {
       await client.query('BEGIN');
       await client.query('SELECT pg_advisory_xact_lock($1)', [SCHEMA_LOCK]);
       for (const sql of SCHEMA) await client.query(sql);
-      const fresh = (await client.query("SELECT to_regclass('state_history_minute') IS NULL AS fresh")).rows[0].fresh;
+      const fresh = (await client.query<{ fresh: boolean }>("SELECT to_regclass('state_history_minute') IS NULL AS fresh")).rows[0].fresh;
       await client.query(ROLLUP);
       // a history written before (by 3.3, or by an older controller) gets its minutes once
       if (fresh) await client.query(ROLLUP_FROM('(SELECT *, 1 AS sign FROM state_history) h'));

@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import { decode, encode } from '@msgpack/msgpack';
-import type { Dispatcher } from '../../../core/dispatch';
+import type { PluginContext } from '../../../core/plugin';
 import type { KeyStore } from '../../../core/auth/keys';
 import type { ModuleLogger } from '../../../core/log';
 import { describe } from '../../../core/log';
@@ -45,7 +45,7 @@ export class MqttApi {
   constructor(
     private readonly conn: Connection,
     private readonly s: MqttSettings,
-    private readonly dispatcher: Dispatcher,
+    private readonly dispatcher: Pick<PluginContext, 'call'>,
     private readonly keys: KeyStore,
     private readonly self: { system: string; product: string },
     private readonly log: ModuleLogger,

@@ -1,6 +1,5 @@
 import crypto from 'node:crypto';
 import type { Subject } from '../../../core/bus';
-import { Dispatcher } from '../../../core/dispatch';
 import { invalidParams } from '../../../core/errors';
 import type { PluginContext } from '../../../core/plugin';
 import type { ModuleLogger } from '../../../core/log';
@@ -62,7 +61,7 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
       if (this.self.product === 'sfa') this.logs = new LogCollector(this.conn, s, ctx.logger, this.self, log);
       else log.warning(`mqtt ${s.id}: collect_logs works on an sfa controller only, ignored on ${this.self.product}`);
     }
-    if (s.apiEnabled) this.api = new MqttApi(this.conn, s, ctx.container.resolve(Dispatcher), ctx.keys, this.self, log);
+    if (s.apiEnabled) this.api = new MqttApi(this.conn, s, ctx, ctx.keys, this.self, log);
     this.conn.onConnect = () => {
       this.announce();
       this.catchUp();
@@ -70,7 +69,7 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
   }
 
   private items(): ItemsService | undefined {
-    return this.ctx.hasService('items') ? this.ctx.service<ItemsService>('items') : undefined;
+    return this.ctx.hasService('items') ? this.ctx.service('items') : undefined;
   }
 
   /** Follow the items (when their plugin runs): subscriptions now and after every configuration change. */

@@ -42,16 +42,34 @@ export function topicMatches(filter: string, topic: string): boolean {
   return f.length === t.length;
 }
 
-/** A well-formed subscription filter: '#' only last and alone in its level, '+' alone in its level. */
-export function validFilter(filter: string): boolean {
-  if (!filter || filter.length > 65535 || filter.includes('\0')) return false;
+/** Longest topic or topic filter MQTT allows: its length field counts UTF-8 bytes, not characters. */
+export const MQTT_TOPIC_MAX_BYTES = 65_535;
+
+/**
+ * Why an MQTT topic filter is not valid, or undefined when it is: '#' only
+ * last and alone in its level, '+' alone in its level, no NUL, at most
+ * MQTT_TOPIC_MAX_BYTES. The one check of the mqtt notifier and core scripts.
+ */
+export function topicFilterProblem(filter: string): string | undefined {
+  if (!filter) return 'the topic is empty';
+  if (filter.includes('\u0000')) return 'the topic contains a NUL character';
+  if (Buffer.byteLength(filter, 'utf8') > MQTT_TOPIC_MAX_BYTES) return `the topic is longer than ${MQTT_TOPIC_MAX_BYTES} bytes`;
   const levels = filter.split('/');
-  return levels.every((l, i) => (l.includes('#') ? l === '#' && i === levels.length - 1 : !l.includes('+') || l === '+'));
+  for (let i = 0; i < levels.length; i++) {
+    const level = levels[i];
+    if (level.includes('#') && (level !== '#' || i !== levels.length - 1)) return 'the wildcard # must be a whole level and the last one';
+    if (level.includes('+') && level !== '+') return 'the wildcard + must be a whole level';
+  }
+  return undefined;
 }
 
-/** A topic one may publish to: no wildcards. */
-export function validTopic(topic: string): boolean {
-  return !!topic && topic.length <= 65535 && !/[#+\0]/.test(topic);
+/** Why a topic one publishes to is not valid (a filter without wildcards), or undefined. */
+export function topicProblem(topic: string): string | undefined {
+  if (/[#+]/.test(topic)) return 'a topic to publish to has no wildcards';
+  return topicFilterProblem(topic);
 }
+
+export const validFilter = (filter: string): boolean => topicFilterProblem(filter) === undefined;
+export const validTopic = (topic: string): boolean => topicProblem(topic) === undefined;
 
 export const hasWildcard = (filter: string) => /[#+]/.test(filter);

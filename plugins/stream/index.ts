@@ -8,6 +8,7 @@ import { normalizeSubscriptions } from '../notifiers/host/config';
 import type { ItemsService } from '../items/api';
 import { StreamClient } from './client';
 import { CloseCodes, type StreamService, type StreamStats } from './api';
+import { streamMetrics } from './metrics';
 
 /** Where the stream is taken (README, "Event stream"). */
 export const StreamPath = '/ws';
@@ -198,4 +199,5 @@ function startStream(ctx: PluginContext): void {
 
   const service: StreamService = { stats: () => ({ ...stats, clients: clients.size }) };
   ctx.provide('stream', service);
+  ctx.metrics(() => streamMetrics(service.stats()));
 }

@@ -120,3 +120,18 @@ btest('console actions: debug, save, key edit/regenerate/destroy, user password,
   await page.waitForSelector('#status.error:has-text("Run ../outside: Not found")');
   t.deepEqual(problems, []);
 });
+
+btest('a login that expires sends the console back to the login form by itself', async (t) => {
+  const { url, client } = await startController(t, { ini: { webapi: { session_timeout: 2, session_no_prolong: true, ws_ping_interval: 1 } } });
+  await client.ok('create_user', { k: Keys.master, u: 'op', p: 'S3cret-pass', a: 'masterkey' });
+  const browser = await launch(t);
+  const page = await browser.newPage();
+  await page.goto(url);
+  await page.fill('#login-user', 'op');
+  await page.fill('#login-password', 'S3cret-pass');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#live.on');
+  // no click: the stream's ping round finds the token gone and the page notices
+  await page.waitForSelector('#login-error:has-text("session has ended")', { timeout: 15_000 });
+  t.is(await page.evaluate<string | null>("sessionStorage.getItem('console.token')"), null);
+});

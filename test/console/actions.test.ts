@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { makeDir, startController, Keys } from '../helpers/controller';
 import { browserTest, launch } from './chromium';
+import { until } from '../items/setup';
 import type { Page } from 'playwright-core';
 
 /** The console's actions each do what the API says they did; errors come in words. Chromium, a real controller. */
@@ -134,4 +135,45 @@ btest('a login that expires sends the console back to the login form by itself',
   // no click: the stream's ping round finds the token gone and the page notices
   await page.waitForSelector('#login-error:has-text("session has ended")', { timeout: 15_000 });
   t.is(await page.evaluate<string | null>("sessionStorage.getItem('console.token')"), null);
+});
+
+btest('log page: log_get history, then the live tail under the level filter; notifier counters move without a reload', async (t) => {
+  // a json endpoint the notifier delivers to
+  const http = await import('node:http');
+  let posts = 0;
+  const rx = http.createServer((req, res) => { req.resume(); req.on('end', () => { posts++; res.setHeader('Content-Type', 'application/json'); res.end('{"result":"OK"}'); }); });
+  await new Promise<void>((r) => rx.listen(0, '127.0.0.1', r));
+  t.teardown(() => { rx.closeAllConnections(); rx.close(); });
+  const port = (rx.address() as { port: number }).port;
+  const notifier = JSON.stringify({ id: 'hook', type: 'json', enabled: true, skip_test: true, uri: `http://127.0.0.1:${port}/`, events: [{ subject: 'state', types: ['#'], groups: ['#'] }] });
+  const { url, client } = await startController(t, { files: { 'runtime/uc_notify.d/hook.json': notifier } });
+  const k = { k: Keys.master };
+  await client.ok('create', { ...k, i: 'sensor:room/t' });
+  await client.ok('log_info', { ...k, m: 'before the page opened 5521' });
+  const browser = await launch(t);
+  const page = await browser.newPage();
+  await page.goto(url);
+  await page.fill('#login-key', Keys.master);
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#live.on');
+
+  await page.click('nav a[href="#log"]');
+  await page.waitForSelector('#log-rows td:has-text("before the page opened 5521")');
+  await page.selectOption('#log-level', '30');
+  await page.waitForSelector('#log-rows td:has-text("before the page opened 5521")', { state: 'detached' });
+  await client.ok('log_info', { ...k, m: 'live info 5522' });
+  await client.ok('log_warning', { ...k, m: 'live warning 5523' });
+  await page.waitForSelector('#log-rows td:has-text("live warning 5523")');
+  t.is(await page.locator('#log-rows td:has-text("live info 5522")').count(), 0, 'info is under the level');
+  await page.selectOption('#log-level', '20');
+  await page.waitForSelector('#log-rows td:has-text("live info 5522")');
+
+  await page.click('nav a[href="#notifiers"]');
+  const sent = page.locator('tr[data-notifier="hook"] td.num').nth(1);
+  await sent.waitFor();
+  const before = Number(await sent.textContent());
+  await client.ok('update', { ...k, i: 'sensor:room/t', s: 1, v: '1' });
+  await until(() => posts > 0);
+  await until(async () => Number(await sent.textContent()) > before, 10_000); // the page's own refresh, no reload
+  t.true(Number(await sent.textContent()) > before);
 });

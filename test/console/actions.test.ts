@@ -137,7 +137,7 @@ btest('a login that expires sends the console back to the login form by itself',
   t.is(await page.evaluate<string | null>("sessionStorage.getItem('console.token')"), null);
 });
 
-btest('log page: log_get history, then the live tail under the level filter; notifier counters move without a reload', async (t) => {
+btest('log page (reached by keyboard): log_get history, then the live tail under the level filter; notifier counters move without a reload', async (t) => {
   // a json endpoint the notifier delivers to
   const http = await import('node:http');
   let posts = 0;
@@ -157,7 +157,13 @@ btest('log page: log_get history, then the live tail under the level filter; not
   await page.keyboard.press('Enter');
   await page.waitForSelector('#live.on');
 
-  await page.click('nav a[href="#log"]');
+  // by keyboard: Tab reaches the menu, Enter opens the page
+  let tabs = 0;
+  while (!(await page.evaluate<boolean>('document.activeElement?.getAttribute("href") === "#log"'))) {
+    if (++tabs > 40) throw new Error('Tab never reached the Log link');
+    await page.keyboard.press('Tab');
+  }
+  await page.keyboard.press('Enter');
   await page.waitForSelector('#log-rows td:has-text("before the page opened 5521")');
   await page.selectOption('#log-level', '30');
   await page.waitForSelector('#log-rows td:has-text("before the page opened 5521")', { state: 'detached' });

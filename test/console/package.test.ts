@@ -75,6 +75,9 @@ btest('the installed package serves the console, which logs in and goes live in 
   await page.keyboard.press('Enter');
   await page.waitForSelector('#live.on');
   await page.waitForSelector('#fact-product_code:has-text("uc")');
+  // a figure, not a bound (timings here are noisy): first paint of the login form, in this run
+  const paint = await page.evaluate<number>("performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? -1");
+  t.log(`first contentful paint ${paint.toFixed(0)} ms`);
   t.deepEqual(problems, [], 'no script errors and no CSP violations');
   t.true(requested.length > 3);
   t.true(requested.every((r) => r.startsWith(ctl.url) || r.startsWith(ctl.url.replace('http', 'ws'))), requested.join(' '));

@@ -190,7 +190,8 @@ export class HttpServer {
       socket.end('HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       return;
     }
-    const handler = this.hooks.upgradeFor(new URL(req.url ?? '/', 'http://x').pathname);
+    const where = new URL(req.url ?? '/', 'http://x').pathname; // never the query: it may hold a key
+    const handler = this.hooks.upgradeFor(where);
     if (!handler) {
       socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       return;
@@ -200,7 +201,7 @@ export class HttpServer {
     try {
       handler.upgrade(req, socket, head, this.clientIp(req));
     } catch (err) {
-      this.log.error(`upgrade ${(req.url ?? '').split('?')[0]}: ${String((err as Error)?.stack ?? err)}`);
+      this.log.error(`upgrade ${where}: ${String((err as Error)?.stack ?? err)}`);
       socket.destroy();
     }
   }

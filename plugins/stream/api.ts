@@ -13,7 +13,7 @@ export interface StreamStats {
   dropped_slow: number;
   /** clients disconnected because they missed a pong */
   dropped_dead: number;
-  /** event messages sent */
+  /** messages sent (events and answers) */
   sent: number;
 }
 

@@ -7,6 +7,7 @@ import { Defaults } from '../../core/defaults';
 import { normalizeSubscriptions } from '../notifiers/host/config';
 import { StreamClient } from './client';
 import { CloseCodes, type StreamService, type StreamStats } from './api';
+import { streamMetrics } from './metrics';
 
 /** Where the stream is taken (README, "Event stream"). */
 export const StreamPath = '/ws';
@@ -198,4 +199,5 @@ function startStream(ctx: PluginContext): void {
 
   const service: StreamService = { stats: () => ({ ...stats, clients: clients.size }) };
   ctx.provide('stream', service);
+  ctx.metrics(() => streamMetrics(service.stats()));
 }

@@ -1,19 +1,14 @@
-import test from 'ava';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startController, Keys } from '../helpers/controller';
+import { browserTest, launch } from './chromium';
 
-/** Debian's Chromium; CHROMIUM names another. Without one the browser tests are skipped, and say so. */
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 /** Where the run writes a screenshot of every page (README, "Operator console"). */
 export const SHOTS = path.join(os.tmpdir(), 'console-screenshots');
-const have = fs.existsSync(CHROMIUM);
-if (!have) console.log(`console browser tests skipped: no Chromium at ${CHROMIUM} (set CHROMIUM to one)`);
-const btest = have ? test : test.skip;
+const btest = browserTest();
 
 btest('the console in Chromium: login, keys, live log, notifiers, items chart, every page', async (t) => {
-  const { chromium } = await import('playwright-core');
   const notifier = JSON.stringify({ id: 'web1', type: 'json', enabled: true, skip_test: true, uri: 'http://127.0.0.1:9/', events: [{ subject: 'state', types: ['#'], groups: ['#'] }] });
   const { url, client } = await startController(t, { files: { 'runtime/uc_notify.d/web1.json': notifier } });
   const k = { k: Keys.master };
@@ -21,8 +16,7 @@ btest('the console in Chromium: login, keys, live log, notifiers, items chart, e
   await client.ok('create', { ...k, i: 'sensor:room/temp' });
   await client.ok('update', { ...k, i: 'sensor:room/temp', s: 1, v: '20.5' });
 
-  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
-  t.teardown(() => browser.close());
+  const browser = await launch(t);
   const page = await browser.newPage({ viewport: { width: 1100, height: 800 } });
   const problems: string[] = [];
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
@@ -118,10 +112,8 @@ btest('the console in Chromium: login, keys, live log, notifiers, items chart, e
 });
 
 btest('a key without master sees the API refuse in words; an ended session sends the console back to the login form', async (t) => {
-  const { chromium } = await import('playwright-core');
   const { url, client } = await startController(t);
-  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
-  t.teardown(() => browser.close());
+  const browser = await launch(t);
   const page = await browser.newPage();
   await page.goto(url);
   // the page can do only what the key can do through the API

@@ -25,6 +25,8 @@ test('a client that stops reading while 50,000 events flow is told and dropped; 
   t.is(got, total, 'the reading client got every event');
   const stats = await client.ok('stream_stats', { k: Keys.master });
   t.like(stats, { dropped_slow: 1, clients: 2 });
+  const metrics = await (await fetch(`${url}/metrics`, { headers: { 'X-Auth-Key': Keys.master } })).text();
+  t.regex(metrics, /^eva_stream_dropped_slow_total 1$/m, 'counted in GET /metrics');
   // the controller answers meanwhile, and the slow client, reading again, learns why it was dropped
   slow.ws.resume();
   const closed = await slow.closed;

@@ -483,7 +483,7 @@ const Pages = {
         const r = await act(`Run ${c.value}`, () => api('cmd', { c: c.value.trim(), a: a.value, w: Number(w.value) || 0 }));
         if (!r) { out.replaceChildren(); return; }
         out.replaceChildren(h('p', {}, `status ${r.status}, exit code ${r.exitcode ?? '–'}`), h('h2', {}, 'Output'), h('pre', {}, r.out || ''),
-          r.err ? [h('h2', {}, 'Errors'), h('pre', {}, r.err)] : '');
+          ...(r.err ? [h('h2', {}, 'Errors'), h('pre', {}, r.err)] : [])); // replaceChildren takes nodes, not a list
       },
     }, h('label', {}, 'Command', c), h('label', {}, 'Arguments', a), h('label', {}, 'Wait, seconds', w), h('button', { type: 'submit' }, 'Run')), out);
   },

@@ -1,0 +1,16 @@
+import type { MetricSample } from '../../core/metrics';
+import type { StreamStats } from './api';
+
+/** Each figure of StreamStats as a family eva_stream_<name> of GET /metrics. */
+const Families: Record<keyof StreamStats, Omit<MetricSample, 'value'>> = {
+  clients: { name: 'stream_clients', help: 'event stream connections open now, authenticated or not' },
+  accepted: { name: 'stream_accepted_total', help: 'event stream connections accepted', type: 'counter' },
+  refused: { name: 'stream_refused_total', help: 'event stream connections refused at ws_max_clients', type: 'counter' },
+  dropped_slow: { name: 'stream_dropped_slow_total', help: 'event stream clients disconnected because their send buffer overflowed', type: 'counter' },
+  dropped_dead: { name: 'stream_dropped_dead_total', help: 'event stream clients disconnected because they missed a pong', type: 'counter' },
+  sent: { name: 'stream_sent_total', help: 'event stream messages sent', type: 'counter' },
+};
+
+export function streamMetrics(stats: StreamStats): MetricSample[] {
+  return Object.entries(Families).map(([k, m]) => ({ ...m, value: stats[k as keyof StreamStats] }));
+}

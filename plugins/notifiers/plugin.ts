@@ -5,6 +5,8 @@
  */
 export type { PluginContext, PluginDefinition, PluginKind } from '../../core/plugin';
 export type { ModuleLogger } from '../../core/log';
+// the service `notifiers` (needs: ['notifiers']) is declared there: without it a plugin could not name it
+import './service';
 export type {
   ActionEvent, DeliveryError, Endpoint, EndpointEnv, LogRecord, NotifierConfig, NotifierEvents, NotifierPlugin,
   NotifierType, SettingDecl, SettingKind, SettingsSchema, StateEvent, Subject, Subscription,

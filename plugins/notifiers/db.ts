@@ -207,7 +207,7 @@ const openFiles = new WeakMap<PluginContext, Map<string, DbEndpoint>>();
 
 function filesOf(ctx: PluginContext): Map<string, DbEndpoint> {
   let m = openFiles.get(ctx);
-  if (!m) openFiles.set(ctx, (m = new Map()));
+  if (!m) openFiles.set(ctx, (m = new Map<string, DbEndpoint>()));
   return m;
 }
 

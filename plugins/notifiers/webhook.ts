@@ -1,7 +1,7 @@
 import type { Subject } from '../../core/bus';
 import { describe } from '../../core/log';
 import type { DeliveryError, Endpoint, NotifierConfig, NotifierType, SettingsSchema } from './api';
-import { shownUri, withoutSecrets } from './host/config';
+import { shownUri } from './host/config';
 
 /**
  * The shared sender of the web hook notifier types (json, http-post, http):

@@ -41,7 +41,8 @@ export async function unlessAborted<T>(p: Promise<T>, signal: AbortSignal): Prom
   if (signal.aborted) throw signal.reason;
   let onAbort: (() => void) | undefined;
   const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(signal.reason);
+    // the signal's reason is the Error the caller aborted with (the host's timeout or stop)
+    onAbort = () => reject(signal.reason as Error);
     signal.addEventListener('abort', onAbort, { once: true });
   });
   try {

@@ -16,15 +16,6 @@ import { LatestRetained } from './retained';
 import { MqttDefaults, type MqttSettings, type Qos } from './settings';
 import { Topics, validFilter, validTopic } from './topics';
 
-/** A promise that rejects after `ms`. */
-function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    p,
-    new Promise<T>((_, reject) => { timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms); }),
-  ]).finally(() => clearTimeout(timer));
-}
-
 const asQos = (q: number | undefined, fallback: Qos): Qos => (q === 0 || q === 1 || q === 2 ? q : fallback);
 
 /**

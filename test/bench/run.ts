@@ -4,12 +4,12 @@ import { spawnSync } from 'node:child_process';
 
 /**
  * `npm run bench`: every benchmark of test/bench/ one after another (api,
- * events, mqtt, commit, history-writes, postgres — those that exist), each in its own process. `npm run bench
+ * events, mqtt, commit, history-writes, history-query, postgres — those that exist), each in its own process. `npm run bench
  * -- api` runs one.
  */
 const wanted = process.argv.slice(2);
 let failed = 0;
-for (const name of ['api', 'events', 'mqtt', 'commit', 'history-writes', 'postgres']) {
+for (const name of ['api', 'events', 'mqtt', 'commit', 'history-writes', 'history-query', 'postgres']) {
   if (wanted.length && !wanted.includes(name)) continue;
   const file = path.join(__dirname, `${name}.js`);
   if (!fs.existsSync(file)) continue;

@@ -16,6 +16,15 @@ import type { HistoryOptions, HistoryStats } from './history';
  * of its own (`now` is passed in, in seconds), so the history thread
  * (history-worker.ts) and the write benchmark drive the same code.
  */
+/**
+ * A value as a number when it reads as one: text that SQLite itself writes
+ * back unchanged as an integer or a real ('12', '20.5') is one at once; any
+ * other text asks eva_numeric (one call into JavaScript per row costs more
+ * than the rest of the fill).
+ */
+const NUMERIC_VALUE = `CASE WHEN CAST(value AS INTEGER) || '' = value THEN CAST(value AS INTEGER)
+  WHEN CAST(value AS REAL) || '' = value THEN CAST(value AS REAL) ELSE eva_numeric(value) END`;
+
 export class HistoryStore {
   private rows = 0;
   private dirty = false;
@@ -206,7 +215,7 @@ export class HistoryStore {
    */
   resample(space: string, oid: string, start: number, end: number, step: number): Bucket[] {
     const st = this.db.db.prepare(`SELECT b, avg(status), count(status), avg(v), count(v), status, value, max(t)
-      FROM (SELECT CAST(t / ? AS INTEGER) * ? AS b, t, status, value, eva_numeric(value) AS v
+      FROM (SELECT CAST(t / ? AS INTEGER) * ? AS b, t, status, value, ${NUMERIC_VALUE} AS v
             FROM state_history WHERE space = ? AND oid = ? AND t > ? AND t <= ?)
       GROUP BY b ORDER BY b`);
     const out: Bucket[] = [];

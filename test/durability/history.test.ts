@@ -57,11 +57,13 @@ test('SIGKILL during a stream of updates: every row acknowledged to the notifier
       for (let n = 0; alive; n++) {
         const i = SENSORS[n % SENSORS.length];
         const v = `r${round}n${n}`;
+        // listed before it is sent: the controller may store and count it
+        // before its answer reaches us, or the kill may cut the answer off
+        stream.push(`${i}=${v}`);
         try {
           const r = await c.rpc('update', { k, i, s: 1, v });
           if (r.error) throw new Error(r.error.message);
         } catch { return; }
-        stream.push(`${i}=${v}`);
       }
     })();
     let sent = 0;

@@ -2,6 +2,7 @@ import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { HistoryStore } from './store';
 import type { HistoryOptions, ToWorker, FromWorker } from './history';
 import type { HistoryRow } from './schema';
+import type { Bucket } from '../../history/resample';
 
 /**
  * The history thread of one db notifier. sql.js keeps the database in memory
@@ -59,9 +60,10 @@ function serve(): void {
     chain = chain.then(async (h) => {
       if (!h) return h;
       try {
-        let rows: HistoryRow[] | undefined;
+        let rows: HistoryRow[] | Bucket[] | undefined;
         if (m.kind === 'insert') h.store.write(m.rows);
         else if (m.kind === 'query') rows = h.store.query(m.query);
+        else if (m.kind === 'resample') rows = h.store.resample(m.space, m.oid, m.start, m.end, m.step);
         else if (m.kind === 'flush') await h.store.checkpointAll(nowSeconds());
         else if (m.kind === 'clean') h.store.clean(nowSeconds());
         else if (m.kind === 'stop') await h.stop();

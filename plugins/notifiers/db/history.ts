@@ -3,6 +3,7 @@ import { Worker } from 'node:worker_threads';
 import type { ModuleLogger } from '../../../core/log';
 import type { HistoryRow } from './schema';
 import type { HistoryBackend, HistoryQuery } from './backend';
+import type { Bucket, Resampling } from '../../history/resample';
 
 /** What the history thread needs to know; all times in seconds. */
 export interface HistoryOptions {
@@ -73,6 +74,7 @@ export interface HistoryStats {
 export type ToWorker =
   | { kind: 'insert'; id: number; rows: HistoryRow[] }
   | { kind: 'query'; id: number; query: HistoryQuery }
+  | { kind: 'resample'; id: number; space: string; oid: string; start: number; end: number; step: number }
   | { kind: 'flush'; id: number }
   | { kind: 'clean'; id: number }
   | { kind: 'stop'; id: number };
@@ -80,13 +82,14 @@ export type ToWorker =
 export type FromWorker =
   | { kind: 'ready'; stats: HistoryStats }
   | { kind: 'failed'; message: string }
-  | { kind: 'done'; id: number; stats: HistoryStats; rows?: HistoryRow[] }
+  | { kind: 'done'; id: number; stats: HistoryStats; rows?: HistoryRow[] | Bucket[] }
   | { kind: 'error'; id: number; message: string }
   | { kind: 'warning'; message: string };
 
 const WORKER_FILE = path.join(__dirname, 'history-worker.js');
 
-type Call = { kind: 'insert'; rows: HistoryRow[] } | { kind: 'query'; query: HistoryQuery } | { kind: 'flush' } | { kind: 'clean' } | { kind: 'stop' };
+type Call = { kind: 'insert'; rows: HistoryRow[] } | { kind: 'query'; query: HistoryQuery }
+  | { kind: 'resample'; space: string; oid: string; start: number; end: number; step: number } | { kind: 'flush' } | { kind: 'clean' } | { kind: 'stop' };
 
 /**
  * The sql.js history backend, the main thread's side: it hands rows to the
@@ -95,11 +98,11 @@ type Call = { kind: 'insert'; rows: HistoryRow[] } | { kind: 'query'; query: His
  * survives a crash. A thread that dies is started again on the next batch,
  * from the file and its journal.
  */
-export class History implements HistoryBackend {
+export class History implements HistoryBackend, Resampling {
   private worker: Worker | undefined;
   private ready: Promise<void> | undefined;
   private nextId = 1;
-  private readonly pending = new Map<number, { resolve: (rows: HistoryRow[] | undefined) => void; reject: (e: Error) => void }>();
+  private readonly pending = new Map<number, { resolve: (rows: HistoryRow[] | Bucket[] | undefined) => void; reject: (e: Error) => void }>();
   private stopped = false;
   private lastCommit = 0;
   stats: HistoryStats | undefined;
@@ -142,7 +145,12 @@ export class History implements HistoryBackend {
   }
 
   async query(query: HistoryQuery): Promise<HistoryRow[]> {
-    return (await this.call({ kind: 'query', query })) ?? [];
+    return ((await this.call({ kind: 'query', query })) ?? []) as HistoryRow[];
+  }
+
+  /** The fill's intervals, computed in the history thread (store.ts resample). */
+  async resample(space: string, oid: string, start: number, end: number, step: number): Promise<Bucket[]> {
+    return ((await this.call({ kind: 'resample', space, oid, start, end, step })) ?? []) as Bucket[];
   }
 
   /** Checkpoint now: the file holds every stored row once this resolves. */
@@ -171,24 +179,24 @@ export class History implements HistoryBackend {
     }
   }
 
-  private async call(c: Call): Promise<HistoryRow[] | undefined> {
+  private async call(c: Call): Promise<HistoryRow[] | Bucket[] | undefined> {
     if (this.stopped) throw new Error('the history is stopped');
     await this.start();
     if (this.pending.size >= this.options.maxPending) throw new Error(`history of ${this.options.file} is busy: ${this.pending.size} batches waiting`);
     return this.send(c);
   }
 
-  private send(c: Call): Promise<HistoryRow[] | undefined> {
+  private send(c: Call): Promise<HistoryRow[] | Bucket[] | undefined> {
     const w = this.worker;
     if (!w) return Promise.reject(new Error('the history thread is not running'));
     const id = this.nextId++;
-    return new Promise<HistoryRow[] | undefined>((resolve, reject) => {
+    return new Promise<HistoryRow[] | Bucket[] | undefined>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       w.postMessage({ ...c, id });
     });
   }
 
-  private settle(id: number, err?: Error, rows?: HistoryRow[]): void {
+  private settle(id: number, err?: Error, rows?: HistoryRow[] | Bucket[]): void {
     const p = this.pending.get(id);
     if (!p) return;
     this.pending.delete(id);

@@ -148,6 +148,8 @@ export interface PostgresStats {
 export class PostgresHistory implements HistoryBackend, Resampling {
   private readonly pool: pg.Pool;
   private schemaReady = false;
+  /** the schema being made: calls arriving meanwhile (an API query right after start) wait for it */
+  private schemaPending: Promise<void> | undefined;
   private stopped = false;
   private cleaner: NodeJS.Timeout | undefined;
   /** ends every back-off wait at stop */
@@ -233,6 +235,7 @@ export class PostgresHistory implements HistoryBackend, Resampling {
    * from the rows. A day of a million rows reads about 1440 rollup rows.
    */
   async resample(space: string, oid: string, start: number, end: number, step: number): Promise<Bucket[]> {
+    await this.ensureSchema().catch((err) => { throw new Error(this.clean(err)); }); // the rollup exists from here
     const first = Math.floor(start / 60) * 60 + 60; // the first whole minute after start
     const last = Math.floor(end / 60) * 60; // the minute end falls in
     if (step % 60 !== 0 || first >= last) return this.resampleRows(space, oid, start, end, step);
@@ -330,8 +333,13 @@ export class PostgresHistory implements HistoryBackend, Resampling {
     }
   }
 
-  private async ensureSchema(): Promise<void> {
-    if (this.schemaReady) return;
+  private ensureSchema(): Promise<void> {
+    if (this.schemaReady) return Promise.resolve();
+    this.schemaPending ??= this.createSchema().finally(() => { this.schemaPending = undefined; });
+    return this.schemaPending;
+  }
+
+  private async createSchema(): Promise<void> {
     const client = await this.pool.connect();
     let broken: Error | undefined;
     try {

@@ -5,6 +5,7 @@ import { HistorySchema, type HistoryRow } from './schema';
 import { Journal } from './journal';
 import { CheckpointPolicy } from './policy';
 import type { HistoryQuery } from './backend';
+import { numeric, type Bucket } from '../../history/resample';
 import type { HistoryOptions, HistoryStats } from './history';
 
 /**
@@ -15,6 +16,15 @@ import type { HistoryOptions, HistoryStats } from './history';
  * of its own (`now` is passed in, in seconds), so the history thread
  * (history-worker.ts) and the write benchmark drive the same code.
  */
+/**
+ * A value as a number when it reads as one: text that SQLite itself writes
+ * back unchanged as an integer or a real ('12', '20.5') is one at once; any
+ * other text asks eva_numeric (one call into JavaScript per row costs more
+ * than the rest of the fill).
+ */
+const NUMERIC_VALUE = `CASE WHEN CAST(value AS INTEGER) || '' = value THEN CAST(value AS INTEGER)
+  WHEN CAST(value AS REAL) || '' = value THEN CAST(value AS REAL) ELSE eva_numeric(value) END`;
+
 export class HistoryStore {
   private rows = 0;
   private dirty = false;
@@ -59,6 +69,8 @@ export class HistoryStore {
       journalShare: opts.journalShare, journalFloor: opts.journalFloor,
     }, now);
     const j = journal ? new Journal(opts.file) : undefined;
+    // resample's test of a numeric value, the same as the fill's everywhere (history/resample.ts)
+    db.db.create_function('eva_numeric', (v: unknown) => (v === null ? null : numeric(String(v)) ?? null));
     const h = new HistoryStore(db, opts, j, policy, warn);
     h.rows = h.count();
     if (j) {
@@ -193,6 +205,31 @@ export class HistoryStore {
       st.free();
     }
     return q.newest ? out.reverse() : out;
+  }
+
+  /**
+   * The fill's intervals of one item with start < t <= end (history/resample.ts),
+   * computed by SQLite here: only the intervals cross to the controller's
+   * thread, not every row of the range. An interval's last row is the one
+   * max(t) picks (SQLite takes the bare columns from it; t is unique per item).
+   */
+  resample(space: string, oid: string, start: number, end: number, step: number): Bucket[] {
+    const st = this.db.db.prepare(`SELECT b, avg(status), count(status), avg(v), count(v), status, value, max(t)
+      FROM (SELECT CAST(t / ? AS INTEGER) * ? AS b, t, status, value, ${NUMERIC_VALUE} AS v
+            FROM state_history WHERE space = ? AND oid = ? AND t > ? AND t <= ?)
+      GROUP BY b ORDER BY b`);
+    const out: Bucket[] = [];
+    try {
+      st.bind([step, step, space, oid, start, end]);
+      while (st.step()) {
+        const [b, ms, ns, mv, nv, status, value] = st.get();
+        const num = (x: unknown) => (x === null ? null : Number(x));
+        out.push([Number(b), num(ms), Number(ns), num(mv), Number(nv), num(status), value === null ? null : String(value)]);
+      }
+    } finally {
+      st.free();
+    }
+    return out;
   }
 
   /** Whether the policy wants a checkpoint now. */

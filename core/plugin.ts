@@ -7,6 +7,7 @@ import type { FunctionDecl } from './functions';
 import type { KeyStore } from './auth/keys';
 import type { ApiError, ErrorKind } from './errors';
 import type { MetricSource } from './metrics';
+import type { SectionSettings } from './settings/registry';
 
 import type { RouteHandler, UpgradeHandler } from './http/hooks';
 
@@ -30,6 +31,13 @@ export interface PluginDefinition {
   needs?: string[];
   /** kernel API version this plugin was written for (KERNEL_API) */
   kernel?: number;
+  /**
+   * The etc/<product>.ini settings this plugin reads, by section (declared with
+   * the builders of core/settings/schema.ts); read them with
+   * `ctx.config.section(name, settings)`. A plugin may add keys to a kernel
+   * section. Undeclared keys in a declared section stop the controller.
+   */
+  settings?: SectionSettings;
   /**
    * Called once per controller: create this controller's state here (a
    * process may hold several controllers, so keep none at module level) and

@@ -20,7 +20,7 @@ import { KERNEL_API, PluginContext, PluginDefinition, PluginKinds } from './plug
 /** Where the built-in plugins are after the build (dist/plugins). */
 const BUILTIN_DIR = path.resolve(__dirname, '..', 'plugins');
 
-interface Loaded { def: PluginDefinition; file: string; builtin: boolean }
+export interface Loaded { def: PluginDefinition; file: string; builtin: boolean }
 interface Running {
   loaded: Loaded; ctx: PluginContext; cleanups: (() => unknown)[]; ready: (() => unknown)[]; stopping: (() => unknown)[];
   /** set once the plugin is cleaned up: a late start (one that overran its time) can then register nothing */
@@ -59,6 +59,41 @@ function listJs(dir: string, recursive: boolean): string[] {
 }
 
 /**
+ * The built-in plugins and the drop-ins of `dropInDir`, loaded and checked
+ * but not started; what cannot be used goes to `skip`. `--check-config` uses
+ * this alone (the declared settings), the controller through PluginHost.
+ */
+export async function discoverPlugins(dropInDir: string, skip: (file: string, reason: string, name?: string) => void): Promise<Loaded[]> {
+  const found: Loaded[] = [];
+  const files = [
+    ...listJs(BUILTIN_DIR, true).map((f) => ({ f, builtin: true })),
+    ...listJs(dropInDir, false).map((f) => ({ f, builtin: false })),
+  ];
+  for (const { f, builtin } of files) {
+    let mod: unknown;
+    try {
+      mod = builtin ? require(f) : await import(pathToFileURL(f).href);
+    } catch (err) {
+      skip(f, `failed to load: ${describe(err)}`);
+      continue;
+    }
+    const def = pickDefinition(mod);
+    if (!def && builtin) continue; // a helper module of the built-in plugins, not a plugin
+    const wrong = checkDefinition(def);
+    if (wrong) {
+      skip(f, wrong, def?.name);
+      continue;
+    }
+    if (found.some((l) => l.def.name === def.name)) {
+      skip(f, `a plugin named ${def.name} is already loaded`, def.name);
+      continue;
+    }
+    found.push({ def, file: f, builtin });
+  }
+  return found;
+}
+
+/**
  * Finds, checks, starts and stops plugins. A plugin that fails to load or
  * start is logged with its file and skipped (and so are the plugins that
  * need it); the controller keeps running.
@@ -93,34 +128,8 @@ export class PluginHost {
   }
 
   /** Load the built-in plugins and the controller's drop-ins. */
-  async load(): Promise<Loaded[]> {
-    const found: Loaded[] = [];
-    const files = [
-      ...listJs(BUILTIN_DIR, true).map((f) => ({ f, builtin: true })),
-      ...listJs(this.paths.plugins, false).map((f) => ({ f, builtin: false })),
-    ];
-    for (const { f, builtin } of files) {
-      let mod: unknown;
-      try {
-        mod = builtin ? require(f) : await import(pathToFileURL(f).href);
-      } catch (err) {
-        this.skip(f, `failed to load: ${describe(err)}`);
-        continue;
-      }
-      const def = pickDefinition(mod);
-      if (!def && builtin) continue; // a helper module of the built-in plugins, not a plugin
-      const wrong = checkDefinition(def);
-      if (wrong) {
-        this.skip(f, wrong, def?.name);
-        continue;
-      }
-      if (found.some((l) => l.def.name === def.name)) {
-        this.skip(f, `a plugin named ${def.name} is already loaded`, def.name);
-        continue;
-      }
-      found.push({ def, file: f, builtin });
-    }
-    return found;
+  load(): Promise<Loaded[]> {
+    return discoverPlugins(this.paths.plugins, (file, reason, name) => this.skip(file, reason, name));
   }
 
   /** Order by `needs`: every plugin after those it needs; unmet needs and cycles are skipped. */
@@ -154,8 +163,8 @@ export class PluginHost {
     return out;
   }
 
-  async startAll(): Promise<void> {
-    const ordered = this.order(await this.load());
+  async startAll(loaded?: Loaded[]): Promise<void> {
+    const ordered = this.order(loaded ?? await this.load());
     const started = new Set<string>();
     for (const l of ordered) {
       if ((l.def.needs ?? []).some((n) => !started.has(n))) {

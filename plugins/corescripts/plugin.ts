@@ -4,7 +4,7 @@ import { definePlugin } from '../../core/plugin';
 import { FunctionRegistry } from '../../core/functions';
 import { Build } from '../../core/defaults';
 import type { CorescriptsService } from './api';
-import { readOptions } from './options';
+import { CorescriptSettings, readOptions } from './options';
 import { holdListener } from './rejections';
 import { ScriptSet, type ScriptEvent } from './runner';
 import { scriptGlobals } from './globals';
@@ -25,6 +25,7 @@ export const plugin = definePlugin({
   name: 'corescripts',
   kind: 'service',
   version: '1.0.0',
+  settings: { corescripts: CorescriptSettings },
   async start(ctx) {
     const opts = readOptions(ctx.config);
     const { log, paths } = ctx;

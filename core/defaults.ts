@@ -56,7 +56,7 @@ export const KernelSettings = {
     login_clients_max: bound(10_000, 'most client addresses whose failures are remembered (memory bound)'),
     metrics_access: choice('sysfunc', ['sysfunc', 'master', 'any', 'none'] as const,
       'what a key needs to read GET /metrics (key in k or X-Auth-Key): sysfunc (or master), master, any (any valid key), none (no key)'),
-    ws_max_clients: bound(100, 'most event stream (WebSocket /ws) connections at once; more are answered 503'),
+    ws_max_clients: int(100, 'most event stream (WebSocket /ws) connections at once; more are answered 503; 0: none'),
     ws_max_buffer: bound(4 * 1024 * 1024, 'bytes an event stream client may have waiting; past it the client is told and disconnected', 'bytes'),
     ws_ping_interval: secs(30, 'seconds between pings to event stream clients; one that missed the last pong is dropped', 0.001),
     ws_auth_timeout: secs(10, 'seconds a new event stream client has to authenticate', 0.001),

@@ -16,6 +16,7 @@ import { ApiError } from './errors';
 import { within } from './within';
 import { MAX_TIMER_SECONDS } from './defaults';
 import { KERNEL_API, PluginContext, PluginDefinition, PluginKinds } from './plugin';
+import { checkDeclaration } from './settings/schema';
 
 /** Where the built-in plugins are after the build (dist/plugins). */
 const BUILTIN_DIR = path.resolve(__dirname, '..', 'plugins');
@@ -38,6 +39,7 @@ export function checkDefinition(d: any): string | undefined {
   }
   if (d.kernel !== undefined && d.kernel !== KERNEL_API) return `written for kernel API ${d.kernel}, this is ${KERNEL_API}`;
   for (const f of ['start', 'stop']) if (d[f] !== undefined && typeof d[f] !== 'function') return `${f} must be a function`;
+  if (d.settings !== undefined) return checkDeclaration(d.settings);
   return undefined;
 }
 

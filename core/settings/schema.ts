@@ -208,6 +208,34 @@ export function defaults<S extends Settings>(schema: S): Values<S> {
   return Object.fromEntries(Object.entries(schema).map(([k, s]) => [k, s.default])) as Values<S>;
 }
 
+/**
+ * What is wrong with a settings declaration a plugin brings (`settings`: by
+ * section, name → setting made with the builders above), or undefined.
+ */
+export function checkDeclaration(decl: unknown): string | undefined {
+  if (typeof decl !== 'object' || decl === null || Array.isArray(decl)) return 'settings must be an object of sections';
+  for (const [section, settings] of Object.entries(decl)) {
+    if (typeof settings !== 'object' || settings === null) return `settings of [${section}] must be an object`;
+    for (const [key, s] of Object.entries(settings as Record<string, unknown>)) {
+      if (!/^[a-z_][a-z0-9_]*$/.test(key)) return `setting name ${JSON.stringify(key)} must be lower case letters, digits and _`;
+      const st = s as Partial<Setting> | null;
+      const types: SettingType[] = ['int', 'number', 'bool', 'string', 'choice'];
+      if (!st || !types.includes(st.type as SettingType) || typeof st.description !== 'string') {
+        return `setting [${section}] ${key} must be made with int, num, seconds, bound, bool, text or choice`;
+      }
+      if ((st.type === 'int' || st.type === 'number') && !(typeof st.min === 'number' && typeof st.max === 'number' && st.min <= st.max)) {
+        return `setting [${section}] ${key}: a number needs min and max`;
+      }
+      if (st.type === 'choice' && !(Array.isArray(st.choices) && st.choices.every((c) => typeof c === 'string'))) {
+        return `setting [${section}] ${key}: a choice needs its choices`;
+      }
+      const back = parseSetting(st as Setting, formatValue(st as Setting));
+      if (!back.ok) return `setting [${section}] ${key}: its default does not fit its own declaration (${back.why})`;
+    }
+  }
+  return undefined;
+}
+
 /** Merge the declarations several owners make for one section; the same key twice is a programming error. */
 export function mergeSettings(parts: { owner: string; settings: Settings }[]): Settings {
   const out: Settings = {};

@@ -6,6 +6,7 @@ import { discoverPlugins } from '../../core/plugins';
 import { schemaOf } from '../../core/settings/check';
 import { bool, bound, choice, int, parseSetting, seconds, text, MAX_TIMER_SECONDS } from '../../core/settings/schema';
 import { readIni } from '../../core/ini';
+import { checkDefinition } from '../../core/plugins';
 
 const ETC = path.resolve(__dirname, '..', '..', '..', 'etc');
 
@@ -61,4 +62,15 @@ test('one rule for every value: empty is the default, negatives and out-of-range
   t.deepEqual(parseSetting(c, 'b'), { ok: true, value: 'b' });
   t.false(parseSetting(c, 'B').ok);
   t.deepEqual(parseSetting(text('x', 'a text'), ' y '), { ok: true, value: 'y' });
+});
+
+test('a plugin whose settings declaration is malformed is refused when loaded, with the reason', (t) => {
+  const def = (settings: unknown) => ({ name: 'p', kind: 'service', version: '1.0.0', settings });
+  t.is(checkDefinition(def({ hello: { times: int(1, 'how many', { max: 10 }) } })), undefined);
+  t.regex(checkDefinition(def([]))!, /settings must be an object of sections/);
+  t.regex(checkDefinition(def({ hello: { times: 5 } }))!, /\[hello\] times must be made with int/);
+  t.regex(checkDefinition(def({ hello: { Times: int(1, 'x') } }))!, /setting name "Times"/);
+  t.regex(checkDefinition(def({ hello: { times: { type: 'int', default: 1, description: 'x' } } }))!, /a number needs min and max/);
+  t.regex(checkDefinition(def({ hello: { mode: { type: 'choice', default: 'a', description: 'x' } } }))!, /a choice needs its choices/);
+  t.regex(checkDefinition(def({ hello: { times: int(20, 'how many', { max: 10 }) } }))!, /its default does not fit/);
 });

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import test, { type ExecutionContext } from 'ava';
-import { MAIN, makeDir, Keys } from '../helpers/controller';
+import { MAIN, makeDir, Keys, startController } from '../helpers/controller';
 import { Eva33UcIni } from './config-eva33-sample';
 
 interface Ended { code: number | null; out: string; err: string }
@@ -160,4 +160,39 @@ test('--dir of a folder that does not exist is an error (exit 3) unless --init i
   t.true(fs.existsSync(keyFile));
   proc.kill('SIGTERM');
   await new Promise((resolve) => { if (proc.exitCode !== null) resolve(null); else proc.on('exit', resolve); });
+});
+
+test('a drop-in plugin\'s declared section is checked like the kernel\'s: a bad value stops the start, a good one reaches the plugin', async (t) => {
+  const plugin = `module.exports.plugin = {
+  name: 'hello', kind: 'sysapi', version: '1.0.0',
+  settings: { hello: { times: { type: 'int', default: 1, min: 1, max: 10, description: 'how many greetings' } } },
+  start(ctx) {
+    const { times } = ctx.config.section('hello', this.settings.hello);
+    ctx.register({ name: 'hello_times', permission: 'any', description: 'times', params: {}, handler: () => ({ times }) });
+  },
+};
+`;
+  const bad = makeDir(t, { files: { 'plugins/hello.js': plugin }, ini: { hello: { times: 11 } } });
+  const r = await runMain(t, ['--dir', bad, '--check-config']);
+  t.is(r.code, 3);
+  t.regex(r.err, /uc\.ini:\d+: error: \[hello\] times: 11 is out of range \(1 to 10\)/);
+  const typo = makeDir(t, { files: { 'plugins/hello.js': plugin }, ini: { hello: { tims: 3 } } });
+  t.regex((await runMain(t, ['--dir', typo, '--check-config'])).err, /\[hello\] unknown setting tims \(did you mean times\?\)/);
+  const good = makeDir(t, { files: { 'plugins/hello.js': plugin }, ini: { hello: { times: 3 } } });
+  const c = await runMain(t, ['--dir', good, '--check-config']);
+  t.is(c.code, 0, c.err);
+  const run = await startController(t, { dir: good });
+  t.deepEqual(await run.client.ok('hello_times', { k: Keys.master }), { times: 3 });
+  // without the plugin the section is unknown
+  const none = makeDir(t, { ini: { hello: { times: 3 } } });
+  t.regex((await runMain(t, ['--dir', none, '--check-config'])).err, /error: unknown section \[hello\]/);
+});
+
+test('under --watchdog a settings error ends the supervisor too (exit 3), not a restart loop', async (t) => {
+  const dir = dirWith(t, base.replace('name = testhost', 'timeout = five'));
+  const r = await runMain(t, ['--dir', dir, '--watchdog']);
+  t.is(r.code, 3);
+  t.regex(r.err, /uc\.ini:2: error: \[server\] timeout: "five" is not a number/);
+  t.regex(r.out, /settings are in error/);
+  t.is(r.out.match(/controller started/g)?.length, 1, r.out);
 });

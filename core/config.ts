@@ -1,90 +1,93 @@
 import { injectable } from 'tsyringe';
-import fs from 'node:fs';
 import os from 'node:os';
-import { parseIni } from './ini';
-import { Defaults, DefaultPorts } from './defaults';
+import path from 'node:path';
+import { sectionsOf, type IniDocument } from './ini';
+import { Defaults, DefaultPorts, KernelSettings } from './defaults';
 import { Paths } from './paths';
+import { ConfigError, readSection, type Finding, type Settings, type Values } from './settings/schema';
+import { eva33Values } from './settings/registry';
+import { checkSettingsFiles, readIniFile, schemaOf, type SettingsOwner } from './settings/check';
+import type { SettingsSchema } from './settings/registry';
 
-type Section = Record<string, unknown>;
+export { parseBool } from './settings/schema';
 
-const TRUE = new Set(['true', 'yes', 'on', '1', 'y', 't']);
-const FALSE = new Set(['false', 'no', 'off', '0', 'n', 'f', '']);
-
-/** Parse the boolean spellings EVA config files and API clients use. */
-export function parseBool(v: unknown): boolean | undefined {
-  if (typeof v === 'boolean') return v;
-  if (typeof v === 'number') return v !== 0;
-  if (typeof v !== 'string') return undefined;
-  const s = v.trim().toLowerCase();
-  if (TRUE.has(s)) return true;
-  if (FALSE.has(s)) return false;
-  return undefined;
-}
-
-/** Merge one ini section over its defaults, converting each value to the default's type. */
-export function typed<T extends Section>(defaults: T, raw: Section | undefined): T {
-  const out: Section = { ...defaults };
-  for (const [k, v] of Object.entries(raw ?? {})) {
-    const d = (defaults as Section)[k];
-    if (typeof d === 'number') {
-      // an empty or non-finite value keeps the default: `max_body_size =` must not lift or zero a limit
-      const n = typeof v === 'string' && v.trim() === '' ? NaN : Number(v);
-      if (Number.isFinite(n)) out[k] = n;
-    } else if (typeof d === 'boolean') {
-      const b = parseBool(v);
-      if (b !== undefined) out[k] = b;
-    } else {
-      out[k] = typeof v === 'string' ? v.trim() : v;
-    }
-  }
-  return out as T;
-}
+export type { SettingsOwner };
 
 /**
- * Counting bounds (most items, longest value) from one ini section over their
- * defaults: each must be a positive integer, anything else keeps the default,
- * so a typo cannot lift a bound or set it to zero.
- */
-export function positiveBounds<T extends Record<string, number>>(defaults: T, raw: Section | undefined): T {
-  const out: Record<string, number> = { ...defaults };
-  for (const k of Object.keys(defaults)) {
-    const v = raw?.[k];
-    // a bare key (ini `true`) is no number
-    const n = typeof v === 'string' || typeof v === 'number' ? Number(v) : NaN;
-    if (Number.isInteger(n) && n > 0) out[k] = n;
-  }
-  return out as T;
-}
-
-/**
- * The controller configuration: etc/<product>.ini over Defaults. Unknown keys
- * are kept (plugins may read their own); known keys get the default's type.
+ * The controller configuration: etc/<product>.ini read by the declared
+ * settings (core/settings). The kernel's own sections are read when this is
+ * made; the whole file (and the key file), plugin sections and unknown
+ * sections included, is checked by `checkAll` once the plugins are loaded:
+ * the controller calls it before anything starts.
  */
 @injectable()
 export class Config {
-  readonly server: typeof Defaults.server & { name: string; exec_before_save?: string; exec_after_save?: string };
-  readonly webapi: typeof Defaults.webapi;
-  readonly sysapi: typeof Defaults.sysapi;
-  /** the whole parsed file, for plugin-specific sections */
-  readonly raw: Record<string, Section>;
+  readonly server: Values<typeof KernelSettings.server>;
+  readonly webapi: Values<typeof KernelSettings.webapi>;
+  readonly sysapi: Values<typeof KernelSettings.sysapi>;
+  readonly doc: IniDocument;
+  /**
+   * Every section as written (name → key → value), for a plugin that reads a
+   * section it does not declare yet (see OpenSections in core/settings/registry.ts).
+   */
+  readonly raw: Record<string, Record<string, string>>;
+  /** info and warning findings of the last check, for the log once it exists */
+  notes: Finding[] = [];
+  /** every declared setting of this controller, known once checkAll has run (the plugins are loaded then) */
+  schema: SettingsSchema = schemaOf([]);
 
   constructor(readonly paths: Paths) {
-    let raw: Record<string, Section> = {};
-    if (fs.existsSync(paths.configFile)) raw = parseIni(fs.readFileSync(paths.configFile, 'utf8'));
-    this.raw = raw;
-    const server = typed(Defaults.server, raw.server) as Config['server'];
-    if (!server.name) server.name = os.hostname().split('.')[0];
-    this.server = server;
-    this.webapi = typed(Defaults.webapi, raw.webapi);
+    this.doc = readIniFile(paths.configFile);
+    this.raw = sectionsOf(this.doc);
+    // the kernel's sections alone, read now: the logger and the HTTP server need them before plugins load.
+    // A bad value takes the default here; checkAll, before anything starts, refuses it.
+    const kernel = Object.fromEntries(Object.entries(KernelSettings).map(([name, s]) => [name, this.read(name, s, [])])) as
+      { [K in keyof typeof KernelSettings]: Values<(typeof KernelSettings)[K]> };
+    this.server = kernel.server;
+    if (!this.server.name) this.server.name = os.hostname().split('.')[0];
+    // EVA ICS 3.3 wrote `log_file = log/uc.log`: relative to the controller directory, not to where it was started
+    if (this.server.log_file) this.server.log_file = path.resolve(paths.dir, this.server.log_file);
+    this.webapi = kernel.webapi;
     if (!this.webapi.listen) this.webapi.listen = `127.0.0.1:${DefaultPorts[paths.product]}`;
-    this.sysapi = typed(Defaults.sysapi, raw.sysapi);
+    this.sysapi = kernel.sysapi;
+  }
+
+  /** Check the whole file against the kernel's and these plugins' settings; throws ConfigError on any error. */
+  checkAll(owners: SettingsOwner[]): void {
+    // the key store warns of its own skipped keys: only key file errors are taken from there
+    this.schema = schemaOf(owners);
+    const findings = checkSettingsFiles(this.paths, owners, this.doc)
+      .filter((f) => f.file !== this.paths.apikeysFile || f.level === 'error');
+    this.notes = findings.filter((f) => f.level !== 'error');
+    if (findings.some((f) => f.level === 'error')) throw new ConfigError(findings);
+  }
+
+  /**
+   * One section's values by a declaration (a plugin's part of a section). Keys
+   * others declare are not this reader's business: checkAll judges those.
+   */
+  section<S extends Settings>(name: string, settings: S): Values<S> {
+    const errors: Finding[] = [];
+    const values = this.read(name, settings, errors);
+    if (errors.length) throw new ConfigError(errors);
+    return values;
+  }
+
+  private read<S extends Settings>(name: string, settings: S, errors: Finding[]): Values<S> {
+    const entries = this.doc.sections.find((s) => s.name === name)?.entries ?? [];
+    const r = readSection(settings, eva33Values(name, entries, this.doc.file), { file: this.doc.file, section: name }, () => undefined);
+    errors.push(...r.findings);
+    return r.values;
   }
 
   /** db_update as the number `test` reports: manual 0, instant 1, on_exit 2 */
   get dbUpdateCode(): number {
-    return { manual: 0, instant: 1, on_exit: 2 }[this.server.db_update] ?? 1;
+    return { manual: 0, instant: 1, on_exit: 2 }[this.server.db_update];
   }
 }
+
+/** The kernel defaults, for code that needs them without a controller. */
+export { Defaults };
 
 /** Split "host:port", "[v6]:port" or ":port" into parts. */
 export function parseListen(listen: string): { host: string; port: number } {

@@ -1,9 +1,11 @@
 import 'reflect-metadata';
 import fs from 'node:fs';
+import path from 'node:path';
 import { sweepTemps } from './store/sweep';
 import { container as root, type DependencyContainer, type InjectionToken } from 'tsyringe';
 import { Paths } from './paths';
 import { Config } from './config';
+import { formatFinding } from './settings/schema';
 import { EventBus } from './bus';
 import { Logger, describe } from './log';
 import { TokenStore } from './auth/tokens';
@@ -46,9 +48,21 @@ export class Controller {
   static async start(opts: ControllerOptions): Promise<Controller> {
     const ctl = new Controller(opts);
     const paths = ctl.get(Paths);
-    for (const d of [paths.etc, paths.runtime, paths.xc]) fs.mkdirSync(d, { recursive: true });
+    // the settings before anything is bound or started: a bad one stops the start (ConfigError)
+    const config = ctl.get(Config);
+    const logFolder = config.server.log_file ? [path.dirname(config.server.log_file)] : [];
+    for (const d of [paths.etc, paths.runtime, paths.xc, ...logFolder]) fs.mkdirSync(d, { recursive: true });
+    const host = ctl.get(PluginHost);
+    const plugins = await host.load();
+    try {
+      config.checkAll(plugins.map((l) => l.def));
+    } catch (err) {
+      ctl.get(Logger).close(); // the log file may be open already: nothing else was started
+      throw err;
+    }
     const logger = ctl.get(Logger);
     const log = logger.module('controller');
+    for (const f of config.notes) log[f.level === 'warning' ? 'warning' : 'info'](formatFinding(f));
     const swept = sweepTemps(paths.runtime);
     if (swept) log.info(`removed ${swept} unfinished temp file(s) in ${paths.runtime} (a writer was killed while writing)`);
     // a shutdown request (shutdown_core) stops an in-process controller; main.ts makes it an exit
@@ -67,7 +81,7 @@ export class Controller {
       await ctl.get(HttpServer).stop();
       throw err;
     }
-    await ctl.get(PluginHost).startAll();
+    await host.startAll(plugins);
     ctl.get(HttpServer).open();
     log.info(`controller ${paths.product} started in ${paths.dir}`);
     return ctl;

@@ -2,74 +2,76 @@
  * Every default and limit of the kernel in one place. Config files override
  * these (etc/<product>.ini); nothing else in the code carries a magic number.
  */
+import { bool, bound, choice, defaults, int, seconds as secs, text } from './settings/schema';
+
+export { MAX_TIMER_SECONDS } from './settings/schema';
+
 export const Products = ['uc', 'lm', 'sfa'] as const;
 export type Product = (typeof Products)[number];
 
 export const DefaultPorts: Record<Product, number> = { uc: 8812, lm: 8817, sfa: 8828 };
 
-export const Defaults = {
+/**
+ * The kernel's own settings, by etc/<product>.ini section. Plugins add theirs
+ * (PluginDefinition.settings); core/settings/registry.ts reads them all.
+ */
+export const KernelSettings = {
   server: {
-    polldelay: 0.01,
-    db_update: 'instant' as 'manual' | 'instant' | 'on_exit',
-    keep_logmem: 86400,
-    /** memory log bound in records, so a flood of records cannot exhaust memory */
-    logmem_max_records: 100_000,
-    /** memory log bound in characters (about bytes), whatever the record count */
-    logmem_max_bytes: 64 * 1024 * 1024,
-    timeout: 5,
-    debug: false,
-    layout: 'enterprise',
-    mqtt_update_default: '',
-    /** how long one plugin may take to stop before the kernel moves on, seconds */
-    plugin_stop_timeout: 5,
-    /** how long one plugin may take to start before it is skipped, seconds */
-    plugin_start_timeout: 60,
-    /** log file; empty: standard output */
-    log_file: '',
-    /** text: time level module: message; json: one object per line {time, level, module, message} */
-    log_format: 'text' as 'text' | 'json',
+    name: text('', 'system name reported by test and used in notifications; empty: the host name'),
+    polldelay: secs(0.01, 'poll delay (reported by test)'),
+    db_update: choice('instant', ['instant', 'manual', 'on_exit'] as const,
+      'when state is written to disk: instant, manual (on save) or on_exit'),
+    keep_logmem: secs(86400, 'how long log records are kept in memory'),
+    logmem_max_records: bound(100_000, 'memory log bound in records, so a flood of records cannot exhaust memory'),
+    logmem_max_bytes: bound(64 * 1024 * 1024, 'memory log bound in characters (about bytes), whatever the record count', 'bytes'),
+    timeout: secs(5, 'default timeout of commands, lock waits and notifier deliveries', 0.001),
+    debug: bool(false, 'log debug records'),
+    layout: choice('enterprise', ['enterprise', 'simple'] as const, 'item layout reported by test'),
+    mqtt_update_default: text('', 'notifier new items report their state to (mqtt_update); empty: none'),
+    exec_before_save: text('', 'program run before save (arguments split like a shell would, never through a shell); empty: none'),
+    exec_after_save: text('', 'program run after save; empty: none'),
+    plugin_stop_timeout: secs(5, 'how long one plugin may take to stop before the kernel moves on', 0.001),
+    plugin_start_timeout: secs(60, 'how long one plugin may take to start before it is skipped', 0.001),
+    log_file: text('', 'log file, relative to the controller directory (its folder is created); empty: standard output'),
+    log_format: choice('text', ['text', 'json'] as const,
+      'text (time LEVEL module: message) or json (one object per line: time, level, module, message); under systemd '
+      + '(standard output is the journal) each line starts with its syslog priority and carries no time of its own'),
   },
   webapi: {
-    listen: '', // host:port; empty: 127.0.0.1:<product default port>
-    ssl_listen: '',
-    ssl_cert: '',
-    ssl_key: '',
-    session_timeout: 3600,
-    session_no_prolong: false,
-    x_real_ip: false,
-    /** largest request body accepted, bytes; larger bodies answer 413 */
-    max_body_size: 1024 * 1024,
-    /** how long a client may take to send a request, seconds */
-    request_timeout: 30,
-    /** at stop, how long answers in flight (shutdown_core's own) may take to finish, seconds */
-    stop_grace: 3,
-    /** most requests in one JSON RPC batch */
-    max_batch: 1000,
-    /** most login tokens held at once; past it expired ones are purged, then the oldest is ended */
-    max_tokens: 100_000,
-    /** failed logins an address may make before it must wait */
-    login_free_failures: 5,
-    /** first wait after those, seconds; each further failure doubles it */
-    login_delay: 1,
-    /** longest wait, seconds; also how long an address's failures are remembered */
-    login_delay_max: 300,
-    /** most client addresses whose failures are remembered (memory bound) */
-    login_clients_max: 10_000,
-    /** what a key needs to read GET /metrics: sysfunc (or master), master, any (any valid key), none (no key) */
-    metrics_access: 'sysfunc' as 'sysfunc' | 'master' | 'any' | 'none',
-    /** most event stream (WebSocket /ws) connections at once; more are answered 503 */
-    ws_max_clients: 100,
-    /** bytes an event stream client may have waiting to be sent; past it the client is told and disconnected */
-    ws_max_buffer: 4 * 1024 * 1024,
-    /** seconds between pings to event stream clients; one that missed the last pong is dropped */
-    ws_ping_interval: 30,
-    /** seconds a new event stream client has to authenticate */
-    ws_auth_timeout: 10,
+    listen: text('', 'host:port of the HTTP API; empty: 127.0.0.1 and the product port (uc 8812, lm 8817, sfa 8828)'),
+    ssl_listen: text('', 'host:port of the HTTPS API; empty: none'),
+    ssl_cert: text('', 'certificate file for ssl_listen (relative to etc/)'),
+    ssl_key: text('', 'private key file for ssl_listen (relative to etc/)'),
+    session_timeout: secs(3600, 'idle lifetime of login tokens; 0: no tokens'),
+    session_no_prolong: bool(false, 'a token\'s lifetime counts from login, not from its last use'),
+    x_real_ip: bool(false, 'take the client address from X-Real-IP (only behind a trusted proxy)'),
+    max_body_size: bound(1024 * 1024, 'largest request body; larger bodies answer 413', 'bytes'),
+    request_timeout: secs(30, 'how long a client may take to send a request', 0.001),
+    stop_grace: secs(3, 'at stop, how long answers in flight (shutdown_core\'s own) may take to finish'),
+    max_batch: bound(1000, 'most requests in one JSON RPC batch'),
+    max_tokens: bound(100_000, 'most login tokens held at once; past it expired ones are purged, then the oldest is ended'),
+    login_free_failures: int(5, 'failed logins an address may make before it must wait'),
+    login_delay: secs(1, 'first wait after those; each further failure doubles it'),
+    login_delay_max: secs(300, 'longest wait; also how long an address\'s failures are remembered'),
+    login_clients_max: bound(10_000, 'most client addresses whose failures are remembered (memory bound)'),
+    metrics_access: choice('sysfunc', ['sysfunc', 'master', 'any', 'none'] as const,
+      'what a key needs to read GET /metrics (key in k or X-Auth-Key): sysfunc (or master), master, any (any valid key), none (no key)'),
+    ws_max_clients: int(100, 'most event stream (WebSocket /ws) connections at once; more are answered 503; 0: none'),
+    ws_max_buffer: bound(4 * 1024 * 1024, 'bytes an event stream client may have waiting; past it the client is told and disconnected', 'bytes'),
+    ws_ping_interval: secs(30, 'seconds between pings to event stream clients; one that missed the last pong is dropped', 0.001),
+    ws_auth_timeout: secs(10, 'seconds a new event stream client has to authenticate', 0.001),
   },
   sysapi: {
-    file_management: false,
-    setup_mode: false,
+    file_management: bool(false, 'allow file_get, file_put, file_unlink and file_set_exec under runtime/'),
+    setup_mode: bool(false, 'setup mode (reported by test)'),
   },
+};
+
+/** The kernel's defaults, typed (what an empty etc/<product>.ini gives). */
+export const Defaults = {
+  server: defaults(KernelSettings.server),
+  webapi: defaults(KernelSettings.webapi),
+  sysapi: defaults(KernelSettings.sysapi),
 };
 
 export const Product_names: Record<Product, string> = {
@@ -77,9 +79,6 @@ export const Product_names: Record<Product, string> = {
   lm: 'EVA Logic Manager',
   sfa: 'EVA SCADA Final Aggregator',
 };
-
-/** The longest wait a node timer can make, in whole seconds (2^31 - 1 ms); a longer one would fire at once. */
-export const MAX_TIMER_SECONDS = Math.floor(0x7fffffff / 1000);
 
 /** Controller version reported by `test`. */
 export const Version = '3.3.2';

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import 'reflect-metadata';
+import fs from 'node:fs';
 import { Command, Option } from 'commander';
 import { Controller } from './controller';
 import { Products, Product } from './defaults';
@@ -8,10 +9,17 @@ import { HttpServer } from './http/server';
 import { Lifecycle } from './lifecycle';
 import { supervise } from './watchdog';
 import { PackageVersion } from './version';
+import { Paths } from './paths';
+import { discoverPlugins } from './plugins';
+import { checkSettingsFiles } from './settings/check';
+import { CONFIG_EXIT_CODE, ConfigError, formatFinding, type Finding } from './settings/schema';
 
 /**
  * Entry: `eva-controller` (the package bin) or `node dist/core/main.js`,
- * with [--dir DIR] [--product uc|lm|sfa] [--watchdog] [--version].
+ * with [--dir DIR] [--product uc|lm|sfa] [--init] [--check-config] [--watchdog] [--version].
+ * A settings file in error stops the start with every finding on stderr
+ * (`file:line: error: ...`) and exit code 3; --check-config prints the
+ * findings of a controller directory without starting it (exit 3 on errors).
  * SIGTERM/SIGINT and shutdown_core stop the controller cleanly and exit 0.
  * With --watchdog this process only supervises: it runs the controller as a
  * child and starts it again whenever it exits (core/watchdog.ts).
@@ -26,9 +34,20 @@ async function main(): Promise<void> {
     .version(PackageVersion)
     .option('-d, --dir <dir>', 'controller directory', process.cwd())
     .addOption(new Option('-p, --product <product>', 'controller kind').choices([...Products]).default('uc'))
+    .option('--init', 'create the controller directory if it does not exist (with a new master key)')
+    .option('--check-config', 'check the settings files of the controller directory, print every finding, do not start')
     .option('--watchdog', 'supervise: run the controller as a child, start it again when it exits (with back-off)')
     .parse();
-  const opts = program.opts<{ dir: string; product: Product; watchdog?: boolean }>();
+  const opts = program.opts<{ dir: string; product: Product; init?: boolean; checkConfig?: boolean; watchdog?: boolean }>();
+  // a mistyped --dir must not become a new controller with a new master key
+  if (!opts.init && !fs.existsSync(opts.dir)) {
+    process.stderr.write(`${opts.dir}: no such controller directory (give --init to create one)\n`);
+    process.exit(CONFIG_EXIT_CODE);
+  }
+  if (opts.checkConfig) {
+    const errors = await checkConfig(new Paths(opts.dir, opts.product));
+    process.exit(errors ? CONFIG_EXIT_CODE : 0);
+  }
   if (opts.watchdog) {
     supervise(__filename, process.argv.slice(2).filter((a) => a !== '--watchdog'));
     return;
@@ -62,7 +81,25 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void stop('SIGINT'));
 }
 
+/** --check-config: every finding about the settings files on stderr, a summary on stdout; the number of errors. */
+async function checkConfig(paths: Paths): Promise<number> {
+  const findings: Finding[] = [];
+  const plugins = await discoverPlugins(paths.plugins, (file, code, reason, name) => {
+    findings.push({ level: 'warning', file, message: `plugin ${name ?? ''} skipped [${code}]: ${reason}`.replace('  ', ' ') });
+  });
+  findings.push(...checkSettingsFiles(paths, plugins.map((l) => l.def)));
+  for (const f of findings) process.stderr.write(`${formatFinding(f)}\n`);
+  const errors = findings.filter((f) => f.level === 'error').length;
+  process.stdout.write(`${paths.dir}: ${errors} error(s), ${findings.length - errors} other finding(s)\n`);
+  return errors;
+}
+
 main().catch((err) => {
+  if (err instanceof ConfigError) {
+    for (const f of err.findings) process.stderr.write(`${formatFinding(f)}\n`);
+    process.stderr.write('controller not started: the settings above are in error\n');
+    process.exit(CONFIG_EXIT_CODE);
+  }
   process.stderr.write(`controller failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
   process.exit(1);
 });

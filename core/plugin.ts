@@ -8,6 +8,8 @@ import type { ApiError, ErrorKind } from './errors';
 import type { MetricSource } from './metrics';
 import type { CallMeta } from './dispatch';
 
+import type { SectionSettings } from './settings/registry';
+
 import type { RouteHandler, UpgradeHandler } from './http/hooks';
 
 /**
@@ -45,6 +47,13 @@ export interface PluginDefinition {
   needs?: ServiceName[];
   /** semver range of the kernel API this plugin was written for (KERNEL_API), e.g. '^2' */
   kernel?: string;
+  /**
+   * The etc/<product>.ini settings this plugin reads, by section (declared with
+   * the builders of core/settings/schema.ts); read them with
+   * `ctx.config.section(name, settings)`. A plugin may add keys to a kernel
+   * section. Undeclared keys in a declared section stop the controller.
+   */
+  settings?: SectionSettings;
   /**
    * Called once per controller: create this controller's state here (a
    * process may hold several controllers, so keep none at module level) and

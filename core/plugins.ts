@@ -19,11 +19,12 @@ import { ApiError, type SkipCode } from './errors';
 import { within } from './within';
 import { MAX_TIMER_SECONDS } from './defaults';
 import { KERNEL_API, type PluginContext, type PluginDefinition, PluginKinds, type PluginKind, type ServiceName } from './plugin';
+import { checkDeclaration } from './settings/schema';
 
 /** Where the built-in plugins are after the build (dist/plugins). */
 const BUILTIN_DIR = path.resolve(__dirname, '..', 'plugins');
 
-interface Loaded { def: PluginDefinition; file: string; builtin: boolean }
+export interface Loaded { def: PluginDefinition; file: string; builtin: boolean }
 interface Running {
   loaded: Loaded; ctx: PluginContext; cleanups: (() => unknown)[]; ready: (() => unknown)[]; stopping: (() => unknown)[];
   /** set once the plugin is cleaned up: a late start (one that overran its time) can then register nothing */
@@ -53,6 +54,10 @@ export function checkDefinition(d: unknown): DefinitionProblem | undefined {
       return { code: 'kernel_mismatch', reason: `written for kernel API ${p.kernel as string}, this kernel speaks ${KERNEL_API}` };
     }
   }
+  if (p.settings !== undefined) {
+    const wrong = checkDeclaration(p.settings);
+    if (wrong) return malformed(wrong);
+  }
   return undefined;
 }
 
@@ -75,6 +80,47 @@ function listJs(dir: string, recursive: boolean): string[] {
     else if (e.isFile() && /\.(m?js)$/.test(e.name)) out.push(p);
   }
   return out.sort();
+}
+
+/**
+ * The built-in plugins and the drop-ins of `dropInDir`, loaded and checked
+ * but not started; what cannot be used goes to `skip` with its stable code.
+ * The controller starts them; --check-config only reads their settings.
+ */
+export async function discoverPlugins(
+  dropInDir: string, skip: (file: string, code: SkipCode, reason: string, name?: string) => void,
+): Promise<Loaded[]> {
+  const found: Loaded[] = [];
+  const files = [
+    ...listJs(BUILTIN_DIR, true).map((f) => ({ f, builtin: true })),
+    ...listJs(dropInDir, false).map((f) => ({ f, builtin: false })),
+  ];
+  for (const { f, builtin } of files) {
+    let mod: unknown;
+    try {
+      // built-in plugins are CommonJS (dist/), drop-ins may be ESM: only import() reads both, require() keeps built-ins in one instance
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      mod = builtin ? require(f) : await import(pathToFileURL(f).href);
+    } catch (err) {
+      skip(f, 'load_failed', `failed to load: ${describe(err)}`);
+      continue;
+    }
+    const picked = pickDefinition(mod);
+    if (!picked && builtin) continue; // a helper module of the built-in plugins, not a plugin
+    const wrong = checkDefinition(picked);
+    const named = picked?.name;
+    if (wrong) {
+      skip(f, wrong.code, wrong.reason, typeof named === 'string' ? named : undefined);
+      continue;
+    }
+    const def = picked as unknown as PluginDefinition;
+    if (found.some((l) => l.def.name === def.name)) {
+      skip(f, 'duplicate_name', `a plugin named ${def.name} is already loaded`, def.name);
+      continue;
+    }
+    found.push({ def, file: f, builtin });
+  }
+  return found;
 }
 
 /**
@@ -115,38 +161,8 @@ export class PluginHost {
   }
 
   /** Load the built-in plugins and the controller's drop-ins. */
-  async load(): Promise<Loaded[]> {
-    const found: Loaded[] = [];
-    const files = [
-      ...listJs(BUILTIN_DIR, true).map((f) => ({ f, builtin: true })),
-      ...listJs(this.paths.plugins, false).map((f) => ({ f, builtin: false })),
-    ];
-    for (const { f, builtin } of files) {
-      let mod: unknown;
-      try {
-        // built-in plugins are CommonJS (dist/), drop-ins may be ESM: only import() reads both, require() keeps built-ins in one instance
-        // eslint-disable-next-line @typescript-eslint/no-require-imports
-        mod = builtin ? require(f) : await import(pathToFileURL(f).href);
-      } catch (err) {
-        this.skip(f, 'load_failed', `failed to load: ${describe(err)}`);
-        continue;
-      }
-      const picked = pickDefinition(mod);
-      if (!picked && builtin) continue; // a helper module of the built-in plugins, not a plugin
-      const wrong = checkDefinition(picked);
-      const named = picked?.name;
-      if (wrong) {
-        this.skip(f, wrong.code, wrong.reason, typeof named === 'string' ? named : undefined);
-        continue;
-      }
-      const def = picked as unknown as PluginDefinition;
-      if (found.some((l) => l.def.name === def.name)) {
-        this.skip(f, 'duplicate_name', `a plugin named ${def.name} is already loaded`, def.name);
-        continue;
-      }
-      found.push({ def, file: f, builtin });
-    }
-    return found;
+  load(): Promise<Loaded[]> {
+    return discoverPlugins(this.paths.plugins, (file, code, reason, name) => this.skip(file, code, reason, name));
   }
 
   /**
@@ -206,8 +222,9 @@ export class PluginHost {
     return out;
   }
 
-  async startAll(): Promise<void> {
-    const ordered = this.order(await this.load());
+  /** Start every plugin in `needs` order; `loaded` when the caller has loaded them already (settings checked first). */
+  async startAll(loaded?: Loaded[]): Promise<void> {
+    const ordered = this.order(loaded ?? await this.load());
     for (const l of ordered) {
       // a provider that was skipped at start, or started without providing, leaves its dependents out
       const absent = (l.def.needs ?? []).filter((n) => !this.services.has(n));

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { CONFIG_EXIT_CODE } from './settings/schema';
 
 /** The supervisor's timings, seconds. */
 export const WatchdogDefaults = {
@@ -52,7 +53,14 @@ export function supervise(entry: string, args: string[], d = WatchdogDefaults): 
       say(`controller ${how}, starting again in ${delay} s`);
       restartTimer = setTimeout(start, delay * 1000);
     };
-    proc.once('exit', (code, signal) => ended(`exited (${signal ?? `code ${code}`})`));
+    proc.once('exit', (code, signal) => {
+      // a settings error (exit 3) does not mend itself by starting again: the supervisor ends with it
+      if (code === CONFIG_EXIT_CODE && !stopping) {
+        say('controller settings are in error (see above), not starting again');
+        process.exit(CONFIG_EXIT_CODE);
+      }
+      ended(`exited (${signal ?? `code ${code}`})`);
+    });
     proc.once('error', (err) => ended(`could not be started (${err.message})`));
   };
 

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { definePlugin } from '../../core/plugin';
 import { Build } from '../../core/defaults';
-import { readOptions } from './options';
+import { CorescriptSettings, readOptions } from './options';
 import { holdListener } from './rejections';
 import { ScriptSet, type ScriptEvent } from './runner';
 import { scriptGlobals } from './globals';
@@ -24,6 +24,7 @@ export const plugin = definePlugin({
   kind: 'service',
   version: '1.0.0',
   provides: ['corescripts'],
+  settings: { corescripts: CorescriptSettings },
   async start(ctx) {
     const opts = readOptions(ctx.config);
     const { log, paths } = ctx;

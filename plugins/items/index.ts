@@ -1,5 +1,5 @@
 import { definePlugin } from '../../core/plugin';
-import { itemsLimits } from './defaults';
+import { ItemsSettings, itemsLimits } from './defaults';
 import { ItemRegistry } from './registry';
 import { registerFunctions } from './functions';
 
@@ -13,6 +13,7 @@ export const plugin = definePlugin({
   kind: 'service',
   version: '1.0.0',
   provides: ['items'],
+  settings: { server: ItemsSettings },
   start(ctx) {
     const limits = itemsLimits(ctx.config);
     const reg = new ItemRegistry(ctx, limits);

@@ -1,7 +1,7 @@
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { definePlugin } from '../../core/plugin';
-import { typed } from '../../core/config';
+import { bound, int, seconds } from '../../core/settings/schema';
 import { functionFailed, invalidParams, notFound } from '../../core/errors';
 import { describe } from '../../core/log';
 import { within } from '../../core/within';
@@ -16,17 +16,12 @@ import { CommandTable } from './cmd/table';
  * Worst-case memory for outputs: (cmd_max_running + cmd_keep_results) x 2 x
  * cmd_max_output bytes.
  */
-export const CmdDefaults = {
-  /** commands running at once; one more answers busy (13 / 409) */
-  cmd_max_running: 64,
-  /** finished results kept for cmd_result; past it the oldest is dropped */
-  cmd_keep_results: 100,
-  /** seconds a finished result is kept for cmd_result */
-  cmd_keep_seconds: 3600,
-  /** bytes kept per output stream (out, err); the rest is read and dropped, and out_truncated/err_truncated say so */
-  cmd_max_output: 1024 * 1024,
-  /** seconds between SIGTERM and SIGKILL when a command's time runs out */
-  cmd_kill_grace: 5,
+export const CmdSettings = {
+  cmd_max_running: bound(64, 'commands running at once; one more answers busy (13 / 409)'),
+  cmd_keep_results: int(100, 'finished results kept for cmd_result; past it the oldest is dropped; 0: none kept'),
+  cmd_keep_seconds: seconds(3600, 'how long a finished result is kept for cmd_result'),
+  cmd_max_output: int(1024 * 1024, 'bytes kept per output stream (out, err); the rest is read and dropped, and out_truncated/err_truncated say so', { unit: 'bytes' }),
+  cmd_kill_grace: seconds(5, 'time between SIGTERM and SIGKILL when a command\'s time runs out'),
 };
 
 /** How long a controller stop waits for commands to end on SIGTERM before SIGKILL, at most, seconds. */
@@ -66,8 +61,9 @@ export const plugin = definePlugin({
   name: 'sysapi-cmd',
   kind: 'sysapi',
   version: '1.0.0',
+  settings: { sysapi: CmdSettings },
   start(ctx) {
-    const limits = typed(CmdDefaults, ctx.config.raw.sysapi);
+    const limits = ctx.config.section('sysapi', CmdSettings);
     const table = new CommandTable({
       maxRunning: limits.cmd_max_running, keepResults: limits.cmd_keep_results, keepSeconds: limits.cmd_keep_seconds,
     });

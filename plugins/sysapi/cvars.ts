@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { definePlugin } from '../../core/plugin';
-import { positiveBounds } from '../../core/config';
+import { bound } from '../../core/settings/schema';
 import { str } from '../../core/params';
 import { functionFailed, invalidParams, notFound } from '../../core/errors';
 import { AtomicFile } from '../../core/store/atomic';
@@ -8,13 +8,10 @@ import { describe, type ModuleLogger } from '../../core/log';
 import type { CvarsService } from './api';
 
 /** Bounds; `[server] cvars_max` and `[server] cvar_max_size` override them. */
-export const CvarDefaults = {
-  /** most cvars one controller keeps; one more answers 10 / 500 */
-  cvars_max: 10_000,
-  /** longest value, in characters; a longer one answers 11 / 400 */
-  cvar_max_size: 65_536,
-  /** longest name, in characters; a longer one answers 11 / 400 (names are kept and written like values) */
-  cvar_max_name: 256,
+export const CvarSettings = {
+  cvars_max: bound(10_000, 'most cvars one controller keeps; one more answers 10 / 500'),
+  cvar_max_size: bound(65_536, 'longest cvar value, in characters; a longer one answers 11 / 400'),
+  cvar_max_name: bound(256, 'longest cvar name, in characters; a longer one answers 11 / 400 (names are kept and written like values)'),
 };
 
 /**
@@ -64,8 +61,9 @@ export const plugin = definePlugin({
   kind: 'sysapi',
   version: '1.0.0',
   provides: ['cvars'],
+  settings: { server: CvarSettings },
   start(ctx) {
-    const { cvars_max: max, cvar_max_size: maxSize, cvar_max_name: maxName } = positiveBounds(CvarDefaults, ctx.config.raw.server);
+    const { cvars_max: max, cvar_max_size: maxSize, cvar_max_name: maxName } = ctx.config.section('server', CvarSettings);
     const instant = ctx.config.server.db_update === 'instant';
     const vars = load(ctx.paths.cvarsFile, ctx.log);
     const file = new AtomicFile(ctx.paths.cvarsFile);

@@ -1,15 +1,14 @@
 import path from 'node:path';
 import { definePlugin } from '../../core/plugin';
-import { typed } from '../../core/config';
+import { bound } from '../../core/settings/schema';
 import { accessDenied, ApiError, busy, functionFailed, invalidParams } from '../../core/errors';
 import { writeFileAtomic } from '../../core/store/atomic';
 import { bool, str } from '../../core/params';
 import { inFolder, RuntimeFolder, type OpenFile } from './files/confine';
 
 /** Limits of the runtime file functions; settable in etc/<product>.ini, section [sysapi]. */
-export const FilesDefaults = {
-  /** largest file file_get reads and file_put writes, bytes (UTF-8) */
-  file_max_size: 16 * 1024 * 1024,
+export const FilesSettings = {
+  file_max_size: bound(16 * 1024 * 1024, 'largest file file_get reads and file_put writes (UTF-8)', 'bytes'),
 };
 
 /** The only two modes runtime files have (spec "File management"). */
@@ -35,8 +34,9 @@ export const plugin = definePlugin({
   name: 'sysapi-files',
   kind: 'sysapi',
   version: '1.0.0',
+  settings: { sysapi: FilesSettings },
   start(ctx) {
-    const { file_max_size: maxSize } = typed(FilesDefaults, ctx.config.raw.sysapi);
+    const { file_max_size: maxSize } = ctx.config.section('sysapi', FilesSettings);
     const { paths } = ctx;
     // the controller's own state: never read, written or chmodded through these functions
     const runtime = new RuntimeFolder(paths.runtime, paths.product, [

@@ -1,5 +1,5 @@
 import { definePlugin } from '../../core/plugin';
-import { positiveBounds } from '../../core/config';
+import { bound } from '../../core/settings/schema';
 import { str, secs } from '../../core/params';
 import { busy, functionFailed, invalidParams, notFound } from '../../core/errors';
 import { MAX_TIMER_SECONDS } from '../../core/defaults';
@@ -9,13 +9,10 @@ import type { LocksService } from './api';
  * Bounds of the lock table; `[server] locks_max` and `[server] lock_max_waiters`
  * override them (the tests use small ones to reach the bounds).
  */
-export const LockDefaults = {
-  /** most named locks one controller holds; `lock` of one more answers 10 / 500 */
-  locks_max: 100_000,
-  /** most callers waiting on one lock; one more answers 13 / 409 at once */
-  lock_max_waiters: 10_000,
-  /** longest lock id, in characters; a longer one answers 11 / 400 (ids are kept while the controller runs) */
-  lock_id_max: 256,
+export const LockSettings = {
+  locks_max: bound(100_000, 'most named locks one controller holds; lock of one more answers 10 / 500'),
+  lock_max_waiters: bound(10_000, 'most callers waiting on one lock; one more answers 13 / 409 at once'),
+  lock_id_max: bound(256, 'longest lock id, in characters; a longer one answers 11 / 400 (ids are kept while the controller runs)'),
 };
 
 interface Waiter {
@@ -187,8 +184,9 @@ export const plugin = definePlugin({
   kind: 'sysapi',
   version: '1.0.0',
   provides: ['locks'],
+  settings: { server: LockSettings },
   start(ctx) {
-    const bounds = positiveBounds(LockDefaults, ctx.config.raw.server);
+    const bounds = ctx.config.section('server', LockSettings);
     const table = new LockTable({
       locksMax: bounds.locks_max,
       maxWaiters: bounds.lock_max_waiters,

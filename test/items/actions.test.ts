@@ -1,4 +1,5 @@
 import test from 'ava';
+import { MAX_TIMER_SECONDS } from '../../core/defaults';
 import fs from 'node:fs';
 import path from 'node:path';
 import { start, until, ItemKeys } from './setup';
@@ -158,7 +159,7 @@ test('a cleaner interval longer than a timer can wait is as good as none, not a 
   const onWarning = (w: Error) => { if (w.name === 'TimeoutOverflowWarning') overflows.push(w.message); };
   process.on('warning', onWarning);
   t.teardown(() => { process.off('warning', onWarning); });
-  const { ok } = await start(t, { ini: { server: { action_cleaner_interval: 30 * 86400 } } });
+  const { ok } = await start(t, { ini: { server: { action_cleaner_interval: MAX_TIMER_SECONDS } } });
   await ok('create', { i: 'unit:g/u' });
   t.is((await ok('action', { i: 'unit:g/u', s: 1, w: 10 })).status, 'completed');
   await new Promise((r) => setTimeout(r, 100));

@@ -1,18 +1,6 @@
 import 'reflect-metadata';
 import test from 'ava';
-import { positiveBounds } from '../../core/config';
 import { NetworkList } from '../../core/auth/networks';
-
-test('ini bounds take positive integers only; anything else keeps the default', (t) => {
-  const defaults = { most: 10, longest: 20, other: 30 };
-  t.deepEqual(positiveBounds(defaults, { most: '7', longest: 3 }), { most: 7, longest: 3, other: 30 });
-  for (const bad of ['0', '-1', '1.5', 'abc', '', 'Infinity', true, null]) {
-    t.deepEqual(positiveBounds(defaults, { most: bad }), defaults, String(bad));
-  }
-  t.deepEqual(positiveBounds(defaults, undefined), defaults);
-  // keys that are no bound are not taken in
-  t.deepEqual(positiveBounds(defaults, { unknown: '5' }), defaults);
-});
 
 test('the address cache of a network list stays bounded and its answers stay right past the bound', (t) => {
   const list = new NetworkList(['10.0.0.0/8', 'fd00::/8']);

@@ -212,8 +212,12 @@ test('a call that waits does not block other calls', async (t) => {
   t.deepEqual((await waiting).body, { released: true });
 });
 
-test('an empty or non-finite limit in the config keeps the default limit', async (t) => {
-  for (const bad of ['', 'Infinity', 'lots']) {
+test('an empty limit in the config keeps the default limit; a non-finite one stops the start', async (t) => {
+  for (const bad of ['Infinity', 'lots', '0', '-1']) {
+    const e = await t.throwsAsync(start(t, { webapi: { max_body_size: bad } }));
+    t.regex(e!.message, /\[webapi\] max_body_size: /, bad);
+  }
+  for (const bad of ['']) {
     const { url } = await start(t, { webapi: { max_body_size: bad } });
     const big = JSON.stringify({ k: Keys.ops, s: 'x'.repeat(2 * 1024 * 1024) });
     const r = await fetch(`${url}/sys-api/echo`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: big });

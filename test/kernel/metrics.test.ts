@@ -83,10 +83,9 @@ test('metrics: metrics_access decides which key reads them', async (t) => {
   t.is((await fetch(`${master.url}/metrics?k=${Keys.master}`)).status, 200);
   const open = await startController(t, { ini: { webapi: { metrics_access: 'none' } } });
   t.is((await fetch(`${open.url}/metrics`)).status, 200);
-  // a misspelt value is the default, never an open door
-  const typo = await startController(t, { ini: { webapi: { metrics_access: 'nobody' } } });
-  t.is((await fetch(`${typo.url}/metrics`)).status, 403);
-  t.is((await fetch(`${typo.url}/metrics?k=${Keys.ops}`)).status, 200);
+  // a misspelt value never opens a door: the controller does not start
+  const typo = await t.throwsAsync(startController(t, { ini: { webapi: { metrics_access: 'nobody' } } }));
+  t.regex(typo!.message, /uc\.ini:\d+: error: \[webapi\] metrics_access: "nobody" is not one of sysfunc, master, any, none/);
 });
 
 test('metrics: API calls count by function and result, on both transports; latency is observed; the memory log grows', async (t) => {

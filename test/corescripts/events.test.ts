@@ -3,7 +3,8 @@ import path from 'node:path';
 import test from 'ava';
 import { EventBus } from '../../core/bus';
 import { Keys, startController } from '../helpers/controller';
-import { CS, call, controllerLog, until, untilLogged } from './helpers';
+import { CS, call, controllerLog, untilLogged } from './helpers';
+import { until } from '../helpers/wait';
 
 const ini = { corescripts: { timeout: 0.3, wait: 2, tick: 0.1 } };
 

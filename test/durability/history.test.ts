@@ -3,12 +3,12 @@ import path from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { spawnController, makeDir, Keys, type Client } from '../helpers/controller';
+import { sleep, until } from '../helpers/wait';
 
 const run = promisify(execFile);
 const k = Keys.master;
 const ROUNDS = 20;
 const SENSORS = ['sensor:env/s0', 'sensor:env/s1', 'sensor:env/s2', 'sensor:env/s3'];
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function sqlite3(file: string, sql: string): Promise<string[]> {
   const { stdout } = await run('sqlite3', ['-readonly', file, sql], { timeout: 30_000 });
@@ -48,9 +48,7 @@ test('SIGKILL during a stream of updates: every row acknowledged to the notifier
 
     for (const i of SENSORS) await c.rpc('create', { k, i }); // an error after the first round: it exists
     await c.ok('save', { k });
-    let base = await stats(c);
-    for (let n = 0; base.queued > 0 && n < 100; n++) { await sleep(50); base = await stats(c); }
-    t.is(base.queued, 0);
+    const base = await until('the queue emptied', async () => { const s = await stats(c); return s.queued === 0 && s; });
     const stream: string[] = [];
     let alive = true;
     const writer = (async () => {

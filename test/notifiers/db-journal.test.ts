@@ -2,7 +2,8 @@ import test from 'ava';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { HistoryRow } from '../../plugins/notifiers/db/schema';
-import { run, sqlite3, python, keepingLog, tmpDir, history, now, sleep, until } from './db-helpers';
+import { run, sqlite3, python, keepingLog, tmpDir, history, now, sleep } from './db-helpers';
+import { until } from '../helpers/wait';
 import { startController, makeDir, Keys } from '../helpers/controller';
 
 const segments = (file: string) => fs.readdirSync(path.dirname(file)).filter((n) => n.startsWith(`${path.basename(file)}.journal.`)).sort();
@@ -96,7 +97,7 @@ test('the write budget holds checkpoints back; a journal past its share of the f
   const size = fs.statSync(file2).size;
   let n = 0;
   while ((h2.stats?.journal_bytes ?? 0) <= size * 0.1) await h2.write(rowsOf(10, (n += 10), t0));
-  t.true(await until(async () => (await sqlite3(file2, 'SELECT count(*) FROM state_history'))[0] === String(n), 10_000));
+  t.true(await until('every row in the new file', async () => (await sqlite3(file2, 'SELECT count(*) FROM state_history'))[0] === String(n), 10_000));
 });
 
 test('queries: oids, prefixes, time range, limit, newest; values are bound, never spliced', async (t) => {
@@ -168,7 +169,7 @@ INSERT INTO state_history VALUES ('', ${old + 90}, 'unit:hall/lamp', 0, NULL);`]
   await c2.client.ok('create', { k, i: 'sensor:env/temp' });
   await c2.client.ok('update', { k, i: 'sensor:env/temp', s: 1, v: '21.9' });
   let answer: unknown[][] = [];
-  t.true(await until(async () => {
+  t.true(await until('the new value in the history', async () => {
     answer = await c2.client.ok('probe_history', { k, n: 'db_1', i: 'sensor:env/temp' });
     return answer.some((r) => r[4] === '21.9');
   }));

@@ -2,7 +2,7 @@ import test from 'ava';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Keys, makeDir, startController, type Running } from '../helpers/controller';
-import { until } from './expect';
+import { until } from '../helpers/wait';
 
 const m = { k: Keys.master };
 
@@ -74,7 +74,7 @@ test('an item action with w stops waiting when the caller goes away', async (t) 
   const run = await startController(t, { dir });
   await run.client.ok('create', { ...m, i: 'unit:g/slow' });
   await abandoned(run, 'jrpc', 'action', { ...m, i: 'unit:g/slow', s: 1, w: 30 });
-  await until(t, 'the action runs', async () => (await run.client.ok('result', { ...m, i: 'unit:g/slow' }))[0]?.status === 'running');
+  await until('the action runs', async () => (await run.client.ok('result', { ...m, i: 'unit:g/slow' }))[0]?.status === 'running');
   const took = await stopTime(run);
   t.true(took < 2_000, `stop took ${took} ms`);
 });

@@ -2,9 +2,9 @@ import test from 'ava';
 import { startController, Keys, Client } from '../helpers/controller';
 import { Err } from './expect';
 import { Transports, errOf, okVia, via } from './accounts-helpers';
+import { sleep } from '../helpers/wait';
 
 const TOKEN = /^token:[0-9a-f]{64}$/;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const basic = (u: string, p: string) => ({ Authorization: `Basic ${Buffer.from(`${u}:${p}`).toString('base64')}` });
 
 /** A controller with user `op` (password `secret`) bound to the master key. */

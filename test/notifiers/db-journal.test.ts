@@ -5,12 +5,13 @@ import type { HistoryRow } from '../../plugins/notifiers/db/schema';
 import { run, sqlite3, python, keepingLog, tmpDir, history, now, sleep } from './db-helpers';
 import { until } from '../helpers/wait';
 import { startController, makeDir, Keys } from '../helpers/controller';
+import { needs } from '../helpers/tools';
 
 const segments = (file: string) => fs.readdirSync(path.dirname(file)).filter((n) => n.startsWith(`${path.basename(file)}.journal.`)).sort();
 const rowsOf = (n: number, from = 0, t0 = now()): HistoryRow[] =>
   Array.from({ length: n }, (_, i) => ['', t0 + (from + i) / 1000, `sensor:g/s${(from + i) % 7}`, 1, `v${from + i}`]);
 
-test('a stored batch is in the journal before the file is rewritten, and a new history replays it', async (t) => {
+needs('sqlite3')('a stored batch is in the journal before the file is rewritten, and a new history replays it', async (t) => {
   const file = path.join(tmpDir(t), 'h.db');
   const a = history(t, { file, flushInterval: 3600 });
   await a.start();
@@ -32,7 +33,7 @@ test('a stored batch is in the journal before the file is rewritten, and a new h
   t.is(fs.statSync(path.join(path.dirname(copy), segments(copy)[0])).size, 0);
 });
 
-test('a crash between the file rewrite and the journal cut replays rows the file has: nothing lost, nothing twice', async (t) => {
+needs('sqlite3')('a crash between the file rewrite and the journal cut replays rows the file has: nothing lost, nothing twice', async (t) => {
   const dir = tmpDir(t);
   const file = path.join(dir, 'h.db');
   const a = history(t, { file, flushInterval: 3600 });
@@ -77,7 +78,7 @@ test('a torn record at the end of a segment (an append cut short) ends its repla
   }
 });
 
-test('the write budget holds checkpoints back; a journal past its share of the file forces one; save writes at once', async (t) => {
+needs('sqlite3')('the write budget holds checkpoints back; a journal past its share of the file forces one; save writes at once', async (t) => {
   const file = path.join(tmpDir(t), 'h.db');
   // 1 MB an hour: a file of some kB may be rewritten every few seconds at most, and the journal eats the budget
   const h = history(t, { file, flushInterval: 0.1, maxWriteBytesPerHour: 1 << 20, journalShare: 100, journalFloor: 1 << 30 });
@@ -151,7 +152,7 @@ module.exports.plugin = {
 };
 `;
 
-test('an EVA ICS 3.3 history file at runtime/db/history1.db is continued: its rows kept and readable, new rows added', async (t) => {
+needs('sqlite3', 'python3')('an EVA ICS 3.3 history file at runtime/db/history1.db is continued: its rows kept and readable, new rows added', async (t) => {
   const notifier = {
     id: 'db_1', type: 'db', enabled: true, db: 'runtime/db/history1.db', keep: 86400 * 365,
     events: [{ subject: 'state', types: ['#'], groups: ['#'] }],

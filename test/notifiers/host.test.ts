@@ -128,7 +128,8 @@ for (const [where, opts] of [
     rcv.hold();
     const { client } = await startController(t, {
       ini: opts.ini,
-      files: notifierFiles({ hook: { type: 'json', uri: rcv.uri, skip_test: true, ...opts.field, events: subscribeAll } }),
+      // the held request must not time out (and count as failed) however long a loaded machine takes to get here
+      files: notifierFiles({ hook: { type: 'json', uri: rcv.uri, skip_test: true, timeout: 120, ...opts.field, events: subscribeAll } }),
     });
     await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/s', 0)] });
     await rcv.waitFor(1);

@@ -41,6 +41,8 @@ async function wave(port: number, n: number, first: number): Promise<void> {
 }
 
 test.serial(`${WAITERS} lock waiters whose callers go away leave memory near its baseline and the lock free`, async (t) => {
+  // a fixed amount of work that takes a quiet machine half a minute and a shared, loaded one several
+  t.timeout(600_000);
   // the waiter bound above the test's count: only the going away may empty the queue
   const dir = makeDir(t, { ini: { server: { lock_max_waiters: WAITERS * 2 } } });
   // this file runs in its own worker process: the option reaches only the controller it spawns

@@ -5,6 +5,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { spawnListening, type Child } from '../helpers/controller';
 import { which } from '../helpers/which';
 import { cleanEnv, freshControllerDir, installRelease, masterKey, npmCli, packRelease } from '../release/release';
+import { sleep } from '../helpers/wait';
 
 /**
  * The release on linux-arm64 without compilers: node from the
@@ -32,7 +33,6 @@ const NODE_ARM_VERSION = process.env.NODE_ARM_VERSION ?? process.versions.node.s
 interface Figures { node: string; install_s: number; start_ms: number; test_req_s: number; wrk_req_s?: number; history_rows: number }
 
 const say = (s: string) => process.stdout.write(`arm: ${s}\n`);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function sysroot(): string | undefined {
   for (const d of [process.env.ARM_SYSROOT, '/usr/aarch64-linux-gnu']) {

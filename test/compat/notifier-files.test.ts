@@ -5,7 +5,8 @@ import { execFile } from 'node:child_process';
 import { Keys, startController } from '../helpers/controller';
 import { startBroker } from '../helpers/broker';
 import { Receiver } from '../notifiers/receiver';
-import { controllerLog, eventually } from '../notifiers/helpers';
+import { controllerLog } from '../notifiers/helpers';
+import { until } from '../helpers/wait';
 
 const k = Keys.master;
 const BIN = path.resolve(__dirname, '..', '..', 'plugins', 'notifiers', 'cli', 'notifier-bin.js');
@@ -77,7 +78,7 @@ test('3.3 notifier files load with every field 3.3 writes; web hook username/pas
     t.is(n.problem, undefined, `${id}: ${n.problem}`);
     t.true(n.enabled, id);
   }
-  await eventually(async () => (await client.ok('get_notifier', { k, i: 'eva_1' })).stats.connected, 10_000, 'mqtt connected');
+  await until('mqtt connected', async () => (await client.ok('get_notifier', { k, i: 'eva_1' })).stats.connected, 10_000);
   t.is((await client.ok('get_notifier', { k, i: 'hj' })).password, '<hidden>');
   t.is((await client.ok('get_notifier', { k, i: 'eva_1' })).password, '<hidden>');
   const shown = JSON.stringify([all, ...(await Promise.all(Object.keys(notifiers).map((i) => client.ok('get_notifier', { k, i }))))]);

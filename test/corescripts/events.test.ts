@@ -5,9 +5,13 @@ import { MAX_TIMER_SECONDS } from '../../core/defaults';
 import { EventBus } from '../../core/bus';
 import type { StateEvent } from '../../plugins/items/api';
 import { Keys, startController } from '../helpers/controller';
-import { CS, call, controllerLog, until, untilLogged } from './helpers';
+import { CS, call, controllerLog, untilLogged } from './helpers';
+import { until } from '../helpers/wait';
 
-const ini = { corescripts: { timeout: 0.3, wait: 2, tick: 0.1 } };
+/** limits generous enough that no script here runs over on a loaded machine, unless it is meant to */
+const ini = { corescripts: { timeout: 5, wait: 10, tick: 0.1 } };
+/** a short run limit for the tests of scripts that loop or spin */
+const tight = { corescripts: { timeout: 0.3, wait: 2, tick: 0.1 } };
 
 const STATE_SCRIPT = `
 let started = 0;
@@ -116,7 +120,7 @@ rpc('spin_later', async () => {
 };
 
 test('a script that throws or loops is stopped, logged with file and line, and disturbs no one', async (t) => {
-  const run = await startController(t, { ini, files: FAILING });
+  const run = await startController(t, { ini: tight, files: FAILING });
   const log = () => controllerLog(run.dir);
   await until('ok.js loaded', async () => ((await call(run.client, 'cs_count')).result === 0 ? true : undefined));
   t.regex(log(), /xc\/uc\/cs\/1-loops-at-top\.js:\?: top level stopped: ran over 300 ms/);
@@ -171,10 +175,13 @@ test('intervals longer than a timer can wait are as good as none, not a busy loo
 test('events beyond the queue bound are dropped, counted and logged; later ones run', async (t) => {
   const run = await startController(t, {
     ini: { corescripts: { ...ini.corescripts, queue_size: 5 } },
-    files: { [`${CS}/q.js`]: `let n = 0; on('state', (e) => { if (e.data.group === 'q') n++; }); rpc('n', () => n);` },
+    files: {
+      [`${CS}/q.js`]: `let n = 0, started = false; on('start', () => { started = true; });
+on('state', (e) => { if (e.data.group === 'q') n++; }); rpc('n', () => (started ? n : 'starting'));`,
+    },
   });
-  await until('loaded', async () => ((await call(run.client, 'cs_n')).result === 0 ? true : undefined));
-  await new Promise((r) => setTimeout(r, 200)); // the start event has gone through
+  // loaded, and the start event has gone through: it holds no place in the queue
+  await until('loaded and started', async () => ((await call(run.client, 'cs_n')).result === 0 ? true : undefined));
   const bus = run.ctl.get(EventBus);
   // emitted in one turn: the queue's worker runs only after, so exactly 5 fit
   for (let i = 0; i < 50; i++) bus.emit('state', { oid: `sensor:q/s${i}`, type: 'sensor', group: 'q', id: `s${i}`, full_id: `q/s${i}`, status: 1, value: String(i), t: 1 });

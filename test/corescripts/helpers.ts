@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Keys, type Client } from '../helpers/controller';
-import { controllerLog, eventually, type Truthy } from '../notifiers/helpers';
+import { controllerLog } from '../notifiers/helpers';
+import { until } from '../helpers/wait';
 
 export { controllerLog };
 
@@ -11,11 +12,6 @@ export const CS = 'xc/uc/cs';
 export function writeScript(dir: string, name: string, source: string): void {
   fs.mkdirSync(path.join(dir, CS), { recursive: true });
   fs.writeFileSync(path.join(dir, CS, name), source);
-}
-
-/** Poll `probe` until it gives a truthy value, and return it; reads as "until <what>". */
-export function until<T>(what: string, probe: () => Promise<T>, ms = 20_000): Promise<Truthy<T>> {
-  return eventually(probe, ms, what);
 }
 
 /** Call a method with the master key; the whole JSON RPC response. */

@@ -1,7 +1,8 @@
 import test from 'ava';
 import { startBroker, Subscriber } from '../helpers/broker';
 import { controllerWith, mqttNotifier } from '../notifiers/mqtt-setup';
-import { CS, call, until } from './helpers';
+import { CS, call } from './helpers';
+import { until } from '../helpers/wait';
 
 const SCRIPT = `
 const got = [];

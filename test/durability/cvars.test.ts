@@ -2,6 +2,7 @@ import test from 'ava';
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawnController, makeDir, Keys, type Client } from '../helpers/controller';
+import { sleep, until } from '../helpers/wait';
 
 const k = Keys.master;
 const ROUNDS = 12;
@@ -43,8 +44,10 @@ test('SIGKILL in the middle of a stream of set_cvar: the file always parses and 
     });
     const before = states.map((s) => s.acked);
     const runs = states.map((s, w) => writer(child.client, `w${w}`, Number(now[`w${w}`] ?? 0) + 1, s));
-    // a random moment: somewhere between a few and many writes into the stream
-    await new Promise((r) => setTimeout(r, 30 + Math.random() * 400));
+    // a random moment once every writer has been answered (on a busy machine the first answers take a while):
+    // somewhere between a few and many writes into the stream
+    await until('every writer answered', () => states.every((s, w) => s.acked > before[w]), 30_000);
+    await sleep(30 + Math.random() * 400);
     child.proc.kill('SIGKILL');
     await child.exited;
     await Promise.all(runs);

@@ -1,14 +1,14 @@
-import test from 'ava';
 import path from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { spawnController, makeDir, Keys, type Client } from '../helpers/controller';
+import { sleep, until } from '../helpers/wait';
+import { needs } from '../helpers/tools';
 
 const run = promisify(execFile);
 const k = Keys.master;
 const ROUNDS = 20;
 const SENSORS = ['sensor:env/s0', 'sensor:env/s1', 'sensor:env/s2', 'sensor:env/s3'];
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function sqlite3(file: string, sql: string): Promise<string[]> {
   const { stdout } = await run('sqlite3', ['-readonly', file, sql], { timeout: 30_000 });
@@ -23,11 +23,12 @@ async function stats(client: Client): Promise<{ queued: number; sent: number; dr
  * What the notifier host counts as sent is what the db endpoint acknowledged
  * (its write resolved). Updates go one at a time, each with a new value, and
  * the host delivers in order, so when `sent` has grown by n since the stream
- * began, the first n updates of the stream are stored. A poller reads `sent`
+ * began, the first n updates of the stream are stored (the last of them may be
+ * the update whose answer the kill cut off). A poller reads `sent`
  * while the stream runs; the highest answer it got before the kill is what
  * was acknowledged for certain.
  */
-test('SIGKILL during a stream of updates: every row acknowledged to the notifier host is in the history after restart', async (t) => {
+needs('sqlite3')('SIGKILL during a stream of updates: every row acknowledged to the notifier host is in the history after restart', async (t) => {
   const notifier = {
     id: 'hist', type: 'db', enabled: true, db: 'runtime/db/history.db', keep: 86400, flush_interval: 0.5,
     events: [{ subject: 'state', types: ['#'], groups: ['#'] }],
@@ -48,17 +49,15 @@ test('SIGKILL during a stream of updates: every row acknowledged to the notifier
 
     for (const i of SENSORS) await c.rpc('create', { k, i }); // an error after the first round: it exists
     await c.ok('save', { k });
-    let base = await stats(c);
-    for (let n = 0; base.queued > 0 && n < 100; n++) { await sleep(50); base = await stats(c); }
-    t.is(base.queued, 0);
+    const base = await until('the queue emptied', async () => { const s = await stats(c); return s.queued === 0 && s; });
+    // every update sent, in order, the one in flight at the kill included: the controller may have applied it
+    // (and its row may have been acknowledged to the host) while its answer was lost with the process
     const stream: string[] = [];
     let alive = true;
     const writer = (async () => {
       for (let n = 0; alive; n++) {
         const i = SENSORS[n % SENSORS.length];
         const v = `r${round}n${n}`;
-        // listed before it is sent: the controller may store and count it
-        // before its answer reaches us, or the kill may cut the answer off
         stream.push(`${i}=${v}`);
         try {
           const r = await c.rpc('update', { k, i, s: 1, v });
@@ -77,14 +76,16 @@ test('SIGKILL during a stream of updates: every row acknowledged to the notifier
         await sleep(15);
       }
     })();
+    // a random moment once rows are being acknowledged (on a busy machine the first ones take a while)
+    await until('rows acknowledged in this round', () => sent >= 3, 30_000);
     await sleep(300 + Math.random() * 700);
     child.proc.kill('SIGKILL');
     await child.exited;
     alive = false;
     await Promise.all([writer, poller]);
-    t.true(sent <= stream.length, `round ${round}: sent ${sent} of ${stream.length} updates`);
+    t.true(sent <= stream.length, `round ${round}: sent ${sent} of ${stream.length} updates sent`);
     acked.push(...stream.slice(0, sent));
   }
   t.log(`${acked.length} acknowledged rows over ${ROUNDS} kills`);
-  t.true(acked.length > ROUNDS * 10, `${acked.length} rows acknowledged`);
+  t.true(acked.length >= ROUNDS * 3, `${acked.length} rows acknowledged`);
 });

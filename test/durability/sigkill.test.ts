@@ -2,6 +2,7 @@ import test from 'ava';
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawnController, makeDir, Keys, type Client } from '../helpers/controller';
+import { until } from '../helpers/wait';
 
 const k = Keys.master;
 const ROUNDS = 20;
@@ -71,7 +72,7 @@ test('SIGKILL during streams of acknowledged updates, set_cvar and file_put (db_
     // kill at a random moment once every stream has written (on a busy machine the first writes take a while)
     const all = [...sensors, ...cvars, ...files];
     const started = all.map((s) => s.acked);
-    for (const end = Date.now() + 30_000; all.some((s, n) => s.acked === started[n]) && Date.now() < end;) await new Promise((r) => setTimeout(r, 10));
+    await until('every stream writing', () => all.every((s, n) => s.acked !== started[n]), 30_000);
     await new Promise((r) => setTimeout(r, 100 + Math.random() * 500));
     child.proc.kill('SIGKILL');
     await child.exited;

@@ -4,6 +4,7 @@ import test from 'ava';
 import { makeDir, spawnController, startController, Keys, Client } from '../helpers/controller';
 import { sqlite3, pySqlite, userDbOf } from '../sysapi/accounts-helpers';
 import { needs } from '../helpers/tools';
+import { until } from '../helpers/wait';
 
 const ROUNDS = 12;
 const STREAMS = 3;
@@ -76,7 +77,7 @@ needs('sqlite3', 'python3')('user db: every acknowledged key change survives SIG
     const sizeBefore = known.size;
     const streams = Array.from({ length: STREAMS }, (_, s) => stream(child.client, `r${round}s${s}`, known));
     // kill at a random moment once writes are flowing (on a busy machine the first ones take a while)
-    for (const end = Date.now() + 30_000; known.size < sizeBefore + STREAMS && Date.now() < end;) await new Promise((r) => setTimeout(r, 10));
+    await until('every stream writing', () => known.size >= sizeBefore + STREAMS, 30_000);
     await new Promise((r) => setTimeout(r, 150 + Math.floor(Math.random() * 600)));
     child.proc.kill('SIGKILL');
     await child.exited;

@@ -4,6 +4,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import path from 'node:path';
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { until } from './wait';
 import mqtt, { type MqttClient, type IClientOptions } from 'mqtt';
 
 /**
@@ -116,18 +117,15 @@ async function freePort(): Promise<number> {
 
 /** Resolves when something accepts TCP connections on the port; rejects after `ms` or when `gone` says the process ended. */
 async function waitListening(port: number, ms: number, gone: () => string | undefined): Promise<void> {
-  const until = Date.now() + ms;
-  for (;;) {
+  await until(`the broker listening on ${port}`, async () => {
     const ok = await new Promise<boolean>((resolve) => {
       const c = net.connect(port, '127.0.0.1', () => { c.destroy(); resolve(true); });
       c.once('error', () => resolve(false));
     });
-    if (ok) return;
-    const why = gone();
+    const why = ok ? undefined : gone();
     if (why !== undefined) throw new Error(why);
-    if (Date.now() > until) throw new Error(`broker did not listen on ${port} within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+    return ok;
+  }, ms);
 }
 
 async function startMosquitto(t: Owner, opts: BrokerOptions): Promise<Broker> {

@@ -1,6 +1,7 @@
 import test, { type ExecutionContext } from 'ava';
 import { startController, Keys, type Running } from '../helpers/controller';
-import { notifierFiles, stateEvent, eventually, stats } from '../notifiers/helpers';
+import { notifierFiles, stateEvent, stats } from '../notifiers/helpers';
+import { until } from '../helpers/wait';
 import { postgresUnavailable, sharedPostgres } from '../helpers/postgres';
 
 /**
@@ -69,7 +70,7 @@ async function controllerWith(t: ExecutionContext, backend: Backend): Promise<Ru
   });
   const events = ROWS.map(([tt, oid, status, value]) => ({ ...stateEvent(oid, status, value), t: tt }));
   await r.client.ok('t_emit', { k: Keys.master, s: 'state', d: events });
-  await eventually(async () => (await stats(r.client, Keys.master, 'db_1')).sent >= ROWS.length, 20_000, 'history written');
+  await until('history written', async () => (await stats(r.client, Keys.master, 'db_1')).sent >= ROWS.length, 20_000);
   return r;
 }
 

@@ -2,7 +2,8 @@ import test from 'ava';
 import { MAX_TIMER_SECONDS } from '../../core/defaults';
 import fs from 'node:fs';
 import path from 'node:path';
-import { start, until, ItemKeys } from './setup';
+import { start, ItemKeys } from './setup';
+import { until } from '../helpers/wait';
 
 /** Write an executable unit script xc/uc/<id>. */
 function script(dir: string, id: string, body: string): void {
@@ -62,13 +63,13 @@ test('a script past its timeout is terminated with everything it started', async
   const a = await ok('action', { i: 'unit:g/slow', s: 1, w: 30 });
   t.like(a, { status: 'terminated', exitcode: -15 });
   const child = Number(fs.readFileSync(path.join(dir, 'runtime', 'child.pid'), 'utf8'));
-  await until(() => !alive(child));
+  await until('child to end', () => !alive(child));
   t.like(await ok('state', { i: 'unit:g/slow' }), { status: 0, nstatus: 0 });
 
   const b = await ok('action', { i: 'unit:g/stubborn', s: 1, w: 30 });
   t.like(b, { status: 'terminated', exitcode: -15 }, 'reported as cmd does, whichever signal ended it');
   const child2 = Number(fs.readFileSync(path.join(dir, 'runtime', 'child2.pid'), 'utf8'));
-  await until(() => !alive(child2));
+  await until('child2 to end', () => !alive(child2));
   t.pass();
 });
 
@@ -96,7 +97,7 @@ test('one action at a time per unit, waiting ones by priority, refused past the 
   script(dir, 'door', `while [ ! -e "${gate}" ]; do sleep 0.05; done; echo "$1" >> "${dir}/runtime/order"`);
   await ok('create', { i: 'unit:g/door' });
   const first = await ok('action', { i: 'unit:g/door', s: 1 });
-  await until(() => actions(first.uuid).some((e) => e.status === 'running'));
+  await until('action first.uuid running', () => actions(first.uuid).some((e) => e.status === 'running'));
   const low = await ok('action', { i: 'unit:g/door', s: 2, p: 200 });
   const high = await ok('action', { i: 'unit:g/door', s: 3, p: 10 });
   t.is(low.status, 'queued');
@@ -107,7 +108,7 @@ test('one action at a time per unit, waiting ones by priority, refused past the 
   t.is((await client.rpc('destroy', { k: ItemKeys.master, i: 'unit:g/door' })).error?.code, 13, 'busy unit');
 
   fs.writeFileSync(gate, '');
-  await until(() => actions(low.uuid).some((e) => e.status === 'completed'));
+  await until('action low.uuid completed', () => actions(low.uuid).some((e) => e.status === 'completed'));
   t.is(fs.readFileSync(path.join(dir, 'runtime', 'order'), 'utf8'), '1\n3\n2\n', 'priority 10 before 200');
   t.is((await ok('state', { i: 'unit:g/door' })).status, 2);
   t.like(await ok('result', { u: high.uuid }), { status: 'completed' });
@@ -123,7 +124,7 @@ test('w that runs out answers the current status; the result comes later', async
   const a = await ok('action', { i: 'unit:g/lift', s: 1, w: 0.2 });
   t.true(['queued', 'running'].includes(a.status));
   fs.writeFileSync(gate, '');
-  await until(async () => (await ok('result', { u: a.uuid })).status === 'completed');
+  await until('action completed', async () => (await ok('result', { u: a.uuid })).status === 'completed');
   t.pass();
 });
 
@@ -149,7 +150,7 @@ test('kept results are bounded by age (keep_action_history)', async (t) => {
   const { ok, client } = await start(t, { ini: { server: { keep_action_history: 2 } } });
   await ok('create', { i: 'unit:g/u' });
   const a = await ok('action', { i: 'unit:g/u', s: 1, w: 10 });
-  await until(async () => (await client.rpc('result', { k: ItemKeys.master, u: a.uuid })).error?.code === 1);
+  await until('the result to be forgotten', async () => (await client.rpc('result', { k: ItemKeys.master, u: a.uuid })).error?.code === 1);
   t.deepEqual(await ok('result', {}), []);
 });
 
@@ -172,7 +173,7 @@ test('stopping the controller stops a running script and cancels waiting actions
   await ok('create', { i: 'unit:g/long' });
   const a = await ok('action', { i: 'unit:g/long', s: 1 });
   const b = await ok('action', { i: 'unit:g/long', s: 2 });
-  await until(() => actions(a.uuid).some((e) => e.status === 'running'));
+  await until('action a.uuid running', () => actions(a.uuid).some((e) => e.status === 'running'));
   await stop();
   t.is(actions(a.uuid).at(-1).status, 'terminated');
   t.is(actions(b.uuid).at(-1).status, 'canceled');
@@ -199,6 +200,6 @@ test('max_queued_actions 0: an action that finds the unit busy is refused, an id
   t.not(a.status, 'refused');
   t.is((await ok('action', { i: 'unit:g/gate', s: 2 })).status, 'refused');
   fs.writeFileSync(gate, '');
-  await until(async () => (await ok('result', { u: a.uuid })).status === 'completed');
+  await until('action completed', async () => (await ok('result', { u: a.uuid })).status === 'completed');
   t.is((await ok('action', { i: 'unit:g/gate', s: 3, w: 20 })).status, 'completed');
 });

@@ -1,6 +1,7 @@
 import test from 'ava';
 import { EventSource } from '../../plugins/items/api';
-import { start, until, ItemKeys, NOTIFIER_FILES } from './setup';
+import { start, ItemKeys, NOTIFIER_FILES } from './setup';
+import { until } from '../helpers/wait';
 import { PROBE_PLUGIN } from './probe-plugin';
 
 const withProbe = (t: any) => start(t, { files: { 'plugins/probe.js': PROBE_PLUGIN, ...NOTIFIER_FILES } });
@@ -87,7 +88,7 @@ test('service get / list / state / action / watch as the contract says', async (
     { change: 'destroyed', oid: 'sensor:g/s', mqtt_update: '', mqtt_control: '' },
   ]);
   const { uuid } = await ok('probe_action', { i: 'unit:g/u', s: 1, v: 'on' });
-  await until(() => actions(uuid).some((a) => a.status === 'completed'));
+  await until('action uuid completed', () => actions(uuid).some((a) => a.status === 'completed'));
   t.like(await ok('state', { i: 'unit:g/u' }), { status: 1, value: 'on' });
 });
 

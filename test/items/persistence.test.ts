@@ -4,7 +4,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { SaveRegistry } from '../../core/save';
 import { makeDir, Keys } from '../helpers/controller';
-import { start, until, KEYS_INI } from './setup';
+import { start, KEYS_INI } from './setup';
+import { until } from '../helpers/wait';
 
 const itemsFile = (dir: string) => path.join(dir, 'runtime', 'uc_items.json');
 const readItems = (dir: string) => JSON.parse(fs.readFileSync(itemsFile(dir), 'utf8'));
@@ -18,7 +19,7 @@ test('instant: configuration is on disk when the call answers, state soon after;
   t.is(readItems(dir).items['unit:g/u'].action_timeout, 7);
   await first.ok('create', { i: 'sensor:env/t' });
   await first.ok('update', { i: 'sensor:env/t', s: 1, v: '20.5' });
-  await until(() => readItems(dir).items['sensor:env/t'].value === '20.5');
+  await until('sensor:env/t = 20.5 saved', () => readItems(dir).items['sensor:env/t'].value === '20.5');
   const t1 = (await first.ok('state', { i: 'sensor:env/t' })).t;
   const doc = readItems(dir);
   t.is(doc.version, 1);
@@ -101,6 +102,6 @@ test('a failed write is reported, never crashes, and the next write catches up',
   t.regex(fs.readFileSync(path.join(dir, 'controller.log'), 'utf8'), /cannot write/);
   fs.rmdirSync(itemsFile(dir));
   await c.ok('update', { i: 'sensor:g/a', v: 'y' });
-  await until(() => fs.existsSync(itemsFile(dir)) && fs.statSync(itemsFile(dir)).isFile() && readItems(dir).items['sensor:g/a']?.value === 'y');
+  await until('sensor:g/a = y saved', () => fs.existsSync(itemsFile(dir)) && fs.statSync(itemsFile(dir)).isFile() && readItems(dir).items['sensor:g/a']?.value === 'y');
   t.truthy(readItems(dir).items['sensor:g/b'], 'the change that was not written is in the next write');
 });

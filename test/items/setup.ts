@@ -1,6 +1,7 @@
 import type { ExecutionContext } from 'ava';
 import { EventBus } from '../../core/bus';
 import { startController, Keys, type DirOptions } from '../helpers/controller';
+import { until as wait } from '../helpers/wait';
 
 /** Keys of the item tests: the fixed ones plus keys limited by the item lists. */
 export const ItemKeys = {
@@ -65,16 +66,10 @@ export async function start(t: ExecutionContext, opts: DirOptions & { dir?: stri
   return { ...run, events, ok, direct, states, actions };
 }
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export { sleep } from '../helpers/wait';
 
-/** Wait until `check` holds, polling; fails the wait after `ms`. */
-export async function until(check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await sleep(25);
-  }
-}
+/** The shared wait in the argument order test/stream/ still calls it with (check, ms). */
+export const until = (check: () => boolean | Promise<boolean>, ms?: number) => wait('condition', check, ms);
 
 /** Notifier files for set_prop mqtt_update / mqtt_control checks: a (disabled) mqtt one and a json one. */
 export const NOTIFIER_FILES = {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import test from 'ava';
 import { Controller } from '../../core/controller';
 import { makeDir, Keys } from '../helpers/controller';
-import { eventually } from '../notifiers/helpers';
+import { until } from '../helpers/wait';
 
 /** A drop-in whose start waits for the file `go` and whose stop waits for the file `gone` in the controller dir. */
 const SLOW_PLUGIN = `const fs = require('node:fs');
@@ -35,7 +35,7 @@ test('health: 503 while the plugins start, 200 {"ok":true} while serving, 503 wh
     fs.writeFileSync(path.join(dir, 'gone'), '');
     await (await starting).stop();
   });
-  const early = await eventually(() => health(url).catch(() => undefined), 15_000, 'health answering');
+  const early = await until('health answering', () => health(url).catch(() => undefined), 15_000);
   t.is(early.status, 503);
   t.like(early.body, { ok: false, state: 'starting' });
   // a call while the plugins start is refused, not half served
@@ -54,7 +54,7 @@ test('health: 503 while the plugins start, 200 {"ok":true} while serving, 503 wh
   t.is((await fetch(`${url}/sys-api/test?k=${Keys.master}`)).status, 200);
 
   const stopped = ctl.stop();
-  const down = await eventually(async () => { const h = await health(url); return h.status === 503 && h; }, 15_000, 'health 503 at stop');
+  const down = await until('health 503 at stop', async () => { const h = await health(url); return h.status === 503 && h; }, 15_000);
   t.like(down.body, { ok: false, state: 'stopping' });
   t.is((await fetch(`${url}/sys-api/test?k=${Keys.master}`)).status, 503);
   fs.writeFileSync(path.join(dir, 'gone'), '');

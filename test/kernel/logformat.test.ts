@@ -3,7 +3,7 @@ import path from 'node:path';
 import { spawn } from 'node:child_process';
 import test, { type ExecutionContext } from 'ava';
 import { makeDir, startController, Keys, MAIN } from '../helpers/controller';
-import { eventually } from '../notifiers/helpers';
+import { until } from '../helpers/wait';
 
 /**
  * A drop-in that writes one record of each level at start, one of them with
@@ -36,7 +36,7 @@ async function consoleOf(t: ExecutionContext, ini: Record<string, Record<string,
   fs.closeSync(fd);
   const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
   t.teardown(() => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL'); });
-  await eventually(() => fs.existsSync(path.join(dir, 'logged')) && /uc controller listening on/.test(fs.readFileSync(outFile, 'utf8')), 20_000, 'controller up');
+  await until('controller up', () => fs.existsSync(path.join(dir, 'logged')) && /uc controller listening on/.test(fs.readFileSync(outFile, 'utf8')), 20_000);
   proc.kill('SIGTERM');
   t.is(await exited, 0);
   return fs.readFileSync(outFile, 'utf8');

@@ -2,7 +2,8 @@ import test from 'ava';
 import { startController, Keys, type Running } from '../helpers/controller';
 import { startBroker } from '../helpers/broker';
 import { Receiver } from '../notifiers/receiver';
-import { eventually, notifierFiles } from '../notifiers/helpers';
+import { notifierFiles } from '../notifiers/helpers';
+import { until } from '../helpers/wait';
 
 /**
  * GET /metrics scraped through the real HTTP server and read with a strict
@@ -124,7 +125,7 @@ test('metrics: every notifier reports its delivery figures and its endpoint figu
   });
   const k = Keys.master;
   const mqConnected = async () => value(await scrape(run), 'eva_notifier_endpoint_connected', { notifier: 'mq', type: 'mqtt' }) === 1;
-  await eventually(mqConnected, 15_000, 'mqtt notifier connected');
+  await until('mqtt notifier connected', mqConnected, 15_000);
   const before = await scrape(run);
   for (const fam of ['eva_notifier_queued', 'eva_notifier_sent_total', 'eva_notifier_failed_total', 'eva_notifier_dropped_total']) {
     for (const notifier of ['hook', 'hist', 'mq']) t.not(value(before, fam, { notifier }), undefined, `${fam} ${notifier}`);
@@ -132,18 +133,18 @@ test('metrics: every notifier reports its delivery figures and its endpoint figu
   t.is(before.get('eva_notifier_sent_total')!.type, 'counter');
   await run.client.ok('create', { k, i: 'sensor:env/s1' });
   for (let i = 0; i < 5; i++) await run.client.ok('update', { k, i: 'sensor:env/s1', s: 1, v: `v${i}` });
-  const after = await eventually(async () => {
+  const after = await until('notifier figures moving', async () => {
     const f = await scrape(run);
     const moved = value(f, 'eva_notifier_sent_total', { notifier: 'hook' })! > value(before, 'eva_notifier_sent_total', { notifier: 'hook' })!
       && value(f, 'eva_notifier_endpoint_rows', { notifier: 'hist', type: 'db' })! >= 5;
     return moved && f;
-  }, 15_000, 'notifier figures moving');
+  }, 15_000);
   t.true(value(after, 'eva_notifier_sent_total', { notifier: 'mq' })! > value(before, 'eva_notifier_sent_total', { notifier: 'mq' })!);
   t.not(value(after, 'eva_notifier_endpoint_last_flush_ms', { notifier: 'hist', type: 'db' }), undefined);
   t.is(value(after, 'eva_notifier_enabled', { notifier: 'hook' }), 1);
   // the broker goes away: the connection figure says so
   await broker.stop();
-  await eventually(async () => value(await scrape(run), 'eva_notifier_endpoint_connected', { notifier: 'mq' }) === 0, 15_000, 'mqtt disconnected');
+  await until('mqtt disconnected', async () => value(await scrape(run), 'eva_notifier_endpoint_connected', { notifier: 'mq' }) === 0, 15_000);
   t.pass();
 });
 

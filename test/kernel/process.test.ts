@@ -6,6 +6,7 @@ import test from 'ava';
 import ini from 'ini';
 import { makeDir, spawnController, Keys, Client } from '../helpers/controller';
 import { needs } from '../helpers/tools';
+import { until } from '../helpers/wait';
 
 /** A drop-in that writes a marker when it stops, to see that stop ran. */
 const STOP_MARKER = `const fs = require('node:fs');
@@ -58,12 +59,7 @@ needs('openssl')('the listen address comes from [webapi] listen, HTTPS from ssl_
   fs.appendFileSync(path.join(dir, 'etc', 'sfa.ini'), 'ssl_listen = 127.0.0.1:0\nssl_cert = cert.pem\nssl_key = key.pem\n');
   const c = await spawnController(t, dir, ['--product', 'sfa']);
   // the https line follows the http one
-  let m: RegExpExecArray | null = null;
-  for (let i = 0; i < 100 && !m; i++) {
-    m = /listening on https:\/\/127\.0\.0\.1:(\d+)/.exec(c.output());
-    if (!m) await new Promise((r) => setTimeout(r, 50));
-  }
-  t.truthy(m);
+  const m = await until('the https listen line', () => /listening on https:\/\/127\.0\.0\.1:(\d+)/.exec(c.output()));
   const r = await new Promise<any>((resolve, reject) => {
     require('node:https').get(`https://127.0.0.1:${m![1]}/sys-api/test?k=${Keys.master}`,
       { ca: fs.readFileSync(path.join(dir, 'etc', 'cert.pem')), servername: 'localhost', checkServerIdentity: () => undefined },

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ProgramRun, runProgram, TERMINATED_EXITCODE, type RunOptions } from '../../core/process/run';
+import { until } from '../helpers/wait';
 
 const node = process.execPath;
 
@@ -14,14 +15,6 @@ function options(t: ExecutionContext, over: Partial<RunOptions> = {}): RunOption
 }
 
 const alive = (pid: number) => { try { process.kill(pid, 0); return true; } catch { return false; } };
-
-async function until(check: () => boolean, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 test('a program gets its argv as given, no shell, with exactly the env and cwd asked for', async (t) => {
   const opts = options(t, { env: { PATH: process.env.PATH, ONLY_THIS: 'yes' } });
@@ -80,7 +73,7 @@ test('at the time limit the whole group gets SIGTERM, and SIGKILL after the grac
   for (const f of ['stubborn.pid', 'sleeper.pid']) {
     const pid = Number(fs.readFileSync(path.join(opts.cwd, f), 'utf8'));
     t.true(pid > 0);
-    await until(() => !alive(pid));
+    await until('the program to end', () => !alive(pid));
   }
 });
 
@@ -89,7 +82,7 @@ test('terminate and kill stop a run early; output read while it runs is partial'
   const run = new ProgramRun(['sh', '-c', 'echo begun; exec sleep 60'], opts);
   t.false(run.finished);
   await run.start();
-  await until(() => run.output().out === 'begun\n');
+  await until('the first output', () => run.output().out === 'begun\n');
   run.terminate();
   const exit = await run.done;
   t.like(exit, { status: 'terminated', exitcode: TERMINATED_EXITCODE, stopped: true, signal: 'SIGTERM' });

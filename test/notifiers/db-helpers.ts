@@ -57,15 +57,5 @@ export function history(t: ExecutionContext, opts: Partial<HistoryOptions> & { f
 }
 
 export const now = () => Date.now() / 1000;
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Poll until `check` is true or the time is up; returns the last answer. */
-export async function until(check: () => Promise<boolean>, ms = 20_000): Promise<boolean> {
-  const end = Date.now() + ms;
-  for (;;) {
-    if (await check()) return true;
-    if (Date.now() > end) return false;
-    await sleep(100);
-  }
-}
+export { sleep } from '../helpers/wait';
 

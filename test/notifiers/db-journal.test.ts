@@ -2,14 +2,16 @@ import test from 'ava';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { HistoryRow } from '../../plugins/notifiers/db/schema';
-import { run, sqlite3, python, keepingLog, tmpDir, history, now, sleep, until } from './db-helpers';
+import { run, sqlite3, python, keepingLog, tmpDir, history, now, sleep } from './db-helpers';
+import { until } from '../helpers/wait';
 import { startController, makeDir, Keys } from '../helpers/controller';
+import { needs } from '../helpers/tools';
 
 const segments = (file: string) => fs.readdirSync(path.dirname(file)).filter((n) => n.startsWith(`${path.basename(file)}.journal.`)).sort();
 const rowsOf = (n: number, from = 0, t0 = now()): HistoryRow[] =>
   Array.from({ length: n }, (_, i) => ['', t0 + (from + i) / 1000, `sensor:g/s${(from + i) % 7}`, 1, `v${from + i}`]);
 
-test('a stored batch is in the journal before the file is rewritten, and a new history replays it', async (t) => {
+needs('sqlite3')('a stored batch is in the journal before the file is rewritten, and a new history replays it', async (t) => {
   const file = path.join(tmpDir(t), 'h.db');
   const a = history(t, { file, flushInterval: 3600 });
   await a.start();
@@ -31,7 +33,7 @@ test('a stored batch is in the journal before the file is rewritten, and a new h
   t.is(fs.statSync(path.join(path.dirname(copy), segments(copy)[0])).size, 0);
 });
 
-test('a crash between the file rewrite and the journal cut replays rows the file has: nothing lost, nothing twice', async (t) => {
+needs('sqlite3')('a crash between the file rewrite and the journal cut replays rows the file has: nothing lost, nothing twice', async (t) => {
   const dir = tmpDir(t);
   const file = path.join(dir, 'h.db');
   const a = history(t, { file, flushInterval: 3600 });
@@ -76,7 +78,7 @@ test('a torn record at the end of a segment (an append cut short) ends its repla
   }
 });
 
-test('the write budget holds checkpoints back; a journal past its share of the file forces one; save writes at once', async (t) => {
+needs('sqlite3')('the write budget holds checkpoints back; a journal past its share of the file forces one; save writes at once', async (t) => {
   const file = path.join(tmpDir(t), 'h.db');
   // 1 MB an hour: a file of some kB may be rewritten every few seconds at most, and the journal eats the budget
   const h = history(t, { file, flushInterval: 0.1, maxWriteBytesPerHour: 1 << 20, journalShare: 100, journalFloor: 1 << 30 });
@@ -96,7 +98,7 @@ test('the write budget holds checkpoints back; a journal past its share of the f
   const size = fs.statSync(file2).size;
   let n = 0;
   while ((h2.stats?.journal_bytes ?? 0) <= size * 0.1) await h2.write(rowsOf(10, (n += 10), t0));
-  t.true(await until(async () => (await sqlite3(file2, 'SELECT count(*) FROM state_history'))[0] === String(n), 10_000));
+  t.true(await until('every row in the new file', async () => (await sqlite3(file2, 'SELECT count(*) FROM state_history'))[0] === String(n), 10_000));
 });
 
 test('queries: oids, prefixes, time range, limit, newest; values are bound, never spliced', async (t) => {
@@ -150,7 +152,7 @@ module.exports.plugin = {
 };
 `;
 
-test('an EVA ICS 3.3 history file at runtime/db/history1.db is continued: its rows kept and readable, new rows added', async (t) => {
+needs('sqlite3', 'python3')('an EVA ICS 3.3 history file at runtime/db/history1.db is continued: its rows kept and readable, new rows added', async (t) => {
   const notifier = {
     id: 'db_1', type: 'db', enabled: true, db: 'runtime/db/history1.db', keep: 86400 * 365,
     events: [{ subject: 'state', types: ['#'], groups: ['#'] }],
@@ -168,7 +170,7 @@ INSERT INTO state_history VALUES ('', ${old + 90}, 'unit:hall/lamp', 0, NULL);`]
   await c2.client.ok('create', { k, i: 'sensor:env/temp' });
   await c2.client.ok('update', { k, i: 'sensor:env/temp', s: 1, v: '21.9' });
   let answer: unknown[][] = [];
-  t.true(await until(async () => {
+  t.true(await until('the new value in the history', async () => {
     answer = await c2.client.ok('probe_history', { k, n: 'db_1', i: 'sensor:env/temp' });
     return answer.some((r) => r[4] === '21.9');
   }));

@@ -5,7 +5,8 @@ import path from 'node:path';
 import { parseDbProps, resolveDbFile } from '../../plugins/notifiers/db/props';
 import { dbType, historyOptions, DbDefaults } from '../../plugins/notifiers/db';
 import type { HistoryRow } from '../../plugins/notifiers/db/schema';
-import { run, sqlite3, python, keepingLog, tmpDir, history, now, sleep, until } from './db-helpers';
+import { run, sqlite3, python, keepingLog, tmpDir, history, now, sleep } from './db-helpers';
+import { until } from '../helpers/wait';
 import { startController, Keys } from '../helpers/controller';
 import { needs } from '../helpers/tools';
 
@@ -128,14 +129,14 @@ needs('sqlite3')('retention cleaning runs by itself, without new events', async 
   await h.write([['', now() + 8, 'sensor:g/s1', 1, '1']]);
   await h.flush();
   t.deepEqual(await sqlite3(file, 'SELECT count(*) FROM state_history'), ['1']);
-  t.true(await until(async () => (await sqlite3(file, 'SELECT count(*) FROM state_history'))[0] === '0', 40_000));
+  t.true(await until('the history emptied', async () => (await sqlite3(file, 'SELECT count(*) FROM state_history'))[0] === '0', 40_000));
 });
 
 needs('sqlite3')('stop writes what the last flush did not', async (t) => {
   const file = path.join(tmpDir(t), 'h.db');
   const h = history(t, { file, flushInterval: 3600 });
   await h.start();
-  t.true(await until(async () => fs.existsSync(file))); // a new file is written at once, empty
+  t.true(await until('the new file', async () => fs.existsSync(file))); // a new file is written at once, empty
   await h.write([['', now(), 'sensor:g/s1', 1, 'last']]);
   t.deepEqual(await sqlite3(file, 'SELECT count(*) FROM state_history'), ['0']);
   await h.stop();
@@ -178,6 +179,7 @@ needs('sqlite3')('batches beyond the pending bound are refused, not queued witho
 async function streamWithReaders(t: ExecutionContext, file: string, lag: number, write: (n: number) => Promise<string[]>): Promise<string[]> {
   const written: { t: number; key: string }[] = [];
   let streaming = true;
+  let producerFailed = false;
   const producer = (async () => {
     for (let n = 0; streaming; n++) {
       const keys = await write(n);
@@ -186,14 +188,16 @@ async function streamWithReaders(t: ExecutionContext, file: string, lag: number,
       await sleep(10);
     }
   })();
+  producer.catch(() => { producerFailed = true; });
   let reads = 0;
   let checked = 0;
-  // long enough that reads during the last 4 s have events old enough to check; on a loaded machine
-  // the first writes may come late: reading goes on (up to two minutes) until some reads could check
-  const end = Date.now() + (lag + 4) * 1000;
-  const last = Date.now() + 120_000;
   try {
-    while (Date.now() < end || ((checked === 0 || reads < 4) && Date.now() < last)) {
+    // the window starts with the first write (on a loaded machine the first one may take seconds); it is long
+    // enough that reads during its last 4 s have events old enough to check, and goes on until one has
+    await until('the first write', () => written.length > 0 || producerFailed, 60_000);
+    const end = Date.now() + (lag + 4) * 1000;
+    const last = end + 60_000;
+    while ((Date.now() < end || checked === 0) && Date.now() < last) {
       const opened = now();
       const expected = written.filter((w) => w.t < opened - lag).map((w) => w.key);
       const useSqlite = reads % 2 === 0;
@@ -214,7 +218,7 @@ async function streamWithReaders(t: ExecutionContext, file: string, lag: number,
   return written.map((w) => w.key);
 }
 
-test('readers opening the file during a stream of writes always find a whole database with every older event', async (t) => {
+needs('sqlite3', 'python3')('readers opening the file during a stream of writes always find a whole database with every older event', async (t) => {
   const file = path.join(tmpDir(t), 'h.db');
   const flushInterval = 0.3;
   const h = history(t, { file, flushInterval });
@@ -267,7 +271,7 @@ needs('sqlite3', 'python3')('item updates through the controller end up in the h
   await c.client.ok('update', { k, i: 'lvar:flags/on', s: 1, v: 'yes' });
   // the flush interval is an hour: only `save` can have written these
   let values: string[] = [];
-  t.true(await until(async () => {
+  t.true(await until('the saved values in the file', async () => {
     await c.client.ok('save', { k });
     values = await sqlite3(file, "SELECT value FROM state_history WHERE oid = 'sensor:env/temp' AND value IS NOT NULL ORDER BY t");
     return values.length >= 3;

@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
 import { Keys, startController } from '../helpers/controller';
-import { eventually, notifierFiles, stateEvent, stats, subscribeAll } from './helpers';
+import { notifierFiles, stateEvent, stats, subscribeAll } from './helpers';
+import { until } from '../helpers/wait';
 
 const k = Keys.master;
 
@@ -42,7 +43,7 @@ test('a drop-in .js notifier type in the controller plugins/ folder works like a
   files['plugins/jsonl-notifier.js'] = JSONL_TYPE;
   const { client, dir } = await startController(t, { files });
   await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/a', 1, '7'), stateEvent('sensor:g/b', 2)] });
-  const s = await eventually(async () => { const s = await stats(client, k, 'lines'); return s.sent === 2 && s; });
+  const s = await until('lines sent 2', async () => { const s = await stats(client, k, 'lines'); return s.sent === 2 && s; });
   t.like(s, { lines: 2, queued: 0, test: 'passed' });
   const out = fs.readFileSync(path.join(dir, 'runtime', 'events.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
   t.deepEqual(out.map((l) => [l.subject, l.e?.oid]), [['test', undefined], ['state', 'sensor:g/a'], ['state', 'sensor:g/b']]);
@@ -75,7 +76,7 @@ test("a type's maxBatch bounds its batches unless the notifier's config sets max
   const events = Array.from({ length: 10 }, (_, i) => stateEvent(`sensor:g/s${i}`, 1, String(i)));
   await client.ok('t_emit', { k, s: 'state', d: events });
   for (const [id, max] of [['typed', 3], ['own', 5]] as const) {
-    const s = await eventually(async () => { const s = await stats(client, k, id); return s.sent === 10 && s; });
+    const s = await until('id sent 10', async () => { const s = await stats(client, k, id); return s.sent === 10 && s; });
     t.is(s.sizes.reduce((a: number, b: number) => a + b, 0), 10, id);
     t.true(s.sizes.every((n: number) => n <= max), `${id}: ${s.sizes}`);
     t.true(s.sizes.length >= Math.ceil(10 / max), `${id}: ${s.sizes}`);

@@ -3,7 +3,8 @@ import path from 'node:path';
 import test from 'ava';
 import { Keys, startController } from '../helpers/controller';
 import { Receiver } from './receiver';
-import { eventually, notifierFiles, stateEvent, stats, subscribeAll } from './helpers';
+import { notifierFiles, stateEvent, stats, subscribeAll } from './helpers';
+import { until } from '../helpers/wait';
 
 const k = Keys.master;
 
@@ -21,7 +22,7 @@ test('list_notifiers and get_notifier show the notifier objects; get_notifier ad
     { id: 'b', type: 'http', enabled: false, events: [{ subject: 'log', level: 40 }], uri: rcv.uri, stop_on_error: true },
   ]);
   await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/a')] });
-  const got = await eventually(async () => { const n = await client.ok('get_notifier', { k, i: 'a' }); return n.stats.sent === 1 && n; });
+  const got = await until('a sent 1', async () => { const n = await client.ok('get_notifier', { k, i: 'a' }); return n.stats.sent === 1 && n; });
   t.like(got, list[0]);
   t.deepEqual(got.stats, { queued: 0, sent: 1, failed: 0, dropped: 0, test: 'skipped' });
   const direct = await client.get('get_notifier', { k, i: 'b' });
@@ -58,19 +59,19 @@ test('enable_notifier and disable_notifier last until restart', async (t) => {
   const oidsOf = (n: string) => rcv.requests.filter((r) => r.url.searchParams.get('n') === n).flatMap((r) => r.json.data.map((e: any) => e.oid));
 
   await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/one')] });
-  await eventually(() => oidsOf('on').includes('sensor:g/one'), 15_000, 'on delivers');
+  await until('on delivers', () => oidsOf('on').includes('sensor:g/one'), 15_000);
   t.deepEqual(oidsOf('off'), []);
 
   // disabling drops what waits (here a batch waiting for its retry) and takes no new events
   await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/held')] });
-  await eventually(async () => (await stats(client, k, 'on')).failed === 1, 15_000, 'held fails');
+  await until('held fails', async () => (await stats(client, k, 'on')).failed === 1, 15_000);
   t.deepEqual(await client.ok('disable_notifier', { k, i: 'on' }), { ok: true });
   await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/two')] });
   t.like(await client.ok('get_notifier', { k, i: 'on' }), { enabled: false, stats: { queued: 0, dropped: 1, sent: 1 } });
 
   t.is((await client.get('enable_notifier', { k, i: 'off' })).body.result, 'OK');
   await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/three')] });
-  await eventually(() => oidsOf('off').includes('sensor:g/three'), 15_000, 'off delivers once enabled');
+  await until('off delivers once enabled', () => oidsOf('off').includes('sensor:g/three'), 15_000);
   t.deepEqual(oidsOf('off'), ['sensor:g/three']);
   t.false(oidsOf('on').includes('sensor:g/two'));
   t.false(oidsOf('on').includes('sensor:g/three'));

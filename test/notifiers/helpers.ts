@@ -55,20 +55,6 @@ export const subscribeAll = [
   { subject: 'action', types: ['#'], groups: ['#'], action_status: ['#'] },
 ];
 
-/** What a truthy value of T can be. */
-export type Truthy<T> = Exclude<T, false | 0 | '' | null | undefined>;
-
-/** Poll until `check` returns a truthy value (or throw after `ms`); returns that value. */
-export async function eventually<T>(check: () => Promise<T> | T, ms = 15_000, what = 'condition'): Promise<Truthy<T>> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v) return v as Truthy<T>;
-    if (Date.now() > deadline) throw new Error(`${what} not reached within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 /** The live figures of a notifier. */
 export async function stats(client: Client, k: string, id: string): Promise<Record<string, any>> {
   return (await client.ok('get_notifier', { k, i: id })).stats;

@@ -2,7 +2,8 @@ import test from 'ava';
 import { Keys, startController } from '../helpers/controller';
 import { backoff } from '../../plugins/notifiers/host/delivery';
 import { Receiver, type Received } from './receiver';
-import { actionEvent, controllerLog, eventually, notifierFiles, stateEvent, stats, subscribeAll } from './helpers';
+import { actionEvent, controllerLog, notifierFiles, stateEvent, stats, subscribeAll } from './helpers';
+import { until } from '../helpers/wait';
 
 const k = Keys.master;
 
@@ -60,7 +61,7 @@ test('subscriptions select events as the spec table says', async (t) => {
   }
   // every selection happens while t_emit runs; once the queues are empty the receiver has it all
   for (const id of ['bytype', 'plus', 'byitem', 'act', 'logs', 'replaced']) {
-    await eventually(async () => (await stats(client, k, id)).queued === 0, 15_000, `${id} delivered`);
+    await until(`${id} delivered`, async () => (await stats(client, k, id)).queued === 0, 15_000);
   }
   const reqs = rcv.requests;
   t.deepEqual(dataOf(reqs, 'bytype').map((e) => e.oid), ['sensor:env/temp', 'sensor:env/room1/t']);
@@ -85,9 +86,9 @@ test('records of the notification system itself never become log events', async 
     }),
   });
   await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/s')] });
-  await eventually(async () => (await stats(client, k, 'dead')).dropped === 1, 15_000, 'dead drops');
+  await until('dead drops', async () => (await stats(client, k, 'dead')).dropped === 1, 15_000);
   await client.ok('t_log', { k, m: 'marker-after' });
-  await eventually(() => rcv.requests.some((r) => r.json?.data?.some((e: any) => e.msg === 'marker-after')), 15_000, 'marker');
+  await until('marker', () => rcv.requests.some((r) => r.json?.data?.some((e: any) => e.msg === 'marker-after')), 15_000);
   // the notifiers did log (test results, failures, drops), only not as events
   const log = controllerLog(dir);
   t.regex(log, /notifier dead \(json\) test failed/);
@@ -115,7 +116,7 @@ test('a slow endpoint blocks neither the API nor the other notifiers', async (t)
   t.is(slow.requests.length, 1); // still held: its answer has not come
   t.like(await stats(client, k, 'slow'), { queued: 3, sent: 0 });
   slow.release();
-  await eventually(async () => (await stats(client, k, 'slow')).sent === 3, 15_000, 'slow catches up');
+  await until('slow catches up', async () => (await stats(client, k, 'slow')).sent === 3, 15_000);
 });
 
 for (const [where, opts] of [
@@ -127,14 +128,15 @@ for (const [where, opts] of [
     rcv.hold();
     const { client } = await startController(t, {
       ini: opts.ini,
-      files: notifierFiles({ hook: { type: 'json', uri: rcv.uri, skip_test: true, ...opts.field, events: subscribeAll } }),
+      // the held request must not time out (and count as failed) however long a loaded machine takes to get here
+      files: notifierFiles({ hook: { type: 'json', uri: rcv.uri, skip_test: true, timeout: 120, ...opts.field, events: subscribeAll } }),
     });
     await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/s', 0)] });
     await rcv.waitFor(1);
     await client.ok('t_emit', { k, s: 'state', d: [1, 2, 3, 4, 5, 6, 7, 8, 9].map((i) => stateEvent('sensor:g/s', i)) });
     t.like(await stats(client, k, 'hook'), { queued: 4, dropped: 6, sent: 0 });
     rcv.release();
-    const s = await eventually(async () => { const s = await stats(client, k, 'hook'); return s.queued === 0 && s; });
+    const s = await until('hook queued 0', async () => { const s = await stats(client, k, 'hook'); return s.queued === 0 && s; });
     t.like(s, { sent: 4, dropped: 6, failed: 0 });
     t.deepEqual(rcv.requests.flatMap((r) => r.json.data).map((e: any) => e.status), [0, 7, 8, 9]);
   });
@@ -154,7 +156,7 @@ test('a bad [notifiers] value in the controller config is reported once and its 
   t.is(warnings.length, 1, warnings.join('\n'));
   t.regex(warnings[0], /\[notifiers\] queue_size ignored, the default applies: queue_size must be a whole number/);
   await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/a')] });
-  await eventually(async () => (await stats(client, k, 'a')).sent === 1 && (await stats(client, k, 'b')).sent === 1, 15_000, 'both deliver');
+  await until('both deliver', async () => (await stats(client, k, 'a')).sent === 1 && (await stats(client, k, 'b')).sent === 1, 15_000);
 });
 
 test('a failed batch is retried until the receiver answers OK', async (t) => {
@@ -164,7 +166,7 @@ test('a failed batch is retried until the receiver answers OK', async (t) => {
     files: notifierFiles({ hook: { type: 'json', uri: rcv.uri, skip_test: true, retry_delay: 0.02, events: subscribeAll } }),
   });
   await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/s', 5)] });
-  const s = await eventually(async () => { const s = await stats(client, k, 'hook'); return s.sent === 1 && s; });
+  const s = await until('hook sent 1', async () => { const s = await stats(client, k, 'hook'); return s.sent === 1 && s; });
   t.like(s, { failed: 2, dropped: 0, queued: 0 });
   t.is(rcv.requests.length, 3);
   t.true(rcv.requests.every((r) => r.json.data[0].status === 5));
@@ -179,9 +181,9 @@ test('a receiver that is down and comes back gets the events', async (t) => {
     }),
   });
   await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/a'), stateEvent('sensor:g/b')] });
-  await eventually(async () => (await stats(client, k, 'hook')).failed >= 2, 15_000, 'failures');
+  await until('failures', async () => (await stats(client, k, 'hook')).failed >= 2, 15_000);
   await rcv.listen();
-  const s = await eventually(async () => { const s = await stats(client, k, 'hook'); return s.sent === 2 && s; });
+  const s = await until('hook sent 2', async () => { const s = await stats(client, k, 'hook'); return s.sent === 2 && s; });
   t.like(s, { dropped: 0, queued: 0 });
   t.deepEqual(rcv.requests.flatMap((r) => r.json.data).map((e: any) => e.oid), ['sensor:g/a', 'sensor:g/b']);
 });
@@ -193,7 +195,7 @@ test('retries end at the bound: then the batch is dropped and counted', async (t
     files: notifierFiles({ hook: { type: 'json', uri: rcv.uri, skip_test: true, retries: 2, retry_delay: 0.01, events: subscribeAll } }),
   });
   await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/a')] });
-  const s = await eventually(async () => { const s = await stats(client, k, 'hook'); return s.dropped === 1 && s; });
+  const s = await until('hook dropped 1', async () => { const s = await stats(client, k, 'hook'); return s.dropped === 1 && s; });
   t.like(s, { failed: 3, sent: 0, queued: 0 });
   t.is(rcv.requests.length, 3);
 });
@@ -221,7 +223,7 @@ test('the start-up test: a failure is logged and the notifier stays active; skip
   });
   await rcv.waitFor(1);
   t.is(rcv.requests[0].json.subject, 'test');
-  await eventually(async () => (await stats(client, k, 'tested')).test === 'failed', 15_000, 'test result');
+  await until('test result', async () => (await stats(client, k, 'tested')).test === 'failed', 15_000);
   t.regex(controllerLog(dir), /notifier tested \(json\) test failed: answer HTTP 200: \{"result":"ERROR"\}/);
   t.is((await client.ok('get_notifier', { k, i: 'tested' })).enabled, true);
   await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/a')] });

@@ -1,7 +1,8 @@
 import test from 'ava';
 import { Keys, startController } from '../helpers/controller';
 import { Receiver } from './receiver';
-import { eventually, notifierFiles, stateEvent, stats, subscribeAll } from './helpers';
+import { notifierFiles, stateEvent, stats, subscribeAll } from './helpers';
+import { until } from '../helpers/wait';
 
 const k = Keys.master;
 
@@ -34,6 +35,6 @@ test('http-post counts an ERROR answer as a failure', async (t) => {
     files: notifierFiles({ form: { type: 'http-post', uri: rcv.uri, skip_test: true, retries: 1, retry_delay: 0.01, events: subscribeAll } }),
   });
   await client.ok('t_emit', { k, s: 'state', d: [stateEvent('unit:u/a')] });
-  const s = await eventually(async () => { const s = await stats(client, k, 'form'); return s.dropped === 1 && s; });
+  const s = await until('form dropped 1', async () => { const s = await stats(client, k, 'form'); return s.dropped === 1 && s; });
   t.like(s, { failed: 2, sent: 0 });
 });

@@ -1,7 +1,8 @@
 import test from 'ava';
 import { Keys, startController } from '../helpers/controller';
 import { Receiver } from './receiver';
-import { eventually, notifierFiles, stateEvent, stats, subscribeAll } from './helpers';
+import { notifierFiles, stateEvent, stats, subscribeAll } from './helpers';
+import { until } from '../helpers/wait';
 
 const k = Keys.master;
 
@@ -23,7 +24,7 @@ test('http sends one GET per event with k, s, space and the event fields in the 
   t.like(q, { k: 'nk', s: 'state', space: 'site', oid: 'sensor:env/t', group: 'env', id: 't', type: 'sensor', status: '1', value: '20' });
   t.false('value' in Object.fromEntries(reqs[2].url.searchParams)); // a null value is left out
   t.deepEqual(reqs.slice(1).map((r) => r.url.searchParams.get('oid')), ['sensor:env/t', 'sensor:env/u', 'sensor:env/v']);
-  await eventually(async () => (await stats(client, k, 'get')).sent === 3, 15_000, '3 sent');
+  await until('3 sent', async () => (await stats(client, k, 'get')).sent === 3, 15_000);
 });
 
 /** Which oids the receiver got, in order, when the first request for e2 fails once. */
@@ -47,7 +48,7 @@ async function orderWith(t: any, stopOnError: boolean): Promise<(string | null)[
   await rcv.waitFor(1);
   await client.ok('t_emit', { k, s: 'state', d: [1, 2, 3].map((i) => stateEvent(`sensor:g/e${i}`)) });
   rcv.release();
-  const s = await eventually(async () => { const s = await stats(client, k, 'get'); return s.queued === 0 && s; });
+  const s = await until('get queued 0', async () => { const s = await stats(client, k, 'get'); return s.queued === 0 && s; });
   t.like(s, { sent: 4, failed: 1, dropped: 0 });
   return rcv.requests.map((r) => r.url.searchParams.get('oid'));
 }

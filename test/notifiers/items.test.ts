@@ -1,7 +1,8 @@
 import test from 'ava';
 import { Keys, startController } from '../helpers/controller';
 import { Receiver } from './receiver';
-import { eventually, notifierFiles, stats } from './helpers';
+import { notifierFiles, stats } from './helpers';
+import { until } from '../helpers/wait';
 
 const k = Keys.master;
 
@@ -22,8 +23,8 @@ test('item updates and unit actions reach a json notifier as state and action ev
   await client.ok('update', { k, i: 'sensor:other/x', s: 1, v: '1' });
   await client.ok('action', { k, i: 'unit:plant/pump', s: 1, w: 5 });
   const done = (e: any) => e.status === 'completed';
-  await eventually(() => rcv.requests.some((r) => r.json.subject === 'action' && r.json.data.some(done)), 15_000, 'action event');
-  await eventually(async () => (await stats(client, k, 'hook')).queued === 0, 15_000, 'queue empty');
+  await until('action event', () => rcv.requests.some((r) => r.json.subject === 'action' && r.json.data.some(done)), 15_000);
+  await until('queue empty', async () => (await stats(client, k, 'hook')).queued === 0, 15_000);
   const states = rcv.requests.filter((r) => r.json.subject === 'state').flatMap((r) => r.json.data);
   t.true(states.every((e: any) => e.oid === 'sensor:env/temp'));
   t.like(states[states.length - 1], { oid: 'sensor:env/temp', status: 1, value: '22.5' });

@@ -2,7 +2,8 @@ import test from 'ava';
 import { Keys, startController } from '../helpers/controller';
 import { Receiver } from './receiver';
 import { WebhookDefaults } from '../../plugins/notifiers/webhook';
-import { eventually, notifierFiles, stateEvent, stats, subscribeAll } from './helpers';
+import { notifierFiles, stateEvent, stats, subscribeAll } from './helpers';
+import { until } from '../helpers/wait';
 
 const k = Keys.master;
 
@@ -44,12 +45,12 @@ test('events queued while a request is out go together in the next request', asy
   await rcv.waitFor(1);
   const more = [1, 2, 3, 4].map((i) => stateEvent(`sensor:g/s${i}`, i));
   await client.ok('t_emit', { k, s: 'state', d: more });
-  await eventually(async () => (await stats(client, k, 'hook')).queued === 5, 15_000, '5 queued');
+  await until('5 queued', async () => (await stats(client, k, 'hook')).queued === 5, 15_000);
   rcv.release();
   const reqs = await rcv.waitFor(2);
   t.is(reqs.length, 2);
   t.deepEqual(reqs[1].json.data.map((e: any) => e.status), [1, 2, 3, 4]);
-  await eventually(async () => (await stats(client, k, 'hook')).sent === 5, 15_000, '5 sent');
+  await until('5 sent', async () => (await stats(client, k, 'hook')).sent === 5, 15_000);
 });
 
 for (const [name, answer] of [
@@ -65,7 +66,7 @@ for (const [name, answer] of [
       files: notifierFiles({ hook: { type: 'json', uri: rcv.uri, skip_test: true, retries: 0, events: subscribeAll } }),
     });
     await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/x')] });
-    const s = await eventually(async () => { const s = await stats(client, k, 'hook'); return s.queued === 0 && s; });
+    const s = await until('hook queued 0', async () => { const s = await stats(client, k, 'hook'); return s.queued === 0 && s; });
     t.like(s, { sent: 1, failed: 0, dropped: 0 });
   });
 }
@@ -83,7 +84,7 @@ for (const [name, answer] of [
       files: notifierFiles({ hook: { type: 'json', uri: rcv.uri, skip_test: true, retries: 0, events: subscribeAll } }),
     });
     await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/x')] });
-    const s = await eventually(async () => { const s = await stats(client, k, 'hook'); return s.dropped === 1 && s; });
+    const s = await until('hook dropped 1', async () => { const s = await stats(client, k, 'hook'); return s.dropped === 1 && s; });
     t.like(s, { sent: 0, failed: 1, queued: 0 });
   });
 }
@@ -95,7 +96,7 @@ test('timeout ends a request that gets no answer', async (t) => {
     files: notifierFiles({ hook: { type: 'json', uri: rcv.uri, skip_test: true, timeout: 0.3, retries: 0, events: subscribeAll } }),
   });
   await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/x')] });
-  const s = await eventually(async () => { const s = await stats(client, k, 'hook'); return s.dropped === 1 && s; });
+  const s = await until('hook dropped 1', async () => { const s = await stats(client, k, 'hook'); return s.dropped === 1 && s; });
   t.like(s, { sent: 0, failed: 1, queued: 0 });
 });
 
@@ -115,7 +116,7 @@ test('an answer longer than the read bound is a failure', async (t) => {
     files: notifierFiles({ hook: { type: 'json', uri: rcv.uri, skip_test: true, retries: 0, events: subscribeAll } }),
   });
   await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/x')] });
-  const s = await eventually(async () => { const s = await stats(client, k, 'hook'); return s.dropped === 1 && s; });
+  const s = await until('hook dropped 1', async () => { const s = await stats(client, k, 'hook'); return s.dropped === 1 && s; });
   t.like(s, { sent: 0, failed: 1 });
 });
 

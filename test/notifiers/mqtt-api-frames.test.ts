@@ -5,7 +5,8 @@ import mqtt from 'mqtt';
 import { decode, encode } from '@msgpack/msgpack';
 import { startBroker } from '../helpers/broker';
 import { Keys } from '../helpers/controller';
-import { controllerLog, eventually } from './helpers';
+import { controllerLog } from './helpers';
+import { until } from '../helpers/wait';
 import { ReplayGuard } from '../../plugins/notifiers/mqtt/replay';
 import { controllerWith, mqttNotifier } from './mqtt-setup';
 
@@ -78,10 +79,10 @@ async function apiSetup(t: ExecutionContext) {
   client.on('message', (topic, payload) => got.push({ topic, payload }));
   await client.subscribeAsync(`${BASE}/response/#`, { qos: 1 });
   const c = await controllerWith(t, { m1: mqttNotifier(broker, { api_enabled: true, events: [] }) });
-  await eventually(async () => (await c.ok('get_notifier', { i: 'm1' })).stats.connected, 10_000, 'connected');
+  await until('connected', async () => (await c.ok('get_notifier', { i: 'm1' })).stats.connected, 10_000);
   const send = (payload: Buffer | string) => client.publishAsync(`${BASE}/request`, payload, { qos: 1 });
   const answer = async (id: string) => {
-    const m = await eventually(() => got.find((x) => x.topic === `${BASE}/response/${id}`), 10_000, `answer ${id}`);
+    const m = await until(`answer ${id}`, () => got.find((x) => x.topic === `${BASE}/response/${id}`), 10_000);
     return m.payload;
   };
   return { c, got, send, answer };
@@ -145,10 +146,10 @@ test('encrypted MQTT API frames of 3.3: binary and text answered encrypted; wron
   const ridLast = crypto.randomBytes(16);
   await send(binaryFrame('masterkey', Keys.master, ridLast, rpc('test', {})));
   t.true((await binaryAnswer(ridLast)).result.ok);
-  const api = await eventually(async () => {
+  const api = await until('drops counted', async () => {
     const s = (await c.ok('get_notifier', { i: 'm1' })).stats.api;
     return s.dropped >= 9 && s;
-  }, 10_000, 'drops counted');
+  }, 10_000);
   t.like(api, { bad_frames: 5, replays: 3, dropped: 9 });
   const answered = got.map((m) => m.topic.slice(BASE.length + '/response/'.length)).sort();
   t.deepEqual(answered, [rid1, rid2, rid3, rid4, ridLast].map((r) => r.toString('hex')).concat('call-1').sort());

@@ -1,6 +1,7 @@
 import test from 'ava';
 import { startBroker, Subscriber } from '../helpers/broker';
-import { controllerLog, eventually } from './helpers';
+import { controllerLog } from './helpers';
+import { until } from '../helpers/wait';
 import { controllerWith, mqttNotifier } from './mqtt-setup';
 
 test('mqtt_control and mqtt_update take <id>, <id>:<qos> and <id>;<qos> through set_prop and from the items file', async (t) => {
@@ -21,16 +22,16 @@ test('mqtt_control and mqtt_update take <id>, <id>:<qos> and <id>;<qos> through 
     await c.ok('set_prop', { i: oid, p, v });
   }
   t.is((await state('unit:g/c')).mqtt_control, 'm1;2');
-  await eventually(async () => (await c.ok('get_notifier', { i: 'm1' })).stats.connected, 10_000, 'connected');
+  await until('connected', async () => (await c.ok('get_notifier', { i: 'm1' })).stats.connected, 10_000);
   let n = 0;
   for (const oid of ['unit:g/a', 'unit:g/b', 'unit:g/c', 'unit:f/semi']) {
     const status = ++n;
     await ext.publish(`sp/unit/${oid.slice(5)}/control`, String(status));
-    await eventually(async () => (await state(oid)).status === status, 10_000, `control of ${oid}`);
+    await until(`control of ${oid}`, async () => (await state(oid)).status === status, 10_000);
   }
   for (const oid of ['sensor:g/s', 'sensor:f/colon']) {
     await ext.publish(`sp/sensor/${oid.slice(7)}/status`, '5');
-    await eventually(async () => (await state(oid)).status === 5, 10_000, `update of ${oid}`);
+    await until(`update of ${oid}`, async () => (await state(oid)).status === 5, 10_000);
   }
   // malformed or unknown bindings are refused with the form expected
   for (const v of ['m1;3', 'm1:1:1', 'm1;', 'nope;1']) {
@@ -46,11 +47,11 @@ test('unit control messages in 3.3 JSON form as well as the text form', async (t
   const c = await controllerWith(t, { m1: mqttNotifier(broker) });
   await c.ok('create', { i: 'unit:g/u' });
   await c.ok('set_prop', { i: 'unit:g/u', p: 'mqtt_control', v: 'm1' });
-  await eventually(async () => (await c.ok('get_notifier', { i: 'm1' })).stats.connected, 10_000, 'connected');
+  await until('connected', async () => (await c.ok('get_notifier', { i: 'm1' })).stats.connected, 10_000);
   const state = async () => c.ok('state', { i: 'unit:g/u' });
   const control = async (body: unknown, status: number, value: string | null) => {
     await ext.publish('sp/unit/g/u/control', typeof body === 'string' ? body : JSON.stringify(body));
-    await eventually(async () => { const s = await state(); return s.status === status && s.value === value; }, 10_000, JSON.stringify(body));
+    await until(JSON.stringify(body), async () => { const s = await state(); return s.status === status && s.value === value; }, 10_000);
   };
   await control({ status: 1, value: 'on', priority: 50 }, 1, 'on');
   await control({ status: '2', value: 42 }, 2, '42');

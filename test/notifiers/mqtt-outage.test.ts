@@ -1,7 +1,8 @@
 import crypto from 'node:crypto';
 import test from 'ava';
 import { startBroker, Subscriber, type Broker } from '../helpers/broker';
-import { eventually, stats } from './helpers';
+import { stats } from './helpers';
+import { until } from '../helpers/wait';
 import { controllerWith, mqttNotifier } from './mqtt-setup';
 
 const VALUE = 'sp/lvar/g/v/value';
@@ -46,7 +47,7 @@ test('a broker restart in the middle of a stream of state events loses nothing; 
   // the subscriptions came back with the connection
   const ext = await Subscriber.connect(t, broker);
   await ext.publish('sp/lvar/g/in/value', 'after the restart');
-  await eventually(async () => (await c.ok('state', { i: 'lvar:g/in' })).value === 'after the restart', 10_000, 'an update after the restart');
+  await until('an update after the restart', async () => (await c.ok('state', { i: 'lvar:g/in' })).value === 'after the restart', 10_000);
 });
 
 test('past the buffer bound the oldest waiting events are dropped and counted; QoS 0 events are not buffered', async (t) => {
@@ -80,17 +81,17 @@ test('past the buffer bound the oldest waiting events are dropped and counted; Q
 test('while the broker is away, reconnect attempts back off', async (t) => {
   const broker = await startBroker(t);
   const c = await controllerWith(t, { m1: mqttNotifier(broker, { events: stateOnly }) });
-  const before = await eventually(async () => {
+  const before = await until('connected', async () => {
     const s = await stats(c.client, c.k, 'm1');
     return s.connected && s;
-  }, 10_000, 'connected') as Record<string, any>;
+  }, 10_000) as Record<string, any>;
   await broker.stop();
   await new Promise((r) => setTimeout(r, 3200));
   const tries = (await stats(c.client, c.k, 'm1')).connect_attempts - before.connect_attempts;
   // waits of 0.5, 1, 2 s: two tries within 3.2 s (a slow machine makes fewer); a fixed 0.5 s period would make six
   t.true(tries >= 1 && tries <= 3, `${tries} attempts`);
   await broker.start();
-  await eventually(async () => (await stats(c.client, c.k, 'm1')).connected, 20_000, 'connected again');
+  await until('connected again', async () => (await stats(c.client, c.k, 'm1')).connected, 20_000);
 });
 
 test('a batch waits for the broker beyond the notifier timeout and the retries: the outage is not a delivery failure', async (t) => {

@@ -3,7 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import { startBroker, Subscriber, selfSignedCert } from '../helpers/broker';
-import { controllerLog, eventually, stats } from './helpers';
+import { controllerLog, stats } from './helpers';
+import { until } from '../helpers/wait';
 import { controllerWith, mqttNotifier } from './mqtt-setup';
 import { plugin as mqttPlugin } from '../../plugins/notifiers/mqtt';
 import { needs } from '../helpers/tools';
@@ -88,10 +89,10 @@ test('username and password: right ones connect, a wrong one is refused and repo
   });
   await sub.waitFor((m) => m.some((x) => x.topic === 'sp/test'), 10_000, 'the test of the good notifier');
   for (const id of ['bad', 'anon']) {
-    const s = await eventually(async () => {
+    const s = await until(`${id} test failed`, async () => {
       const st = await stats(c.client, c.k, id);
       return st.test === 'failed' && st;
-    }, 15_000, `${id} test failed`) as Record<string, any>;
+    }, 15_000) as Record<string, any>;
     t.false(s.connected);
     t.truthy(s.last_error);
   }
@@ -124,10 +125,10 @@ needs('openssl')('TLS with ca_certs, certfile and keyfile (self-signed, made by 
   await c.ok('create', { i: 'lvar:g/v' });
   await c.ok('update', { i: 'lvar:g/v', v: 'secure' });
   await sub.waitFor((m) => m.some((x) => x.topic === 'sp/lvar/g/v/value' && x.payload === 'secure'), 10_000, 'a state over TLS');
-  const s = await eventually(async () => {
+  const s = await until('the notifier without a client certificate to fail', async () => {
     const st = await stats(c.client, c.k, 'nocert');
     return st.test === 'failed' && st;
-  }, 15_000, 'the notifier without a client certificate to fail') as Record<string, any>;
+  }, 15_000) as Record<string, any>;
   t.false(s.connected);
   t.is(sub.messages.filter((m) => m.topic.startsWith('nocert/')).length, 0);
 });
@@ -143,16 +144,16 @@ test('a notifier with an unusable config is refused with the reason', async (t) 
     nulls: mqttNotifier(broker, { keepalive: null, announce_interval: null, qos: null, username: null, ca_certs: null }),
   });
   t.is((await c.ok('get_notifier', { i: 'nulls' })).problem, undefined);
-  t.is((await eventually(async () => { const st = await stats(c.client, c.k, 'nulls'); return st.test !== 'not run' && st; }, 15_000, 'nulls tested') as any).test, 'passed');
+  t.is((await until('nulls tested', async () => { const st = await stats(c.client, c.k, 'nulls'); return st.test !== 'not run' && st; }, 15_000) as any).test, 'passed');
   t.regex((await c.ok('get_notifier', { i: 'q3' })).problem, /qos\.state must be 0, 1 or 2/);
   t.regex((await c.ok('get_notifier', { i: 'nohost' })).problem, /host is required/);
   t.regex((await c.ok('get_notifier', { i: 'half' })).problem, /need ca_certs/);
   // a CA file that cannot be read: the notifier runs, fails its test and every delivery, and says why
   await c.ok('create', { i: 'sensor:g/s' });
-  const s = await eventually(async () => {
+  const s = await until('the notifier without its CA file to fail', async () => {
     const st = await stats(c.client, c.k, 'noca');
     return st.test === 'failed' && st.failed > 0 && st;
-  }, 15_000, 'the notifier without its CA file to fail') as Record<string, any>;
+  }, 15_000) as Record<string, any>;
   t.is(s.connected, false);
   t.regex(controllerLog(c.dir), /notifier noca \(mqtt\) failed to start: cannot connect: ENOENT.*missing-ca\.pem/);
 });

@@ -1,7 +1,8 @@
 import test from 'ava';
 import { brokerKind, startBroker, Subscriber } from '../helpers/broker';
 import { Keys } from '../helpers/controller';
-import { controllerLog, eventually } from './helpers';
+import { controllerLog } from './helpers';
+import { until } from '../helpers/wait';
 import { controllerWith, mqttNotifier } from './mqtt-setup';
 
 test('unit control through mqtt_control: status [value [priority]], none for no value; malformed dropped', async (t) => {
@@ -14,17 +15,17 @@ test('unit control through mqtt_control: status [value [priority]], none for no 
   const state = async (oid: string) => c.ok('state', { i: oid });
 
   await ext.publish('sp/unit/g1/u1/control', '1 on');
-  await eventually(async () => { const s = await state('unit:g1/u1'); return s.status === 1 && s.value === 'on'; }, 10_000, 'control 1 on');
+  await until('control 1 on', async () => { const s = await state('unit:g1/u1'); return s.status === 1 && s.value === 'on'; }, 10_000);
   // the form the spec's table writes, without the type level; `none` keeps the value out
   await ext.publish('sp/g1/u1/control', '0 none 50');
-  await eventually(async () => (await state('unit:g1/u1')).status === 0, 10_000, 'control 0 none 50');
+  await until('control 0 none 50', async () => (await state('unit:g1/u1')).status === 0, 10_000);
   const results = await c.ok('result', { i: 'unit:g1/u1' });
   t.true(results.some((a: any) => a.nstatus === 0 && a.priority === 50));
 
   for (const bad of ['', 'on', '1 2 3 4', '1 x y']) await ext.publish('sp/unit/g1/u1/control', bad);
   await ext.publish('sp/unit/g1/free/control', '1'); // not bound to the notifier: ignored
   await ext.publish('sp/unit/g1/u1/control', '2 last');
-  await eventually(async () => (await state('unit:g1/u1')).status === 2, 10_000, 'control after malformed ones');
+  await until('control after malformed ones', async () => (await state('unit:g1/u1')).status === 2, 10_000);
   t.is((await state('unit:g1/free')).status, 0);
   const log = controllerLog(c.dir);
   t.regex(log, /control message "on" on sp\/unit\/g1\/u1\/control dropped: status "on" is not an integer/);
@@ -36,7 +37,7 @@ test('unit control through mqtt_control: status [value [priority]], none for no 
   await ext.publish('sp/unit/g1/u1/control', '6'); // nothing listens; give the broker a round trip before looking
   await c.ok('set_prop', { i: 'unit:g1/free', p: 'mqtt_control', v: 'm1' });
   await ext.publish('sp/unit/g1/free/control', '7');
-  await eventually(async () => (await state('unit:g1/free')).status === 7, 10_000, 'control of the newly bound unit');
+  await until('control of the newly bound unit', async () => (await state('unit:g1/free')).status === 7, 10_000);
   t.is((await state('unit:g1/u1')).status, 2);
 });
 
@@ -53,13 +54,13 @@ test('state updates through mqtt_update, no loop on own messages, malformed upda
 
   await ext.publish('sp/sensor/g1/s1/status', '1');
   await ext.publish('sp/sensor/g1/s1/value', '42');
-  await eventually(async () => { const s = await c.ok('state', { i: 'sensor:g1/s1' }); return s.status === 1 && s.value === '42'; }, 10_000, 'update');
+  await until('update', async () => { const s = await c.ok('state', { i: 'sensor:g1/s1' }); return s.status === 1 && s.value === '42'; }, 10_000);
   await ext.publish('sp/sensor/g1/s1/value', '');
-  await eventually(async () => (await c.ok('state', { i: 'sensor:g1/s1' })).value === null, 10_000, 'empty value is no value');
+  await until('empty value is no value', async () => (await c.ok('state', { i: 'sensor:g1/s1' })).value === null, 10_000);
 
   await ext.publish('sp/sensor/g1/s1/status', 'high');
   await ext.publish('sp/sensor/g1/s1/status', '5');
-  await eventually(async () => (await c.ok('state', { i: 'sensor:g1/s1' })).status === 5, 10_000, 'update after a malformed one');
+  await until('update after a malformed one', async () => (await c.ok('state', { i: 'sensor:g1/s1' })).status === 5, 10_000);
   t.regex(controllerLog(c.dir), /update of sensor:g1\/s1 dropped: status "high" is not an integer/);
 
   // changes made here go out through m1 and come back from the broker: they must not set the item back
@@ -78,7 +79,7 @@ test('state updates through mqtt_update, no loop on own messages, malformed upda
   await c.ok('update', { i: 'sensor:g1/s1', s: 9 });
   await ext.waitFor((m) => m.some((x) => x.topic === 'sp/sensor/g1/s1/status' && x.payload === '9'), 10_000, 'status 9 out');
   await ext.publish('sp/sensor/g1/s1/status', '11');
-  await eventually(async () => (await c.ok('state', { i: 'sensor:g1/s1' })).status === 11, 10_000, 'status 11 in');
+  await until('status 11 in', async () => (await c.ok('state', { i: 'sensor:g1/s1' })).status === 11, 10_000);
   await ext.waitFor((m) => m.some((x) => x.topic === 'watch/sensor/g1/s1/status' && x.payload === '11'), 10_000, 'the watcher saw 11');
   t.is((await c.ok('state', { i: 'sensor:g1/s1' })).value, '30');
   const seen = ext.on('watch/sensor/g1/s1/value').slice(before).map((m) => m.payload);
@@ -118,10 +119,10 @@ test('collect_logs on sfa: other controllers\' records join its memory log and a
   await uc.ok('log_warning', { m: 'from the uc' });
   await ext.publish('sp/log', '{"not": "a record"}');
   await ext.publish('sp/log', 'garbage');
-  const got = await eventually(async () => {
+  const got = await until('the record in the sfa log', async () => {
     const recs = await sfa.ok('log_get', { l: 30 });
     return recs.find((r: any) => r.msg === 'from the uc');
-  }, 10_000, 'the record in the sfa log');
+  }, 10_000);
   t.like(got, { p: 'uc', l: 30, h: 'testhost' });
   await sfa.ok('log_warning', { m: 'sfa marker' });
   await ext.waitFor((m) => m.some((x) => x.payload.includes('sfa marker')), 10_000, 'the marker');
@@ -139,7 +140,7 @@ test('api_plain_json: plain JSON RPC over MQTT, authenticated by k, answered on 
   const base = 'sp/controller/uc/testhost/api';
   await ext.subscribe(`${base}/#`);
   const c = await controllerWith(t, { m1: mqttNotifier(broker, { api_enabled: true, api_plain_json: true, events: [] }) });
-  await eventually(async () => (await c.ok('get_notifier', { i: 'm1' })).stats.connected, 10_000, 'connected');
+  await until('connected', async () => (await c.ok('get_notifier', { i: 'm1' })).stats.connected, 10_000);
   const ask = (req: unknown) => ext.publish(`${base}/request`, typeof req === 'string' ? req : JSON.stringify(req));
   const answer = async (id: string) => {
     const m = await ext.waitFor((ms) => ms.some((x) => x.topic === `${base}/response/${id}`), 10_000, `answer ${id}`);
@@ -171,7 +172,7 @@ test('api_plain_json: plain JSON RPC over MQTT, authenticated by k, answered on 
   t.true((await answer('b1')).result.ok);
   t.deepEqual((await answer('b2')).result, { ok: true });
   t.deepEqual(await c.ok('get_cvar', { i: 'x' }), { x: 'over mqtt' });
-  await eventually(async () => (await c.ok('log_get', {})).some((r: any) => r.msg === 'by notification'), 10_000, 'the notification ran');
+  await until('the notification ran', async () => (await c.ok('log_get', {})).some((r: any) => r.msg === 'by notification'), 10_000);
   const log = controllerLog(c.dir);
   t.regex(log, /API request of 9 bytes dropped: not JSON/);
   t.regex(log, /dropped: the id cannot be a topic level/);
@@ -187,7 +188,7 @@ test('api_enabled: requests beyond the bound under way are refused with busy', a
   const base = 'sp/controller/uc/testhost/api';
   await ext.subscribe(`${base}/response/#`);
   const c = await controllerWith(t, { m1: mqttNotifier(broker, { api_enabled: true, api_plain_json: true, events: [] }) });
-  await eventually(async () => (await c.ok('get_notifier', { i: 'm1' })).stats.connected, 10_000, 'connected');
+  await until('connected', async () => (await c.ok('get_notifier', { i: 'm1' })).stats.connected, 10_000);
   await c.ok('lock', { l: 'held' });
   // every request waits for the held lock: the first 64 are under way, the 65th is refused at once
   for (let i = 0; i < 65; i++) {
@@ -207,9 +208,9 @@ test('api_enabled: requests beyond the bound under way are refused with busy', a
 (brokerKind() === 'mosquitto' ? test.skip : test)('a subscription the broker refuses is reported', async (t) => {
   const broker = await startBroker(t, { denyPrefixes: ['secret/'] });
   const c = await controllerWith(t, { m1: mqttNotifier(broker) });
-  await eventually(async () => (await c.ok('get_notifier', { i: 'm1' })).stats.connected, 10_000, 'connected');
+  await until('connected', async () => (await c.ok('get_notifier', { i: 'm1' })).stats.connected, 10_000);
   await c.ok('subscribe_corescripts_mqtt', { t: 'secret/#', q: 1 });
-  await eventually(() => /m1: the broker refused the subscription to secret\/#/.test(controllerLog(c.dir)), 10_000, 'the refusal logged');
+  await until('the refusal logged', () => /m1: the broker refused the subscription to secret\/#/.test(controllerLog(c.dir)), 10_000);
   t.pass();
 });
 
@@ -222,16 +223,16 @@ test('a disabled mqtt notifier acts on nothing it receives until it is enabled a
   await c.ok('set_prop', { i: 'unit:g1/u1', p: 'mqtt_control', v: 'm1' });
   await c.ok('set_prop', { i: 'sensor:g1/s1', p: 'mqtt_update', v: 'm1' });
   await ext.publish('sp/unit/g1/u1/control', '1');
-  await eventually(async () => (await c.ok('state', { i: 'unit:g1/u1' })).status === 1, 10_000, 'control while enabled');
+  await until('control while enabled', async () => (await c.ok('state', { i: 'unit:g1/u1' })).status === 1, 10_000);
 
   await c.ok('disable_notifier', { i: 'm1' });
   await ext.publish('sp/unit/g1/u1/control', '5');
   await ext.publish('sp/sensor/g1/s1/status', '7');
-  await eventually(async () => (await c.ok('get_notifier', { i: 'm1' })).stats.messages_ignored >= 2, 10_000, 'messages counted as ignored');
+  await until('messages counted as ignored', async () => (await c.ok('get_notifier', { i: 'm1' })).stats.messages_ignored >= 2, 10_000);
   t.is((await c.ok('state', { i: 'unit:g1/u1' })).status, 1);
   t.is((await c.ok('state', { i: 'sensor:g1/s1' })).status, 0);
 
   await c.ok('enable_notifier', { i: 'm1' });
   await ext.publish('sp/unit/g1/u1/control', '3');
-  await eventually(async () => (await c.ok('state', { i: 'unit:g1/u1' })).status === 3, 10_000, 'control after enable');
+  await until('control after enable', async () => (await c.ok('state', { i: 'unit:g1/u1' })).status === 3, 10_000);
 });

@@ -2,7 +2,8 @@ import test, { type ExecutionContext } from 'ava';
 import fs from 'node:fs';
 import pg from 'pg';
 import { startController, Keys, type Running } from '../helpers/controller';
-import { notifierFiles, stateEvent, eventually, stats, controllerLog } from './helpers';
+import { notifierFiles, stateEvent, stats, controllerLog } from './helpers';
+import { until } from '../helpers/wait';
 import { postgresUnavailable, sharedPostgres, PG_PASSWORD } from '../helpers/postgres';
 import { PostgresHistory } from '../../plugins/notifiers/db/postgres';
 import { bucketize } from '../../plugins/history/resample';
@@ -44,7 +45,7 @@ pgtest('writes state events into state_history (created with its indexes), never
     { ...stateEvent('unit:lights/l1', 0, null), t: t0 + 0.5 },
     { ...stateEvent('sensor:env/temp', 1, '21.7'), t: t0 + 1.25 },
   ]);
-  await eventually(async () => (await stats(r.client, Keys.master, 'db_1')).sent === 3, 15_000, 'sent');
+  await until('sent', async () => (await stats(r.client, Keys.master, 'db_1')).sent === 3, 15_000);
   const got = await rows(uri, 'SELECT space, t::float8 AS t, oid, status, value FROM state_history ORDER BY t');
   t.deepEqual(got.map((x) => [x.space, x.oid, x.status, x.value]), [
     ['plant1', 'sensor:env/temp', 1, '21.5'], ['plant1', 'unit:lights/l1', 0, null], ['plant1', 'sensor:env/temp', 1, '21.7'],
@@ -81,12 +82,12 @@ pgtest('two controllers write one database under their own spaces without confli
   // the same items at the same instants on both
   const batch = Array.from({ length: 500 }, (_, i) => ({ ...stateEvent(`sensor:env/s${i % 10}`, 1, String(i)), t: t0 + i / 100 }));
   await Promise.all([emit(a, batch), emit(b, batch)]);
-  await eventually(async () => (await stats(a.client, Keys.master, 'db_1')).sent === 500 && (await stats(b.client, Keys.master, 'db_1')).sent === 500, 20_000, 'both sent');
+  await until('both sent', async () => (await stats(a.client, Keys.master, 'db_1')).sent === 500 && (await stats(b.client, Keys.master, 'db_1')).sent === 500, 20_000);
   const counts = await rows(uri, 'SELECT space, count(*)::int AS n FROM state_history GROUP BY space ORDER BY space');
   t.deepEqual(counts, [{ space: 'site_a', n: 500 }, { space: 'site_b', n: 500 }]);
   // each controller's history API reads its own space
   await emit(b, [{ ...stateEvent('sensor:env/only_b', 1, '7'), t: t0 + 10 }]);
-  await eventually(async () => (await stats(b.client, Keys.master, 'db_1')).sent === 501, 15_000, 'b sent');
+  await until('b sent', async () => (await stats(b.client, Keys.master, 'db_1')).sent === 501, 15_000);
   t.deepEqual((await b.client.ok('state_log', { k: Keys.master, i: 'sensor:env/only_b' })).map((x: any) => x.value), [7]);
   t.deepEqual(await a.client.ok('state_log', { k: Keys.master, i: 'sensor:env/only_b' }), []);
 });
@@ -101,7 +102,7 @@ pgtest('retention: rows older than keep go, of this space only', async (t) => {
   const now = Date.now() / 1000;
   await mine.write([['x', now - 3600, 'sensor:a/old', 1, '1'], ['x', now - 120, 'sensor:a/old', 1, '2'], ['x', now, 'sensor:a/new', 1, '3']]);
   await other.write([['y', now - 3600, 'sensor:a/old', 1, '1']]);
-  await eventually(async () => (await mine.query({ space: 'x' })).length === 1, 10_000, 'expired rows gone');
+  await until('expired rows gone', async () => (await mine.query({ space: 'x' })).length === 1, 10_000);
   t.deepEqual((await mine.query({ space: 'x' })).map((r) => r[2]), ['sensor:a/new']);
   t.is((await other.query({ space: 'y' })).length, 1, 'another space keeps its rows');
   t.is(mine.info().expired, 2);
@@ -116,7 +117,7 @@ pgtest('retention: rows older than keep go, of this space only', async (t) => {
   let n = 0;
   const send = (count: number) => emit(r, Array.from({ length: count }, () => ({ ...stateEvent('sensor:env/x', 1, String(n)), t: t0 + n++ / 1000 })));
   await send(200);
-  await eventually(async () => (await stats(r.client, Keys.master, 'db_1')).sent === 200, 15_000, 'first rows');
+  await until('first rows', async () => (await stats(r.client, Keys.master, 'db_1')).sent === 200, 15_000);
   await server.stop();
   // events keep coming while the server is away
   for (let i = 0; i < 10; i++) { await send(50); await new Promise((res) => setTimeout(res, 100)); }
@@ -128,7 +129,7 @@ pgtest('retention: rows older than keep go, of this space only', async (t) => {
   t.true(during.stats.retries >= 1);
   await server.start();
   await send(100);
-  await eventually(async () => (await stats(r.client, Keys.master, 'db_1')).sent === n, 60_000, 'everything written after the restart');
+  await until('everything written after the restart', async () => (await stats(r.client, Keys.master, 'db_1')).sent === n, 60_000);
   const [{ c }] = await rows(uri, 'SELECT count(*)::int AS c FROM state_history');
   t.is(c, n);
   const after = await stats(r.client, Keys.master, 'db_1');
@@ -142,7 +143,7 @@ pgtest('retention: rows older than keep go, of this space only', async (t) => {
   const uri = await shared.database();
   const r = await controller(t, uri, { queue_size: 100 });
   await emit(r, [{ ...stateEvent('sensor:env/x', 1, 'first'), t: 1 }]);
-  await eventually(async () => (await stats(r.client, Keys.master, 'db_1')).sent === 1, 15_000, 'connected');
+  await until('connected', async () => (await stats(r.client, Keys.master, 'db_1')).sent === 1, 15_000);
   await server.stop();
   const t0 = Date.now() / 1000;
   const events = Array.from({ length: 400 }, (_, i) => ({ ...stateEvent('sensor:env/x', 1, String(i)), t: t0 + i / 1000 }));
@@ -150,7 +151,7 @@ pgtest('retention: rows older than keep go, of this space only', async (t) => {
   const during = await stats(r.client, Keys.master, 'db_1');
   t.true(during.dropped > 0, 'the bound was reached');
   await server.start();
-  await eventually(async () => { const s = await stats(r.client, Keys.master, 'db_1'); return s.queued === 0 && s.waiting === 0; }, 60_000, 'queue drained');
+  await until('queue drained', async () => { const s = await stats(r.client, Keys.master, 'db_1'); return s.queued === 0 && s.waiting === 0; }, 60_000);
   const s = await stats(r.client, Keys.master, 'db_1');
   const [{ c }] = await rows(uri, 'SELECT count(*)::int AS c FROM state_history');
   t.is(c, 401 - s.dropped, 'every event not counted as dropped is in the database');
@@ -164,7 +165,7 @@ pgtest('a server that cannot be reached does not stop the controller; the endpoi
   const uri = `postgresql://postgres:${PG_PASSWORD}@127.0.0.1:1/nodb`;
   const r = await controller(t, uri, { skip_test: true });
   await emit(r, [{ ...stateEvent('sensor:env/x', 1, '1'), t: 1 }]);
-  await eventually(async () => (await stats(r.client, Keys.master, 'db_1')).retries >= 1, 15_000, 'retrying');
+  await until('retrying', async () => (await stats(r.client, Keys.master, 'db_1')).retries >= 1, 15_000);
   const s = await stats(r.client, Keys.master, 'db_1');
   t.regex(s.last_error, /ECONNREFUSED|connect/);
   t.false(JSON.stringify(s).includes(PG_PASSWORD));

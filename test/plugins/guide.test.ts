@@ -6,7 +6,8 @@ import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { Keys, makeDir, startController } from '../helpers/controller';
 import { checkoutRoot, packRelease } from '../release/release';
 import { Receiver } from '../notifiers/receiver';
-import { EMIT_PLUGIN, eventually, stateEvent, stats } from '../notifiers/helpers';
+import { EMIT_PLUGIN, stateEvent, stats } from '../notifiers/helpers';
+import { until } from '../helpers/wait';
 
 /**
  * The plugin guide (plugins/README.md) as a third party uses it: its two
@@ -128,7 +129,7 @@ test.serial('both examples dropped in: the command line lists, creates and tests
   t.regex((await client.ok('get_notifier', { k, i: 'odd' })).problem, /pretty must be true or false/);
   await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/a', 1, '7'), stateEvent('sensor:g/b', 2)] });
   for (const id of ['lines', 'hook']) {
-    await eventually(async () => (await stats(client, k, id)).sent === 2, 20_000, `${id} delivered`);
+    await until(`${id} delivered`, async () => (await stats(client, k, id)).sent === 2, 20_000);
   }
   t.like(await stats(client, k, 'lines'), { lines: 3, test: 'passed' }); // the start-up test line, then the events
   t.like(await stats(client, k, 'hook'), { posted: 2, test: 'passed' });

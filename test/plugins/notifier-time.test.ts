@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
 import { Keys, startController } from '../helpers/controller';
-import { eventually, notifierFiles, stateEvent, stats, subscribeAll } from '../notifiers/helpers';
+import { notifierFiles, stateEvent, stats, subscribeAll } from '../notifiers/helpers';
+import { until } from '../helpers/wait';
 
 const k = Keys.master;
 
@@ -47,7 +48,7 @@ test('a send that never returns counts as failed at the timeout and is retried b
   const { client } = await startController(t, { files });
   await client.ok('t_emit', { k, s: 'state', d: [1, 2, 3, 4, 5].map((i) => stateEvent(`sensor:g/s${i}`, 1, String(i))) });
   // 1 try + 2 retries, each cut at 0.5 s: the batch is dropped then, the queue is empty
-  const s = await eventually(async () => { const s = await stats(client, k, 'stuck'); return s.dropped === 5 && s; }, 20_000, 'batch dropped');
+  const s = await until('batch dropped', async () => { const s = await stats(client, k, 'stuck'); return s.dropped === 5 && s; }, 20_000);
   t.like(s, { queued: 0, sent: 0, failed: 3, dropped: 5, sends: 3, test: 'failed', tests: 1 });
   // every call was told through its signal (test + 3 sends)
   t.is(s.aborted, 4);
@@ -62,7 +63,7 @@ test('stop calls each endpoint stop exactly once, within stop_drain, even when i
   // the kernel would wait 60 s for a plugin's stop: the host's own limit must be what ends it
   const { client, dir, stop } = await startController(t, { files, ini: { server: { plugin_stop_timeout: 60 } } });
   await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/a', 1, '1')] });
-  await eventually(async () => (await stats(client, k, 'one')).sends > 0, 10_000, 'send under way');
+  await until('send under way', async () => (await stats(client, k, 'one')).sends > 0, 10_000);
   const began = Date.now();
   await stop();
   const took = (Date.now() - began) / 1000;

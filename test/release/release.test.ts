@@ -45,8 +45,7 @@ test('installed with --omit=dev where only node is on PATH, the bins run a contr
   t.deepEqual(fs.readdirSync(bin), ['node']);
   const env = rel.env;
   const version = pkg().version;
-  t.is((await run(rel.bin('eva-controller'), ['--version'], { env })).stdout.trim(), version);
-  t.is((await run(rel.bin('uc-notifier'), ['--version'], { env })).stdout.trim(), version);
+  for (const name of Object.keys(pkg().bin)) t.is((await run(rel.bin(name), ['--version'], { env })).stdout.trim(), version, name);
 
   // a notifier through the CLI, before the first start: a db history (sql.js and its WASM from the installed package)
   const dir = freshControllerDir(path.join(tmp, 'a'));

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { spawnListening, spawnController, makeDir, Keys } from '../helpers/controller';
 import { checkoutRoot, npmCli } from './release';
+import { sleep, until } from '../helpers/wait';
 
 /**
  * The README's start command in the checkout: `npm start` runs the current
@@ -15,7 +16,6 @@ import { checkoutRoot, npmCli } from './release';
 const root = checkoutRoot();
 const buildScript = path.join(root, '.ci', 'build.js');
 const alive = (pid: number) => { try { process.kill(pid, 0); return true; } catch { return false; } };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The pids of a process's children (Linux /proc). */
 function childrenOf(pid: number): number[] {
@@ -53,8 +53,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     t.regex(fs.readFileSync(`/proc/${controller}/cmdline`, 'utf8'), /dist\/core\/main\.js/);
     npm.proc.kill(signal);
     t.is(await npm.exited, 0);
-    for (let i = 0; i < 50 && alive(controller); i++) await sleep(100);
-    t.false(alive(controller), 'the controller stopped with npm');
+    await until('the controller to stop with npm', () => !alive(controller));
     t.regex(npm.output(), new RegExp(`${signal}: stopping`));
     t.regex(fs.readFileSync(path.join(dir, 'controller.log'), 'utf8'), /controller stopped/);
   });

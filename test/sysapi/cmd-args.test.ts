@@ -4,6 +4,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { CommandLineError, splitArgv } from '../../core/process/argv';
 import { Keys, makeDir, startController } from '../helpers/controller';
+import { needs } from '../helpers/tools';
 
 /** Lines where shells, shell-quote and shlex read differently: ours must read each as Python's shlex.split does. */
 const TRICKY = [
@@ -23,7 +24,7 @@ function shlexSplit(lines: string[]): (string[] | null)[] {
   return JSON.parse(r.stdout);
 }
 
-test('cmd arguments split exactly as Python shlex.split (POSIX mode) splits them', (t) => {
+needs('python3')('cmd arguments split exactly as Python shlex.split (POSIX mode) splits them', (t) => {
   const expected = shlexSplit([...TRICKY, ...REFUSED]);
   TRICKY.forEach((line, i) => {
     t.not(expected[i], null, `python refused ${JSON.stringify(line)}`);

@@ -2,7 +2,8 @@ import test, { type ExecutionContext } from 'ava';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Keys, makeDir, startController, type DirOptions } from '../helpers/controller';
-import { Err, failsBoth, until } from './expect';
+import { Err, failsBoth } from './expect';
+import { until } from '../helpers/wait';
 
 /** A controller whose xc/cmd/ holds these scripts (executable), with extra ini lines. */
 async function withScripts(t: ExecutionContext, scripts: Record<string, string>, ini: DirOptions['ini'] = {}) {
@@ -126,7 +127,7 @@ test('a timeout terminates the whole process group, SIGKILL for what ignores SIG
   for (const f of ['stubborn.pid', 'sleeper.pid']) {
     const pid = Number(fs.readFileSync(path.join(dir, 'runtime', f), 'utf8'));
     t.true(pid > 0);
-    await until(t, `${f} ${pid} to end`, () => !alive(pid));
+    await until(`${f} ${pid} to end`, () => !alive(pid));
   }
 });
 
@@ -177,7 +178,7 @@ test('cmd without w answers at once; cmd_result waits and reads the finished res
   const again = await client.ok('cmd', { k: Keys.master, c: 'gate', w: 0.2 });
   t.is(again.status, 'running');
   t.not(again.id, first.id);
-  await until(t, 'partial output', async () => (await client.ok('cmd_result', { k: Keys.master, i: first.id })).out === 'begun\n');
+  await until('partial output', async () => (await client.ok('cmd_result', { k: Keys.master, i: first.id })).out === 'begun\n');
   fs.writeFileSync(path.join(dir, 'runtime', 'go'), '');
   const done = await client.ok('cmd_result', { k: Keys.master, i: first.id, w: 30 });
   t.is(done.status, 'completed');
@@ -212,7 +213,7 @@ test('finished results are kept for a bounded time', async (t) => {
   const { client } = await withScripts(t, { args: ARGS }, { sysapi: { cmd_keep_seconds: 3 } });
   const { id } = await client.ok('cmd', { k: Keys.master, c: 'args', a: 'kept', w: 10 });
   t.is((await client.ok('cmd_result', { k: Keys.master, i: id })).out, '[kept]\n');
-  await until(t, 'the result to expire', async () => (await client.rpc('cmd_result', { k: Keys.master, i: id })).error?.code === 1, 30_000);
+  await until('the result to expire', async () => (await client.rpc('cmd_result', { k: Keys.master, i: id })).error?.code === 1, 30_000);
 });
 
 test('at the bound of running commands one more is busy; a finished one frees its place', async (t) => {
@@ -222,7 +223,7 @@ test('at the bound of running commands one more is busy; a finished one frees it
   await failsBoth(t, client, 'cmd', { k: Keys.master, c: 'gate' }, Err.busy);
   fs.writeFileSync(path.join(dir, 'runtime', 'go'), '');
   t.is((await client.ok('cmd_result', { k: Keys.master, i: a.id, w: 30 })).status, 'completed');
-  await until(t, 'both to finish', async () => (await client.rpc('cmd', { k: Keys.master, c: 'gate', w: 30 })).result?.status === 'completed');
+  await until('both to finish', async () => (await client.rpc('cmd', { k: Keys.master, c: 'gate', w: 30 })).result?.status === 'completed');
 });
 
 test('output past the per-stream bound is dropped and marked, cut on a character boundary', async (t) => {
@@ -290,9 +291,9 @@ test('stopping the controller ends running commands', async (t) => {
   const { client, dir, stop } = await withScripts(t, { slow: script }, { sysapi: { cmd_kill_grace: 1 } });
   await client.ok('cmd', { k: Keys.master, c: 'slow', t: 600 });
   const pidFile = (f: string) => path.join(dir, 'runtime', f);
-  await until(t, 'the script to start', () => fs.existsSync(pidFile('child.pid')) && fs.readFileSync(pidFile('child.pid'), 'utf8').trim() !== '');
+  await until('the script to start', () => fs.existsSync(pidFile('child.pid')) && fs.readFileSync(pidFile('child.pid'), 'utf8').trim() !== '');
   const pids = ['leader.pid', 'child.pid'].map((f) => Number(fs.readFileSync(pidFile(f), 'utf8')));
   t.true(pids.every(alive));
   await stop();
-  await until(t, 'the processes to end', () => !pids.some(alive));
+  await until('the processes to end', () => !pids.some(alive));
 });

@@ -21,15 +21,3 @@ export async function failsBoth(
   t.is(direct.body.result, 'ERROR');
   t.is(typeof direct.body._error, 'string');
 }
-
-/** Wait until `check` holds, polling; fails the test after `ms`. */
-export async function until(t: ExecutionContext, what: string, check: () => Promise<boolean> | boolean, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) {
-      t.fail(`timed out waiting for ${what}`);
-      throw new Error(`timed out waiting for ${what}`);
-    }
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}

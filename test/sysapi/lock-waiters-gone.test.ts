@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import { makeDir, spawnController, Keys } from '../helpers/controller';
 import { withProbe } from './probe';
-import { until } from './expect';
+import { until } from '../helpers/wait';
 
 /**
  * 20,000 by default, so that the suite stays within its time on a shared
@@ -43,6 +43,8 @@ async function wave(port: number, n: number, first: number): Promise<void> {
 }
 
 test.serial(`${WAITERS} lock waiters whose callers go away leave memory near its baseline and the lock free`, async (t) => {
+  // a fixed amount of work that takes a quiet machine half a minute and a shared, loaded one several
+  t.timeout(600_000);
   // the waiter bound above the test's count: only the going away may empty the queue
   const dir = makeDir(t, { files: withProbe, ini: { server: { lock_max_waiters: WAITERS * 2 } } });
   // this file runs in its own worker process: the option reaches only the controller it spawns
@@ -61,7 +63,7 @@ test.serial(`${WAITERS} lock waiters whose callers go away leave memory near its
   // the controller late, request and close apart. Each such waiter joins late and leaves when its close comes.
   const drainStarted = Date.now();
   const stats = async () => (await call('probe_locks', {})).result as { waiters: number; timers: number; locked: number };
-  await until(t, 'every waiter left the queue', async () => (await stats()).waiters === 0, 60_000);
+  await until('every waiter left the queue', async () => (await stats()).waiters === 0, 60_000);
   const drainTook = Date.now() - drainStarted;
   await new Promise((r) => setTimeout(r, 1000));
   const after = rssMiB(pid);
@@ -74,7 +76,7 @@ test.serial(`${WAITERS} lock waiters whose callers go away leave memory near its
   t.true(after - baseline < 160, `RSS grew by ${(after - baseline).toFixed(0)} MiB`);
   // the lock goes to nobody: released, it is free (one that reaches a late waiter comes back when its close does)
   t.deepEqual((await call('unlock', { l: 'gate' })).result, { ok: true });
-  await until(t, 'the lock is free', async () => (await call('get_lock', { l: 'gate' })).result.locked === false, 30_000);
+  await until('the lock is free', async () => (await call('get_lock', { l: 'gate' })).result.locked === false, 30_000);
   t.like(await stats(), { waiters: 0, timers: 0, locked: 0 });
   t.deepEqual((await call('lock', { l: 'gate', t: 0 })).result, { ok: true });
 });

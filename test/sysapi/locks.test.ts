@@ -1,6 +1,7 @@
 import test from 'ava';
 import { startController, Keys, type Client } from '../helpers/controller';
-import { failsBoth, Err, until } from './expect';
+import { failsBoth, Err } from './expect';
+import { until } from '../helpers/wait';
 import { withProbe } from './probe';
 
 const k = Keys.ops; // allow = lock, not master
@@ -65,7 +66,7 @@ test('e releases the lock automatically and the next waiter gets it', async (t) 
   await client.ok('lock', { k, l: 'exp', e: 0.3 });
   // this waiter would time out after 10 s: it is served by the expiry instead
   await client.ok('lock', { k, l: 'exp', t: 10, e: 0.2 });
-  await until(t, 'second expiry', async () => !(await client.ok('get_lock', { k, l: 'exp' })).locked);
+  await until('second expiry', async () => !(await client.ok('get_lock', { k, l: 'exp' })).locked);
   t.like(await stats(client), { waiters: 0, timers: 0, locked: 0 });
   // an unlock before the expiry clears it
   await client.ok('lock', { k, l: 'exp', e: 30 });
@@ -82,11 +83,11 @@ test('waiters are served first come, first served', async (t) => {
   for (let i = 0; i < 10; i++) {
     calls.push(client.ok('lock', { k, l: 'q', t: 30 }).then(() => { served.push(i); }));
     // the next one is sent only when this one is queued, so the arrival order is known
-    await until(t, `waiter ${i} queued`, async () => (await stats(client)).waiters === i + 1);
+    await until(`waiter ${i} queued`, async () => (await stats(client)).waiters === i + 1);
   }
   for (let i = 0; i < 10; i++) {
     await client.ok('unlock', { k, l: 'q' });
-    await until(t, `waiter ${i} served`, () => served.length === i + 1);
+    await until(`waiter ${i} served`, () => served.length === i + 1);
   }
   await Promise.all(calls);
   t.deepEqual(served, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
@@ -111,7 +112,7 @@ test('300 concurrent waiters: each served once, never two at a time, no wake-up 
     inside--;
     await client.ok('unlock', { k, l: 'hot' });
   });
-  await until(t, 'all waiters queued', async () => (await stats(client)).waiters === n, 60_000);
+  await until('all waiters queued', async () => (await stats(client)).waiters === n, 60_000);
   await client.ok('unlock', { k, l: 'hot' });
   await Promise.all(workers);
   t.is(overlaps, 0);
@@ -124,7 +125,7 @@ test('waiters that timed out leave the queue: the next release goes to one still
   const { client } = await startController(t, { files: withProbe });
   await client.ok('lock', { k, l: 'w' });
   const early = Array.from({ length: 5 }, () => client.rpc('lock', { k, l: 'w', t: 3 }));
-  await until(t, 'early waiters queued', async () => (await stats(client)).waiters === 5);
+  await until('early waiters queued', async () => (await stats(client)).waiters === 5);
   const patient = client.rpc('lock', { k, l: 'w', t: 30 });
   for (const r of await Promise.all(early)) t.is(r.error?.code, 13);
   t.like(await stats(client), { waiters: 1, timers: 1 });
@@ -140,7 +141,7 @@ test('the waiters of one lock and the number of locks are bounded', async (t) =>
   const { client } = await startController(t, { ini: { server: { lock_max_waiters: 2, locks_max: 2 } }, files: withProbe });
   await client.ok('lock', { k, l: 'a' });
   const waiting = [client.rpc('lock', { k, l: 'a', t: 30 }), client.rpc('lock', { k, l: 'a', t: 30 })];
-  await until(t, 'two waiters', async () => (await stats(client)).waiters === 2);
+  await until('two waiters', async () => (await stats(client)).waiters === 2);
   await failsBoth(t, client, 'lock', { k, l: 'a', t: 30 }, Err.busy);
   await client.ok('lock', { k, l: 'b' });
   await failsBoth(t, client, 'lock', { k, l: 'c' }, Err.failed);
@@ -153,7 +154,7 @@ test('stopping the controller with a waiter queued neither hangs nor fails', asy
   const { client, stop } = await startController(t, { files: withProbe });
   await client.ok('lock', { k, l: 's', e: 60 });
   const waiter = client.rpc('lock', { k, l: 's', t: 60 }).catch((e: Error) => e);
-  await until(t, 'queued', async () => (await stats(client)).waiters === 1);
+  await until('queued', async () => (await stats(client)).waiters === 1);
   await stop();
   const r = await waiter;
   // the waiter is either refused (13) or cut off with the connection; it is never left hanging

@@ -63,7 +63,9 @@ test('64 concurrent log_get n=10000 on 16 KB records: bounded answers, bounded m
   t.log(`test p99: quiet ${quiet.toFixed(1)} ms, during ${answers} log_get answers (${refused} refused busy) ${p99.toFixed(1)} ms; RSS ${baseline.toFixed(0)} MiB, peak ${peak.toFixed(0)} MiB`);
   // unbounded, each answer was the whole 64 MiB log: 64 of them took the process to gigabytes
   t.true(peak - baseline < 400, `RSS grew by ${(peak - baseline).toFixed(0)} MiB`);
-  // 50 ms on a quiet machine; on a shared one whose own p99 is already higher, five times that
-  const limit = Math.max(50, 5 * quiet);
+  // unbounded, each of the 64 answers blocked the loop for the whole 64 MiB log: a test call waited tens of
+  // seconds. The limit is far below that and far above what a machine shared with other work adds (its quiet
+  // p99 times 25, at least 5 s): a speed figure belongs to the benchmarks, this only catches the starvation
+  const limit = Math.max(5_000, 25 * quiet);
   t.true(p99 < limit, `p99 ${p99.toFixed(1)} ms, limit ${limit.toFixed(0)} ms`);
 });

@@ -2,7 +2,8 @@ import test from 'ava';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startController, spawnController, makeDir, Keys } from '../helpers/controller';
-import { failsBoth, Err, until } from './expect';
+import { failsBoth, Err } from './expect';
+import { until } from '../helpers/wait';
 import { withProbe } from './probe';
 import { LogApiDefaults } from '../../plugins/sysapi/logs';
 
@@ -73,19 +74,43 @@ test('log_get filters by level (number or name prefix), age and count: newest n,
   await new Promise((r) => setTimeout(r, 3000));
   await client.ok('log', { k, l: 'info', m: 'fresh' });
   t.deepEqual(mine(await client.ok('log_get', { k, t: 2 })), ['fresh']);
-  // n above the maximum is capped, not refused
-  t.true(Array.isArray(await client.ok('log_get', { k, n: 1_000_000 })));
 });
 
-test('the memory log is bounded in count and by keep_logmem', async (t) => {
-  const { client } = await startController(t, { ini: { server: { logmem_max_records: 5, keep_logmem: 1 } } });
+test('log_get n above the maximum is capped, not refused: the newest max_n records, the oldest dropped', async (t) => {
+  const { client, url } = await startController(t);
+  // more records than one answer may hold, written 100 to a batch
+  const written = Array.from({ length: LogApiDefaults.max_n + 100 }, (_, i) => `c${i}`);
+  for (let i = 0; i < written.length; i += 100) {
+    const batch = written.slice(i, i + 100).map((msg, j) => ({ jsonrpc: '2.0', id: j, method: 'log_info', params: { k, m: msg } }));
+    const r = await fetch(`${url}/jrpc`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(batch) });
+    t.true(((await r.json()) as { result?: unknown }[]).every((a) => a.result !== undefined));
+  }
+  for (const n of [1_000_000, LogApiDefaults.max_n + 1]) {
+    const got = (await client.ok('log_get', { k, n })) as { mod: string; msg: string }[];
+    t.is(got.length, LogApiDefaults.max_n, `n=${n}`);
+    const mine = got.filter((r) => r.mod === 'sysapi').map((r) => r.msg);
+    // the newest records, in order, ending with the last one written; the first 100 are not among them
+    t.deepEqual(mine, written.slice(-mine.length), `n=${n}`);
+    t.true(mine.length > LogApiDefaults.max_n - 100 && !mine.includes('c99'), `n=${n}: ${mine.length} of mine, from ${mine[0]}`);
+  }
+});
+
+test('the memory log is bounded in count: the newest records stay, the oldest are dropped', async (t) => {
+  const { client } = await startController(t, { ini: { server: { logmem_max_records: 5 } } });
   for (let i = 0; i < 20; i++) await client.ok('log_info', { k, m: `flood ${i}` });
-  const recs = (await client.ok('log_get', { k, n: 100 })) as { msg: string }[];
-  t.true(recs.length <= 5);
-  t.is(recs[recs.length - 1].msg, 'flood 19');
-  await new Promise((r) => setTimeout(r, 1500));
-  const later = (await client.ok('log_get', { k, n: 100 })) as { msg: string }[];
-  t.false(later.some((r) => r.msg.startsWith('flood')));
+  const recs = ((await client.ok('log_get', { k, n: 100 })) as { msg: string }[]).map((r) => r.msg);
+  // at the bound the log drops a tenth of it more (one splice per many records): 5, or 4 just after a drop
+  t.deepEqual(recs, ['flood 15', 'flood 16', 'flood 17', 'flood 18', 'flood 19'].slice(-recs.length));
+  t.true(recs.length >= 4, recs.join(', '));
+});
+
+test('the memory log drops records older than keep_logmem', async (t) => {
+  const { client } = await startController(t, { ini: { server: { keep_logmem: 5 } } });
+  await client.ok('log_info', { k, m: 'short-lived' });
+  // read at once (well within 5 s), the record is there; once 5 s have passed it is gone
+  t.true((await apiRecords(client)).some((r) => r.msg === 'short-lived'));
+  await until('the record to expire', async () => !(await apiRecords(client)).some((r) => r.msg === 'short-lived'), 30_000);
+  t.pass();
 });
 
 test('the memory log is bounded in size too, whatever the record count', async (t) => {
@@ -116,7 +141,7 @@ test('the controller log goes to [server] log_file, or to standard output withou
   const plain = makeDir(t, { ini: { server: { log_file: '' } } });
   const child = await spawnController(t, plain);
   await child.client.ok('log_error', { k, m: 'to standard output' });
-  await until(t, 'the record on standard output', () => /ERROR sysapi: to standard output$/m.test(child.output()));
+  await until('the record on standard output', () => /ERROR sysapi: to standard output$/m.test(child.output()));
   t.false(fs.existsSync(path.join(plain, 'controller.log')));
   child.proc.kill('SIGTERM');
   t.is(await child.exited, 0);

@@ -7,7 +7,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import { startController, spawnController, makeDir, Keys, Client, MAIN } from '../helpers/controller';
 import { splitArgv } from '../../core/process/argv';
 import { nextDelay, WatchdogDefaults } from '../../core/watchdog';
-import { failsBoth, Err, until } from './expect';
+import { failsBoth, Err } from './expect';
+import { until } from '../helpers/wait';
 import { needs } from '../helpers/tools';
 
 const m = Keys.master;
@@ -109,7 +110,7 @@ test('set_debug switches debug records on and off until the controller restarts'
 test('shutdown_core answers, then an in-process controller stops', async (t) => {
   const { client } = await startController(t);
   t.deepEqual(await client.ok('shutdown_core', { k: m }), { ok: true });
-  await until(t, 'the controller to stop', () => client.ok('test', { k: m }).then(() => false, () => true));
+  await until('the controller to stop', () => client.ok('test', { k: m }).then(() => false, () => true));
   t.pass();
 });
 
@@ -134,9 +135,9 @@ test('--watchdog starts the controller again after shutdown_core; SIGTERM to the
   const dir = makeDir(t);
   const sup = await spawnController(t, dir, ['--watchdog']);
   t.teardown(() => { for (const pid of pids(sup.output())) if (alive(pid)) process.kill(pid, 'SIGKILL'); });
-  await until(t, 'the first controller pid', () => pids(sup.output()).length === 1);
+  await until('the first controller pid', () => pids(sup.output()).length === 1);
   t.deepEqual(await sup.client.ok('shutdown_core', { k: m }), { ok: true });
-  await until(t, 'the controller to start again', () => listening(sup.output()).length === 2, 90_000);
+  await until('the controller to start again', () => listening(sup.output()).length === 2, 90_000);
   const [first, second] = pids(sup.output());
   t.not(first, second);
   t.false(alive(first));
@@ -164,10 +165,10 @@ test('--watchdog backs off while the controller keeps failing to start, and star
     for (const pid of pids(out)) if (alive(pid)) process.kill(pid, 'SIGKILL');
     if (sup.exitCode === null) sup.kill('SIGKILL');
   });
-  await until(t, 'three failed starts', () => /starting again in 4 s/.test(out), 90_000);
+  await until('three failed starts', () => /starting again in 4 s/.test(out), 90_000);
   t.deepEqual([...out.matchAll(/controller exited \(code 1\), starting again in (\d+) s/g)].map((x) => Number(x[1])), [1, 2, 4]);
   blocker.close();
-  await until(t, 'the controller to start once the port is free', () => listening(out).length === 1, 90_000);
+  await until('the controller to start once the port is free', () => listening(out).length === 1, 90_000);
   t.is((await new Client(`http://127.0.0.1:${port}`).ok('test', { k: m })).ok, true);
   sup.kill('SIGTERM');
   t.is(await exited, 0);
@@ -199,7 +200,7 @@ test('the systemd unit runs the controller under its supervisor, and systemctl s
   const sup = await spawnController(t, dir, argv.slice(4));
   t.teardown(() => { for (const pid of pids(sup.output())) if (alive(pid)) process.kill(pid, 'SIGKILL'); });
   t.is((await sup.client.ok('test', { k: m })).product_code, 'uc');
-  await until(t, 'the controller pid', () => pids(sup.output()).length === 1);
+  await until('the controller pid', () => pids(sup.output()).length === 1);
   sup.proc.kill('SIGTERM');
   t.is(await sup.exited, 0);
   t.false(alive(pids(sup.output())[0]), 'no controller left running');

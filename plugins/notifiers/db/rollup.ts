@@ -40,7 +40,7 @@ const minute = (t: number) => Math.trunc(t / 60) * 60;
 
 /** Rollup rows of the rows matching `where` (a condition on state_history), computed from them. */
 const FROM_ROWS = (where: string) => `INSERT INTO state_history_minute
-     SELECT space, oid, m, count(*), count(status), total(status), count(v), total(v), status, value, max(t)
+     SELECT space, oid, m, count(*), count(status), total(status), count(v), total(v), max(t), status, value
      FROM (SELECT space, oid, ${MINUTE_SQL} AS m, t, status, value, ${NUMERIC_VALUE} AS v FROM state_history WHERE ${where})
      GROUP BY space, oid, m`;
 

@@ -46,6 +46,8 @@ test('an EVA ICS 3.3 file without the rollup gets it built at open; its fill equ
   t.deepEqual(await sqlite3(file, "SELECT count(*) FROM sqlite_master WHERE name = 'state_history_minute'"), ['0']);
   const h = history(t, { file });
   await h.start();
+  // written to the file at once, so it is built only once
+  t.true(Number((await sqlite3(file, 'SELECT count(*) FROM state_history_minute'))[0]) > 50);
   await sameAsRows(t, h, t0 + 61.5, t0 + 6000);
   await h.write([['', t0 + 6001, OID, 1, '40']]);
   await sameAsRows(t, h, t0 - 100, t0 + 7000);

@@ -79,8 +79,9 @@ export class HistoryStore {
     h.dirty = fresh || built || h.stats.replayed > 0;
     h.clean(now);
     h.stats.rows = h.rows;
-    // a new file is written before the history counts as started, so a reader never finds no file
-    if (fresh) await h.checkpoint(now);
+    // a new file is written before the history counts as started, so a reader never finds no file;
+    // a rollup just built from the rows is written at once too, so that it is built only once
+    if (fresh || built) await h.checkpoint(now);
     return h;
   }
 

@@ -95,8 +95,10 @@ export class RollupChange {
     for (const c of this.minutes.values()) {
       if (c.removedT === null) continue;
       const [r] = db.rows('SELECT n, last_t FROM state_history_minute WHERE space = ? AND oid = ? AND m = ?', [c.space, c.oid, c.m]);
-      // a minute left without rows is no interval; one whose last row went gets it again from the rows
-      if (!r || Number(r.n) <= 0 || r.last_t === null || c.removedT >= Number(r.last_t)) rebuildMinute(db, c.space, c.m, c.oid);
+      // a minute left without rows is no interval; one whose last row went (rare: the bounds drop the oldest rows first) is computed again
+      if (!r) continue;
+      if (Number(r.n) <= 0) db.run('DELETE FROM state_history_minute WHERE space = ? AND oid = ? AND m = ?', [c.space, c.oid, c.m]);
+      else if (r.last_t === null || c.removedT >= Number(r.last_t)) rebuildMinute(db, c.space, c.m, c.oid);
     }
   }
 }
@@ -106,7 +108,8 @@ export function rebuildMinute(db: SqliteFile, space: string, m: number, oid?: st
   const item = oid === undefined ? [] : [oid];
   const and = oid === undefined ? '' : ' AND oid = ?';
   db.run(`DELETE FROM state_history_minute WHERE space = ?${and} AND m = ?`, [space, ...item, m]);
-  db.run(FROM_ROWS(`space = ?${and} AND t >= ? AND t < ?`), [space, ...item, m, m + 60]);
+  // `+oid`: the rows of one minute by time (index i_t_oid), never every row of the item by i_oid
+  db.run(FROM_ROWS(`space = ?${and.replace('oid', '+oid')} AND t >= ? AND t < ?`), [space, ...item, m, m + 60]);
 }
 
 /**

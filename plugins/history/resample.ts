@@ -73,3 +73,20 @@ export function addFirst(buckets: Bucket[], row: HistoryRow | undefined, step: n
   if (first[4]) { merged[3] = ((head[3] ?? 0) * head[4] + first[3]!) / (head[4] + 1); merged[4] = head[4] + 1; }
   return [merged, ...buckets.slice(1)];
 }
+
+/** Intervals of consecutive parts of one time range into one list: same starts combine (means weighted, the later part's last row). */
+export function mergeBuckets(parts: Bucket[][]): Bucket[] {
+  const out: Bucket[] = [];
+  for (const b of parts.flat()) {
+    const prev = out[out.length - 1];
+    if (!prev || prev[0] !== b[0]) { out.push([...b]); continue; }
+    const mean = (m1: number | null, n1: number, m2: number | null, n2: number) => (n1 + n2 ? ((m1 ?? 0) * n1 + (m2 ?? 0) * n2) / (n1 + n2) : null);
+    prev[1] = mean(prev[1], prev[2], b[1], b[2]);
+    prev[3] = mean(prev[3], prev[4], b[3], b[4]);
+    prev[2] += b[2];
+    prev[4] += b[4];
+    prev[5] = b[5];
+    prev[6] = b[6];
+  }
+  return out;
+}

@@ -9,6 +9,7 @@ import pg from 'pg';
 import { startController, makeDir, Keys, type Running } from '../helpers/controller';
 import { startPostgres, postgresUnavailable } from '../helpers/postgres';
 import { table, fmt } from './lib';
+import { EVA33_SCHEMA } from '../history/eva33';
 
 /**
  * The history API over a big history, on both backends, beside a raw loop:
@@ -32,19 +33,6 @@ const STEP = 300;
 const run = promisify(execFile);
 const now = () => performance.now();
 const step = (what: string) => process.stderr.write(`… ${what}\n`);
-
-/** The table as 3.3 creates it (SQLite and PostgreSQL alike). */
-const EVA33_SCHEMA = `
-CREATE TABLE state_history (
-	space VARCHAR(64) NOT NULL,
-	t NUMERIC(20, 8) NOT NULL,
-	oid VARCHAR(256) NOT NULL,
-	status INTEGER,
-	value VARCHAR(8192),
-	PRIMARY KEY (space, t, oid)
-);
-CREATE INDEX i_t_oid ON state_history (space, t, oid);
-CREATE INDEX i_oid ON state_history (space, oid);`;
 
 interface Timing { med: number; max: number; answer: any }
 

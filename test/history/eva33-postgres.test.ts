@@ -3,6 +3,7 @@ import pg from 'pg';
 import { startController, Keys } from '../helpers/controller';
 import { notifierFiles } from '../notifiers/helpers';
 import { postgresUnavailable, sharedPostgres } from '../helpers/postgres';
+import { EVA33_SCHEMA } from './eva33';
 
 /**
  * A PostgreSQL history as EVA ICS 3.3 left it (its state_history table and
@@ -14,18 +15,6 @@ import { postgresUnavailable, sharedPostgres } from '../helpers/postgres';
 
 const server = sharedPostgres();
 test.after.always(() => server.stop());
-
-const EVA33_SCHEMA = `
-CREATE TABLE state_history (
-	space VARCHAR(64) NOT NULL,
-	t NUMERIC(20, 8) NOT NULL,
-	oid VARCHAR(256) NOT NULL,
-	status INTEGER,
-	value VARCHAR(8192),
-	PRIMARY KEY (space, t, oid)
-);
-CREATE INDEX i_t_oid ON state_history (space, t, oid);
-CREATE INDEX i_oid ON state_history (space, oid);`;
 
 const N = 200_000;
 const OID = 'sensor:env/t';

@@ -2,7 +2,7 @@ import pg from 'pg';
 import type { ModuleLogger } from '../../../core/log';
 import type { HistoryBackend, HistoryQuery } from './backend';
 import type { HistoryRow } from './schema';
-import type { Bucket, Resampling } from '../../history/resample';
+import { mergeBuckets, type Bucket, type Resampling } from '../../history/resample';
 
 /**
  * The state history in a PostgreSQL database, for fleets: several controllers
@@ -402,23 +402,6 @@ export class PostgresHistory implements HistoryBackend, Resampling {
   }
 }
 
-
-/** Intervals of consecutive parts of one time range into one list: same starts combine (means weighted, the later part's last row). */
-function mergeBuckets(parts: Bucket[][]): Bucket[] {
-  const out: Bucket[] = [];
-  for (const b of parts.flat()) {
-    const prev = out[out.length - 1];
-    if (!prev || prev[0] !== b[0]) { out.push([...b]); continue; }
-    const mean = (m1: number | null, n1: number, m2: number | null, n2: number) => (n1 + n2 ? ((m1 ?? 0) * n1 + (m2 ?? 0) * n2) / (n1 + n2) : null);
-    prev[1] = mean(prev[1], prev[2], b[1], b[2]);
-    prev[3] = mean(prev[3], prev[4], b[3], b[4]);
-    prev[2] += b[2];
-    prev[4] += b[4];
-    prev[5] = b[5];
-    prev[6] = b[6];
-  }
-  return out;
-}
 
 /**
  * The statements of one batch. `fresh` inserts the rows that are new and adds

@@ -2,6 +2,8 @@ import test from 'ava';
 import { Keys, startController } from '../helpers/controller';
 import { Receiver, subjectOf } from './receiver';
 import { notifierFiles, stats } from './helpers';
+import { startBroker, Subscriber } from '../helpers/broker';
+import { controllerWith, mqttNotifier } from './mqtt-setup';
 
 const k = Keys.master;
 
@@ -78,4 +80,21 @@ test('test_notifier: unknown id is 1/404, missing id 400, master only', async (t
   t.is((await client.rpc('test_notifier', { k: Keys.ops, i: 'a' })).error?.code, 2);
   const methods = (await client.ok('rpc.discover', {})).methods.map((m: any) => m.name);
   t.true(methods.includes('test_notifier'));
+});
+
+test('test_notifier on a disabled mqtt notifier: the test reaches the broker; with the broker down, error 10 within the timeout', async (t) => {
+  const broker = await startBroker(t);
+  const sub = await Subscriber.connect(t, broker);
+  await sub.subscribe('sp/#');
+  const c = await controllerWith(t, { mq: mqttNotifier(broker, { enabled: false, timeout: 2 }) });
+  t.deepEqual(await c.ok('test_notifier', { i: 'mq' }), { ok: true });
+  await sub.waitFor((m) => m.some((x) => x.topic === 'sp/test'), 10_000, 'the test message');
+  t.like(await c.ok('get_notifier', { i: 'mq' }), { enabled: false, stats: { test: 'passed' } });
+  await broker.stop();
+  const t0 = Date.now();
+  const r = await c.client.rpc('test_notifier', { k: c.k, i: 'mq' });
+  t.is(r.error?.code, 10);
+  t.regex(r.error!.message, /^notifier mq test failed: /);
+  t.notRegex(r.error!.message, /\n\s+at /);
+  t.true(Date.now() - t0 < 15_000);
 });

@@ -182,4 +182,6 @@ export interface NotifierHost {
   describe(id: string, stats?: boolean): Record<string, unknown> | undefined;
   /** enable or disable until restart; false when the id is unknown; rejects when it cannot start */
   setEnabled(id: string, enabled: boolean): Promise<boolean>;
+  /** test_notifier: the endpoint test within the notifier's timeout; false when the id is unknown; rejects (ApiError) when it fails */
+  test(id: string): Promise<boolean>;
 }

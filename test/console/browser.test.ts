@@ -1,11 +1,8 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { startController, Keys } from '../helpers/controller';
-import { browserTest, launch } from './chromium';
+import { browserTest, launch, SHOTS } from './chromium';
 
-/** Where the run writes a screenshot of every page (README, "Operator console"). */
-export const SHOTS = path.join(os.tmpdir(), 'console-screenshots');
 const btest = browserTest();
 
 btest('the console in Chromium: login, keys, live log, notifiers, items chart, every page', async (t) => {

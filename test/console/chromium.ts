@@ -1,8 +1,13 @@
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import test from 'ava';
 
 /** Debian's Chromium; CHROMIUM names another. Without one the browser tests are skipped, and say so. */
 export const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+
+/** Where the run writes a screenshot of every page (README, "Operator console"). */
+export const SHOTS = path.join(os.tmpdir(), 'console-screenshots');
 
 /** `test` when Chromium is there, else `test.skip` (and a line saying why). */
 export function browserTest(): typeof test {

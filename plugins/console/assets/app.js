@@ -369,7 +369,18 @@ const Pages = {
     page.append(h('h1', {}, 'Notifiers'));
     const out = h('div', {});
     page.append(out);
-    const refresh = async () => out.replaceChildren(await notifierTable(true));
+    const refresh = async () => {
+      // the table is redrawn every 2 s: the keyboard's place (a row's button) is kept across it
+      const at = document.activeElement && out.contains(document.activeElement) ? document.activeElement : undefined;
+      const row = at && at.closest('tr') && at.closest('tr').dataset.notifier;
+      const action = at && at.dataset.action;
+      out.replaceChildren(await notifierTable(true));
+      if (row && action) {
+        const again = [...out.querySelectorAll('tr[data-notifier]')].find((tr) => tr.dataset.notifier === row);
+        const button = again && again.querySelector(`button[data-action="${action}"]`);
+        if (button) button.focus();
+      }
+    };
     await refresh();
     every(2000, () => refresh().catch(() => {}));
   },
@@ -501,8 +512,20 @@ async function notifierTable(actions) {
       return h('tr', { 'data-notifier': n.id }, h('td', {}, n.id), h('td', {}, n.type),
         h('td', { class: n.problem ? 'error' : '', 'data-state': n.enabled ? 'enabled' : 'disabled' }, n.problem ? `problem: ${n.problem}` : n.enabled ? 'enabled' : 'disabled'),
         ['queued', 'sent', 'failed', 'dropped'].map((k) => h('td', { class: 'num' }, s[k] ?? '')), h('td', {}, s.test ?? ''),
-        actions ? h('td', {}, h('button', { type: 'button', class: 'plain', onclick: toggle }, n.enabled ? 'Disable' : 'Enable')) : undefined);
+        actions ? h('td', { class: 'actions' }, h('button', { type: 'button', class: 'plain', 'data-action': 'toggle', onclick: toggle }, n.enabled ? 'Disable' : 'Enable'),
+          h('button', { type: 'button', class: 'plain', 'data-action': 'test', onclick: () => testNotifier(n.id) }, 'Test')) : undefined);
     }));
+}
+
+/** test_notifier: the endpoint answered (OK) or why not, in words on the status line; a test takes up to the notifier's timeout. */
+async function testNotifier(id) {
+  show(`Test ${id}: testing…`);
+  try {
+    await api('test_notifier', { i: id });
+    show(`Test ${id}: OK`);
+  } catch (err) {
+    show(`Test ${id}: ${words(err)}`, true);
+  }
 }
 
 /** A chart of an item: the history when the controller keeps one, else what the stream brought since the page opened. */

@@ -8,7 +8,7 @@ import { CommonFields, DeliveryDefaults } from './defaults';
 import { Delivery } from './delivery';
 import { subscribed } from './filter';
 import { withDeadline } from './deadline';
-import { checkSettings, serializeSettings } from './settings';
+import { checkSettings, hideSecrets, serializeSettings } from './settings';
 
 type TestResult = 'passed' | 'failed' | 'skipped' | 'not run';
 
@@ -111,10 +111,10 @@ export class Notifiers implements NotifierHost {
 
   /** Create and start the endpoint, then the worker; the start-up test (when asked) runs first, in the worker. */
   private startEndpoint(n: Managed, test: boolean): void {
-    const { config: cfg, type } = n;
+    const cfg = n.config;
     let endpoint: Endpoint;
     try {
-      endpoint = type!.create(cfg, { ctx: n.typeCtx!, log: this.ctx.quietLog(`notifier.${cfg.id}`) });
+      endpoint = this.create(n);
     } catch (err) {
       this.refuse(n, `cannot create: ${describe(err)}`);
       return;
@@ -138,6 +138,43 @@ export class Notifiers implements NotifierHost {
         this.log.error(`notifier ${cfg.id} (${cfg.type}) test failed: ${describe(err)}`);
       }
     });
+  }
+
+  private create(n: Managed): Endpoint {
+    return n.type!.create(n.config, { ctx: n.typeCtx!, log: this.ctx.quietLog(`notifier.${n.config.id}`) });
+  }
+
+  /**
+   * test_notifier: the endpoint test now, on the host's clock (the
+   * notifier's timeout). A notifier with no endpoint running (disabled) is
+   * tested through one of its own, which acts on nothing it receives and is
+   * stopped after. False when the id is unknown; rejects with the reason in
+   * words (the config's secrets hidden) when the test fails.
+   */
+  async test(id: string): Promise<boolean> {
+    const n = this.all.get(id);
+    if (!n) return false;
+    if (n.problem) throw functionFailed(`notifier ${id} cannot run: ${n.problem}`);
+    if (!n.type) throw functionFailed(`notifier type ${n.config.type} is not available`);
+    const type = n.type;
+    const running = n.endpoint;
+    let endpoint: Endpoint;
+    try {
+      endpoint = running ?? this.create(n);
+    } catch (err) {
+      throw functionFailed(`notifier ${id}: cannot create: ${hideSecrets(type, n.config, describe(err))}`);
+    }
+    if (!running) endpoint.setEnabled?.(false);
+    try {
+      await withDeadline(n.timeout, (signal) => endpoint.test(signal));
+      n.test = 'passed';
+      return true;
+    } catch (err) {
+      n.test = 'failed';
+      throw functionFailed(`notifier ${id} test failed: ${hideSecrets(type, n.config, describe(err))}`);
+    } finally {
+      if (!running) await withDeadline(n.timeout, async () => endpoint.stop()).catch(() => undefined);
+    }
   }
 
   /** After every plugin started: a notifier whose type never registered is reported once. */

@@ -93,6 +93,16 @@ export function serializeSettings(type: NotifierType, cfg: NotifierConfig): Reco
   return out;
 }
 
+/** `text` (an error in words) with the config's secret settings and uri passwords shown as HiddenPassword. */
+export function hideSecrets(type: NotifierType, cfg: NotifierConfig, text: string): string {
+  let out = text.replace(/(\/\/[^/\s:@]*:)[^@\s/]*@/g, `$1${HiddenPassword}@`);
+  for (const [name, decl] of Object.entries(type.settings)) {
+    const v = cfg[name];
+    if (decl.secret && typeof v === 'string' && v !== '') out = out.split(v).join(HiddenPassword);
+  }
+  return out;
+}
+
 /** The help text of one type: its name, description and settings. */
 export function typeHelp(type: NotifierType): string {
   const names = [type.name, ...(type.aliases ?? [])].join(', ');

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { makeDir, startController, Keys } from '../helpers/controller';
 import { browserTest, launch } from './chromium';
-import { until } from '../items/setup';
+import { until } from '../helpers/wait';
 import type { Page } from 'playwright-core';
 
 /** The console's actions each do what the API says they did; errors come in words. Chromium, a real controller. */
@@ -91,8 +91,9 @@ btest('console actions: debug, save, key edit/regenerate/destroy, user password,
   t.deepEqual(await client.ok('get_cvar', { ...k, i: 'room_temp' }), { room_temp: '21' });
   await page.fill('input[aria-label="value of room_temp"]', '22.5');
   await page.click('tr:has(input[aria-label="value of room_temp"]) button:has-text("Set")');
+  // the status still says "Set room_temp: done" from the creation: the stored value tells when this set is done
+  await until('room_temp set to 22.5', async () => (await client.ok('get_cvar', { ...k, i: 'room_temp' })).room_temp === '22.5');
   await done(page, 'Set room_temp');
-  t.deepEqual(await client.ok('get_cvar', { ...k, i: 'room_temp' }), { room_temp: '22.5' });
   await page.click('tr:has(input[aria-label="value of room_temp"]) button:has-text("Delete")');
   await done(page, 'Delete room_temp');
   t.is(await page.locator('input[aria-label="value of room_temp"]').count(), 0);
@@ -179,7 +180,7 @@ btest('log page (reached by keyboard): log_get history, then the live tail under
   await sent.waitFor();
   const before = Number(await sent.textContent());
   await client.ok('update', { ...k, i: 'sensor:room/t', s: 1, v: '1' });
-  await until(() => posts > 0);
-  await until(async () => Number(await sent.textContent()) > before, 10_000); // the page's own refresh, no reload
+  await until('the receiver to get a post', () => posts > 0);
+  await until('the sent counter to rise', async () => Number(await sent.textContent()) > before, 10_000); // the page's own refresh, no reload
   t.true(Number(await sent.textContent()) > before);
 });

@@ -1,7 +1,6 @@
 import type { ExecutionContext } from 'ava';
 import { EventBus } from '../../core/bus';
 import { startController, Keys, type DirOptions } from '../helpers/controller';
-import { until as wait } from '../helpers/wait';
 
 /** Keys of the item tests: the fixed ones plus keys limited by the item lists. */
 export const ItemKeys = {
@@ -66,10 +65,7 @@ export async function start(t: ExecutionContext, opts: DirOptions & { dir?: stri
   return { ...run, events, ok, direct, states, actions };
 }
 
-export { sleep } from '../helpers/wait';
 
-/** The shared wait in the argument order test/stream/ still calls it with (check, ms). */
-export const until = (check: () => boolean | Promise<boolean>, ms?: number) => wait('condition', check, ms);
 
 /** Notifier files for set_prop mqtt_update / mqtt_control checks: a (disabled) mqtt one and a json one. */
 export const NOTIFIER_FILES = {

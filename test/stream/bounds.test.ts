@@ -4,7 +4,7 @@ import path from 'node:path';
 import WebSocket from 'ws';
 import { Keys, type Client } from '../helpers/controller';
 import { TestStream, start, HOME } from './client';
-import { until, sleep } from '../items/setup';
+import { until, sleep } from '../helpers/wait';
 
 const stats = async (client: Client) => client.ok('stream_stats', { k: Keys.master });
 
@@ -31,7 +31,7 @@ test('an oversized message closes that connection (1009) and releases it; the ot
   const big = await TestStream.open(t, url, Keys.master);
   big.send({ m: 'subscribe', events: [{ subject: 'log', level: 'info', pad: 'x'.repeat(100 * 1024) }] });
   t.is((await big.closed).code, 1009);
-  await until(async () => (await stats(client)).clients === 1);
+  await until('one client counted', async () => (await stats(client)).clients === 1);
   await client.ok('log_info', { m: 'after the big one', k: Keys.master });
   t.is((await other.next((m) => m.s === 'log')).d[0].msg, 'after the big one');
   // a binary frame is refused in words, the connection stays
@@ -45,7 +45,7 @@ test('clients that go away (closed or cut) release their place at once', async (
   for (let i = 0; i < 10; i++) all.push(await TestStream.open(t, url, Keys.master, [{ subject: 'state', types: ['#'], groups: ['#'] }]));
   await t.throwsAsync(new TestStream(t, url).opened, { message: 'HTTP 503' });
   for (const [i, s] of all.entries()) if (i % 2) s.ws.terminate(); else s.ws.close();
-  await until(async () => (await stats(client)).clients === 0);
+  await until('no client counted', async () => (await stats(client)).clients === 0);
   // a place is free again for each; events still flow to the new ones
   const again = [];
   for (let i = 0; i < 10; i++) again.push(await TestStream.open(t, url, Keys.master, [{ subject: 'log', level: 'info' }]));
@@ -89,7 +89,7 @@ test('GET /metrics carries the stream figures', async (t) => {
   const { url, client } = await start(t, { webapi: { ws_max_clients: 1 } });
   await TestStream.open(t, url, Keys.master);
   await t.throwsAsync(new TestStream(t, url).opened, { message: 'HTTP 503' });
-  await until(async () => (await stats(client)).refused === 1);
+  await until('one refusal counted', async () => (await stats(client)).refused === 1);
   const r = await fetch(`${url}/metrics`, { headers: { 'X-Auth-Key': Keys.master } });
   const text = await r.text();
   t.regex(text, /^eva_stream_clients 1$/m);

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { Keys } from '../helpers/controller';
 import { start } from './client';
-import { until } from '../items/setup';
+import { until } from '../helpers/wait';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 
@@ -36,8 +36,8 @@ test('the README client example runs as written and prints live state', async (t
   child.stdout.on('data', (d) => { out += d; });
   child.stderr.on('data', (d) => { out += d; });
   // the current state first, then a change
-  await until(() => /^sensor:other\/t2 /m.test(out), 10_000).catch(() => t.fail(out));
+  await until('the example to print the other sensor', () => /^sensor:other\/t2 /m.test(out), 10_000).catch(() => t.fail(out));
   await client.ok('update', { k: Keys.master, i: 'sensor:home/t1', s: 1, v: '21.5' });
-  await until(() => /^sensor:home\/t1 1 21\.5$/m.test(out), 10_000).catch(() => t.fail(out));
+  await until('the example to print the change', () => /^sensor:home\/t1 1 21\.5$/m.test(out), 10_000).catch(() => t.fail(out));
   t.regex(out, /^sensor:home\/t1 1 21\.5$/m);
 });

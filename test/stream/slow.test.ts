@@ -2,7 +2,7 @@ import test from 'ava';
 import { Keys } from '../helpers/controller';
 import { Logger } from '../../core/log';
 import { TestStream, start } from './client';
-import { until } from '../items/setup';
+import { until } from '../helpers/wait';
 
 // alone in its file (its own process): the flood keeps the event loop busy, which other tests' pings would feel
 
@@ -20,7 +20,7 @@ test('a client that stops reading while 50,000 events flow is told and dropped; 
   for (let i = 0; i < total; i += 500) {
     for (let j = i; j < i + 500; j++) log.info(`flood ${j} ${pad}`);
     // events come as fast as the reading client takes them, not faster
-    await until(() => got >= i + 500, 30_000);
+    await until('the reader to catch up', () => got >= i + 500, 30_000);
   }
   t.is(got, total, 'the reading client got every event');
   const stats = await client.ok('stream_stats', { k: Keys.master });

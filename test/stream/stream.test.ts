@@ -1,7 +1,7 @@
 import test from 'ava';
 import { Keys } from '../helpers/controller';
 import { TestStream, start, HOME, ALL } from './client';
-import { until, sleep } from '../items/setup';
+import { until, sleep } from '../helpers/wait';
 
 test('state first, then live changes; a key sees only the items it may read and no log without sysfunc', async (t) => {
   const { url, client } = await start(t);
@@ -82,7 +82,7 @@ test('ws_max_clients: one more is refused with 503 until one leaves; other paths
   await t.throwsAsync(new TestStream(t, url).opened, { message: 'HTTP 503' });
   a.ws.close();
   await a.closed;
-  await until(async () => (await client.ok('stream_stats', { k: Keys.master })).clients === 1);
+  await until('one client counted', async () => (await client.ok('stream_stats', { k: Keys.master })).clients === 1);
   await TestStream.open(t, url, Keys.master);
   t.like(await client.ok('stream_stats', { k: Keys.master }), { clients: 2, refused: 1, accepted: 3 });
   const elsewhere = new TestStream(t, url.replace(/$/, '/other'));
@@ -94,7 +94,7 @@ test('pings find a peer that stopped answering and drop it', async (t) => {
   const dead = await TestStream.open(t, url, Keys.master);
   const live = await TestStream.open(t, url, Keys.master);
   dead.ws.pause(); // reads nothing more, so answers no ping
-  await until(async () => (await client.ok('stream_stats', { k: Keys.master })).dropped_dead === 1);
+  await until('the dead peer dropped and counted', async () => (await client.ok('stream_stats', { k: Keys.master })).dropped_dead === 1);
   await sleep(1200);
   t.is(live.ws.readyState, live.ws.OPEN, 'a peer that answers stays');
   t.like(await client.ok('stream_stats', { k: Keys.master }), { clients: 1, dropped_dead: 1 });

@@ -374,7 +374,7 @@ const Pages = {
       const at = document.activeElement && out.contains(document.activeElement) ? document.activeElement : undefined;
       const row = at && at.closest('tr') && at.closest('tr').dataset.notifier;
       const action = at && at.dataset.action;
-      out.replaceChildren(await notifierTable(true));
+      out.replaceChildren(await notifierTable(refresh));
       if (row && action) {
         const again = [...out.querySelectorAll('tr[data-notifier]')].find((tr) => tr.dataset.notifier === row);
         const button = again && again.querySelector(`button[data-action="${action}"]`);
@@ -500,7 +500,10 @@ const Pages = {
   },
 };
 
-/** Every notifier with its live figures; with actions on the notifiers page. */
+/**
+ * Every notifier with its live figures; with actions on the notifiers page,
+ * where `actions` redraws the table after one (keeping the keyboard's place).
+ */
 async function notifierTable(actions) {
   const all = await api('list_notifiers');
   const full = await Promise.all(all.map((n) => api('get_notifier', { i: n.id }).catch(() => n)));
@@ -508,7 +511,7 @@ async function notifierTable(actions) {
     full.map((n) => {
       const s = n.stats || {};
       const toggle = () => act(`${n.enabled ? 'Disable' : 'Enable'} ${n.id}`, () => api(n.enabled ? 'disable_notifier' : 'enable_notifier', { i: n.id }))
-        .then(() => route());
+        .then(() => actions());
       return h('tr', { 'data-notifier': n.id }, h('td', {}, n.id), h('td', {}, n.type),
         h('td', { class: n.problem ? 'error' : '', 'data-state': n.enabled ? 'enabled' : 'disabled' }, n.problem ? `problem: ${n.problem}` : n.enabled ? 'enabled' : 'disabled'),
         ['queued', 'sent', 'failed', 'dropped'].map((k) => h('td', { class: 'num' }, s[k] ?? '')), h('td', {}, s.test ?? ''),

@@ -6,6 +6,7 @@ import { run, sqlite3, python, keepingLog, tmpDir, history, now, sleep } from '.
 import { until } from '../helpers/wait';
 import { startController, makeDir, Keys } from '../helpers/controller';
 import { needs } from '../helpers/tools';
+import { EVA33_SCHEMA } from '../history/eva33';
 
 const segments = (file: string) => fs.readdirSync(path.dirname(file)).filter((n) => n.startsWith(`${path.basename(file)}.journal.`)).sort();
 const rowsOf = (n: number, from = 0, t0 = now()): HistoryRow[] =>
@@ -122,20 +123,6 @@ test('queries: oids, prefixes, time range, limit, newest; values are bound, neve
   t.deepEqual(await v({ space: "p1' OR '1'='1" }), []);
   t.deepEqual((await h.query({ space: 'p1', oids: ['sensor:a%/z'] }))[0], ['p1', 106, 'sensor:a%/z', 0, null]);
 });
-
-/** How EVA ICS 3.3 (SQLAlchemy on SQLite) creates its history table: lib/eva/notify.py, SQLANotifier.connect. */
-const EVA33_SCHEMA = `
-CREATE TABLE state_history (
-	space VARCHAR(64) NOT NULL,
-	t NUMERIC(20, 8) NOT NULL,
-	oid VARCHAR(256) NOT NULL,
-	status INTEGER,
-	value VARCHAR(8192),
-	PRIMARY KEY (space, t, oid)
-);
-CREATE INDEX i_t_oid ON state_history (space, t, oid);
-CREATE INDEX i_oid ON state_history (space, oid);
-`;
 
 /** A drop-in plugin: the history backend of a running db notifier, as the history API finds it (Endpoint.history). */
 const HISTORY_PROBE = `

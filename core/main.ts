@@ -53,16 +53,8 @@ async function main(): Promise<void> {
     return;
   }
   const ctl = await Controller.start({ dir: opts.dir, product: opts.product });
-  // the console always says where the controller is and where a generated master key went,
-  // whatever the log configuration
-  const keys = ctl.get(KeyStore);
-  if (keys.generatedMasterFile) {
-    process.stdout.write(`a master key was generated: see ${keys.generatedMasterFile} (readable by its owner only)\n`);
-  }
-  for (const b of ctl.get(HttpServer).bound) {
-    const host = b.host.includes(':') ? `[${b.host}]` : b.host;
-    process.stdout.write(`${opts.product} controller listening on ${b.tls ? 'https' : 'http'}://${host}:${b.port}\n`);
-  }
+  // signals are taken before the console says the controller listens: a supervisor that stops it
+  // as soon as it reads that line must get a clean stop, not the default exit by signal
   let stopping = false;
   const stop = async (reason: string) => {
     if (stopping) return;
@@ -79,6 +71,16 @@ async function main(): Promise<void> {
   ctl.get(Lifecycle).onShutdown((reason) => stop(reason));
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
+  // the console always says where the controller is and where a generated master key went,
+  // whatever the log configuration
+  const keys = ctl.get(KeyStore);
+  if (keys.generatedMasterFile) {
+    process.stdout.write(`a master key was generated: see ${keys.generatedMasterFile} (readable by its owner only)\n`);
+  }
+  for (const b of ctl.get(HttpServer).bound) {
+    const host = b.host.includes(':') ? `[${b.host}]` : b.host;
+    process.stdout.write(`${opts.product} controller listening on ${b.tls ? 'https' : 'http'}://${host}:${b.port}\n`);
+  }
 }
 
 /** --check-config: every finding about the settings files on stderr, a summary on stdout; the number of errors. */

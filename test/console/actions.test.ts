@@ -67,7 +67,8 @@ btest('console actions: debug, save, key edit/regenerate/destroy, user password,
   t.is((await client.rpc('test', { k: second })).result?.ok, true);
   await page.click('tr[data-key="k2"] button:has-text("Destroy")');
   await done(page, 'Destroy k2');
-  t.is(await page.locator('tr[data-key="k2"]').count(), 0);
+  // "done" comes before the table is read again: wait for the row to go (a timeout fails the test)
+  await page.locator('tr[data-key="k2"]').waitFor({ state: 'detached' });
   t.falsy((await client.ok('list_keys', k)).find((x: any) => x.key_id === 'k2'));
 
   // users: create, set the password (a prompt), the new one logs in
@@ -96,7 +97,7 @@ btest('console actions: debug, save, key edit/regenerate/destroy, user password,
   await done(page, 'Set room_temp');
   await page.click('tr:has(input[aria-label="value of room_temp"]) button:has-text("Delete")');
   await done(page, 'Delete room_temp');
-  t.is(await page.locator('input[aria-label="value of room_temp"]').count(), 0);
+  await page.locator('input[aria-label="value of room_temp"]').waitFor({ state: 'detached' });
   t.like(await client.rpc('get_cvar', { ...k, i: 'room_temp' }), { error: { code: 1 } });
 
   // locks: acquire, see it, release

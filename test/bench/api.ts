@@ -87,7 +87,9 @@ async function main() {
  * with wrk (one thread, 32 keep-alive connections, list_keys one): get_cvar, a lock+unlock
  * batch, log_get n=100, list_keys among 10,000 keys and a batch of 100
  * `test` calls. The controller alone (a bare server would do none of the
- * work): median requests/s over ROUNDS rounds, and p99.
+ * work): the two encodings of a call alternate over ROUNDS rounds (a burst
+ * of load from elsewhere then hits both alike); median requests/s, p99 and
+ * the controller's CPU time per request.
  */
 async function realWork() {
   const dir = makeDir(undefined, { keysIni: manyKeys(Keys.master, 10_000), ini: { server: { log_file: path.join(os.tmpdir(), `bench-api-${process.pid}.log`) } } });
@@ -111,24 +113,32 @@ async function realWork() {
     for (const [name, payload, connections = 32] of calls) {
       const check = await post(payload) as any;
       for (const r of [check].flat()) if (r.error) throw new Error(`${name}: ${JSON.stringify(r.error)}`);
-      for (const [enc, type, body] of [
-        ['JSON', 'application/json', Buffer.from(JSON.stringify(payload))],
-        ['MessagePack', 'application/msgpack', Buffer.from(encode(payload))],
-      ] as const) {
-        const o = { url, method: 'POST' as const, headers: { 'Content-Type': type }, body, connections, timeout: 10 };
-        await wrkLoad({ ...o, seconds: 1 });
-        const runs: Load[] = [];
-        for (let i = 0; i < ROUNDS; i++) runs.push(await wrkLoad({ ...o, seconds: SECONDS }));
-        const m = median(runs);
-        rows.push([name, enc, fmt(m.rps), fmt(m.p99, 2), runs.reduce((n, l) => n + l.errors, 0)]);
+      const encodings = [
+        { enc: 'JSON', type: 'application/json', body: Buffer.from(JSON.stringify(payload)), runs: [] as Load[], cpu: 0, n: 0 },
+        { enc: 'MessagePack', type: 'application/msgpack', body: Buffer.from(encode(payload)), runs: [] as Load[], cpu: 0, n: 0 },
+      ];
+      const opts = (e: typeof encodings[number]) => ({ url, method: 'POST' as const, headers: { 'Content-Type': e.type }, body: e.body, connections, timeout: 10 });
+      for (const e of encodings) await wrkLoad({ ...opts(e), seconds: 1 });
+      for (let i = 0; i < ROUNDS; i++) {
+        for (const e of encodings) {
+          const before = cpuSeconds(ctl.proc.pid!);
+          const l = await wrkLoad({ ...opts(e), seconds: SECONDS });
+          e.cpu += cpuSeconds(ctl.proc.pid!) - before;
+          e.n += l.rps * SECONDS;
+          e.runs.push(l);
+        }
+      }
+      for (const e of encodings) {
+        const m = median(e.runs);
+        rows.push([name, e.enc, fmt(m.rps), fmt(m.p99, 2), fmt((e.cpu / e.n) * 1e6, 1), e.runs.reduce((n, l) => n + l.errors, 0)]);
       }
     }
   } finally {
     await stopChild(ctl.proc);
     fs.rmSync(dir, { recursive: true, force: true });
   }
-  console.log(`\nAPI calls doing real work, JSON RPC, wrk (1 thread): keep-alive, 32 connections, ${ROUNDS} rounds of ${SECONDS} s, medians\n`);
-  console.log(table(['call', 'encoding', 'req/s', 'p99 ms', 'errors'], rows));
+  console.log(`\nAPI calls doing real work, JSON RPC, wrk (1 thread): keep-alive, 32 connections, JSON and MessagePack alternating over ${ROUNDS} rounds of ${SECONDS} s, medians\n`);
+  console.log(table(['call', 'encoding', 'req/s', 'p99 ms', 'CPU µs/req', 'errors'], rows));
 }
 
 const only = process.env.BENCH_API;

@@ -108,6 +108,13 @@ test('metrics: API calls count by function and result, on both transports; laten
   t.true(value(after, 'eva_api_call_duration_seconds', { function: 'test' }, 'eva_api_call_duration_seconds_count')! >= countBefore + 6);
   t.is(value(after, 'eva_api_call_duration_seconds', { function: 'test', le: '+Inf' }, 'eva_api_call_duration_seconds_bucket'),
     value(after, 'eva_api_call_duration_seconds', { function: 'test' }, 'eva_api_call_duration_seconds_count'));
+  // buckets count cumulatively, in order of their bounds; a `test` call takes far less than 10 s
+  const les = ['0.0005', '0.001', '0.0025', '0.005', '0.01', '0.025', '0.05', '0.1', '0.25', '0.5', '1', '2.5', '10', '+Inf'];
+  const buckets = les.map((le) => value(after, 'eva_api_call_duration_seconds', { function: 'test', le }, 'eva_api_call_duration_seconds_bucket')!);
+  t.true(buckets.every((n, i) => Number.isFinite(n) && (i === 0 || n >= buckets[i - 1])), String(buckets));
+  t.is(buckets[les.indexOf('10')], buckets[les.indexOf('+Inf')]);
+  t.true(value(after, 'eva_api_call_duration_seconds', { function: 'test' }, 'eva_api_call_duration_seconds_sum')! > 0);
+  t.is(after.get('eva_api_call_duration_seconds')!.type, 'histogram');
   t.true(value(after, 'eva_log_memory_records')! > (value(before, 'eva_log_memory_records') ?? 0));
   t.true(value(after, 'eva_log_memory_bytes')! > (value(before, 'eva_log_memory_bytes') ?? 0));
 });

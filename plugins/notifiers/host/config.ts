@@ -162,7 +162,8 @@ export function parseJson(text: string): { value?: unknown; error?: string; line
   try {
     return { value: JSON.parse(text) };
   } catch (err) {
-    const msg = describe(err);
+    // newer V8 adds its own "(line 3 column 5)": told once, below, the same way on every node
+    const msg = describe(err).replace(/ \(line \d+ column \d+\)$/, '');
     const at = /at position (\d+)/.exec(msg);
     const pos = at ? Number(at[1]) : /end of JSON input/.test(msg) ? text.length : undefined;
     if (pos === undefined) return { error: `not valid JSON: ${msg}` };

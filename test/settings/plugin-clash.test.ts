@@ -30,3 +30,11 @@ test('two plugins declaring the same setting: the second is named with its file,
   t.truthy(lineOf(r.err, `${path.join(dir, 'plugins', 'b.js')}: error: setting [hello] times is declared by both plugin first and plugin second`), r.err);
   t.regex(r.out, /1 error\(s\)/);
 });
+
+test('a plugin whose checkFiles throws is a settings error naming it (exit 3), not a crash', async (t) => {
+  const plugin = `module.exports.plugin = { name: 'fragile', kind: 'sysapi', version: '1.0.0', checkFiles() { throw new Error('boom'); } };\n`;
+  const dir = makeDir(t, { files: { 'plugins/fragile.js': plugin } });
+  const r = await runMain(t, ['--dir', dir]);
+  t.is(r.code, 3, r.err);
+  t.truthy(lineOf(r.err, `${path.join(dir, 'plugins', 'fragile.js')}: error: plugin fragile could not check its files: boom`), r.err);
+});

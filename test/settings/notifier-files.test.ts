@@ -24,6 +24,7 @@ const cases = [
   { what: 'a common field out of range', text: json('n', { ...hook, queue_size: 0 }), line: '', message: /^queue_size: 0 is out of range \(at least 1\)$/ },
   { what: 'a negative timeout', text: json('n', { ...hook, timeout: -2 }), line: '', message: /^timeout: -2 is out of range/ },
   { what: 'a type setting of the wrong kind', text: json('n', { ...hook, notify_key: { a: 1 } }), line: '', message: /^bad json config: notify_key must be a string$/ },
+  { what: 'a required type setting missing', text: json('n', { ...hook, uri: '' }), line: '', message: /^bad json config: uri is required$/ },
   { what: 'an id that is not the file name', text: json('other', hook), line: '', message: /^id "other" does not match the file name n$/ },
   { what: 'a bad subscription', text: json('n', { ...hook, events: [{ subject: 'weather' }] }), line: '', message: /^events: unknown subscription subject: weather$/ },
   { what: 'malformed JSON', text: '{\n  "id": "n",\n  "type": "json",,\n}', line: ':3', message: /^not valid JSON: .*\(line 3, column \d+\)$/ },

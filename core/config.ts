@@ -27,8 +27,8 @@ export class Config {
   readonly sysapi: Values<typeof KernelSettings.sysapi>;
   readonly doc: IniDocument;
   /**
-   * Every section as written (name → key → value), for a plugin that reads a
-   * section it does not declare yet (see OpenSections in core/settings/registry.ts).
+   * Every section as written (name → key → value): whether a key is written at
+   * all. Values are read by their declaration (`section`), never from here.
    */
   readonly raw: Record<string, Record<string, string>>;
   /** info and warning findings of the last check, for the log once it exists */

@@ -55,7 +55,7 @@ export class Controller {
     const host = ctl.get(PluginHost);
     const plugins = await host.load();
     try {
-      config.checkAll(plugins.map((l) => l.def));
+      config.checkAll(plugins.map((l) => ({ ...l.def, file: l.file })));
     } catch (err) {
       ctl.get(Logger).close(); // the log file may be open already: nothing else was started
       throw err;

@@ -11,7 +11,7 @@ import { supervise } from './watchdog';
 import { PackageVersion } from './version';
 import { Paths } from './paths';
 import { discoverPlugins } from './plugins';
-import { checkSettingsFiles } from './settings/check';
+import { checkSettingsFiles, configErrorText } from './settings/check';
 import { CONFIG_EXIT_CODE, ConfigError, formatFinding, type Finding } from './settings/schema';
 
 /**
@@ -89,7 +89,7 @@ async function checkConfig(paths: Paths): Promise<number> {
   const plugins = await discoverPlugins(paths.plugins, (file, code, reason, name) => {
     findings.push({ level: 'warning', file, message: `plugin ${name ?? ''} skipped [${code}]: ${reason}`.replace('  ', ' ') });
   });
-  findings.push(...checkSettingsFiles(paths, plugins.map((l) => l.def)));
+  findings.push(...checkSettingsFiles(paths, plugins.map((l) => ({ ...l.def, file: l.file }))));
   for (const f of findings) process.stderr.write(`${formatFinding(f)}\n`);
   const errors = findings.filter((f) => f.level === 'error').length;
   process.stdout.write(`${paths.dir}: ${errors} error(s), ${findings.length - errors} other finding(s)\n`);
@@ -98,8 +98,7 @@ async function checkConfig(paths: Paths): Promise<number> {
 
 main().catch((err) => {
   if (err instanceof ConfigError) {
-    for (const f of err.findings) process.stderr.write(`${formatFinding(f)}\n`);
-    process.stderr.write('controller not started: the settings above are in error\n');
+    process.stderr.write(configErrorText(err, 'controller not started'));
     process.exit(CONFIG_EXIT_CODE);
   }
   process.stderr.write(`controller failed to start: ${err instanceof Error ? err.message : String(err)}\n`);

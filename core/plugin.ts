@@ -9,6 +9,7 @@ import type { MetricSource } from './metrics';
 import type { CallMeta } from './dispatch';
 
 import type { SectionSettings } from './settings/registry';
+import type { Finding } from './settings/schema';
 
 import type { RouteHandler, UpgradeHandler } from './http/hooks';
 
@@ -54,6 +55,13 @@ export interface PluginDefinition {
    * section. Undeclared keys in a declared section stop the controller.
    */
   settings?: SectionSettings;
+  /**
+   * The findings about settings files this plugin owns besides the ini (the
+   * notifiers plugin: the notifier files), judged at start and by
+   * --check-config with the ini: an error stops the controller (exit 3).
+   * `plugins` are every loaded plugin's definition. Reads, never writes.
+   */
+  checkFiles?(paths: Paths, plugins: readonly PluginDefinition[]): Finding[];
   /**
    * Called once per controller: create this controller's state here (a
    * process may hold several controllers, so keep none at module level) and

@@ -3,15 +3,24 @@ import { readIni, type IniDocument } from '../ini';
 import type { Paths } from '../paths';
 import { KernelSettings } from '../defaults';
 import { SettingsSchema, type SectionSettings } from './registry';
-import type { Finding } from './schema';
+import { formatFinding, type ConfigError, type Finding } from './schema';
 
-/** Who declares settings besides the kernel: plugin definitions (name and `settings`). */
-export interface SettingsOwner { name: string; settings?: SectionSettings }
+/**
+ * Who declares settings besides the kernel: plugin definitions (name,
+ * `settings`, `checkFiles`), with the file each was loaded from when known.
+ */
+export interface SettingsOwner {
+  name: string;
+  settings?: SectionSettings;
+  file?: string;
+  /** PluginDefinition.checkFiles: the findings about the plugin's own settings files */
+  checkFiles?(paths: Paths, plugins: readonly SettingsOwner[]): Finding[];
+}
 
 /** The settings schema of a controller: the kernel's sections and those of `owners`. */
 export function schemaOf(owners: SettingsOwner[]): SettingsSchema {
-  const schema = new SettingsSchema().add('kernel', KernelSettings);
-  for (const o of owners) if (o.settings) schema.add(`plugin ${o.name}`, o.settings);
+  const schema = new SettingsSchema().add('the kernel', KernelSettings);
+  for (const o of owners) if (o.settings) schema.add(`plugin ${o.name}`, o.settings, o.file);
   return schema;
 }
 
@@ -37,8 +46,33 @@ export function checkKeyFile(file: string): Finding[] {
   return findings;
 }
 
-/** Every finding about a controller's settings files: etc/<product>.ini and the API key file. */
-export function checkSettingsFiles(paths: Paths, owners: SettingsOwner[], doc = readIniFile(paths.configFile)): Finding[] {
-  const byLine = (a: Finding, b: Finding) => (a.line ?? 0) - (b.line ?? 0);
+const byLine = (a: Finding, b: Finding) => (a.line ?? 0) - (b.line ?? 0);
+
+/** The findings about etc/<product>.ini and the API key file (what the notifier command line checks too). */
+export function checkIniFiles(paths: Paths, owners: SettingsOwner[], doc = readIniFile(paths.configFile)): Finding[] {
   return [...schemaOf(owners).check(doc).sort(byLine), ...checkKeyFile(paths.apikeysFile).sort(byLine)];
+}
+
+/**
+ * Every finding about a controller's settings files: etc/<product>.ini, the
+ * API key file and the files plugins own (notifier files), each plugin
+ * judging its own (`checkFiles`). A plugin whose check throws is an error
+ * naming it, never a crash.
+ */
+export function checkSettingsFiles(paths: Paths, owners: SettingsOwner[], doc = readIniFile(paths.configFile)): Finding[] {
+  const findings = checkIniFiles(paths, owners, doc);
+  for (const o of owners) {
+    if (!o.checkFiles) continue;
+    try {
+      findings.push(...o.checkFiles(paths, owners));
+    } catch (err) {
+      findings.push({ level: 'error', file: o.file ?? paths.configFile, message: `plugin ${o.name} could not check its files: ${err instanceof Error ? err.message : String(err)}` });
+    }
+  }
+  return findings;
+}
+
+/** What a program stopped by settings errors prints: every finding, then why `what` did not happen. */
+export function configErrorText(err: ConfigError, what: string): string {
+  return `${err.findings.map((f) => `${formatFinding(f)}\n`).join('')}${what}: the settings above are in error\n`;
 }

@@ -1,14 +1,6 @@
 import type { IniDocument } from '../ini';
 import { Eva33Settings, isEva33Section, isEva33Value } from './eva33';
-import { type Entry, type Finding, type Settings, mergeSettings, readSection, suggest, unknownSetting } from './schema';
-
-/**
- * Sections a built-in plugin reads without declaring them yet ([notifiers]:
- * the notifiers plugin checks its values itself, keeping the default for a bad
- * one). Their keys are not checked here; a plugin that declares the section
- * takes it over (remove it from this list then).
- */
-export const OpenSections: readonly string[] = ['notifiers'];
+import { type Clash, type Entry, type Finding, type Settings, mergeSettings, readSection, suggest, unknownSetting } from './schema';
 
 /** Settings by ini section: what the kernel and each plugin declare (PluginDefinition.settings). */
 export type SectionSettings = Record<string, Settings>;
@@ -18,12 +10,16 @@ export type SectionSettings = Record<string, Settings>;
  * a settings file against them. A section someone declares is owned: an
  * unknown key there is an error (with the nearest name), unless EVA ICS 3.3
  * used it (then one info line). An undeclared section is an error too, unless
- * it is a 3.3 one.
+ * it is a 3.3 one. A setting two owners declare is an error too (the first
+ * keeps it): a plugin may add keys to a section, never take one over.
  */
 export class SettingsSchema {
   private readonly parts = new Map<string, { owner: string; settings: Settings }[]>();
+  /** where each owner is declared (a plugin's file), for the clash finding */
+  private readonly files = new Map<string, string>();
 
-  add(owner: string, decl: SectionSettings): this {
+  add(owner: string, decl: SectionSettings, file?: string): this {
+    if (file) this.files.set(owner, file);
     for (const [section, settings] of Object.entries(decl)) {
       const list = this.parts.get(section) ?? [];
       list.push({ owner, settings });
@@ -32,9 +28,17 @@ export class SettingsSchema {
     return this;
   }
 
-  /** Every section with all its settings merged; a key declared twice throws (a programming error). */
+  /** Every section with all its settings merged; of a key declared twice the first declaration counts (see clashes). */
   sections(): Map<string, Settings> {
-    return new Map([...this.parts].map(([name, parts]) => [name, mergeSettings(parts)]));
+    return new Map([...this.parts].map(([name, parts]) => [name, mergeSettings(name, parts).settings]));
+  }
+
+  /** Each setting declared by two owners, as an error naming both (in the second owner's file when known). */
+  clashes(fallbackFile: string): Finding[] {
+    return [...this.parts].flatMap(([name, parts]) => mergeSettings(name, parts).clashes).map((c: Clash) => ({
+      level: 'error' as const, file: this.files.get(c.second) ?? fallbackFile,
+      message: `setting [${c.section}] ${c.key} is declared by both ${c.first} and ${c.second}: ${c.second} must name its setting otherwise`,
+    }));
   }
 
   /**
@@ -51,12 +55,11 @@ export class SettingsSchema {
   /** Every finding about `doc`: its syntax, each value, each unknown key and section. */
   check(doc: IniDocument): Finding[] {
     const sections = this.sections();
-    const findings = [...doc.findings];
+    const findings = [...this.clashes(doc.file), ...doc.findings];
     for (const sec of doc.sections) {
       const where = { file: doc.file, section: sec.name };
       const schema = sections.get(sec.name);
       if (!schema) {
-        if (OpenSections.includes(sec.name)) continue;
         findings.push(isEva33Section(sec.name)
           ? { level: 'info', file: doc.file, line: sec.line, message: `[${sec.name}] is an EVA ICS 3.3 section this controller does not use: ignored` }
           : unknownSection(sec.name, sec.line, doc.file, [...sections.keys()]));

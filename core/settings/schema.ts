@@ -107,6 +107,21 @@ export function parseSetting<S extends Setting>(s: S, written: string): Parsed<S
   }
 }
 
+/**
+ * Parse a value of a JSON file (a notifier file) by its declaration: the same
+ * rule as a written one. A number or boolean stands for its text; null means
+ * the default; an object or a list is never a setting's value.
+ */
+export function parseValue<S extends Setting>(s: S, v: unknown): Parsed<S['default']> {
+  if (v === null || v === undefined) return { ok: true, value: s.default };
+  if (typeof v === 'string') return parseSetting(s, v);
+  if (typeof v === 'number' || typeof v === 'boolean') {
+    if (s.type === 'string' && typeof v === 'boolean') return { ok: false, why: `${String(v)} is not a text` };
+    return parseSetting(s, String(v));
+  }
+  return { ok: false, why: `${JSON.stringify(v)} is not a single value` };
+}
+
 /** "0 to 60", "at least 1": what `--settings` and error lines show. */
 export function rangeText(s: NumberSetting): string {
   const top = s.type === 'int' ? Number.MAX_SAFE_INTEGER : Number.MAX_VALUE;
@@ -236,18 +251,28 @@ export function checkDeclaration(decl: unknown): string | undefined {
   return undefined;
 }
 
-/** Merge the declarations several owners make for one section; the same key twice is a programming error. */
-export function mergeSettings(parts: { owner: string; settings: Settings }[]): Settings {
+/** A setting two owners declare: the first keeps it, the second is a configuration-of-plugins error (exit 3). */
+export interface Clash { section: string; key: string; first: string; second: string }
+
+/**
+ * Merge the declarations several owners make for one section. The same key
+ * declared twice is reported in `clashes` (the first owner keeps it), never
+ * thrown: the operator must be told which plugins collide, like any other
+ * settings error.
+ */
+export function mergeSettings(section: string, parts: { owner: string; settings: Settings }[]): { settings: Settings; clashes: Clash[] } {
   const out: Settings = {};
   const owners = new Map<string, string>();
+  const clashes: Clash[] = [];
   for (const { owner, settings } of parts) {
     for (const [k, s] of Object.entries(settings)) {
-      if (owners.has(k)) throw new Error(`setting ${k} is declared by both ${owners.get(k)} and ${owner}`);
+      const first = owners.get(k);
+      if (first !== undefined) { clashes.push({ section, key: k, first, second: owner }); continue; }
       owners.set(k, owner);
       out[k] = s;
     }
   }
-  return out;
+  return { settings: out, clashes };
 }
 
 /** One line saying what a setting is: type, range, default (for `--settings` and CLI help). */

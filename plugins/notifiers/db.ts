@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { PluginContext } from '../../core/plugin';
 import type { Endpoint, EndpointEnv, NotifierConfig, NotifierType } from './api';
 import { notifierPlugin } from './type-plugin';
+import { num } from '../../core/settings/schema';
 import { History, type HistoryOptions } from './db/history';
 import { checkDbName, checkKeep, parseDbProps, resolveDbFile } from './db/props';
 import type { HistoryRow } from './db/schema';
@@ -54,6 +55,11 @@ export const DbDefaults = {
   max_batch: 1000,
 };
 
+/** What the db notifier plugin adds to the `[notifiers]` section of etc/<product>.ini (the host declares the rest). */
+export const DbIniSettings = {
+  max_write_mb_per_hour: num(DbDefaults.max_write_mb_per_hour, 'write budget of each db notifier history file, journal included, unless its file sets one', { min: 0.001, unit: 'MB/h' }),
+};
+
 /** The first bytes of every SQLite 3 file. */
 const SQLITE_MAGIC = 'SQLite format 3\0';
 
@@ -71,26 +77,24 @@ function numberField(cfg: NotifierConfig, field: NumberField, integer: boolean, 
 
 /**
  * The db fields of a notifier config, checked (throws on an unusable one).
- * `section` is the ini's `[notifiers]`: its max_write_mb_per_hour applies
- * where the notifier sets none.
+ * `iniBudget` is `[notifiers] max_write_mb_per_hour` (DbIniSettings): it
+ * applies where the notifier sets none.
  */
-function dbFields(cfg: NotifierConfig, section?: Record<string, unknown>) {
+function dbFields(cfg: NotifierConfig, iniBudget?: number) {
   if (typeof cfg.db !== 'string' || !cfg.db) throw new Error(`db notifier ${cfg.id}: db (the database file) is missing`);
-  // a bad ini value is the host's to warn about (README: [notifiers]); here it just falls back to the default
-  const ini = Number(section?.max_write_mb_per_hour);
   return {
     db: checkDbName(cfg.db),
     keep: cfg.keep === undefined || cfg.keep === null ? DbDefaults.keep : checkKeep(cfg.keep),
     maxRows: numberField(cfg, 'max_rows', true),
     maxBytes: numberField(cfg, 'max_size', true),
     flushInterval: numberField(cfg, 'flush_interval', false),
-    maxWriteBytesPerHour: numberField(cfg, 'max_write_mb_per_hour', false, ini > 0 && Number.isFinite(ini) ? ini : undefined) * 1024 * 1024,
+    maxWriteBytesPerHour: numberField(cfg, 'max_write_mb_per_hour', false, iniBudget) * 1024 * 1024,
   };
 }
 
 /** History options of a notifier config (throws on an unusable one). */
-export function historyOptions(cfg: NotifierConfig, paths: { dir: string; runtime: string }, section?: Record<string, unknown>): HistoryOptions {
-  const { db, ...fields } = dbFields(cfg, section);
+export function historyOptions(cfg: NotifierConfig, paths: { dir: string; runtime: string }, iniBudget?: number): HistoryOptions {
+  const { db, ...fields } = dbFields(cfg, iniBudget);
   return {
     ...fields,
     file: resolveDbFile(paths, db),
@@ -127,7 +131,7 @@ export function createBackend(cfg: NotifierConfig, env: EndpointEnv): BackendCho
     // the server answers and the table is there (or could be created)
     return { backend, test: () => backend.check() };
   }
-  const options = historyOptions(cfg, env.ctx.paths, env.ctx.config.raw.notifiers);
+  const options = historyOptions(cfg, env.ctx.paths, env.ctx.config.section('notifiers', DbIniSettings).max_write_mb_per_hour);
   return { backend: new History(options, env.log), key: options.file, test: () => checkFile(options.file) };
 }
 
@@ -250,6 +254,7 @@ export const dbType: NotifierType = {
 };
 
 export const plugin = notifierPlugin('notifier-db', dbType, {
+  settings: { notifiers: DbIniSettings },
   start(ctx) {
     // `save` checkpoints every history file now, whatever the write budget
     ctx.onSave(() => Promise.all([...filesOf(ctx).values()].map((ep) => ep.flush().catch(() => undefined))));

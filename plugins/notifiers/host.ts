@@ -3,19 +3,45 @@ import { Subjects } from '../../core/bus';
 import { Notifiers } from './host/manager';
 import { notifierMetrics } from './host/metrics';
 import { typeProblem } from './host/settings';
-import type { NotifierPlugin } from './api';
+import { checkNotifierFiles } from './host/config';
+import { DeliverySettings } from './host/defaults';
+import type { NotifierPlugin, NotifierType } from './api';
+import type { PluginDefinition } from '../../core/plugin';
+
+/**
+ * The notifier types the notifier plugins among `plugins` declare, by name
+ * and alias (the first of a name wins, as at run time); a malformed one goes
+ * to `refused`.
+ */
+export function declaredTypes(
+  plugins: readonly PluginDefinition[], refused: (def: PluginDefinition, why: string) => void = () => undefined,
+): Map<string, NotifierType> {
+  const types = new Map<string, NotifierType>();
+  for (const def of plugins) {
+    if (def.kind !== 'notifier') continue;
+    const { notifier } = def as NotifierPlugin;
+    const wrong = typeProblem(notifier);
+    if (wrong) { refused(def, wrong); continue; }
+    for (const name of [notifier.name, ...(notifier.aliases ?? [])]) if (!types.has(name)) types.set(name, notifier);
+  }
+  return types;
+}
 
 /**
  * The notifier host: plugin `notifiers`, service `notifiers` (api.ts
  * NotifierHost). Notifier types are plugins of their own (json.ts,
  * http-post.ts, http.ts, db, mqtt, drop-ins) of kind `notifier`: the host
  * takes the type each declares as `plugin.notifier` when it starts.
+ * It owns the `[notifiers]` section (delivery settings for every notifier)
+ * and the notifier files, which it checks with the ini (checkFiles).
  */
 export const plugin = definePlugin({
   name: 'notifiers',
   kind: 'service',
   version: '1.0.0',
   provides: ['notifiers'],
+  settings: { notifiers: DeliverySettings },
+  checkFiles: (paths, plugins) => checkNotifierFiles(paths.notifyDir, declaredTypes(plugins)),
   start(ctx) {
     const host = new Notifiers(ctx);
     // files are read now, so events of the other plugins' ready phase already queue

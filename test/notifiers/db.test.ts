@@ -322,14 +322,14 @@ test('the type: props, target, defaults', (t) => {
   t.throws(() => dbType.validate!({ id: 'x', type: 'db', enabled: true, events: [] }), { message: /db \(the database file\) is missing/ });
 });
 
-test('write budget: the notifier field, else [notifiers] max_write_mb_per_hour, else the default; a bad value is refused or ignored', (t) => {
+test('write budget: the notifier field, else [notifiers] max_write_mb_per_hour, else the default; a bad file value is refused', (t) => {
   const paths = { dir: '/srv/ctl', runtime: '/srv/ctl/runtime' };
   const cfg = (extra: Record<string, unknown> = {}) => ({ id: 'x', type: 'db', enabled: true, events: [], db: 'h.db', ...extra });
   const mb = 1024 * 1024;
   t.is(historyOptions(cfg(), paths).maxWriteBytesPerHour, DbDefaults.max_write_mb_per_hour * mb);
-  t.is(historyOptions(cfg(), paths, { max_write_mb_per_hour: '200' }).maxWriteBytesPerHour, 200 * mb);
-  t.is(historyOptions(cfg({ max_write_mb_per_hour: 8 }), paths, { max_write_mb_per_hour: 200 }).maxWriteBytesPerHour, 8 * mb);
-  t.is(historyOptions(cfg(), paths, { max_write_mb_per_hour: 'lots' }).maxWriteBytesPerHour, DbDefaults.max_write_mb_per_hour * mb);
+  // a bad [notifiers] value never gets here: the settings check stops the controller first (test/settings)
+  t.is(historyOptions(cfg(), paths, 200).maxWriteBytesPerHour, 200 * mb);
+  t.is(historyOptions(cfg({ max_write_mb_per_hour: 8 }), paths, 200).maxWriteBytesPerHour, 8 * mb);
   t.throws(() => historyOptions(cfg({ max_write_mb_per_hour: -1 }), paths), { message: /max_write_mb_per_hour/ });
   t.is(historyOptions(cfg({ db: 'runtime/db/history1.db' }), paths).file, '/srv/ctl/runtime/db/history1.db');
 });

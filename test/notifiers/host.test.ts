@@ -14,27 +14,18 @@ function dataOf(reqs: Received[], id: string, subject?: string): any[] {
     .flatMap((r) => r.json.data);
 }
 
-test('bad notifier files are reported and skipped; the controller runs with the good ones', async (t) => {
+// a bad notifier file (JSON, a common field, a type setting, an unknown field) stops the start: test/settings/notifier-files.test.ts
+test('a notifier of a type no plugin declares is listed with its problem; the controller runs with the good ones', async (t) => {
   const rcv = await Receiver.start(t);
   const files = notifierFiles({
     good: { type: 'json', uri: rcv.uri, skip_test: true },
     nosuchtype: { type: 'carrier-pigeon' },
-    badsub: { type: 'json', uri: rcv.uri, events: [{ subject: 'weather' }] },
-    baduri: { type: 'json', uri: 'ftp://example.org/x' },
-    badqueue: { type: 'json', uri: rcv.uri, queue_size: -1 },
   });
-  files['runtime/uc_notify.d/broken.json'] = '{"id": "broken", ';
-  files['runtime/uc_notify.d/other.json'] = JSON.stringify({ id: 'not-other', type: 'json', uri: rcv.uri });
   const { client, dir } = await startController(t, { files });
   const list = await client.ok('list_notifiers', { k });
-  t.deepEqual(list.map((n: any) => n.id), ['baduri', 'good', 'nosuchtype']);
+  t.deepEqual(list.map((n: any) => n.id), ['good', 'nosuchtype']);
   t.regex((await client.ok('get_notifier', { k, i: 'nosuchtype' })).problem, /type carrier-pigeon is not available/);
-  t.regex((await client.ok('get_notifier', { k, i: 'baduri' })).problem, /http or https/);
-  const log = controllerLog(dir);
-  t.regex(log, /broken\.json skipped/);
-  t.regex(log, /other\.json skipped: id "not-other" does not match/);
-  t.regex(log, /badsub\.json skipped: unknown subscription subject: weather/);
-  t.regex(log, /badqueue\.json skipped: queue_size must be a whole number not below 0/);
+  t.regex(controllerLog(dir), /nosuchtype\.json: warning: type carrier-pigeon is not declared by any loaded notifier plugin/);
   const r = await client.rpc('enable_notifier', { k, i: 'nosuchtype' });
   t.is(r.error?.code, 10);
 });
@@ -142,22 +133,7 @@ for (const [where, opts] of [
   });
 }
 
-test('a bad [notifiers] value in the controller config is reported once and its default applies', async (t) => {
-  const rcv = await Receiver.start(t);
-  const { client, dir } = await startController(t, {
-    ini: { notifiers: { queue_size: 'lots', retries: '2' } },
-    files: notifierFiles({
-      a: { type: 'json', uri: rcv.uri, skip_test: true, events: subscribeAll },
-      b: { type: 'json', uri: rcv.uri, skip_test: true, events: subscribeAll },
-    }),
-  });
-  t.deepEqual((await client.ok('list_notifiers', { k })).map((n: any) => [n.id, n.problem]), [['a', undefined], ['b', undefined]]);
-  const warnings = controllerLog(dir).split('\n').filter((l) => l.includes('[notifiers]'));
-  t.is(warnings.length, 1, warnings.join('\n'));
-  t.regex(warnings[0], /\[notifiers\] queue_size ignored, the default applies: queue_size must be a whole number/);
-  await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/a')] });
-  await until('both deliver', async () => (await stats(client, k, 'a')).sent === 1 && (await stats(client, k, 'b')).sent === 1, 15_000);
-});
+// a bad [notifiers] value stops the start (exit 3): test/settings/notifiers-section.test.ts
 
 test('a failed batch is retried until the receiver answers OK', async (t) => {
   const rcv = await Receiver.start(t);

@@ -8,6 +8,7 @@ import { checkoutRoot, packRelease } from '../release/release';
 import { Receiver } from '../notifiers/receiver';
 import { EMIT_PLUGIN, stateEvent, stats } from '../notifiers/helpers';
 import { until } from '../helpers/wait';
+import { runMain } from '../settings/run';
 
 /**
  * The plugin guide (plugins/README.md) as a third party uses it: its two
@@ -123,10 +124,14 @@ test.serial('both examples dropped in: the command line lists, creates and tests
   const wrong = await cli(['--dir', dir, 'set', 'lines', 'pretty', 'maybe']);
   t.is(wrong.code, 1);
   t.regex(wrong.err, /pretty must be true or false/);
-  fs.writeFileSync(path.join(dir, 'runtime', 'uc_notify.d', 'odd.json'), JSON.stringify({ id: 'odd', type: 'jsonl', enabled: true, file: 'o.jsonl', pretty: 'maybe' }));
+  const odd = path.join(dir, 'runtime', 'uc_notify.d', 'odd.json');
+  fs.writeFileSync(odd, JSON.stringify({ id: 'odd', type: 'jsonl', enabled: true, file: 'o.jsonl', pretty: 'maybe' }));
+  const check = await runMain(t, ['--dir', dir, '--check-config']);
+  t.is(check.code, 3, check.err);
+  t.regex(check.err, /odd\.json: error: bad jsonl config: pretty must be true or false/);
+  fs.rmSync(odd);
 
   const { client } = await startController(t, { dir });
-  t.regex((await client.ok('get_notifier', { k, i: 'odd' })).problem, /pretty must be true or false/);
   await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/a', 1, '7'), stateEvent('sensor:g/b', 2)] });
   for (const id of ['lines', 'hook']) {
     await until(`${id} delivered`, async () => (await stats(client, k, id)).sent === 2, 20_000);

@@ -3,9 +3,10 @@ import path from 'node:path';
 import { writeFileAtomic } from '../../../core/store/atomic';
 import { parseBool } from '../../../core/config';
 import type { NotifierConfig, NotifierType, SettingDecl } from '../api';
-import { checkSettings, settingDefaults, settingValue } from '../host/settings';
-import { NotifierIdPattern, normalizeConfig } from '../host/config';
-import { CommonFields, DeliveryDefaults } from '../host/defaults';
+import { settingDefaults, settingValue } from '../host/settings';
+import { NotifierIdPattern, checkConfig } from '../host/config';
+import { CommonSettings } from '../host/defaults';
+import { defaults, parseSetting, type Setting } from '../../../core/settings/schema';
 
 /** Mode of a notifier file the command line creates. */
 const NewFileMode = 0o600;
@@ -69,32 +70,25 @@ export class NotifierFiles {
   }
 }
 
-/** The config as the controller would load it; throws CliError with the reason when it would refuse it. */
-export function checked(raw: RawConfig, id: string, types: Map<string, NotifierType>): { cfg: NotifierConfig; type: NotifierType } {
-  let cfg: NotifierConfig;
-  try {
-    cfg = normalizeConfig(structuredClone(raw), id);
-  } catch (err) {
-    throw new CliError(`notifier ${id}: ${(err as Error).message}`);
-  }
-  const type = types.get(cfg.type);
-  if (!type) throw new CliError(`notifier ${id}: unknown type ${cfg.type} (known: ${[...types.keys()].sort().join(', ')})`);
-  cfg.type = type.name;
-  try {
-    checkSettings(type.settings, cfg);
-    type.validate?.(cfg);
-  } catch (err) {
-    throw new CliError(`notifier ${id}: ${(err as Error).message}`);
-  }
-  return { cfg, type };
+/** The config as the controller would load it (host/config.ts checkConfig, the one check); throws CliError with every reason when it would refuse it. */
+export function checked(raw: RawConfig, id: string, types: ReadonlyMap<string, NotifierType>): { cfg: NotifierConfig; type: NotifierType } {
+  const { cfg, type, problems } = checkConfig(structuredClone(raw), id, types);
+  const errors = problems.filter((p) => p.level === 'error').map((p) => p.message);
+  if (errors.length) throw new CliError(`notifier ${id}: ${errors.join('; ')}`);
+  if (!type) throw new CliError(`notifier ${id}: unknown type ${String(raw.type)} (known: ${[...types.keys()].sort().join(', ')})`);
+  return { cfg: cfg!, type };
 }
 
-/** Fields every notifier has, with an example of their kind where the default (null) does not say. */
-const CommonKinds: Record<string, unknown> = { enabled: false, space: '', timeout: 0, skip_test: false };
-
-/** Every field `props` shows and `set` knows for a type: name -> default. */
+/** Every field `props` shows and `set` knows for a type: name -> default (null: none). */
 export function knownFields(type: NotifierType): Record<string, unknown> {
-  return { ...CommonFields, ...DeliveryDefaults, ...settingDefaults(type.settings) };
+  return { ...defaults(CommonSettings), space: null, timeout: null, ...settingDefaults(type.settings) };
+}
+
+/** A text from the command line as a common setting declares it (the rule of every setting). */
+function byCommon(name: string, setting: Setting, text: string): unknown {
+  const p = parseSetting(setting, text);
+  if (!p.ok) throw new CliError(`${name}: ${p.why}`);
+  return p.value;
 }
 
 /** A text from the command line as the setting declares it. */
@@ -139,10 +133,12 @@ export function setField(raw: RawConfig, type: NotifierType, prop: string, value
     throw new CliError(`${field} cannot be set: ${field === 'events' ? 'use subscribe / unsubscribe' : 'create a new notifier instead'}`);
   }
   if (!(field in known) || rest.length) throw new CliError(`unknown property ${prop} for a ${type.name} notifier (known: ${Object.keys(known).join(', ')})`);
-  const example = field in CommonKinds ? CommonKinds[field] : known[field];
+  const example = known[field];
   const decl = type.settings[field];
+  const common = Object.hasOwn(CommonSettings, field) ? CommonSettings[field as keyof typeof CommonSettings] : undefined;
   if (member === undefined) {
     if (value === undefined) delete raw[field];
+    else if (common) raw[field] = byCommon(field, common, value);
     else raw[field] = decl && decl.type !== 'object' ? bySchema(field, decl, value) : convert(field, value, example);
     return;
   }

@@ -12,6 +12,9 @@ import { standaloneContext } from './notifier-env';
 import { withDeadline } from '../host/deadline';
 import { parseProps, targetOf, typeHelp } from '../host/settings';
 import { PackageVersion } from '../../../core/version';
+import { checkIniFiles, configErrorText } from '../../../core/settings/check';
+import { CONFIG_EXIT_CODE, ConfigError, describeSetting } from '../../../core/settings/schema';
+import { CommonSettings, FileFields } from '../host/defaults';
 
 /**
  * The notifier command line (uc-notifier, lm-notifier, sfa-notifier): edits
@@ -19,8 +22,11 @@ import { PackageVersion } from '../../../core/version';
  * its next start (spec "Notifier command-line management").
  */
 
-/** Exit codes: 0 done, 1 the command failed (not found, refused, test failed), 2 bad usage. */
-export const ExitCodes = { ok: 0, failed: 1, usage: 2 };
+/**
+ * Exit codes: 0 done, 1 the command failed (not found, refused, test failed), 2 bad usage,
+ * 3 the controller's settings (etc/<product>.ini, key file) are in error, as the controller says at start.
+ */
+export const ExitCodes = { ok: 0, failed: 1, usage: 2, config: CONFIG_EXIT_CODE };
 
 const APPLY = 'restart the controller to apply';
 
@@ -94,6 +100,9 @@ function program(io: Io, defaultProduct: Product, catalogue: TypeCatalogue): Com
   const ctx = async () => {
     const g = cmd.opts<Globals>();
     const paths = new Paths(g.dir, g.product);
+    // the controller's settings check (core/settings), with the same plugins: a broken ini is told here as at start
+    const findings = checkIniFiles(paths, catalogue.plugins);
+    if (findings.some((f) => f.level === 'error')) throw new ConfigError(findings);
     const files = new NotifierFiles(paths.notifyDir);
     for (const p of catalogue.problems) io.err(`warning: notifier plugin ${p}\n`);
     return { paths, files, types: catalogue.types };
@@ -267,10 +276,15 @@ function program(io: Io, defaultProduct: Product, catalogue: TypeCatalogue): Com
   return cmd;
 }
 
-/** The help of the types this controller has (built-in and drop-in), each with its settings from its schema. */
+/** The help of the common settings and of the types this controller has (built-in and drop-in), each from its schema. */
 function typesHelp(catalogue: TypeCatalogue): string {
   const types = [...new Set(catalogue.types.values())];
-  return `\nNotifier types (settings a notifier file and \`set\` take, besides the common ones):\n${types.map(typeHelp).join('\n')}\n`;
+  const common = [
+    ...Object.entries(FileFields).map(([name, d]) => `  ${name}: ${d}`),
+    ...Object.entries(CommonSettings).map(([name, s]) => `  ${describeSetting(name, s)}`),
+  ];
+  return `\nSettings of every notifier file (\`set\` takes all but id, type and events):\n${common.join('\n')}\n`
+    + `\nNotifier types (settings a notifier file and \`set\` take, besides the common ones):\n${types.map(typeHelp).join('\n')}\n`;
 }
 
 /** The controller directory the arguments name (-d / --dir), read before they are parsed: the help lists its types. */
@@ -294,6 +308,10 @@ export async function runNotifierCli(argv: string[], invokedAs: string | undefin
     if (err instanceof CommanderError) {
       // help and version end well; every other parse failure is a usage error (commander already said why)
       return err.exitCode === 0 ? ExitCodes.ok : ExitCodes.usage;
+    }
+    if (err instanceof ConfigError) {
+      io.err(configErrorText(err, 'notifier command not run'));
+      return ExitCodes.config;
     }
     io.err(`error: ${err instanceof CliError ? err.message : describe(err)}\n`);
     return ExitCodes.failed;

@@ -1,11 +1,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseBool } from '../../../core/config';
 import { parseLevel } from '../../../core/log';
 import { Subjects, type Subject } from '../../../core/bus';
 import { describe } from '../../../core/log';
-import type { NotifierConfig, Subscription } from '../api';
-import { DeliveryDefaults, WholeDeliveryFields, type DeliveryOptions } from './defaults';
+import { parseValue, suggest, type Finding } from '../../../core/settings/schema';
+import type { NotifierConfig, NotifierType, Subscription } from '../api';
+import { CommonSettings, DeliveryDefaults, Eva33NotifierFields, FileFields, type DeliveryOptions } from './defaults';
+import { checkSettings } from './settings';
 
 /** A notifier id is also a file name: keep it to safe characters. */
 export const NotifierIdPattern = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
@@ -59,81 +60,158 @@ export function normalizeSubscriptions(raw: unknown): Subscription[] {
   return [...bySubject.values()];
 }
 
-function positive(v: unknown, field: string, integer: boolean): number {
-  const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v;
-  if (typeof n !== 'number' || !Number.isFinite(n) || n < 0 || (integer && !Number.isInteger(n))) {
-    throw new Error(`${field} must be a ${integer ? 'whole ' : ''}number not below 0`);
-  }
-  return n;
-}
-
-/** Check and normalize the common fields of a parsed notifier file whose name gives `id`. */
-export function normalizeConfig(raw: unknown, id: string): NotifierConfig {
-  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw new Error('not a JSON object');
-  const r = raw as Record<string, unknown>;
-  if (r.id !== id) throw new Error(`id ${JSON.stringify(r.id)} does not match the file name ${id}`);
-  if (typeof r.type !== 'string' || !r.type) throw new Error('type missing');
-  const cfg: NotifierConfig = { ...r, id, type: r.type, enabled: false, events: normalizeSubscriptions(r.events) };
-  if (r.enabled !== undefined && r.enabled !== null) {
-    const b = parseBool(r.enabled);
-    if (b === undefined) throw new Error('enabled must be a boolean');
-    cfg.enabled = b;
-  }
-  if (r.skip_test !== undefined && r.skip_test !== null) {
-    const b = parseBool(r.skip_test);
-    if (b === undefined) throw new Error('skip_test must be a boolean');
-    cfg.skip_test = b;
-  }
-  if (r.space === null || r.space === undefined) delete cfg.space;
-  else if (typeof r.space !== 'string') throw new Error('space must be a string');
-  if (r.timeout === null || r.timeout === undefined || r.timeout === 0) delete cfg.timeout;
-  else cfg.timeout = positive(r.timeout, 'timeout', false);
-  for (const f of Object.keys(DeliveryDefaults)) {
-    if (r[f] !== undefined && r[f] !== null) cfg[f] = positive(r[f], f, WholeDeliveryFields.has(f));
-  }
-  return cfg;
-}
+/** A problem of a notifier file: an error stops the controller (exit 3); an info is told once and ignored. */
+export interface FileProblem { level: 'error' | 'info'; message: string }
 
 /**
- * The delivery options of one notifier: its own fields over the controller's over the defaults.
- * A bad controller (ini) value keeps the default and is passed to `badIni`; the file's own
- * fields were checked when it was loaded (normalizeConfig).
+ * The common fields of a parsed notifier file whose name gives `id`, checked
+ * by CommonSettings (the same rule as etc/<product>.ini) and normalized; an
+ * absent field stays absent (its default applies where it is used). Every
+ * bad field is a problem; the config comes back only when there is none.
  */
-export function deliveryOptions(
-  cfg: NotifierConfig,
-  controller: Record<string, unknown> | undefined,
-  badIni: (field: string, why: string) => void = () => {},
-): DeliveryOptions {
-  const out = { ...DeliveryDefaults };
-  for (const f of Object.keys(DeliveryDefaults) as (keyof DeliveryOptions)[]) {
-    for (const src of [controller?.[f], cfg[f]]) {
-      if (src === undefined || src === null || src === '') continue;
-      try { out[f] = positive(src, f, WholeDeliveryFields.has(f)); } catch (err) { badIni(f, describe(err)); }
-    }
+export function commonConfig(raw: unknown, id: string): { cfg?: NotifierConfig; problems: string[] } {
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return { problems: ['not a JSON object'] };
+  const r = raw as Record<string, unknown>;
+  const problems: string[] = [];
+  if (r.id !== id) problems.push(`id ${JSON.stringify(r.id)} does not match the file name ${id}`);
+  if (typeof r.type !== 'string' || !r.type) problems.push('type missing');
+  let events: Subscription[] = [];
+  try { events = normalizeSubscriptions(r.events); } catch (err) { problems.push(`events: ${describe(err)}`); }
+  const cfg: NotifierConfig = { ...r, id, type: String(r.type), enabled: false, events };
+  for (const [name, setting] of Object.entries(CommonSettings)) {
+    delete cfg[name];
+    if (r[name] === undefined || r[name] === null) continue;
+    const p = parseValue(setting, r[name]);
+    if (!p.ok) problems.push(`${name}: ${p.why}`);
+    else if (r[name] !== '') cfg[name] = p.value;
   }
-  out.queue_size = Math.max(1, out.queue_size);
-  out.max_batch = Math.max(1, out.max_batch);
+  cfg.enabled = cfg.enabled === true;
+  if (cfg.space === '') delete cfg.space;
+  if (cfg.timeout === 0) delete cfg.timeout; // 0: the controller's timeout
+  return problems.length ? { problems } : { cfg, problems };
+}
+
+/** The fields of `raw` neither the common settings nor `type` declare: errors with the nearest name, or infos for what EVA ICS 3.3 wrote. */
+export function unknownFields(raw: Record<string, unknown>, type: NotifierType): FileProblem[] {
+  const known = [...Object.keys(FileFields), ...Object.keys(CommonSettings), ...Object.keys(type.settings)];
+  const out: FileProblem[] = [];
+  for (const f of Object.keys(raw)) {
+    if (known.includes(f)) continue;
+    if (Eva33NotifierFields.includes(f)) {
+      out.push({ level: 'info', message: `${f} is an EVA ICS 3.3 field a ${type.name} notifier here does not use: ignored` });
+      continue;
+    }
+    const near = suggest(f, known);
+    out.push({ level: 'error', message: `unknown field ${f}${near ? ` (did you mean ${near}?)` : ''}` });
+  }
   return out;
 }
 
-export interface LoadedFile { file: string; id: string; config?: NotifierConfig; error?: string }
+/**
+ * The type's own settings by its schema, then (unless `schemaOnly`) its own
+ * checks, converting the config in place; the first problem, or undefined.
+ */
+export function configProblem(type: NotifierType, cfg: NotifierConfig, schemaOnly = false): string | undefined {
+  try {
+    checkSettings(type.settings, cfg);
+    if (!schemaOnly) type.validate?.(cfg);
+    return undefined;
+  } catch (err) {
+    return describe(err);
+  }
+}
 
-/** Read every runtime/<product>_notify.d/<id>.json; a bad file is reported, never thrown. */
-export function loadConfigs(dir: string): LoadedFile[] {
+/**
+ * The one check of a parsed notifier file, as the controller and the command
+ * line both judge it: common fields, the type, unknown fields (3.3 ones are
+ * infos), the type's settings by its schema, then the type's own checks
+ * (`validate`) unless `schemaOnly`. `type` is undefined when no loaded
+ * plugin declares it (the caller decides what that means).
+ */
+export function checkConfig(raw: unknown, id: string, types: ReadonlyMap<string, NotifierType>, schemaOnly = false): {
+  cfg?: NotifierConfig; type?: NotifierType; problems: FileProblem[];
+} {
+  const common = commonConfig(raw, id);
+  const problems: FileProblem[] = common.problems.map((message) => ({ level: 'error', message }));
+  const type = typeof (raw as { type?: unknown } | null)?.type === 'string' ? types.get((raw as { type: string }).type) : undefined;
+  if (type) problems.push(...unknownFields(raw as Record<string, unknown>, type));
+  const { cfg } = common;
+  if (!cfg || !type || problems.some((p) => p.level === 'error')) return { type, problems };
+  cfg.type = type.name; // an alias (http-json) is read as the type itself
+  const wrong = configProblem(type, cfg, schemaOnly);
+  if (wrong) return { type, problems: [...problems, { level: 'error', message: `bad ${type.name} config: ${wrong}` }] };
+  return { cfg, type, problems };
+}
+
+/**
+ * The delivery options of one notifier: its own fields over the controller's
+ * `[notifiers]` (read by its declaration, DeliverySettings) over the defaults.
+ * Both were checked before the controller started.
+ */
+export function deliveryOptions(cfg: NotifierConfig, controller: DeliveryOptions = DeliveryDefaults): DeliveryOptions {
+  const out = { ...controller };
+  for (const f of Object.keys(out) as (keyof DeliveryOptions)[]) {
+    const own = cfg[f];
+    if (typeof own === 'number') out[f] = own;
+  }
+  return out;
+}
+
+/** A notifier file as text, parsed: the value, or the JSON error with the line and column it points at. */
+export function parseJson(text: string): { value?: unknown; error?: string; line?: number } {
+  try {
+    return { value: JSON.parse(text) };
+  } catch (err) {
+    // newer V8 adds its own "(line 3 column 5)": told once, below, the same way on every node
+    const msg = describe(err).replace(/ \(line \d+ column \d+\)$/, '');
+    const at = /at position (\d+)/.exec(msg);
+    const pos = at ? Number(at[1]) : /end of JSON input/.test(msg) ? text.length : undefined;
+    if (pos === undefined) return { error: `not valid JSON: ${msg}` };
+    const before = text.slice(0, pos).split('\n');
+    const line = before.length;
+    return { error: `not valid JSON: ${msg} (line ${line}, column ${before[line - 1].length + 1})`, line };
+  }
+}
+
+export interface NotifierFile { file: string; id: string; raw?: unknown; error?: string; line?: number }
+
+/** Every runtime/<product>_notify.d/<id>.json, read and parsed (not yet checked); an unreadable one has its error. */
+export function readNotifierFiles(dir: string): NotifierFile[] {
   if (!fs.existsSync(dir)) return [];
-  const out: LoadedFile[] = [];
+  const out: NotifierFile[] = [];
   for (const name of fs.readdirSync(dir).sort()) {
     if (!name.endsWith('.json')) continue;
     const file = path.join(dir, name);
     const id = name.slice(0, -'.json'.length);
-    try {
-      if (!NotifierIdPattern.test(id)) throw new Error('the file name is not a usable notifier id');
-      out.push({ file, id, config: normalizeConfig(JSON.parse(fs.readFileSync(file, 'utf8')), id) });
-    } catch (err) {
-      out.push({ file, id, error: describe(err) });
-    }
+    if (!NotifierIdPattern.test(id)) { out.push({ file, id, error: 'the file name is not a usable notifier id' }); continue; }
+    let text: string;
+    try { text = fs.readFileSync(file, 'utf8'); } catch (err) { out.push({ file, id, error: describe(err) }); continue; }
+    const { value, error, line } = parseJson(text);
+    out.push(error ? { file, id, error, line } : { file, id, raw: value });
   }
   return out;
+}
+
+/**
+ * Every finding about the notifier files of a controller (PluginDefinition
+ * checkFiles of the notifiers plugin): each file by checkConfig, with the
+ * types the loaded plugins declare. What a file says is judged here (its
+ * JSON, fields, values by the schemas); what a type's `validate` finds (a
+ * database outside the folder, a uri scheme) and a type no plugin declares
+ * leave that notifier not usable, reported by the host, and the rest runs.
+ */
+export function checkNotifierFiles(dir: string, types: ReadonlyMap<string, NotifierType>): Finding[] {
+  const findings: Finding[] = [];
+  for (const f of readNotifierFiles(dir)) {
+    if (f.error) { findings.push({ level: 'error', file: f.file, line: f.line, message: f.error }); continue; }
+    const { type, problems } = checkConfig(f.raw, f.id, types, true);
+    for (const p of problems) findings.push({ level: p.level, file: f.file, message: p.message });
+    const named = (f.raw as { type?: unknown } | null)?.type;
+    if (!type && typeof named === 'string' && named) {
+      findings.push({ level: 'warning', file: f.file, message: `type ${named} is not declared by any loaded notifier plugin: this notifier will not run` });
+    }
+  }
+  return findings;
 }
 
 /** What a shown password reads (get_notifier, the CLI): that one is set, never what it is. */

@@ -1,32 +1,54 @@
+import { bool, bound, defaults, int, seconds, text, type Values } from '../../../core/settings/schema';
+
 /**
- * Delivery defaults of every notifier. A notifier file may set any of these
- * fields for itself; an `[notifiers]` section of etc/<product>.ini changes
- * them for all notifiers of the controller.
+ * The settings every notifier file has besides its type's own, declared once
+ * (core/settings/schema.ts builders, the same rule as etc/<product>.ini):
+ * the host checks a file by them (host/config.ts), the command line sets,
+ * shows and documents them by them.
  */
-export const DeliveryDefaults = {
-  /** most events waiting per notifier; past it the oldest waiting event is dropped (and counted) */
-  queue_size: 10_000,
-  /** most events in one send, unless the type sends fewer */
-  max_batch: 100,
-  /** retries of a failed batch before it is dropped (and counted) */
-  retries: 5,
-  /** first retry delay, seconds; doubles with each retry, with jitter */
-  retry_delay: 0.5,
-  /** longest retry delay, seconds */
-  retry_max_delay: 30,
-  /** at stop, how long a notifier may take to deliver what is still queued, seconds */
-  stop_drain: 3,
+
+/**
+ * Delivery settings: a notifier file may set any of these for itself; the
+ * `[notifiers]` section of etc/<product>.ini (declared by the plugin with
+ * this same declaration) changes them for every notifier of the controller.
+ */
+export const DeliverySettings = {
+  queue_size: bound(10_000, 'most events waiting per notifier; past it the oldest waiting event is dropped (and counted)'),
+  max_batch: bound(100, 'most events in one send, unless the type sends fewer'),
+  retries: int(5, 'retries of a failed batch before it is dropped (and counted); 0: none'),
+  retry_delay: seconds(0.5, 'first retry delay; doubles with each retry, with jitter'),
+  retry_max_delay: seconds(30, 'longest retry delay'),
+  stop_drain: seconds(3, 'at stop, how long a notifier may take to deliver what is still queued'),
 };
 
-export type DeliveryOptions = typeof DeliveryDefaults;
+export const DeliveryDefaults = defaults(DeliverySettings);
 
-/** The delivery fields that count things (whole numbers); the others are seconds. */
-export const WholeDeliveryFields = new Set<string>(['queue_size', 'max_batch', 'retries']);
+export type DeliveryOptions = Values<typeof DeliverySettings>;
 
-/** Fields every notifier file has (besides its type's own), with their defaults; the CLI knows them from here. */
-export const CommonFields: Record<string, unknown> = {
-  enabled: false,
-  space: null,
-  timeout: null,
-  skip_test: null,
+/** The settings of a notifier file every type shares: its switches and the delivery ones. */
+export const CommonSettings = {
+  enabled: bool(false, 'deliver events (also switched at run time by enable_notifier / disable_notifier)'),
+  space: text('', 'notification space: a prefix the type puts on what it sends (topic, subject); empty: none'),
+  timeout: seconds(0, 'seconds a send or a test may take; 0 or absent: [server] timeout'),
+  skip_test: bool(false, 'start without the endpoint test'),
+  ...DeliverySettings,
 };
+
+/** The fields of a notifier file that are not settings: what the file is and what it subscribes to. */
+export const FileFields: Record<string, string> = {
+  id: 'the notifier id: the file name without .json',
+  type: 'the notifier type (one of the types below)',
+  events: 'subscriptions: a list of {subject: state|action|log, ...} (the command line\'s subscribe)',
+};
+
+/**
+ * Fields EVA ICS 3.3 wrote into notifier files (serialize() of its notifier
+ * types, lib/eva/notify.py, tag v3.3.2). One a type here does not use is
+ * accepted with an info line, so a 3.3 file still loads.
+ */
+export const Eva33NotifierFields: readonly string[] = [
+  'interval', 'method', 'ssl_verify', 'simple_cleaning', 'uri', 'db', 'keep', 'username', 'password', 'notify_key',
+  'host', 'port', 'qos', 'keepalive', 'collect_logs', 'api_enabled', 'discovery_enabled', 'announce_interval',
+  'ping_interval', 'ca_certs', 'certfile', 'keyfile', 'retain_enabled', 'subscribe_all', 'timestamp_enabled',
+  'apikey', 'mapfile', 'project', 'region', 'registry', 'token_expire',
+];

@@ -3,12 +3,12 @@ import type { Subject } from '../../../core/bus';
 import { describe, type ModuleLogger } from '../../../core/log';
 import { functionFailed } from '../../../core/errors';
 import type { Endpoint, NotifierConfig, NotifierHost, NotifierType } from '../api';
-import { deliveryOptions, loadConfigs } from './config';
-import { CommonFields, DeliveryDefaults } from './defaults';
+import { commonConfig, configProblem, deliveryOptions, readNotifierFiles } from './config';
+import { CommonSettings, DeliverySettings } from './defaults';
 import { Delivery } from './delivery';
 import { subscribed } from './filter';
 import { withDeadline } from './deadline';
-import { checkSettings, hideSecrets, serializeSettings } from './settings';
+import { hideSecrets, serializeSettings } from './settings';
 
 type TestResult = 'passed' | 'failed' | 'skipped' | 'not run';
 
@@ -49,22 +49,19 @@ export class Notifiers implements NotifierHost {
   }
 
   load(): void {
-    // one warning per bad [notifiers] field, however many notifiers take its default instead
-    const told = new Set<string>();
-    const badIni = (field: string, why: string) => {
-      if (told.has(field)) return;
-      told.add(field);
-      this.log.warning(`[notifiers] ${field} ignored, the default applies: ${why}`);
-    };
-    for (const f of loadConfigs(this.ctx.paths.notifyDir)) {
-      if (!f.config) {
-        this.log.error(`notifier file ${f.file} skipped: ${f.error}`);
+    // [notifiers] and the files were checked before the controller started (exit 3 on an error):
+    // what is still wrong here changed since, and only that notifier is left out
+    const ini = this.ctx.config.section('notifiers', DeliverySettings);
+    for (const f of readNotifierFiles(this.ctx.paths.notifyDir)) {
+      const { cfg, problems } = f.error ? { problems: [f.error] } : commonConfig(f.raw, f.id);
+      if (!cfg) {
+        this.log.error(`notifier file ${f.file} skipped: ${problems.join('; ')}`);
         continue;
       }
-      const opts = deliveryOptions(f.config, this.ctx.config.raw.notifiers, badIni);
-      const timeout = f.config.timeout ?? this.ctx.config.server.timeout;
+      const opts = deliveryOptions(cfg, ini);
+      const timeout = cfg.timeout ?? this.ctx.config.server.timeout;
       const delivery = new Delivery(f.id, opts, timeout, this.ctx.quietLog(`notifier.${f.id}`));
-      this.all.set(f.id, { config: f.config, enabled: f.config.enabled, delivery, test: 'not run', timeout });
+      this.all.set(f.id, { config: cfg, enabled: cfg.enabled, delivery, test: 'not run', timeout });
     }
   }
 
@@ -90,14 +87,12 @@ export class Notifiers implements NotifierHost {
     n.type = type;
     n.typeCtx = ctx;
     n.config.type = type.name; // an alias (http-json) is read as the type itself
-    if (type.maxBatch && n.config.max_batch === undefined && this.ctx.config.raw.notifiers?.max_batch === undefined) {
+    if (type.maxBatch && n.config.max_batch === undefined && !this.ctx.config.raw.notifiers?.max_batch) {
       n.delivery.setMaxBatch(type.maxBatch);
     }
-    try {
-      checkSettings(type.settings, n.config);
-      type.validate?.(n.config);
-    } catch (err) {
-      this.refuse(n, `bad ${type.name} config: ${describe(err)}`);
+    const wrong = configProblem(type, n.config);
+    if (wrong) {
+      this.refuse(n, `bad ${type.name} config: ${wrong}`);
       return;
     }
     if (n.enabled) this.startEndpoint(n, !n.config.skip_test);
@@ -239,7 +234,7 @@ export class Notifiers implements NotifierHost {
     const cfg = n.config;
     const out: Record<string, unknown> = { id, type: cfg.type, enabled: n.enabled, events: cfg.events };
     // the optional common fields as the file has them (enabled is the run-time state, set above)
-    for (const f of [...Object.keys(CommonFields), ...Object.keys(DeliveryDefaults)]) {
+    for (const f of Object.keys(CommonSettings)) {
       if (f !== 'enabled' && cfg[f] !== undefined) out[f] = cfg[f];
     }
     if (n.type) Object.assign(out, serializeSettings(n.type, cfg));

@@ -1,6 +1,6 @@
 import type { Subject } from '../../../core/bus';
 import type { Subscription } from '../api';
-import { itemOf, itemSelected, subscribed } from './filter';
+import { itemOf, itemSelected, subscribed, type ItemRef } from './filter';
 
 /** A notifier as the router sees it: its subscriptions, and where its events go. */
 export interface Routed {
@@ -23,7 +23,9 @@ export const ROUTE_CACHE_MAX = 100_000;
  * record's level, an action's status.
  */
 export class EventRouter<N extends Routed> {
-  private readonly byItem = new Map<string, readonly N[]>();
+  /** per item oid, the notifiers whose subscriptions of the subject select it (and the item names they were found for) */
+  private readonly state = new Map<string, ItemRef & { list: readonly N[] }>();
+  private readonly action = new Map<string, ItemRef & { list: readonly N[] }>();
   /** per subject, the notifiers with a subscription to it (a log record names no item) */
   private readonly bySubject = new Map<Subject, N[]>();
 
@@ -42,15 +44,21 @@ export class EventRouter<N extends Routed> {
 
   private candidates(subject: Subject, event: unknown): readonly N[] {
     if (subject === 'log') return this.subjectList(subject);
-    const item = itemOf(subject, event);
-    if (!item) return []; // a state or action that names no item goes nowhere
-    const key = `${subject} ${item.oid} ${item.type} ${item.group} ${item.id}`;
-    let list = this.byItem.get(key);
-    if (!list) {
-      list = this.subjectList(subject).filter((n) => n.events.some((s) => s.subject === subject && itemSelected(s, item)));
-      if (this.byItem.size >= ROUTE_CACHE_MAX) this.byItem.clear();
-      this.byItem.set(key, list);
+    if (!event || typeof event !== 'object') return [];
+    // read in place: an event per update must not cost a new key string or object
+    const e = event as Record<string, unknown>;
+    const state = subject === 'state';
+    const oid = state ? e.oid : e.item_oid;
+    if (typeof oid !== 'string') return []; // a state or action that names no item goes nowhere
+    const cache = state ? this.state : this.action;
+    const hit = cache.get(oid);
+    if (hit && hit.type === (state ? e.type : e.item_type) && hit.group === (state ? e.group : e.item_group) && hit.id === (state ? e.id : e.item_id)) {
+      return hit.list;
     }
+    const item = itemOf(subject, event)!;
+    const list = this.subjectList(subject).filter((n) => n.events.some((s) => s.subject === subject && itemSelected(s, item)));
+    if (cache.size >= ROUTE_CACHE_MAX) cache.clear();
+    cache.set(oid, { ...item, list });
     return list;
   }
 
@@ -65,12 +73,13 @@ export class EventRouter<N extends Routed> {
 
   /** The notifiers changed (loaded): everything is found again. */
   reset(): void {
-    this.byItem.clear();
+    this.state.clear();
+    this.action.clear();
     this.bySubject.clear();
   }
 
   /** entries remembered (tests) */
   get size(): number {
-    return this.byItem.size;
+    return this.state.size + this.action.size;
   }
 }

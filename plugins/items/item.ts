@@ -77,13 +77,17 @@ export class Item {
    * `visible`: what a state event shows differs (so one must be sent).
    */
   apply(change: StateChange, idle: boolean): { changed: boolean; visible: boolean } {
-    const before = this.eventKey();
+    // what events show, field by field (an update is the hot path: no event object, no JSON, as eventKey makes)
+    const status = this.status;
+    const shown = this.shownValue();
+    const { nstatus, nvalue } = this;
     let changed = false;
     if (change.status !== undefined && change.status !== this.status) { this.status = change.status; changed = true; }
     if (change.value !== undefined && change.value !== this.value) { this.value = change.value; changed = true; }
     // an idle unit's next state is its state; a running action keeps its target
     if (this.isUnit && idle) this.setTarget(this.status, this.value);
-    const visible = this.eventKey() !== before;
+    const visible = this.status !== status || this.shownValue() !== shown
+      || (this.isUnit && (this.nstatus !== nstatus || this.nvalue !== nvalue));
     if (changed || visible) this.t = Date.now() / 1000;
     return { changed, visible };
   }
@@ -94,6 +98,11 @@ export class Item {
     this.nstatus = nstatus;
     this.nvalue = nvalue;
     return differs;
+  }
+
+  /** The value as an event shows it: undefined when left out (a sensor in error, see event). */
+  private shownValue(): string | null | undefined {
+    return this.o.type === 'sensor' && this.status === -1 && this.value !== null ? undefined : this.value;
   }
 
   /** What an event shows apart from its time, to tell whether anything visible changed. */

@@ -4,10 +4,12 @@ import os from 'node:os';
 import path from 'node:path';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import zlib from 'node:zlib';
 import initSqlJs from 'sql.js';
 import { startController, Keys } from '../helpers/controller';
 import { History } from '../../plugins/notifiers/db/history';
 import { HistorySchema, type HistoryRow } from '../../plugins/notifiers/db/schema';
+import { ROLLUP_TABLE } from '../../plugins/notifiers/db/rollup';
 import { writeFileAtomic } from '../../core/store/atomic';
 import type { ModuleLogger } from '../../core/log';
 import { table, fmt, benchUpdatePlugin } from './lib';
@@ -19,9 +21,12 @@ import { table, fmt, benchUpdatePlugin } from './lib';
  *
  * 1. State events per second from the items service's `update` through a json
  *    notifier to a receiver on loopback, and through the db notifier (until
- *    the history holds them), beside raw loops doing the same I/O without the
- *    controller: the same JSON frames POSTed with fetch in batches of the same
- *    size, the same rows inserted into sql.js in batches of the same size.
+ *    the history holds them, journaled), beside raw loops doing the same I/O
+ *    without the controller: the same JSON frames POSTed with fetch in
+ *    batches of the same size; the same rows journaled (same bytes, one
+ *    fdatasync a batch) and inserted into the same sql.js tables in batches
+ *    of the same size. Raw loop and notifier alternate over BENCH_ROUNDS
+ *    rounds (default 3) after a warm-up round; medians.
  * 2. What a flush costs as the history grows (BENCH_DB_SIZES rows, default
  *    10000,100000,1000000): export and atomic write on the main thread (what a
  *    design without a worker would stall the controller for), against a flush
@@ -30,10 +35,11 @@ import { table, fmt, benchUpdatePlugin } from './lib';
  * BENCH_EVENTS_N sets the events per run (default 20000).
  */
 const N = Number(process.env.BENCH_EVENTS_N ?? 20_000);
-const SIZES = (process.env.BENCH_DB_SIZES ?? '10000,100000,1000000').split(',').map(Number);
+const SIZES = (process.env.BENCH_DB_SIZES ?? '10000,100000,1000000').split(',').filter(Boolean).map(Number);
 const JSON_BATCH = 100; // the host's default max_batch
 const DB_BATCH = 1000; // the db type's maxBatch
 const WAIT_MS = Number(process.env.BENCH_WAIT_MS ?? 300_000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 
 const now = () => performance.now();
 /** Progress on standard error, so the table on standard output stays clean. */
@@ -85,30 +91,70 @@ async function rawJson(url: string): Promise<void> {
   }
 }
 
-/** The raw db loop: the same rows into an in-memory sql.js database, in transactions of the same size. */
-async function rawDb(): Promise<void> {
+/**
+ * The raw db loop: what the notifier stores, done without the controller on
+ * this thread: per batch of the same size, the rows appended to a journal
+ * file as the notifier's journal frames them (length, CRC-32, the rows as
+ * JSON) and fdatasync'd, then in one sql.js transaction into the same tables
+ * (INSERT OR REPLACE of the rows; the per-minute rollup, one upsert per
+ * minute of the batch).
+ */
+async function rawDb(dir: string): Promise<void> {
   const SQL = await initSqlJs();
   const db = new SQL.Database();
   for (const sql of HistorySchema) db.run(sql);
-  for (let i = 0; i < N; i += DB_BATCH) {
-    db.run('BEGIN');
-    // several updates in one millisecond share a key: the later state replaces the earlier, as in the history thread
-    const st = db.prepare('INSERT OR REPLACE INTO state_history (space, t, oid, status, value) VALUES (?, ?, ?, ?, ?)');
-    for (let j = i; j < Math.min(i + DB_BATCH, N); j++) {
-      const e = stateEvent(j + 1);
-      st.run(['', e.t, e.oid, e.status, e.value]);
+  db.run(ROLLUP_TABLE);
+  const fd = fs.openSync(path.join(dir, 'raw.journal'), 'w');
+  try {
+    for (let i = 0; i < N; i += DB_BATCH) {
+      const rows: HistoryRow[] = [];
+      for (let j = i; j < Math.min(i + DB_BATCH, N); j++) {
+        const e = stateEvent(j + 1);
+        rows.push(['', e.t, e.oid, e.status, e.value]);
+      }
+      const payload = Buffer.from(JSON.stringify(rows));
+      const head = Buffer.alloc(8);
+      head.writeUInt32LE(payload.length, 0);
+      head.writeUInt32LE(zlib.crc32(payload), 4);
+      fs.writeSync(fd, Buffer.concat([head, payload]));
+      fs.fdatasyncSync(fd);
+      db.run('BEGIN');
+      // several updates in one millisecond share a key: the later state replaces the earlier, as in the history thread
+      const st = db.prepare('INSERT OR REPLACE INTO state_history (space, t, oid, status, value) VALUES (?, ?, ?, ?, ?)');
+      const minutes = new Map<number, { n: number; sum: number; last: HistoryRow }>();
+      for (const r of rows) {
+        st.run(r);
+        const m = Math.trunc(r[1] / 60) * 60;
+        const c = minutes.get(m) ?? { n: 0, sum: 0, last: r };
+        c.n++;
+        c.sum += Number(r[4]);
+        c.last = r;
+        minutes.set(m, c);
+      }
+      st.free();
+      const up = db.prepare(`INSERT INTO state_history_minute VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (space, oid, m) DO UPDATE SET
+        n = n + excluded.n, n_status = n_status + excluded.n_status, sum_status = sum_status + excluded.sum_status,
+        n_value = n_value + excluded.n_value, sum_value = sum_value + excluded.sum_value,
+        last_t = excluded.last_t, last_status = excluded.last_status, last_value = excluded.last_value`);
+      for (const [m, c] of minutes) up.run(['', c.last[2], m, c.n, c.n, c.n, c.n, c.sum, c.last[1], c.last[3], c.last[4]]);
+      up.free();
+      db.run('COMMIT');
+      await new Promise((r) => setImmediate(r)); // as the worker: other messages get their turn between batches
     }
-    st.free();
-    db.run('COMMIT');
-    await new Promise((r) => setImmediate(r)); // as the worker: other messages get their turn between batches
+  } finally {
+    fs.closeSync(fd);
+    db.close();
   }
-  db.close();
 }
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function throughput(): Promise<(string | number)[][]> {
   const rx = await receiver();
   const common = { enabled: false, events: [{ subject: 'state', types: ['#'], groups: ['#'] }], queue_size: N + 1000 };
   const c = await startController(undefined, {
+    // the items file stays out of the figure (under instant each change would rewrite it)
+    ini: { server: { db_update: 'manual' } },
     files: {
       'plugins/bench-events.js': BENCH_PLUGIN,
       'runtime/uc_notify.d/hook.json': JSON.stringify({ id: 'hook', type: 'json', uri: rx.url, ...common }),
@@ -117,51 +163,59 @@ async function throughput(): Promise<(string | number)[][]> {
   });
   const k = Keys.master;
   const rows: (string | number)[][] = [];
+  const rawDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-rawdb-'));
   try {
     await c.client.ok('create', { k, i: 'sensor:bench/s' });
 
-    // json: raw first, then the notifier, each alone
-    step('json: raw loop');
-    let done = rx.expect(N);
-    await rawJson(rx.url); // a first run warms up fetch, the receiver and the JIT, as the controller's start did for its side
-    await done;
-    let start = now();
-    done = rx.expect(N);
-    await rawJson(rx.url);
-    const rawJsonRate = N / ((await done) - start) * 1000;
-    const rawFrames = rx.frames();
-    step('json: notifier');
-    await c.client.ok('enable_notifier', { k, i: 'hook' });
-    done = rx.expect(N);
-    start = now();
-    await c.client.ok('bench_update', { k, n: N });
-    const jsonRate = N / ((await withTimeout(done, 'json events')) - start) * 1000;
-    await c.client.ok('disable_notifier', { k, i: 'hook' });
-    rows.push(['json notifier → loopback receiver', fmt(rawJsonRate), fmt(jsonRate), fmt(jsonRate / rawJsonRate, 2), `${rawFrames} / ${rx.frames()}`]);
-
-    // db: until the history holds every event (in memory; on disk at the next flush)
-    step('db: raw loop');
-    start = now();
-    await rawDb();
-    const rawDbRate = N / (now() - start) * 1000;
-    step('db: notifier');
-    await c.client.ok('enable_notifier', { k, i: 'hist' });
-    const inserted = async () => Number((await c.client.ok('get_notifier', { k, i: 'hist' })).stats?.received ?? 0);
-    const before = await inserted();
-    start = now();
-    await c.client.ok('bench_update', { k, n: N });
-    const end = Date.now() + WAIT_MS;
-    while ((await inserted()) < before + N) {
-      if (Date.now() > end) throw new Error(`db events did not all arrive: ${JSON.stringify(await c.client.ok('get_notifier', { k, i: 'hist' }))}`);
-      await sleep(20);
+    // json: raw loop and notifier alternating, ROUNDS times after one warm-up of each
+    const json = { raw: [] as number[], ctl: [] as number[], rawFrames: 0, frames: 0 };
+    for (let round = 0; round <= ROUNDS; round++) {
+      step(`json: round ${round}`);
+      let done = rx.expect(N);
+      let start = now();
+      await rawJson(rx.url);
+      const raw = N / ((await done) - start) * 1000;
+      json.rawFrames = rx.frames();
+      await c.client.ok('enable_notifier', { k, i: 'hook' });
+      done = rx.expect(N);
+      start = now();
+      await c.client.ok('bench_update', { k, n: N });
+      const ctl = N / ((await withTimeout(done, 'json events')) - start) * 1000;
+      json.frames = rx.frames();
+      await c.client.ok('disable_notifier', { k, i: 'hook' });
+      if (round > 0) { json.raw.push(raw); json.ctl.push(ctl); }
     }
-    const dbRate = N / (now() - start) * 1000;
-    const batches = Number((await c.client.ok('get_notifier', { k, i: 'hist' })).stats?.batches ?? 0);
-    rows.push(['db notifier → history (sql.js)', fmt(rawDbRate), fmt(dbRate), fmt(dbRate / rawDbRate, 2), `${Math.ceil(N / DB_BATCH)} / ${batches}`]);
+    rows.push(['json notifier → loopback receiver', fmt(median(json.raw)), fmt(median(json.ctl)), fmt(median(json.ctl) / median(json.raw), 2), `${json.rawFrames} / ${json.frames}`]);
+
+    // db: until the history holds every event (journaled; in the file at the next checkpoint)
+    const db = { raw: [] as number[], ctl: [] as number[], batches: 0 };
+    await c.client.ok('enable_notifier', { k, i: 'hist' });
+    const stats = async () => (await c.client.ok('get_notifier', { k, i: 'hist' })).stats ?? {};
+    for (let round = 0; round <= ROUNDS; round++) {
+      step(`db: round ${round}`);
+      let start = now();
+      await rawDb(rawDir);
+      const raw = N / (now() - start) * 1000;
+      const before = await stats();
+      start = now();
+      await c.client.ok('bench_update', { k, n: N });
+      const end = Date.now() + WAIT_MS;
+      let after = await stats();
+      while (Number(after.received ?? 0) < Number(before.received ?? 0) + N) {
+        if (Date.now() > end) throw new Error(`db events did not all arrive: ${JSON.stringify(after)}`);
+        await sleep(5);
+        after = await stats();
+      }
+      const ctl = N / (now() - start) * 1000;
+      db.batches = Number(after.batches ?? 0) - Number(before.batches ?? 0);
+      if (round > 0) { db.raw.push(raw); db.ctl.push(ctl); }
+    }
+    rows.push(['db notifier → history (sql.js, journaled)', fmt(median(db.raw)), fmt(median(db.ctl)), fmt(median(db.ctl) / median(db.raw), 2), `${Math.ceil(N / DB_BATCH)} / ${db.batches}`]);
   } finally {
     await c.stop();
     await rx.close();
     fs.rmSync(c.dir, { recursive: true, force: true });
+    fs.rmSync(rawDir, { recursive: true, force: true });
   }
   return rows;
 }

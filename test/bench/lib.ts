@@ -36,17 +36,19 @@ export function wrkPath(): string | undefined {
 const luaBytes = (b: Buffer) => `"${[...b].map((c) => `\\${c}`).join('')}"`;
 
 /**
- * Keep-alive load with wrk, one thread, for `seconds`; requests/s and p99
+ * Keep-alive load with wrk, one thread, for `seconds` (`lua`: more of the
+ * wrk script, such as a `request` function); requests/s and p99
  * latency (ms). Non-2xx answers and socket errors (a timeout among them:
  * `timeout` seconds, 2 by default) count as errors.
  */
-export async function wrkLoad(opts: { url: string; method?: 'GET' | 'POST'; body?: Buffer; headers?: Record<string, string>; seconds?: number; connections?: number; timeout?: number }): Promise<Load> {
+export async function wrkLoad(opts: { url: string; method?: 'GET' | 'POST'; body?: Buffer; headers?: Record<string, string>; seconds?: number; connections?: number; timeout?: number; lua?: string }): Promise<Load> {
   const wrk = wrkPath();
   if (!wrk) throw new Error('wrk is not installed (apt-get install wrk)');
   const script = path.join(os.tmpdir(), `bench-wrk-${process.pid}.lua`);
   const lines = [`wrk.method = "${opts.method ?? 'GET'}"`];
   if (opts.body) lines.push(`wrk.body = ${luaBytes(opts.body)}`);
   for (const [k, v] of Object.entries(opts.headers ?? {})) lines.push(`wrk.headers["${k}"] = "${v}"`);
+  if (opts.lua) lines.push(opts.lua); // e.g. a `request` function making each body
   fs.writeFileSync(script, lines.join('\n') + '\n');
   try {
     const out = await new Promise<string>((resolve, reject) => execFile(wrk, [

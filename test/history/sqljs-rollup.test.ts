@@ -66,8 +66,10 @@ test('the rollup follows replaced rows, the row bound and keep', async (t) => {
   const rows: HistoryRow[] = [];
   for (let i = 0; i < 1200; i++) rows.push(['', t0 + i * 4 + (i % 4) / 10, OID, statuses[i % statuses.length], values[(i * 5) % values.length]]);
   for (let i = 0; i < rows.length; i += 100) await h.write(rows.slice(i, i + 100)); // the bound drops the oldest 300
-  // a minute's last row replaced, and a row in its middle
+  // a minute's last row replaced, and a row in its middle; then one instant twice in one batch (the later state is the one kept)
   await h.write([['', rows[1109][1], OID, 0, '77'], ['', rows[1050][1], OID, null, 'word']]);
+  await h.write([['', rows[1100][1], OID, 0, '5'], ['', rows[1101][1], OID, 1, '6'], ['', rows[1100][1], OID, 1, '7.5']]);
+  t.deepEqual((await h.query({ space: '', oids: [OID], start: rows[1100][1], end: rows[1100][1] })).map((r) => r[4]), ['7.5']);
   await sameAsRows(t, h, t0, t0 + 6000);
   await h.clean(); // keep: rows before now - 3000 go, cutting through a minute
   const left = await h.query({ space: '', oids: [OID] });

@@ -68,7 +68,8 @@ export class RollupChange {
   /** A row written (sign 1) or removed (sign -1; a replaced row is removed, its successor written). */
   add([space, t, oid, status, value]: HistoryRow, sign: 1 | -1): void {
     const m = minute(t);
-    const key = JSON.stringify([space, oid, m]);
+    // the space has no length limit that would make a separator safe: its length leads the key
+    const key = `${m} ${space.length} ${space}${oid}`;
     let c = this.minutes.get(key);
     if (!c) {
       c = { space, oid, m, n: 0, nStatus: 0, sumStatus: 0, nValue: 0, sumValue: 0, lastT: null, lastStatus: null, lastValue: null, removedT: null };

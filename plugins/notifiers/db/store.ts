@@ -105,8 +105,17 @@ export class HistoryStore {
       const rollup = new RollupChange();
       let added = 0;
       let replaced = 0;
+      // two states of one item in the same instant within the batch: only the later one reaches the database,
+      // at the place of the first (the order rows are trimmed in); the earlier ones count as replaced
+      const latest = new Map<string, HistoryRow>();
+      for (const row of batch) latest.set(rowKey(row), row);
+      replaced += batch.length - latest.size;
       try {
-        for (const row of batch) {
+        for (const first of batch) {
+          const key = rowKey(first);
+          const row = latest.get(key);
+          if (!row) continue; // taken at its first place
+          latest.delete(key);
           insert.run(row);
           rollup.add(row, 1);
           if (this.db.db.getRowsModified() === 1) { added++; continue; }
@@ -318,6 +327,9 @@ export class HistoryStore {
     this.db.close();
   }
 }
+
+/** A row's key (space, t, oid) as one string: the space's length leads, so no oid or space can run into the other. */
+const rowKey = ([space, t, oid]: HistoryRow) => `${t} ${space.length} ${space}${oid}`;
 
 /** The rows a statement (space, t, oid, status, value) answers with these parameters. */
 function readRows(st: Statement, params: (string | number)[]): HistoryRow[] {

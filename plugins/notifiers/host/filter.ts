@@ -14,10 +14,10 @@ export function groupMatches(pattern: string, group: string): boolean {
   return p.length === g.length;
 }
 
-interface ItemRef { oid: string; type: string; group: string; id: string }
+export interface ItemRef { oid: string; type: string; group: string; id: string }
 
 /** Items by id (oid or group/id, `#` all), or types together with groups. */
-function itemSelected(sub: Subscription, it: ItemRef): boolean {
+export function itemSelected(sub: Subscription, it: ItemRef): boolean {
   const fullId = `${it.group}/${it.id}`;
   if (sub.items?.some((i) => i === '#' || i === it.oid || i === fullId)) return true;
   if (!sub.types?.length || !sub.groups?.length) return false;
@@ -29,7 +29,9 @@ function str(v: unknown): string {
 }
 
 /** The item an event is about, from either event shape; undefined when the event names none. */
-function itemOf(subject: Subject, e: Record<string, unknown>): ItemRef | undefined {
+export function itemOf(subject: Subject, event: unknown): ItemRef | undefined {
+  if (!event || typeof event !== 'object') return undefined;
+  const e = event as Record<string, unknown>;
   if (subject === 'state') {
     if (typeof e.oid !== 'string') return undefined;
     return { oid: e.oid, type: str(e.type), group: str(e.group), id: str(e.id) };

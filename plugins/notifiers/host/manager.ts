@@ -6,7 +6,7 @@ import type { Endpoint, NotifierConfig, NotifierHost, NotifierType } from '../ap
 import { commonConfig, configProblem, deliveryOptions, readNotifierFiles } from './config';
 import { CommonSettings, DeliverySettings } from './defaults';
 import { Delivery } from './delivery';
-import { subscribed } from './filter';
+import { EventRouter, type Routed } from './router';
 import { withDeadline } from './deadline';
 import { hideSecrets, serializeSettings } from './settings';
 
@@ -41,6 +41,8 @@ interface Managed {
 export class Notifiers implements NotifierHost {
   private readonly all = new Map<string, Managed>();
   private readonly types = new Map<string, NotifierType>();
+  private readonly routes: Routed[] = [];
+  private readonly router = new EventRouter(this.routes);
   /** the notification system's own records: never `log` events */
   private readonly log: ModuleLogger;
 
@@ -61,16 +63,16 @@ export class Notifiers implements NotifierHost {
       const opts = deliveryOptions(cfg, ini);
       const timeout = cfg.timeout ?? this.ctx.config.server.timeout;
       const delivery = new Delivery(f.id, opts, timeout, this.ctx.quietLog(`notifier.${f.id}`));
-      this.all.set(f.id, { config: cfg, enabled: cfg.enabled, delivery, test: 'not run', timeout });
+      const n: Managed = { config: cfg, enabled: cfg.enabled, delivery, test: 'not run', timeout };
+      this.all.set(f.id, n);
+      this.routes.push({ events: cfg.events, accepts: () => n.enabled && !n.problem, push: (subject, data) => delivery.push(subject, data) });
     }
+    this.router.reset();
   }
 
-  /** A bus event: into the queue of every enabled notifier subscribed to it. */
+  /** A bus event: into the queue of every enabled notifier subscribed to it (router.ts: the cost follows those). */
   onEvent(subject: Subject, data: unknown): void {
-    for (const n of this.all.values()) {
-      if (!n.enabled || n.problem) continue;
-      if (n.config.events.some((s) => subscribed(s, subject, data))) n.delivery.push(subject, data);
-    }
+    this.router.route(subject, data);
   }
 
   registerType(ctx: PluginContext, type: NotifierType): void {

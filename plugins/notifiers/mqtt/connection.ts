@@ -4,6 +4,7 @@ import type { ModuleLogger } from '../../../core/log';
 import { describe } from '../../../core/log';
 import { MqttDefaults, type MqttSettings, type Qos } from './settings';
 import { Routes } from './routes';
+import type { Message } from './publish';
 
 /** Thrown by publish while the broker is away. */
 export class NotConnected extends Error {
@@ -74,6 +75,8 @@ export class Connection {
       outgoingStore: this.outgoing,
       username: s.username,
       password: s.password,
+      // mqtt.js logs every packet through `debug`; even switched off, asking it costs several % of a busy publisher
+      log: () => {},
     };
     if (s.tls) {
       opts.ca = fs.readFileSync(s.tls.ca);
@@ -174,7 +177,17 @@ export class Connection {
    * acknowledged. QoS 0: written one after the other, pausing while the
    * socket is full (one wait at a time, not one per message).
    */
-  async publishAll(messages: { topic: string; payload: string; qos: Qos; retain: boolean }[]): Promise<void> {
+  async publishAll(messages: readonly Message[]): Promise<void> {
+    await (await this.publishBatch(messages)).acked;
+  }
+
+  /**
+   * Publish a batch without waiting for the acknowledgements: resolves once
+   * every message is handed to the client (QoS 0: written), with `acked`,
+   * which resolves when the broker has acknowledged every QoS 1/2 message.
+   * Until then they stay in the client's store (sent again on reconnect).
+   */
+  async publishBatch(messages: readonly Message[]): Promise<{ acked: Promise<void> }> {
     const acks: Promise<void>[] = [];
     for (const m of messages) {
       const client = this.client;
@@ -186,7 +199,9 @@ export class Connection {
       client.publish(m.topic, m.payload, { qos: 0, retain: m.retain });
       if (client.stream.writableNeedDrain) await this.drained(client);
     }
-    await Promise.all(acks);
+    const acked = Promise.all(acks).then(() => undefined);
+    acked.catch(() => undefined); // the caller awaits it, maybe later: never an unhandled rejection meanwhile
+    return { acked };
   }
 
   /** Resolves when the socket can take more, or the connection is gone. */

@@ -39,6 +39,8 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
   /** QoS 0 events that met a broker that was away: not buffered, only counted */
   private droppedOffline = 0;
   private readonly missedRetained = new LatestRetained(MqttDefaults.offline_retained_max);
+  /** the acknowledgements of the last batch sent (QoS 1/2): the next send, or the stop, waits for them */
+  private unacked: Promise<void> = Promise.resolve();
   /** the catch-up under way: new publications wait for it, so an old value never lands after a new one */
   private catching: Promise<void> = Promise.resolve();
 
@@ -107,6 +109,12 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
     this.stopped = true;
     clearInterval(this.announceTimer);
     this.unwatch?.();
+    // the last batch's acknowledgements, for at most the timeout (the host's stop_drain may cut it shorter)
+    if (this.conn.connected) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([this.unacked.catch(() => undefined), new Promise((r) => { timer = setTimeout(r, this.s.timeout * 1000); })]);
+      clearTimeout(timer);
+    }
     // the connection first: dropping the routes then sends no unsubscribe for each
     await this.conn.stop();
     this.link.stop();
@@ -176,7 +184,13 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
     }
     await this.catching;
     for (const m of messages) if (this.link.tracks(m.topic)) this.echo.sent(m.topic, m.payload);
-    await this.conn.publishAll(messages);
+    // a window of two batches: this one goes out while the broker acknowledges the one before, which
+    // this send waits for (a failure of it fails this send: the host retries). So the stream never
+    // stops for a round trip per batch, and at most two batches wait for acknowledgements.
+    const { acked } = await this.conn.publishBatch(messages);
+    const previous = this.unacked;
+    this.unacked = acked;
+    await previous;
   }
 
   /** disabled: what arrives is dropped (counted), nothing is controlled or updated */

@@ -2,7 +2,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { injectable } from 'tsyringe';
-import semver from 'semver';
+// the two functions, not the whole of semver (about 50 modules to load at every start)
+import satisfies from 'semver/functions/satisfies';
+import validRange from 'semver/ranges/valid';
 import { Config } from './config';
 import { Paths } from './paths';
 import { EventBus } from './bus';
@@ -48,9 +50,9 @@ export function checkDefinition(d: unknown): DefinitionProblem | undefined {
   if (!isNameList(p.provides)) return malformed('provides must be a list of service names');
   for (const f of ['start', 'stop']) if (p[f] !== undefined && typeof p[f] !== 'function') return malformed(`${f} must be a function`);
   if (p.kernel !== undefined) {
-    const range = typeof p.kernel === 'string' ? semver.validRange(p.kernel) : null;
+    const range = typeof p.kernel === 'string' ? validRange(p.kernel) : null;
     if (range === null) return malformed(`kernel must be a semver range such as '^2', not ${JSON.stringify(p.kernel)}`);
-    if (!semver.satisfies(KERNEL_API, range)) {
+    if (!satisfies(KERNEL_API, range)) {
       return { code: 'kernel_mismatch', reason: `written for kernel API ${p.kernel as string}, this kernel speaks ${KERNEL_API}` };
     }
   }

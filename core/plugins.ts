@@ -2,7 +2,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { injectable } from 'tsyringe';
-import semver from 'semver';
+// the two functions, not the whole of semver (about 50 modules to load at every start)
+import satisfies from 'semver/functions/satisfies';
+import validRange from 'semver/ranges/valid';
 import { Config } from './config';
 import { Paths } from './paths';
 import { EventBus } from './bus';
@@ -48,9 +50,9 @@ export function checkDefinition(d: unknown): DefinitionProblem | undefined {
   if (!isNameList(p.provides)) return malformed('provides must be a list of service names');
   for (const f of ['start', 'stop', 'checkFiles']) if (p[f] !== undefined && typeof p[f] !== 'function') return malformed(`${f} must be a function`);
   if (p.kernel !== undefined) {
-    const range = typeof p.kernel === 'string' ? semver.validRange(p.kernel) : null;
+    const range = typeof p.kernel === 'string' ? validRange(p.kernel) : null;
     if (range === null) return malformed(`kernel must be a semver range such as '^2', not ${JSON.stringify(p.kernel)}`);
-    if (!semver.satisfies(KERNEL_API, range)) {
+    if (!satisfies(KERNEL_API, range)) {
       return { code: 'kernel_mismatch', reason: `written for kernel API ${p.kernel as string}, this kernel speaks ${KERNEL_API}` };
     }
   }
@@ -70,13 +72,13 @@ export function pickDefinition(mod: unknown): Record<string, unknown> | undefine
   return undefined;
 }
 
-function listJs(dir: string, recursive: boolean): string[] {
+/** The .js and .mjs files of `dir` and of its folders down to `depth` levels, sorted. */
+function listJs(dir: string, depth: number): string[] {
   if (!fs.existsSync(dir)) return [];
   const out: string[] = [];
   for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
     const p = path.join(dir, e.name);
-    // a plugin's `assets` folder holds files for clients (browser scripts), not modules
-    if (e.isDirectory() && recursive && e.name !== 'assets') out.push(...listJs(p, true));
+    if (e.isDirectory() && depth > 0) out.push(...listJs(p, depth - 1));
     else if (e.isFile() && /\.(m?js)$/.test(e.name)) out.push(p);
   }
   return out.sort();
@@ -92,8 +94,10 @@ export async function discoverPlugins(
 ): Promise<Loaded[]> {
   const found: Loaded[] = [];
   const files = [
-    ...listJs(BUILTIN_DIR, true).map((f) => ({ f, builtin: true })),
-    ...listJs(dropInDir, false).map((f) => ({ f, builtin: false })),
+    // a built-in plugin is a module of plugins/ or of one of its folders: deeper folders hold helpers
+    // (which their plugin loads), a CLI, a worker thread, browser scripts; loading those would only cost time and memory
+    ...listJs(BUILTIN_DIR, 1).map((f) => ({ f, builtin: true })),
+    ...listJs(dropInDir, 0).map((f) => ({ f, builtin: false })),
   ];
   for (const { f, builtin } of files) {
     let mod: unknown;

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { ApiKey, ApiKeyProps, KeyListField, splitList } from '../auth/apikey';
 import { SqliteFile } from './sqljs';
 
@@ -27,41 +28,83 @@ const text = (v: unknown) => (v === null || v === undefined ? '' : String(v));
 /**
  * The user db runtime/db/<product>.db: dynamic API keys and user accounts in
  * an SQLite 3 file with the schema of EVA ICS 3.3. Changes are made in memory
- * and reach the file with write() (atomically, the whole file).
+ * and reach the file with change() (atomically, the whole file).
+ *
+ * A controller without the file has no keys or users to read: the file, and
+ * the SQLite engine (sql.js, about 20 MB of WASM memory), wait for the first
+ * change, so a controller that never creates a key or a user never loads them.
  */
 export class UserDb {
-  /** true when open() created a table or added columns: the file should be written */
+  /** true when opening created a table or added columns: the file should be written */
   schemaChanged = false;
+  private store?: SqliteFile;
+  private opening?: Promise<SqliteFile>;
 
-  private constructor(readonly store: SqliteFile) {}
+  private constructor(readonly file: string) {}
 
-  /** Open the file (or start a new one) and make sure both tables and every column exist. */
+  /** Open the file when it exists (making sure both tables and every column exist); else wait for the first change. */
   static async open(file: string): Promise<UserDb> {
-    // 0600: the file holds key values and password hashes
-    const db = new UserDb(await SqliteFile.open(file, 0o600));
-    db.ensure('apikeys', ApikeysColumns);
-    db.ensure('users', UsersColumns);
+    const db = new UserDb(file);
+    if (fs.existsSync(file)) await db.ready();
     return db;
+  }
+
+  /** The database, opened on first use; a failed open is tried again by the next change. */
+  private ready(): Promise<SqliteFile> {
+    this.opening ??= SqliteFile.open(this.file, 0o600).then((store) => {
+      this.store = store;
+      this.ensure('apikeys', ApikeysColumns);
+      this.ensure('users', UsersColumns);
+      return store;
+    }, (err: unknown) => {
+      this.opening = undefined;
+      throw err;
+    });
+    return this.opening;
+  }
+
+  private get db(): SqliteFile {
+    if (!this.store) throw new Error(`user db ${this.file} is not open`);
+    return this.store;
+  }
+
+  /**
+   * Make rows follow memory (`sync`) and write the file; resolves once it is
+   * on disk. `undo` takes the caller's change back out of memory when the
+   * file cannot be opened or written; the rows then follow memory again
+   * (see AtomicFile.write).
+   */
+  async change(sync: () => void, undo?: () => void): Promise<void> {
+    let store: SqliteFile;
+    try {
+      store = await this.ready();
+    } catch (err) {
+      undo?.();
+      throw err;
+    }
+    sync();
+    await store.write(undo && (() => { undo(); sync(); }));
   }
 
   /** Create a table, or add the columns an older file lacks (files from before items_deny etc.). */
   private ensure(table: string, columns: [string, string][]): void {
-    const have = this.store.columns(table);
+    const have = this.db.columns(table);
     if (have.length === 0) {
       const cols = columns.map(([n, t]) => `${n} ${t}`).join(', ');
-      this.store.run(`CREATE TABLE ${table} (${cols}, PRIMARY KEY (${columns[0][0]}))`);
+      this.db.run(`CREATE TABLE ${table} (${cols}, PRIMARY KEY (${columns[0][0]}))`);
       this.schemaChanged = true;
       return;
     }
     for (const [n, t] of columns) {
       if (have.includes(n)) continue;
-      this.store.run(`ALTER TABLE ${table} ADD COLUMN ${n} ${t.replace(' NOT NULL', '')}`);
+      this.db.run(`ALTER TABLE ${table} ADD COLUMN ${n} ${t.replace(' NOT NULL', '')}`);
       this.schemaChanged = true;
     }
   }
 
   /** Every stored key as the properties of a dynamic key (a row may still hold a bad network: ApiKey checks). */
   keys(): ApiKeyProps[] {
+    if (!this.store) return [];
     return this.store.rows('SELECT * FROM apikeys ORDER BY k_id').map((r) => ({
       id: text(r.k_id),
       key: text(r.k),
@@ -74,37 +117,34 @@ export class UserDb {
   putKey(key: ApiKey): void {
     const cols = ['k_id', 'k', 'm', 's', ...Object.keys(ListColumns)];
     const values = [key.id, key.key, 0, key.sysfunc ? 1 : 0, ...Object.values(ListColumns).map((f) => key.lists[f].join(','))];
-    this.store.run(`INSERT OR REPLACE INTO apikeys (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`, values);
+    this.db.run(`INSERT OR REPLACE INTO apikeys (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`, values);
   }
 
   deleteKey(id: string): void {
-    this.store.run('DELETE FROM apikeys WHERE k_id = ?', [id]);
+    this.db.run('DELETE FROM apikeys WHERE k_id = ?', [id]);
   }
 
   users(): UserRecord[] {
+    if (!this.store) return [];
     return this.store.rows('SELECT u, p, k FROM users ORDER BY u').map((r) => ({
       user: text(r.u), password: text(r.p), keys: splitList(text(r.k)),
     }));
   }
 
   putUser(u: UserRecord): void {
-    this.store.run('INSERT OR REPLACE INTO users (u, p, k) VALUES (?, ?, ?)', [u.user, u.password, u.keys.join(',')]);
+    this.db.run('INSERT OR REPLACE INTO users (u, p, k) VALUES (?, ?, ?)', [u.user, u.password, u.keys.join(',')]);
   }
 
   deleteUser(user: string): void {
-    this.store.run('DELETE FROM users WHERE u = ?', [user]);
+    this.db.run('DELETE FROM users WHERE u = ?', [user]);
   }
 
-  /** Write the file as it is now; resolves when it is on disk (`undo`: see AtomicFile.write). */
-  write(undo?: () => void): Promise<void> {
-    return this.store.write(undo);
-  }
-
-  flush(): Promise<void> {
-    return this.store.flush();
+  /** Wait for every write asked for so far (none when the file was never opened). */
+  async flush(): Promise<void> {
+    await this.store?.flush();
   }
 
   close(): void {
-    this.store.close();
+    this.store?.close();
   }
 }

@@ -82,14 +82,23 @@ export const plugin = definePlugin({
     ctx.on('state', (state) => offer({ type: 'state', data: state }));
     registerFunctions(ctx, scripts, topics);
 
-    let closeWatcher: (() => Promise<void>) | undefined;
+    /** the folder watcher: resolves to its stop once it runs (undefined when it could not start) */
+    let watching: Promise<(() => Promise<void>) | undefined> = Promise.resolve(undefined);
     let started = false;
     ctx.onReady(async () => {
       // loaded once every plugin runs: a script's top level may use their services
       await scripts.reloadAll();
-      closeWatcher = await watchFolder(paths.corescriptsDir, opts.settle_ms, (name) => {
+      // the watcher (chokidar's module and its first scan of the folder) is not waited for: the
+      // controller answers meanwhile; once it watches, a look at the folder catches what changed before
+      watching = watchFolder(paths.corescriptsDir, opts.settle_ms, (name) => {
         scripts.reloadFile(name).catch((err) => log.error(`core script ${name}: ${(err as Error).message}`));
-      }, log);
+      }, log).then(async (close) => {
+        await scripts.refresh().catch((err) => log.error(`core scripts: ${(err as Error).message}`));
+        return close;
+      }, (err) => {
+        log.error(`core scripts folder not watched (changes take effect at the next start): ${(err as Error).message}`);
+        return undefined;
+      });
       topics.rebind();
       ctx.interval(() => topics.rebind(), opts.rebind * 1000);
       if (opts.tick > 0) {
@@ -109,7 +118,7 @@ export const plugin = definePlugin({
     });
     ctx.onStop(async () => {
       queue.close();
-      await closeWatcher?.();
+      await (await watching)?.();
       await scripts.unloadAll();
       topics.unbindAll();
       await topics.flush();

@@ -53,15 +53,31 @@ export class ScriptSet {
   reloadAll(): Promise<void> {
     return this.serialize(async () => {
       this.dropAll();
-      let names: string[] = [];
-      try {
-        names = (await fsp.readdir(this.env.dir)).filter((n) => SCRIPT_FILE.test(n)).sort();
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-      }
-      for (const name of names) await this.loadOne(name, true);
+      for (const name of await this.names()) await this.loadOne(name, true);
       this.commit();
     });
+  }
+
+  /**
+   * Bring the scripts in line with the folder as it is now (files added,
+   * changed or removed since it was read); an unchanged file is left running.
+   */
+  refresh(): Promise<void> {
+    return this.serialize(async () => {
+      const before = new Map(this.scripts);
+      for (const name of new Set([...before.keys(), ...await this.names()])) await this.loadOne(name, false);
+      if (before.size !== this.scripts.size || [...before].some(([n, s]) => this.scripts.get(n) !== s)) this.commit();
+    });
+  }
+
+  /** The script files of the folder, sorted. */
+  private async names(): Promise<string[]> {
+    try {
+      return (await fsp.readdir(this.env.dir)).filter((n) => SCRIPT_FILE.test(n)).sort();
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      return [];
+    }
   }
 
   /** Load, reload or drop one file, as it is on disk now (an unchanged file is left running). */

@@ -1,4 +1,6 @@
-import { WebSocketServer, WebSocket, type RawData } from 'ws';
+import type * as Ws from 'ws';
+import type { WebSocketServer, WebSocket, RawData } from 'ws';
+import { onFirstUse } from '../../core/lazy';
 import { definePlugin, type PluginContext } from '../../core/plugin';
 import { Subjects, type Subject } from '../../core/bus';
 import { authenticate } from '../../core/auth/authenticate';
@@ -11,6 +13,8 @@ import { streamMetrics } from './metrics';
 
 /** Where the stream is taken (README, "Event stream"). */
 export const StreamPath = '/ws';
+/** The WebSocket library, loaded with the first stream client: a controller nobody streams from never loads it. */
+const wsLib = onFirstUse<typeof Ws>('ws');
 /** Largest message a client may send (auth, subscribe): they are small. */
 const MAX_INCOMING = 64 * 1024;
 
@@ -46,13 +50,13 @@ function startStream(ctx: PluginContext): void {
   const w = bounds(ctx.config.webapi);
   const log = ctx.quietLog(); // its own records must not feed the stream they report on
   const items = ctx.service('items');
-  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_INCOMING });
+  let wss: WebSocketServer | undefined;
   const clients = new Set<StreamClient>();
   const stats: StreamStats = { clients: 0, accepted: 0, refused: 0, dropped_slow: 0, dropped_dead: 0, sent: 0 };
 
   /** Send unless the client's buffer would pass ws_max_buffer: then it is told and disconnected. */
   const send = (c: StreamClient, text: string): void => {
-    if (c.closing || c.ws.readyState !== WebSocket.OPEN) return;
+    if (c.closing || c.ws.readyState !== c.ws.OPEN) return;
     if (c.ws.bufferedAmount + text.length > w.ws_max_buffer) {
       stats.dropped_slow++;
       log.warning(`stream client ${c.ip} (key ${c.auth?.key.id}) too slow: send buffer full, disconnected`);
@@ -143,7 +147,8 @@ function startStream(ctx: PluginContext): void {
         socket.end('HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
         return;
       }
-      wss.handleUpgrade(req, socket, head, (ws) => accept(ws, ip));
+      wss ??= new (wsLib().WebSocketServer)({ noServer: true, maxPayload: MAX_INCOMING });
+      wss.handleUpgrade(req, socket, head, (client) => accept(client, ip));
     },
     close: () => closeAll(),
   });
@@ -169,7 +174,7 @@ function startStream(ctx: PluginContext): void {
         continue;
       }
       c.alive = false;
-      if (c.ws.readyState !== WebSocket.OPEN) continue; // closing: cut at the next round unless gone by then
+      if (c.ws.readyState !== c.ws.OPEN) continue; // closing: cut at the next round unless gone by then
       if (c.auth && !stillValid(c)) {
         goodbye(c, CloseCodes.unauthorized, c.auth.token ? 'token expired' : 'key removed');
         continue;
@@ -194,7 +199,7 @@ function startStream(ctx: PluginContext): void {
     closeAll();
     for (const c of clients) c.ws.terminate();
     clients.clear();
-    wss.close();
+    wss?.close();
   });
 
   const service: StreamService = { stats: () => ({ ...stats, clients: clients.size }) };

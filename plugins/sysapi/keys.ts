@@ -23,7 +23,8 @@ export const plugin = definePlugin({
   provides: ['userdb'],
   async start(ctx) {
     const { keys, log } = ctx;
-    // a damaged file makes start fail (logged, plugin skipped): never overwrite what we could not read
+    // a damaged file makes start fail (logged, plugin skipped): never overwrite what we could not read;
+    // without a file, nothing is opened until the first key or user is created (core/store/userdb.ts)
     const db = await UserDb.open(ctx.paths.userDb);
     for (const props of db.keys()) {
       if (keys.get(props.id)) {
@@ -37,7 +38,7 @@ export const plugin = definePlugin({
         log.warning(`user db key ${props.id} skipped: ${describe(err)}`);
       }
     }
-    if (db.schemaChanged) await writeOrFail(db, log);
+    if (db.schemaChanged) await writeOrFail(db, log, () => undefined);
     const sync = new DynamicKeysSync(db, keys, () => ctx.config.server.db_update === 'instant', log);
     ctx.provide('userdb', db);
     // with on_exit, the controller runs every saver before plugins stop

@@ -5,16 +5,16 @@ import type { KeyStore } from '../../core/auth/keys';
 import type { UserDb } from '../../core/store/userdb';
 
 /**
- * Write the user db now; a failure is logged and answered 10 / 500. The
- * change stays in memory, unless the caller gives `undo`: then it is taken
- * back before any later write (a creation that answers an error leaves no
- * trace).
+ * Make the user db's rows follow memory (`sync`) and write it now; a failure
+ * is logged and answered 10 / 500. The change stays in memory, unless the
+ * caller gives `undo`: then it is taken back before any later write (a
+ * creation that answers an error leaves no trace).
  */
-export async function writeOrFail(db: UserDb, log: ModuleLogger, undo?: () => void): Promise<void> {
+export async function writeOrFail(db: UserDb, log: ModuleLogger, sync: () => void, undo?: () => void): Promise<void> {
   try {
-    await db.write(undo);
+    await db.change(sync, undo);
   } catch (err) {
-    log.error(`user db ${db.store.file} could not be written: ${describe(err)}`);
+    log.error(`user db ${db.file} could not be written: ${describe(err)}`);
     throw functionFailed(`the user db could not be written${undo ? ', nothing changed' : ''}; see the controller log`);
   }
 }
@@ -44,7 +44,7 @@ export class DynamicKeysSync {
       this.dirty.add(id);
       return;
     }
-    await this.write([id], undo && (() => { undo(); this.putRow(id); }));
+    await this.write([id], undo);
   }
 
   /** Whether key `id` has changes not yet written. */
@@ -58,11 +58,13 @@ export class DynamicKeysSync {
   }
 
   private async write(ids: string[], undo?: () => void): Promise<void> {
-    for (const id of ids) {
-      this.putRow(id);
-      this.dirty.delete(id);
-    }
-    await writeOrFail(this.db, this.log, undo);
+    // the marks go when the rows are put: a user db that could not be opened keeps them for the next save
+    await writeOrFail(this.db, this.log, () => {
+      for (const id of ids) {
+        this.putRow(id);
+        this.dirty.delete(id);
+      }
+    }, undo);
   }
 
   /** Make the row of key `id` what the key store holds. */

@@ -36,17 +36,12 @@ export const plugin = definePlugin({
       freeFailures: w.login_free_failures, delay: w.login_delay, delayMax: w.login_delay_max, maxClients: w.login_clients_max,
     }));
 
-    /** Write one account's change; `undo` (memory) is run, and the row follows, when the write fails. */
-    const save = async (rec: UserRecord | undefined, user: string, undo?: () => void) => {
-      const putRow = () => {
-        const now = users.get(user);
-        if (now) db.putUser(now);
-        else db.deleteUser(user);
-      };
-      if (rec) db.putUser(rec);
+    /** Write one account's change (as memory holds it now); `undo` (memory) is run, and the row follows, when the write fails. */
+    const save = (user: string, undo?: () => void) => writeOrFail(db, log, () => {
+      const now = users.get(user);
+      if (now) db.putUser(now);
       else db.deleteUser(user);
-      await writeOrFail(db, log, undo && (() => { undo(); putRow(); }));
-    };
+    }, undo);
     const user = (u: string): UserRecord => {
       const rec = users.get(u);
       if (!rec) throw notFound(`user ${u}`);
@@ -78,7 +73,7 @@ export const plugin = definePlugin({
         const rec = { user: p.u, password: hash, keys: [p.a] };
         users.set(p.u, rec);
         // a failed write takes the account back out: an error answer leaves no user behind
-        await save(rec, p.u, () => { if (users.get(p.u) === rec) users.delete(p.u); });
+        await save(p.u, () => { if (users.get(p.u) === rec) users.delete(p.u); });
         return { key: p.a, user: p.u };
       },
     });
@@ -92,7 +87,7 @@ export const plugin = definePlugin({
         user(p.u);
         users.delete(p.u);
         tokens.dropUser(p.u);
-        await save(undefined, p.u);
+        await save(p.u);
       },
     });
 
@@ -132,7 +127,7 @@ export const plugin = definePlugin({
         const rec = { ...user(p.u), keys: [existingKey(p.a)] };
         users.set(p.u, rec);
         tokens.dropUser(p.u);
-        await save(rec, p.u);
+        await save(p.u);
       },
     });
 
@@ -147,7 +142,7 @@ export const plugin = definePlugin({
         const rec = { ...user(p.u), password: hash }; // looked up again: the account may have changed meanwhile
         users.set(p.u, rec);
         tokens.dropUser(p.u);
-        await save(rec, p.u);
+        await save(p.u);
       },
     });
 
@@ -173,7 +168,7 @@ export const plugin = definePlugin({
           const upgraded = { ...rec, password: await hashPassword(pw) };
           if (users.get(u) === rec) {
             users.set(u, upgraded);
-            await save(upgraded, u);
+            await save(u);
             log.info(`password hash of user ${u} upgraded to scrypt`);
           }
         } catch (err) {

@@ -6,6 +6,8 @@ import { makeDir, Keys, MAIN } from '../helpers/controller';
 import { stopChild, table, fmt } from './lib';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+/** seconds of idling before the second RSS reading: V8 gives back the start's garbage pages after some seconds without allocation */
+const IDLE_S = Number(process.env.BENCH_IDLE_S ?? 30);
 
 /** VmRSS of a process, MiB (Linux). */
 const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
@@ -31,9 +33,11 @@ async function firstAnswer(args: string[], ask: (port: number) => Promise<Respon
 
 /**
  * Footprint of the built package: start to first answer (spawn of
- * `node dist/core/main.js` to the answer of a `test` call over JSON RPC) and
- * RSS once idle (2 s after that answer), beside a bare node:http server
- * started and asked the same way. Medians of ROUNDS starts.
+ * `node dist/core/main.js` to the answer of a `test` call over JSON RPC),
+ * RSS 2 s after that answer, and RSS once idle (IDLE_S s after it: V8's
+ * memory reducer has then released the pages the start's garbage held),
+ * beside a bare node:http server started and asked the same way. Medians of
+ * ROUNDS starts.
  */
 async function main() {
   const rows: (string | number)[][] = [];
@@ -45,21 +49,24 @@ async function main() {
   ];
   for (const [name, args] of sides) {
     const starts: number[] = [];
-    const rss: number[] = [];
+    const rssStart: number[] = [];
+    const rssIdle: number[] = [];
     for (let i = 0; i < ROUNDS; i++) {
       const a = args();
       const { proc, ms } = await firstAnswer(a, ask);
       await new Promise((r) => setTimeout(r, 2000));
-      rss.push(rssMiB(proc.pid!));
+      rssStart.push(rssMiB(proc.pid!));
+      await new Promise((r) => setTimeout(r, Math.max(0, IDLE_S * 1000 - 2000)));
+      rssIdle.push(rssMiB(proc.pid!));
       starts.push(ms);
       await stopChild(proc);
       if (a[1] === '--dir') fs.rmSync(a[2], { recursive: true, force: true });
     }
     const med = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
-    rows.push([name, fmt(med(starts)), fmt(med(rss), 1)]);
+    rows.push([name, fmt(med(starts)), fmt(med(rssStart), 1), fmt(med(rssIdle), 1), fmt(med(rssIdle) * 1.048576, 1)]);
   }
-  console.log(`\nFootprint: median of ${ROUNDS} starts (${os.cpus().length} cores, Node ${process.version})\n`);
-  console.log(table(['server', 'start to first answer ms', 'RSS idle MiB'], rows));
+  console.log(`\nFootprint: median of ${ROUNDS} starts (${os.cpus().length} cores, Node ${process.version}, load average ${os.loadavg()[0].toFixed(1)})\n`);
+  console.log(table(['server', 'start to first answer ms', 'RSS 2 s after MiB', `RSS idle (${IDLE_S} s) MiB`, 'RSS idle MB'], rows));
 }
 
 main().catch((err) => { console.error(err); process.exit(1); });

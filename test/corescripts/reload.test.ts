@@ -131,3 +131,9 @@ test('hundreds of reloads do not grow memory; a rejected promise nobody waits fo
   child.proc.kill('SIGTERM');
   t.is(await child.exited, 0);
 });
+
+test('a script written the moment the controller has started is loaded: the watcher starts after the start, and then looks at the folder', async (t) => {
+  const run = await startController(t, { ini });
+  writeScript(run.dir, 'early.js', `rpc('early', () => 'seen');`);
+  t.true(await becomes(run.client, 'early', 'seen'));
+});

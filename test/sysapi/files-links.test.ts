@@ -49,6 +49,7 @@ test("the controller's state files cannot be read, written or chmodded through t
   const rt = path.join(dir, 'runtime');
   await client.ok('set_cvar', { k, i: 'c', v: '1' });
   await client.ok('create', { k, i: 'sensor:g/s' });
+  await client.ok('create_key', { k, i: 'made', save: true }); // the user db file is made by its first change
   fs.mkdirSync(path.join(rt, 'uc_notify.d'), { recursive: true });
   fs.writeFileSync(path.join(rt, 'uc_notify.d', 'n1.json'), '{"id": "n1"}');
   // a history file somewhere else in runtime/ (its name is the notifier's choice): an SQLite file

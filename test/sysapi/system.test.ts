@@ -189,6 +189,9 @@ test('the systemd unit runs the controller under its supervisor, and systemctl s
   t.regex(unit, /^Restart=always$/m);
   t.regex(unit, /^KillSignal=SIGTERM$/m);
   t.regex(unit, /^StartLimitIntervalSec=0$/m);
+  // Node's compile cache in the service's own cache folder (test/kernel/compile-cache.test.ts)
+  t.regex(unit, /^CacheDirectory=eva-controller$/m);
+  t.regex(unit, /^Environment=NODE_COMPILE_CACHE=%C\/eva-controller$/m);
   const exec = /^ExecStart=(.+)$/m.exec(unit)![1];
   // the unit's paths, pointed at this build and a temp controller directory
   const dir = makeDir(t);

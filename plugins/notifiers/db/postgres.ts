@@ -1,4 +1,5 @@
-import pg from 'pg';
+import type * as Pg from 'pg';
+import { onFirstUse } from '../../../core/lazy';
 import type { ModuleLogger } from '../../../core/log';
 import type { HistoryBackend, HistoryQuery } from './backend';
 import type { HistoryRow } from './schema';
@@ -15,6 +16,9 @@ import { mergeBuckets, type Bucket, type Resampling } from '../../history/resamp
  * figures say what waits and what was lost at the bound). Nothing blocks the
  * event loop meanwhile.
  */
+
+/** The PostgreSQL driver, loaded with the first postgres history: a controller without one never loads it. */
+const pg = onFirstUse<typeof Pg>('pg');
 
 export const PostgresDefaults = {
   /** rows in one INSERT statement (5 bound parameters each; PostgreSQL takes at most 65535) */
@@ -146,7 +150,7 @@ export interface PostgresStats {
 }
 
 export class PostgresHistory implements HistoryBackend, Resampling {
-  private readonly pool: pg.Pool;
+  private readonly pool: Pg.Pool;
   private schemaReady = false;
   /** the schema being made: calls arriving meanwhile (an API query right after start) wait for it */
   private schemaPending: Promise<void> | undefined;
@@ -162,7 +166,7 @@ export class PostgresHistory implements HistoryBackend, Resampling {
   constructor(private readonly options: PostgresOptions, private readonly log: ModuleLogger) {
     checkPostgresUri(options.uri);
     this.password = decodeURIComponent(new URL(options.uri).password);
-    this.pool = new pg.Pool({
+    this.pool = new (pg().Pool)({
       connectionString: options.uri,
       max: PostgresDefaults.pool_size,
       connectionTimeoutMillis: PostgresDefaults.connect_timeout * 1000,
@@ -442,7 +446,7 @@ export function insertStatements(rows: HistoryRow[]): { fresh: { text: string; v
 }
 
 /** Writes one batch (see insertStatements). */
-export async function insertBatch(client: pg.ClientBase, rows: HistoryRow[]): Promise<void> {
+export async function insertBatch(client: Pg.ClientBase, rows: HistoryRow[]): Promise<void> {
   const { fresh, replace } = insertStatements(rows);
   const res = await client.query<{ n: number }>(fresh);
   if (res.rows[0].n < rows.length) await client.query(replace);

@@ -1,10 +1,15 @@
 import fs from 'node:fs';
-import mqtt, { type IClientOptions, type ISubscriptionGrant, type MqttClient } from 'mqtt';
+import type * as Mqtt from 'mqtt';
+import type { IClientOptions, ISubscriptionGrant, MqttClient } from 'mqtt';
 import type { ModuleLogger } from '../../../core/log';
+import { onFirstUse } from '../../../core/lazy';
 import { describe } from '../../../core/log';
 import { MqttDefaults, type MqttSettings, type Qos } from './settings';
 import { Routes } from './routes';
 import type { Message } from './publish';
+
+/** The MQTT client library, loaded with the first connection: a controller without an mqtt notifier never loads it. */
+const mqtt = onFirstUse<typeof Mqtt>('mqtt');
 
 /** Thrown by publish while the broker is away. */
 export class NotConnected extends Error {
@@ -22,8 +27,8 @@ export class Connection {
   readonly routes = new Routes();
   private client?: MqttClient;
   // kept across reconnects: they hold the in-flight QoS 1/2 publications
-  private readonly outgoing = new mqtt.Store();
-  private readonly incoming = new mqtt.Store();
+  private readonly outgoing = new (mqtt().Store)();
+  private readonly incoming = new (mqtt().Store)();
   private delay: number = MqttDefaults.reconnect_min_ms;
   private timer?: NodeJS.Timeout;
   private stopped = false;
@@ -84,7 +89,7 @@ export class Connection {
       if (s.tls.key) opts.key = fs.readFileSync(s.tls.key);
       opts.rejectUnauthorized = true;
     }
-    const client = mqtt.connect(opts);
+    const client = mqtt().connect(opts);
     this.client = client;
     this.stats.attempts++;
     client.on('connect', () => {

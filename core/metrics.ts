@@ -1,5 +1,7 @@
 import { injectable } from 'tsyringe';
-import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric, type MetricValueWithName } from 'prom-client';
+import type * as PromClient from 'prom-client';
+import type { Metric, MetricValueWithName, Registry } from 'prom-client';
+import { onFirstUse } from './lazy';
 import { Config } from './config';
 import type { ResolvedKey } from './auth/keys';
 import { permits, type Permission } from './functions';
@@ -30,17 +32,28 @@ export const UNKNOWN_FUNCTION = '-';
 const NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
 const ACCESS: Permission[] = ['none', 'any', 'sysfunc', 'master'];
 
+/**
+ * prom-client only writes the exposition text: the calls are counted as plain
+ * numbers. It is loaded at the first scrape (about 2.5 MB of a controller's
+ * idle memory that never serves /metrics; README, "Footprint").
+ */
+const prom = onFirstUse<typeof PromClient>('prom-client');
+
+/** The exposition format's media type (prom-client's, stated here so that a reply need not load it). */
+export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+
 let processRegistry: Registry | undefined;
 /**
  * Process figures (memory, event-loop lag, descriptors, GC) belong to the
- * process, not to one controller: one registry for the process, made on first
- * use (a test process holds many controllers; prom-client's collectors each
- * install a monitor that is never removed).
+ * process, not to one controller: one registry for the process, made at the
+ * first scrape (a test process holds many controllers; prom-client's
+ * collectors each install a monitor that is never removed). The GC and
+ * event-loop figures therefore count from the first scrape on.
  */
 function processMetrics(): Registry {
   if (!processRegistry) {
-    processRegistry = new Registry();
-    collectDefaultMetrics({ register: processRegistry });
+    processRegistry = new (prom().Registry)();
+    prom().collectDefaultMetrics({ register: processRegistry });
   }
   return processRegistry;
 }
@@ -72,24 +85,32 @@ function family(name: string, help: string, type: 'counter' | 'histogram', value
  */
 @injectable()
 export class Metrics {
-  private readonly registry = new Registry();
+  /** the controller's own families, made at the first scrape */
+  private ownRegistry: Registry | undefined;
   /** per function name (declared ones and UNKNOWN_FUNCTION: bounded by the registry) */
   private readonly perFunction = new Map<string, CallFigures>();
   private readonly sources = new Map<string, MetricSource[]>();
   private readonly log: ModuleLogger;
   /** source problems already logged: each once, not once per scrape */
   private readonly told = new Set<string>();
-  readonly contentType = this.registry.contentType;
+  readonly contentType = METRICS_CONTENT_TYPE;
 
-  constructor(private readonly config: Config, logger: Logger) {
+  constructor(private readonly config: Config, private readonly logger: Logger) {
     this.log = logger.module('metrics');
-    processMetrics();
-    const registers = [this.registry];
+  }
+
+  /** The controller's own families (calls, latency, memory log), read at each scrape. */
+  private get registry(): Registry {
+    if (this.ownRegistry) return this.ownRegistry;
+    const { Gauge, Registry: PromRegistry } = prom();
+    const registry = (this.ownRegistry = new PromRegistry());
+    const registers = [registry];
+    const logger = this.logger;
     family('eva_api_calls_total', 'API calls by function and result (ok or the error kind)', 'counter', () => {
       const out: Values = [];
       for (const [fn, f] of this.perFunction) for (const [result, n] of f.results) out.push({ labels: { function: fn, result }, value: n });
       return out;
-    }, this.registry);
+    }, registry);
     const latency = 'eva_api_call_duration_seconds';
     family(latency, 'API call time from dispatch to result, by function', 'histogram', () => {
       const out: Values = [];
@@ -101,7 +122,7 @@ export class Metrics {
         out.push({ metricName: `${latency}_count`, labels: { function: fn }, value: f.count });
       }
       return out;
-    }, this.registry);
+    }, registry);
     new Gauge({
       name: 'eva_log_memory_records', help: 'records held in the memory log', registers,
       collect() { this.set(logger.memSize().records); },
@@ -110,6 +131,7 @@ export class Metrics {
       name: 'eva_log_memory_bytes', help: 'about how many bytes the memory log holds', registers,
       collect() { this.set(logger.memSize().bytes); },
     });
+    return registry;
   }
 
   /** One API call ended (the dispatcher, for every transport). */
@@ -148,9 +170,10 @@ export class Metrics {
 
   /** The exposition text. */
   async text(): Promise<string> {
-    const fromPlugins = new Registry();
+    const { Registry: PromRegistry } = prom();
+    const fromPlugins = new PromRegistry();
     this.collectSources(fromPlugins);
-    return Registry.merge([processMetrics(), this.registry, fromPlugins]).metrics();
+    return PromRegistry.merge([processMetrics(), this.registry, fromPlugins]).metrics();
   }
 
   /** The plugins' samples as families of a registry made for this scrape (families come and go with notifiers). */
@@ -179,6 +202,7 @@ export class Metrics {
         }
       }
     }
+    const { Counter, Gauge } = prom();
     for (const [name, fam] of families) {
       const labelNames = [...new Set(fam.samples.flatMap((s) => Object.keys(s.labels ?? {})))];
       if (!labelNames.every((l) => NAME.test(l) && !l.startsWith('__'))) {

@@ -1,5 +1,9 @@
 import type { IncomingMessage } from 'node:http';
-import busboy from 'busboy';
+import type Busboy from 'busboy';
+import { onFirstUse } from '../lazy';
+
+/** busboy reads multipart uploads only: loaded with the first one. */
+const busboy = onFirstUse<typeof Busboy>('busboy');
 
 /** Thrown when a request body is larger than the configured limit (answered 413). */
 export class BodyTooLarge extends Error {
@@ -64,9 +68,9 @@ export function readMultipart(req: IncomingMessage, limit: number): Promise<Reco
     return Promise.reject(new BodyTooLarge(limit));
   }
   return new Promise((resolve, reject) => {
-    let bb: busboy.Busboy;
+    let bb: Busboy.Busboy;
     try {
-      bb = busboy({ headers: req.headers, limits: { fieldSize: limit, fileSize: limit } });
+      bb = busboy()({ headers: req.headers, limits: { fieldSize: limit, fileSize: limit } });
     } catch (err) {
       req.resume();
       reject(new MalformedBody((err as Error).message)); // no boundary, or not multipart at all

@@ -305,6 +305,15 @@ needs('sqlite3')('the last events reach the file at controller stop; actions and
   t.is(rows[rows.length - 1], 'unit:hall/lamp|0');
 });
 
+needs('sqlite3')('a db file in a folder that does not exist yet: the folder is made and the history kept', async (t) => {
+  const c = await controllerWithHistory(t, { db: 'history/site1/h.db' });
+  const file = path.join(c.dir, 'runtime', 'history', 'site1', 'h.db');
+  await c.client.ok('create', { k: Keys.master, i: 'sensor:env/t' });
+  await c.client.ok('update', { k: Keys.master, i: 'sensor:env/t', s: 1, v: '21' });
+  await c.stop();
+  t.deepEqual(await sqlite3(file, "SELECT oid || '|' || value FROM state_history WHERE value = '21'"), ['sensor:env/t|21']);
+});
+
 test('a db notifier pointing outside runtime is refused with a reason', async (t) => {
   const c = await controllerWithHistory(t, { db: '../escape.db' });
   const info = await c.client.ok('get_notifier', { k: Keys.master, i: 'hist' });

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import type { Statement } from 'sql.js';
 import { SqliteFile } from '../../../core/store/sqljs';
 import { writeFileAtomic } from '../../../core/store/atomic';
@@ -42,6 +43,8 @@ export class HistoryStore {
    * false` is the design before the journal (the benchmark compares both).
    */
   static async open(opts: HistoryOptions, warn: (message: string) => void, now: number, journal = true): Promise<HistoryStore> {
+    // a folder of the controller's own named in the notifier file (db:history/site1.db) is made, as the file is
+    fs.mkdirSync(path.dirname(opts.file), { recursive: true });
     let db: SqliteFile; // SqliteFile.open also removes temp files a killed writer left
     let fresh = !fs.existsSync(opts.file);
     try {

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import test from 'ava';
 import { makeDir, spawnController, Keys, type Child } from '../helpers/controller';
 import { sqlite3, userDbOf } from './accounts-helpers';
@@ -10,6 +11,17 @@ async function figure(child: Child, name: string): Promise<number> {
   const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
   if (!m) throw new Error(`${name} not in /metrics:\n${text}`);
   return Number(m[1]);
+}
+
+/**
+ * Does this node count a WASM instance's memory as external memory? Node 20
+ * and 24 do (sql.js: +22 MB), Node 26 does not (+0.4 MB; its RSS grows
+ * instead). Asked of a fresh process of the same node, which loads sql.js.
+ */
+function wasmCountsAsExternal(): boolean {
+  const probe = `const b = process.memoryUsage().external;
+require(${JSON.stringify(require.resolve('sql.js'))})().then((S) => { new S.Database(); console.log(process.memoryUsage().external - b); });`;
+  return Number(execFileSync(process.execPath, ['-e', probe], { encoding: 'utf8' })) >= 10 * 2 ** 20;
 }
 
 /*
@@ -37,6 +49,10 @@ needs('sqlite3')('without a user db file the controller starts without the SQLit
 
   // the engine's WASM memory (16 MB at least) arrived with that first use, so it was not there before
   const after = await figure(child, 'nodejs_external_memory_bytes');
+  if (!wasmCountsAsExternal()) {
+    t.log(`node ${process.version} does not count WASM memory as external: the engine's arrival is not visible in /metrics`);
+    return;
+  }
   t.true(after - before >= 10 * 2 ** 20, `external memory ${before} B before the first use, ${after} B after`);
   t.true(before < 10 * 2 ** 20, `external memory at start: ${before} B`);
 });

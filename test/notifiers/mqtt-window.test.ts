@@ -8,20 +8,52 @@ import { controllerWith, mqttNotifier } from './mqtt-setup';
 const VALUE = 'sp/lvar/g/v/value';
 const stateOnly = [{ subject: 'state', types: ['#'], groups: ['#'] }];
 
+/** Counts the MQTT packets of one type in a byte stream cut anywhere (fixed header: type, remaining length). */
+function packetCounter(type: number) {
+  let buf = Buffer.alloc(0);
+  const counter = {
+    n: 0,
+    feed(data: Buffer) {
+      buf = Buffer.concat([buf, data]);
+      for (;;) {
+        let len = 0;
+        let mul = 1;
+        let i = 1;
+        for (; i < buf.length && i <= 4; i++) {
+          len += (buf[i] & 0x7f) * mul;
+          mul *= 128;
+          if (!(buf[i] & 0x80)) break;
+        }
+        if (i >= buf.length || buf.length < i + 1 + len) return;
+        if (buf[0] >> 4 === type) counter.n++;
+        buf = buf.subarray(i + 1 + len);
+      }
+    },
+  };
+  return counter;
+}
+
 /**
  * A TCP relay between the controller and the broker that can hold what the
  * broker sends back (its acknowledgements) while everything the controller
- * sends goes through.
+ * sends goes through. It counts the controller's PUBLISH packets and the
+ * broker's PUBACKs that reached the controller.
  */
 async function relay(t: Parameters<typeof startBroker>[0], target: { host: string; port: number }) {
   let holding = false;
   const held: { to: net.Socket; data: Buffer }[] = [];
   const sockets = new Set<net.Socket>();
+  const publishes = packetCounter(3);
+  const pubacks = packetCounter(4);
   const server = net.createServer((down) => {
     const up = net.connect(target.port, target.host);
     for (const s of [down, up]) { sockets.add(s); s.on('error', () => undefined); s.on('close', () => sockets.delete(s)); }
     down.pipe(up);
-    up.on('data', (data: Buffer) => { if (holding) held.push({ to: down, data }); else down.write(data); });
+    down.on('data', (data: Buffer) => publishes.feed(data));
+    up.on('data', (data: Buffer) => {
+      if (holding) held.push({ to: down, data });
+      else { pubacks.feed(data); down.write(data); }
+    });
     up.on('close', () => down.destroy());
     down.on('close', () => up.destroy());
   });
@@ -30,6 +62,8 @@ async function relay(t: Parameters<typeof startBroker>[0], target: { host: strin
   return {
     host: '127.0.0.1',
     port: (server.address() as net.AddressInfo).port,
+    /** every PUBLISH the controller sent so far has its PUBACK back (a broker may acknowledge after it forwards) */
+    settled: () => publishes.n > 0 && pubacks.n === publishes.n,
     hold() { holding = true; },
     release() {
       holding = false;
@@ -47,6 +81,8 @@ test('QoS 1 batches go out in a window of two: the next waits for the acknowledg
   await c.ok('create', { i: 'lvar:g/v' });
   await sub.waitFor((m) => m.some((x) => x.topic === VALUE), 10_000, 'the first value');
   const got = () => new Set(sub.on(VALUE).map((m) => m.payload));
+  // mosquitto may forward the first value before it acknowledges it: hold only once its PUBACK is through
+  await until('the first batch acknowledged', () => r.settled(), 10_000);
   const before = await stats(c.client, c.k, 'm1');
   r.hold(); // no acknowledgement reaches the controller from now on
   // batch 1: sent (the batch before it is acknowledged), its own acknowledgements are held

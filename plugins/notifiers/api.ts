@@ -184,4 +184,13 @@ export interface NotifierHost {
   setEnabled(id: string, enabled: boolean): Promise<boolean>;
   /** test_notifier: the endpoint test within the notifier's timeout; false when the id is unknown; rejects (ApiError) when it fails */
   test(id: string): Promise<boolean>;
+  /** list_notifier_types: what a notifier file holds, from the declarations the files are checked by */
+  settings(): NotifierFileSettings;
+}
+
+/** The declared settings of notifier files: the file's own fields, the settings every type shares, each loaded type's. */
+export interface NotifierFileSettings {
+  fields: Record<string, string>;
+  common: Record<string, Record<string, unknown>>;
+  types: Record<string, { description?: string; aliases?: string[]; settings: SettingsSchema }>;
 }

@@ -31,6 +31,15 @@ export const plugin = definePlugin({
       returns: 'notifier object',
       handler: (p: { i: string }) => host.describe(known(p.i), true),
     });
+    // beyond the spec (README "Settings"): notifier files described as rpc.discover's x-settings describes the ini
+    ctx.register({
+      name: 'list_notifier_types',
+      permission: 'master',
+      params: {},
+      description: 'The settings of notifier files, from the declarations the files are checked by: the file\'s fields, those every type shares (type, default, range, description) and each loaded type\'s own.',
+      returns: '{fields, common, types: {<type>: {description, aliases, settings}}}',
+      handler: () => host.settings(),
+    });
     // beyond the spec (README "Choices where the spec is silent"): the console's and a script's Test
     ctx.register({
       name: 'test_notifier',

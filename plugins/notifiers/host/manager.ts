@@ -2,9 +2,9 @@ import type { PluginContext } from '../../../core/plugin';
 import type { Subject } from '../../../core/bus';
 import { describe, type ModuleLogger } from '../../../core/log';
 import { functionFailed } from '../../../core/errors';
-import type { Endpoint, NotifierConfig, NotifierHost, NotifierType } from '../api';
+import type { Endpoint, NotifierConfig, NotifierFileSettings, NotifierHost, NotifierType } from '../api';
 import { commonConfig, configProblem, deliveryOptions, readNotifierFiles } from './config';
-import { CommonSettings, DeliverySettings } from './defaults';
+import { CommonSettings, DeliverySettings, FileFields } from './defaults';
 import { Delivery } from './delivery';
 import { EventRouter, type Routed } from './router';
 import { withDeadline } from './deadline';
@@ -228,6 +228,14 @@ export class Notifiers implements NotifierHost {
 
   list(): string[] {
     return [...this.all.keys()].sort();
+  }
+
+  settings(): NotifierFileSettings {
+    const types: NotifierFileSettings['types'] = {};
+    // a type is listed under its name, not again under each alias
+    for (const t of new Set(this.types.values())) types[t.name] = { description: t.description, aliases: t.aliases, settings: t.settings };
+    const common = Object.fromEntries(Object.entries(CommonSettings).map(([k, st]) => [k, { ...st }]));
+    return { fields: FileFields, common, types };
   }
 
   describe(id: string, stats = false): Record<string, unknown> | undefined {

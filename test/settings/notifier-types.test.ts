@@ -1,0 +1,33 @@
+import test from 'ava';
+import { Keys, makeDir, startController } from '../helpers/controller';
+import { runCli } from './run';
+
+/**
+ * list_notifier_types: notifier files described through the API from the
+ * declarations the files are checked by, as rpc.discover's x-settings
+ * describes etc/<product>.ini. Master only.
+ */
+test('list_notifier_types: the file fields, the common settings with type, default and range, each loaded type with its own', async (t) => {
+  const { client } = await startController(t);
+  const d = await client.ok('list_notifier_types', { k: Keys.master });
+  t.deepEqual(Object.keys(d.fields).sort(), ['events', 'id', 'type']);
+  t.like(d.common.timeout, { type: 'number', default: 0, min: 0, unit: 's' });
+  t.like(d.common.queue_size, { type: 'int', default: 10_000, min: 1 });
+  t.like(d.common.enabled, { type: 'bool', default: false });
+  for (const c of Object.values(d.common) as { description: string }[]) t.true(c.description.length > 10);
+  t.deepEqual(Object.keys(d.types).sort(), ['db', 'http', 'http-post', 'json', 'mqtt']);
+  t.truthy(d.types.json.settings.uri, 'json: its uri');
+  t.truthy(d.types.mqtt.settings.qos, 'mqtt: its qos');
+  t.like(await client.rpc('list_notifier_types', { k: Keys.plain }), { error: { code: 2 } }, 'master only');
+});
+
+test('list_notifier_types and the notifier command line\'s help name the same settings', async (t) => {
+  const dir = makeDir(t);
+  const { client } = await startController(t, { dir });
+  const d = await client.ok('list_notifier_types', { k: Keys.master });
+  const help = await runCli(t, ['-d', dir, '--help']);
+  t.is(help.code, 0, help.err);
+  // each setting opens a line of the help: "  timeout (...)" for the common ones, "    uri (...)" under a type
+  for (const name of Object.keys(d.common)) t.regex(help.out, new RegExp(`^  ${name} \\(`, 'm'), name);
+  for (const name of Object.keys(d.types.json.settings)) t.regex(help.out, new RegExp(`^    ${name} \\(`, 'm'), `json ${name}`);
+});

@@ -1,6 +1,8 @@
 import test from 'ava';
 import { Keys, makeDir, startController } from '../helpers/controller';
 import { runCli } from './run';
+import { controllerLog } from '../notifiers/helpers';
+import { until } from '../helpers/wait';
 
 /**
  * list_notifier_types: notifier files described through the API from the
@@ -30,4 +32,21 @@ test('list_notifier_types and the notifier command line\'s help name the same se
   // each setting opens a line of the help: "  timeout (...)" for the common ones, "    uri (...)" under a type
   for (const name of Object.keys(d.common)) t.regex(help.out, new RegExp(`^  ${name} \\(`, 'm'), name);
   for (const name of Object.keys(d.types.json.settings)) t.regex(help.out, new RegExp(`^    ${name} \\(`, 'm'), `json ${name}`);
+});
+
+test('a notifier type that declares a setting every notifier file has (timeout) is refused, naming it; the other types run', async (t) => {
+  const run = await startController(t, {
+    files: {
+      'plugins/clash-notifier.js': `module.exports.plugin = {
+        name: 'notifier-clash', kind: 'notifier', version: '1.0.0', needs: ['notifiers'],
+        notifier: { name: 'clash', settings: { timeout: { type: 'number', description: 'a second timeout' } },
+          create() { return { send: async () => undefined, test: async () => undefined, stop: async () => undefined }; } },
+      };`,
+    },
+  });
+  // the host refuses the type as it hears of the plugin: an error line naming both, the plugin itself started
+  await until('the refusal logged', () => /plugin notifiers: taking plugin notifier-clash: setting timeout: every notifier file has it already/.test(controllerLog(run.dir)));
+  const d = await run.client.ok('list_notifier_types', { k: Keys.master });
+  t.false('clash' in d.types);
+  t.true('json' in d.types);
 });

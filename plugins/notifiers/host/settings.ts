@@ -1,6 +1,7 @@
 import { parseBool } from '../../../core/config';
 import type { NotifierConfig, NotifierType, SettingDecl, SettingsSchema } from '../api';
 import { HiddenPassword, shownUri } from './config';
+import { CommonSettings, FileFields } from './defaults';
 
 /**
  * A notifier type's settings schema at work: the host checks a config by it
@@ -126,6 +127,8 @@ export function typeProblem(t: unknown): string | undefined {
   if (!d.settings || typeof d.settings !== 'object') return 'plugin.notifier.settings is missing';
   for (const [n, s] of Object.entries(d.settings)) {
     if (!s || !Kinds.has(s.type)) return `setting ${n}: type must be one of ${[...Kinds].join(', ')}`;
+    // one declaration per setting: a type's own `timeout` would contradict the host's
+    if (Object.hasOwn(CommonSettings, n) || Object.hasOwn(FileFields, n)) return `setting ${n}: every notifier file has it already (the host declares it); a type declares only its own`;
   }
   return undefined;
 }

@@ -51,8 +51,8 @@ export class Controller {
     // the settings before anything is bound or started: a bad one stops the start (ConfigError)
     const config = ctl.get(Config);
     const logFolder = config.server.log_file ? [path.dirname(config.server.log_file)] : [];
-    // runtime/db too, as 3.3 laid it out: db notifiers keep their files there, even before the user db file exists
-    for (const d of [paths.etc, paths.runtime, path.dirname(paths.userDb), paths.xc, ...logFolder]) fs.mkdirSync(d, { recursive: true });
+    // a store makes its own folder when it first writes (runtime/db: the user db, a db notifier's history)
+    for (const d of [paths.etc, paths.runtime, paths.xc, ...logFolder]) fs.mkdirSync(d, { recursive: true });
     const host = ctl.get(PluginHost);
     const plugins = await host.load();
     try {

@@ -44,11 +44,19 @@ export class ItemRegistry implements ItemsService {
   private readonly ids = new Map<string, string>();
   private readonly watchers = new Set<ItemWatcher>();
   private readonly file: ItemsFile;
-  private dirty = false;
   readonly actions: ActionQueues;
 
   constructor(private readonly ctx: PluginContext, private readonly limits: ItemsLimits) {
-    this.file = new ItemsFile(ctx.paths.itemsFile, ctx.log);
+    const items = this.items;
+    this.file = new ItemsFile(ctx.paths.itemsFile, ctx.log, {
+      stored: (oid) => items.get(oid)?.stored(),
+      all: () => {
+        const out: Record<string, StoredItem> = {};
+        for (const [oid, item] of items) out[oid] = item.stored();
+        return out;
+      },
+      get size() { return items.size; },
+    });
     this.actions = new ActionQueues({
       changed: (a) => ctx.emit('action', publishable(a.event())),
       execute: (a) => this.execute(a),
@@ -149,7 +157,7 @@ export class ItemRegistry implements ItemsService {
     this.add(item);
     this.emitState(item);
     this.tell(item, 'created');
-    await this.persist(save);
+    await this.persist(item, save);
     return item;
   }
 
@@ -159,7 +167,7 @@ export class ItemRegistry implements ItemsService {
     this.ids.delete(`${item.o.type}:${item.o.id}`);
     this.actions.forget(item.o.oid);
     this.tell(item, 'destroyed');
-    await this.persist(save);
+    await this.persist(item, save);
   }
 
   /** Change one property (already checked and converted by the caller). */
@@ -171,19 +179,32 @@ export class ItemRegistry implements ItemsService {
     item.props[prop] = value;
     if (item.eventKey() !== before) this.emitState(item); // action_enabled is part of a unit's state
     this.tell(item, 'props');
-    await this.persist(save);
+    await this.persist(item, save);
   }
 
-  /** `save` and the stop of an on_exit controller: write what changed. */
+  /** `save` and the stop of an on_exit controller: write what changed, and fold the journal into the file. */
   async save(): Promise<void> {
-    if (this.dirty) await this.write();
+    // a failure is logged by the file and told to the caller of save
+    if (this.file.dirty || this.file.journaled > 0) await this.file.fold();
     await this.file.flush();
   }
 
+  /**
+   * on_exit writes everything; instant folds its journal, so that a stopped
+   * controller leaves one whole file; manual leaves what was not saved unsaved.
+   */
   async stop(): Promise<void> {
     await this.actions.shutdown();
-    if (this.ctx.config.server.db_update === 'on_exit') await this.save();
-    else await this.file.flush(); // instant writes under way
+    await this.file.flush(); // instant writes under way
+    const mode = this.ctx.config.server.db_update;
+    try {
+      if (mode === 'on_exit') await this.save();
+      else if (mode === 'instant' && this.file.journaled > 0) {
+        await this.save().catch(() => { /* logged; what the journal holds is replayed at the next start */ });
+      }
+    } finally {
+      this.file.close();
+    }
   }
 
   // ---- internals ----
@@ -200,8 +221,8 @@ export class ItemRegistry implements ItemsService {
     const { changed, visible } = item.apply(change, idle);
     if (visible) this.emitState(item, source);
     // unchanged: under instant, the state asked for may still be on its way to disk (or failed to get there)
-    if (changed || this.dirty) return this.persist(false);
-    return this.ctx.config.server.db_update === 'instant' ? this.file.written().catch(() => this.persist(false)) : Promise.resolve();
+    if (changed || this.file.dirty) return this.persist(item, false, changed);
+    return this.ctx.config.server.db_update === 'instant' ? this.file.written().catch(() => this.persist(item, false, false)) : Promise.resolve();
   }
 
   private emitState(item: Item, source?: string): void {
@@ -217,31 +238,26 @@ export class ItemRegistry implements ItemsService {
   }
 
   /**
-   * A change happened. db_update instant writes at once and the change is
-   * answered once it is on disk (the writes of a stream of changes are
-   * grouped: core/store/group-commit.ts); manual and on_exit write on `save`
-   * (and on_exit at stop). `save` (the function parameter) writes at once
-   * whatever the mode.
+   * `item` changed (when `changed`). db_update instant writes at once — the
+   * item's new state appended to the journal, its cost not growing with the
+   * number of items (./store.ts) — and the change is answered once it is on
+   * disk (the writes of a stream of changes are grouped:
+   * core/store/group-commit.ts); manual and on_exit write the whole file on
+   * `save` (and on_exit at stop). `save` (the function parameter) writes at
+   * once whatever the mode.
    */
-  private persist(save: boolean): Promise<void> {
-    this.dirty = true;
-    if (!save && this.ctx.config.server.db_update !== 'instant') return Promise.resolve();
-    return this.write().catch((err) => {
-      throw functionFailed(`the change is made but ${this.file.path} could not be written (${describe(err)}); `
-        + 'it is written again at the next change or save');
-    });
+  private persist(item: Item, save: boolean, changed = true): Promise<void> {
+    if (changed) this.file.mark(item.o.oid);
+    const instant = this.ctx.config.server.db_update === 'instant';
+    if (!save && !instant) return Promise.resolve();
+    return this.write(() => (instant ? this.file.store() : this.file.fold()));
   }
 
-  private write(): Promise<void> {
-    return this.file.write(() => {
-      this.dirty = false;
-      const out: Record<string, StoredItem> = {};
-      for (const [oid, item] of this.items) out[oid] = item.stored();
-      return out;
-    }).catch((err) => {
-      this.dirty = true;
-      this.ctx.log.error(`cannot write ${this.file.path}: ${describe(err)}`);
-      throw err;
+  /** A write, its failure told to the caller in the API's terms (the file logged it). */
+  private write(run: () => Promise<void>): Promise<void> {
+    return run().catch((err) => {
+      throw functionFailed(`the change is made but ${this.file.path} could not be written (${describe(err)}); `
+        + 'it is written again at the next change or save');
     });
   }
 

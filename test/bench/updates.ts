@@ -16,19 +16,21 @@ import { makeDir, Keys, MAIN } from '../helpers/controller';
  *   50 configured   50 json notifiers, 1 of them subscribed to it (the others to other items), 10 items
  *   10,000 items    1 json notifier subscribed to it, 10,000 items
  *
+ * first under db_update = manual, so that the items file stays out of the
+ * figure, then the base and 10,000 items again under db_update = instant
+ * (each update answered once on disk: the changed item appended to the
+ * items journal, the file folded now and then), each against its own base.
+ *
  * The notifiers post to one receiver on loopback (in this process). wrk,
  * one thread, 32 keep-alive connections, the controllers alternating over
  * ROUNDS rounds of SECONDS; medians of req/s and of the controller's CPU µs
  * per call (user + system from /proc/<pid>/stat over the round, delivery
- * included). db_update = manual, so that the items file stays out of the
- * figure (under instant every change rewrites the file: BENCH_DB=instant
- * shows that cost).
+ * included).
  *
  *   node dist/test/bench/updates.js
  */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
-const DB = process.env.BENCH_DB ?? 'manual';
 const OID = 'sensor:bench/s0';
 
 /** A json receiver: answers OK, counts the state events it got. */
@@ -62,7 +64,7 @@ function itemsFile(n: number): string {
   return JSON.stringify({ version: 1, items });
 }
 
-interface Setup { name: string; notifiers: number; subscribed: number; items: number }
+interface Setup { name: string; notifiers: number; subscribed: number; items: number; db: 'manual' | 'instant' }
 
 async function controller(s: Setup, uri: string) {
   const files: Record<string, string> = { 'runtime/uc_items.json': itemsFile(s.items) };
@@ -75,7 +77,7 @@ async function controller(s: Setup, uri: string) {
   }
   const dir = makeDir(undefined, {
     files,
-    ini: { server: { db_update: DB, log_file: path.join(os.tmpdir(), `bench-updates-${process.pid}.log`) } },
+    ini: { server: { db_update: s.db, log_file: path.join(os.tmpdir(), `bench-updates-${process.pid}.log`) } },
   });
   const ctl = await startChild(MAIN, ['--dir', dir]);
   return { ...s, ...ctl, dir, url: `http://127.0.0.1:${ctl.port}/jrpc` };
@@ -91,10 +93,12 @@ end`;
 async function main() {
   const rx = await receiver();
   const setups: Setup[] = [
-    { name: '1 notifier subscribed, 10 items (base)', notifiers: 1, subscribed: 1, items: 10 },
-    { name: '50 notifiers subscribed, 10 items', notifiers: 50, subscribed: 50, items: 10 },
-    { name: '50 notifiers configured, 1 subscribed, 10 items', notifiers: 50, subscribed: 1, items: 10 },
-    { name: '1 notifier subscribed, 10,000 items', notifiers: 1, subscribed: 1, items: 10_000 },
+    { name: '1 notifier subscribed, 10 items (base)', notifiers: 1, subscribed: 1, items: 10, db: 'manual' },
+    { name: '50 notifiers subscribed, 10 items', notifiers: 50, subscribed: 50, items: 10, db: 'manual' },
+    { name: '50 notifiers configured, 1 subscribed, 10 items', notifiers: 50, subscribed: 1, items: 10, db: 'manual' },
+    { name: '1 notifier subscribed, 10,000 items', notifiers: 1, subscribed: 1, items: 10_000, db: 'manual' },
+    { name: 'instant: 1 notifier subscribed, 10 items (base)', notifiers: 1, subscribed: 1, items: 10, db: 'instant' },
+    { name: 'instant: 1 notifier subscribed, 10,000 items', notifiers: 1, subscribed: 1, items: 10_000, db: 'instant' },
   ];
   const ctls: Awaited<ReturnType<typeof controller>>[] = [];
   const rows: (string | number)[][] = [];
@@ -117,8 +121,8 @@ async function main() {
       }
     }
     const med = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
-    const base = med(res[0].us);
     for (const [i, s] of setups.entries()) {
+      const base = med(res[setups.findIndex((b) => b.db === s.db)].us); // the first of the same db_update
       rows.push([s.name, fmt(med(res[i].rps)), fmt(med(res[i].us), 1), fmt(med(res[i].us) / base, 2), fmt(med(res[i].events), 1)]);
     }
   } finally {
@@ -128,7 +132,7 @@ async function main() {
     }
     await rx.close();
   }
-  console.log(`\n\`update\` cost by notifiers and items, JSON RPC, wrk (1 thread, 32 connections), db_update = ${DB}, ${ROUNDS} alternating rounds of ${SECONDS} s, medians; load average ${os.loadavg()[0].toFixed(1)}\n`);
+  console.log(`\n\`update\` cost by notifiers and items, JSON RPC, wrk (1 thread, 32 connections), ${ROUNDS} alternating rounds of ${SECONDS} s, medians; load average ${os.loadavg()[0].toFixed(1)}\n`);
   console.log(table(['controller', 'req/s', 'CPU µs/update (delivery included)', 'cost ÷ base', 'events delivered per update'], rows));
 }
 

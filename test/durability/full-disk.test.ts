@@ -2,7 +2,7 @@ import test from 'ava';
 import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { makeDir, startController, Keys, type Client } from '../helpers/controller';
+import { makeDir, startController, spawnController, Keys, type Client } from '../helpers/controller';
 
 const k = Keys.master;
 
@@ -97,5 +97,34 @@ skipIfNotRoot('on a full disk, create_key, create_user and set_cvar answer an er
   t.deepEqual(after.users, ['u1', 'u3']);
   t.deepEqual(after.keys, [...before.keys, 'k3'].sort());
   t.deepEqual(after.cvars, { c1: 'one', c3: 'three' });
+  await ctl.stop();
+});
+
+skipIfNotRoot('on a full disk, an update under db_update instant answers an error once its journal write fails; the change is made and the next write carries it', async (t) => {
+  const base = makeDir(t, { ini: { server: { db_update: 'instant' } } });
+  const dir = path.join(base, 'mnt');
+  mountSmall(t, dir, '1m');
+  fs.cpSync(path.join(base, 'etc'), path.join(dir, 'etc'), { recursive: true });
+  const child = await spawnController(t, dir);
+  const c = child.client;
+  await c.ok('create', { k, i: 'sensor:g/a' });
+  await c.ok('create', { k, i: 'sensor:g/b' });
+
+  const filler = fill(dir);
+  // longer than a page: the journal's last page has room for a short record even on a full tmpfs
+  const long = 'while full '.repeat(1000);
+  const r = await c.rpc('update', { k, i: 'sensor:g/a', s: 1, v: long });
+  t.is(r.error?.code, 10, JSON.stringify(r));
+  t.regex(r.error!.message, /the change is made but .*uc_items\.json could not be written .*ENOSPC/);
+  t.is((await c.ok('state', { k, i: 'sensor:g/a' })).value, long, 'the change is made');
+
+  fs.rmSync(filler);
+  await c.ok('update', { k, i: 'sensor:g/b', s: 1, v: 'later' });
+  // killed: what the journal holds is all a restart has
+  child.proc.kill('SIGKILL');
+  await child.exited;
+  const ctl = await startController(t, { dir });
+  t.is((await ctl.client.ok('state', { k, i: 'sensor:g/a' })).value, long, 'the next write carried the failed change');
+  t.is((await ctl.client.ok('state', { k, i: 'sensor:g/b' })).value, 'later');
   await ctl.stop();
 });

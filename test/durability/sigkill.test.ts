@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { spawnController, makeDir, Keys, type Client } from '../helpers/controller';
 import { until } from '../helpers/wait';
+import { readItemsState } from '../helpers/items-file';
 
 const k = Keys.master;
 const ROUNDS = 20;
@@ -81,7 +82,7 @@ test('SIGKILL during streams of acknowledged updates, set_cvar and file_put (db_
     leftAtKill += temps(runtime).length;
 
     // read the moment the process is gone
-    const items = JSON.parse(fs.readFileSync(itemsFile, 'utf8')).items;
+    const { items } = readItemsState(itemsFile); // the file and its journal
     for (const s of sensors) check(round, s, items[s.name] ? Number(items[s.name].value) : undefined);
     const vars = fs.existsSync(cvarsFile) ? JSON.parse(fs.readFileSync(cvarsFile, 'utf8')) : {};
     for (const s of cvars) check(round, s, vars[s.name] === undefined ? undefined : Number(vars[s.name]));

@@ -1,6 +1,7 @@
 import test from 'ava';
 import fs from 'node:fs';
 import { start, ItemKeys, NOTIFIER_FILES } from './setup';
+import { readItemsState } from '../helpers/items-file';
 
 test('create, list, state, update and destroy through JSON RPC and /uc-api/', async (t) => {
   const { ok, direct, client } = await start(t);
@@ -137,6 +138,5 @@ test('the functions are served at /lm-api/ for an lm controller, items in runtim
   const u = await client.get('update', { k: ItemKeys.master, i: 'lvar:plant/flag', s: 1, v: 'on' }, {}, 'lm-api');
   t.deepEqual(u.body, { result: 'OK' });
   t.is((await client.get('state', { k: ItemKeys.master, i: 'lvar:plant/flag' }, {}, 'uc-api')).status, 404, 'no /uc-api/ on lm');
-  const file = JSON.parse(fs.readFileSync(`${dir}/runtime/lm_items.json`, 'utf8'));
-  t.truthy(file.items['lvar:plant/flag']);
+  t.truthy(readItemsState(`${dir}/runtime/lm_items.json`).items['lvar:plant/flag']);
 });

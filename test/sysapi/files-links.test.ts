@@ -49,14 +49,19 @@ test("the controller's state files cannot be read, written or chmodded through t
   const rt = path.join(dir, 'runtime');
   await client.ok('set_cvar', { k, i: 'c', v: '1' });
   await client.ok('create', { k, i: 'sensor:g/s' });
+  await client.ok('save', { k }); // the items file is written by a fold; later changes go to its journal
+  await client.ok('update', { k, i: 'sensor:g/s', v: 'journaled' });
+  const journal = fs.readdirSync(rt).filter((f) => f.startsWith('uc_items.json.journal.'));
+  t.is(journal.length, 1);
   await client.ok('create_key', { k, i: 'made', save: true }); // the user db file is made by its first change
   fs.mkdirSync(path.join(rt, 'uc_notify.d'), { recursive: true });
   fs.writeFileSync(path.join(rt, 'uc_notify.d', 'n1.json'), '{"id": "n1"}');
   // a history file somewhere else in runtime/ (its name is the notifier's choice): an SQLite file
   fs.copyFileSync(path.join(rt, 'db', 'uc.db'), path.join(rt, 'history.db'));
+  fs.writeFileSync(path.join(rt, 'history.db.journal.7'), 'rows'); // and its journal
   fs.symlinkSync('db/uc.db', path.join(rt, 'alias.db')); // a link inside runtime/ to the user db
   fs.symlinkSync('db', path.join(rt, 'dbdir'));
-  const files = ['db/uc.db', 'uc_cvars.json', 'uc_items.json', 'uc_notify.d/n1.json', 'history.db', 'alias.db', 'dbdir/uc.db'];
+  const files = ['db/uc.db', 'uc_cvars.json', 'uc_items.json', journal[0], 'uc_notify.d/n1.json', 'history.db', 'history.db.journal.7', 'alias.db', 'dbdir/uc.db'];
   const before = new Map(files.map((f) => [f, { data: fs.readFileSync(path.join(rt, f)), mode: mode(path.join(rt, f)) }]));
   fs.symlinkSync('.', path.join(rt, 'here'));
   for (const i of files) {

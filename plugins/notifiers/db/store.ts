@@ -4,7 +4,7 @@ import type { Statement } from 'sql.js';
 import { SqliteFile } from '../../../core/store/sqljs';
 import { writeFileAtomic } from '../../../core/store/atomic';
 import { HistorySchema, type HistoryRow } from './schema';
-import { Journal } from './journal';
+import { Journal } from '../../../core/store/journal';
 import { CheckpointPolicy } from './policy';
 import type { HistoryQuery } from './backend';
 import { numeric, mergeBuckets, type Bucket } from '../../history/resample';
@@ -12,7 +12,7 @@ import { RollupChange, NUMERIC_VALUE, openRollup, expireRollup, rollupBuckets } 
 import type { HistoryOptions, HistoryStats } from './history';
 
 /**
- * One sql.js history database with its journal (journal.ts): rows are
+ * One sql.js history database with its journal (core/store/journal.ts): rows are
  * journaled, then inserted; the table is trimmed to its bounds and cleaned of
  * rows older than `keep`; the whole file is rewritten (checkpoint) when the
  * policy (policy.ts) says so, on `save` and at stop. No timers and no clock
@@ -74,7 +74,8 @@ export class HistoryStore {
     if (j) {
       const held = Number(db.rows('PRAGMA user_version')[0].user_version);
       for (const batch of j.replay(held, (segment, at) => warn(`${segment}: a torn record at byte ${at} (a write cut short before it was acknowledged) ends its replay`))) {
-        h.insertRows(batch);
+        if (!Array.isArray(batch)) continue;
+        h.insertRows(batch as HistoryRow[]);
         h.stats.replayed += batch.length;
       }
       j.open(held);

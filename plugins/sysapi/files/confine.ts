@@ -25,6 +25,8 @@ const PATH_MAX = 4095;
 const ENCODED = /%(2f|5c|2e)/i;
 /** The first bytes of every SQLite file: the user db and history files are never runtime text files. */
 const SQLITE = Buffer.from('SQLite format 3\0', 'latin1');
+/** The journal segments of the controller's stores (core/store/journal.ts), wherever a store keeps its file. */
+const JOURNAL = /\.journal\.\d+$/;
 
 /** What lies in the open folder `fd` under `name`, as a path the kernel resolves from that folder. */
 export const inFolder = (fd: number, name?: string) => (name === undefined ? `/proc/self/fd/${fd}` : `/proc/self/fd/${fd}/${name}`);
@@ -39,9 +41,10 @@ export interface OpenFile { fh: FileHandle; real: string; rel: string; st: fs.St
 
 /**
  * runtime/ for the file functions. `protectedPaths` are the controller's own
- * state files and folders (absolute), and `runtime/<product>_*.json` its
- * state files of any kind; with everything in them they cannot be read,
- * written or chmodded through the file functions.
+ * state files and folders (absolute), `runtime/<product>_*.json` its
+ * state files of any kind, and `*.journal.<n>` the journals of its stores;
+ * with everything in them they cannot be read, written or chmodded through
+ * the file functions.
  */
 export class RuntimeFolder {
   private rootReal?: string;
@@ -110,6 +113,7 @@ export class RuntimeFolder {
   guard(i: string, real: string): void {
     if (this.protectedPaths.some((p) => real === p || real.startsWith(p + path.sep))) throw this.refused(i);
     if (path.dirname(real) === this.rootReal && this.stateName.test(path.basename(real))) throw this.refused(i);
+    if (JOURNAL.test(real)) throw this.refused(i);
   }
 
   private refused(i: string): ApiError {

@@ -102,7 +102,9 @@ export class ItemRegistry implements ItemsService {
   }
 
   update(oid: string, change: StateChange, source?: string): void {
-    this.change(this.must(oid), change, source).catch(() => { /* logged by write; the next change or save tries again */ });
+    const changed = this.apply(this.must(oid), change, source);
+    // nobody waits for it: no promise per call (a failed write is logged by the file, and the next one carries the change)
+    if ((changed || this.file.dirty) && this.ctx.config.server.db_update === 'instant') this.file.storeSoon();
   }
 
   /**
@@ -157,7 +159,8 @@ export class ItemRegistry implements ItemsService {
     this.add(item);
     this.emitState(item);
     this.tell(item, 'created');
-    await this.persist(item, save);
+    this.file.mark(item.o.oid);
+    await this.persist(save);
     return item;
   }
 
@@ -167,7 +170,8 @@ export class ItemRegistry implements ItemsService {
     this.ids.delete(`${item.o.type}:${item.o.id}`);
     this.actions.forget(item.o.oid);
     this.tell(item, 'destroyed');
-    await this.persist(item, save);
+    this.file.mark(item.o.oid);
+    await this.persist(save);
   }
 
   /** Change one property (already checked and converted by the caller). */
@@ -179,7 +183,8 @@ export class ItemRegistry implements ItemsService {
     item.props[prop] = value;
     if (item.eventKey() !== before) this.emitState(item); // action_enabled is part of a unit's state
     this.tell(item, 'props');
-    await this.persist(item, save);
+    this.file.mark(item.o.oid);
+    await this.persist(save);
   }
 
   /** `save` and the stop of an on_exit controller: write what changed, and fold the journal into the file. */
@@ -199,7 +204,7 @@ export class ItemRegistry implements ItemsService {
     const mode = this.ctx.config.server.db_update;
     try {
       if (mode === 'on_exit') await this.save();
-      else if (mode === 'instant' && this.file.journaled > 0) {
+      else if (mode === 'instant' && (this.file.journaled > 0 || this.file.dirty)) {
         await this.save().catch(() => { /* logged; what the journal holds is replayed at the next start */ });
       }
     } finally {
@@ -215,14 +220,21 @@ export class ItemRegistry implements ItemsService {
   }
 
   /** Apply a state change: store it when it changed, send it when what events show changed. */
-  private change(item: Item, change: StateChange, source?: string, idle = !this.actions.busy(item.o.oid)): Promise<void> {
+  private change(item: Item, change: StateChange, source?: string, idle?: boolean): Promise<void> {
+    const changed = this.apply(item, change, source, idle);
+    // unchanged: under instant, the state asked for may still be on its way to disk (or failed to get there)
+    if (changed || this.file.dirty) return this.persist(false);
+    return this.ctx.config.server.db_update === 'instant' ? this.file.written().catch(() => this.persist(false)) : Promise.resolve();
+  }
+
+  /** Apply a state change: sent when what events show changed, marked for the file when it changed (returned). */
+  private apply(item: Item, change: StateChange, source?: string, idle = !this.actions.busy(item.o.oid)): boolean {
     if (change.status !== undefined && !Number.isInteger(change.status)) throw invalidParams('status must be an integer');
     if (change.value !== undefined && change.value !== null && typeof change.value !== 'string') throw invalidParams('value must be a string or null');
     const { changed, visible } = item.apply(change, idle);
     if (visible) this.emitState(item, source);
-    // unchanged: under instant, the state asked for may still be on its way to disk (or failed to get there)
-    if (changed || this.file.dirty) return this.persist(item, false, changed);
-    return this.ctx.config.server.db_update === 'instant' ? this.file.written().catch(() => this.persist(item, false, false)) : Promise.resolve();
+    if (changed) this.file.mark(item.o.oid);
+    return changed;
   }
 
   private emitState(item: Item, source?: string): void {
@@ -238,7 +250,7 @@ export class ItemRegistry implements ItemsService {
   }
 
   /**
-   * `item` changed (when `changed`). db_update instant writes at once — the
+   * A change happened (marked for the file). db_update instant writes at once — the
    * item's new state appended to the journal, its cost not growing with the
    * number of items (./store.ts) — and the change is answered once it is on
    * disk (the writes of a stream of changes are grouped:
@@ -246,8 +258,7 @@ export class ItemRegistry implements ItemsService {
    * `save` (and on_exit at stop). `save` (the function parameter) writes at
    * once whatever the mode.
    */
-  private persist(item: Item, save: boolean, changed = true): Promise<void> {
-    if (changed) this.file.mark(item.o.oid);
+  private persist(save: boolean): Promise<void> {
     const instant = this.ctx.config.server.db_update === 'instant';
     if (!save && !instant) return Promise.resolve();
     return this.write(() => (instant ? this.file.store() : this.file.fold()));

@@ -72,6 +72,8 @@ export class ItemsFile {
   private records = 0;
   /** after a failed fold: the journal grows this much longer before the next try (the changes still go to it) */
   private foldDelay = 0;
+  /** the last write storeSoon joined (its rejection handled once) */
+  private unwaited?: Promise<void>;
 
   constructor(readonly path: string, private readonly log: ModuleLogger, private readonly source: ItemsSource) {
     this.journal = new Journal(path);
@@ -118,6 +120,14 @@ export class ItemsFile {
   /** Make every change marked so far durable (in the journal, or a fold when it is long); resolves once on disk. */
   store(): Promise<void> {
     return this.commits.request();
+  }
+
+  /** `store` for a caller that does not wait: a failure is logged by the write, and the next one carries the change. */
+  storeSoon(): void {
+    const write = this.commits.request();
+    if (write === this.unwaited) return; // joined a write already handled
+    this.unwaited = write;
+    write.catch(() => {});
   }
 
   /** Rewrite the file whole with the state in memory, then drop the journal (save, on_exit, stop). */

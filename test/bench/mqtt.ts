@@ -16,13 +16,17 @@ import { table, fmt, benchUpdatePlugin } from './lib';
  *   node dist/test/bench/mqtt.js          (BENCH_MQTT_N events per run, default 30000)
  *
  * The raw loop and the notifier alternate over BENCH_ROUNDS rounds (default
- * 3) after a warm-up round; medians. The raw loop's client logs nothing, as
+ * 5) after a warm-up round; medians. Beside the rates, the CPU time of this
+ * process per event delivered (the controller runs in it: update, routing
+ * and publication; the raw loop: publication only): on two shared cores the
+ * rate depends on the broker and the subscriber getting the other core, the
+ * CPU per event on the publisher alone. The raw loop's client logs nothing, as
  * the notifier's (mqtt.js's `log` option). Targets: QoS 0 ≥ 0.9, QoS 1 ≥ 0.8
  * of the raw loop.
  */
 const N = Number(process.env.BENCH_MQTT_N ?? 30_000);
 const SUBSCRIBER_TIMEOUT_MS = 120_000;
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 
 /** The subscriber child: counts `n` value messages under `filter`, prints READY, then DONE <epoch ms of the last> <count>. */
 async function subscriberMain(port: number, filter: string, n: number, qos: 0 | 1): Promise<void> {
@@ -70,9 +74,11 @@ const now = () => performance.timeOrigin + performance.now();
 async function measure(port: number, filter: string, qos: 0 | 1, run: () => Promise<void>) {
   const sub = await startSubscriber(port, filter, N, qos);
   const start = now();
+  const cpu0 = process.cpuUsage();
   await run();
   const { last, count } = await sub.done;
-  return { rate: (count / (last - start)) * 1000, count };
+  const cpu = process.cpuUsage(cpu0);
+  return { rate: (count / (last - start)) * 1000, count, us: (cpu.user + cpu.system) / count };
 }
 
 /**
@@ -140,6 +146,8 @@ async function main(): Promise<void> {
       await c.client.ok('disable_notifier', { k, i: `q${1 - qos}` });
       const raw: number[] = [];
       const ctl: number[] = [];
+      const rawUs: number[] = [];
+      const ctlUs: number[] = [];
       let delivered = 0;
       // raw loop and notifier alternate; round 0 warms both up
       for (let round = 0; round <= ROUNDS; round++) {
@@ -149,14 +157,17 @@ async function main(): Promise<void> {
           await c.client.ok('bench_update', { k, n: N });
         });
         if (round === 0) continue;
+        process.stderr.write(`   raw ${r.rate.toFixed(0)}/s ${r.us.toFixed(1)} µs/event; notifier ${n.rate.toFixed(0)}/s ${n.us.toFixed(1)} µs/event\n`);
         raw.push(r.rate);
         ctl.push(n.rate);
+        rawUs.push(r.us);
+        ctlUs.push(n.us);
         delivered = Math.min(delivered || n.count, n.count);
       }
-      rows.push([qos, fmt(median(raw)), fmt(median(ctl)), fmt(median(ctl) / median(raw), 2), `${delivered}/${N}`]);
+      rows.push([qos, fmt(median(raw)), fmt(median(ctl)), fmt(median(ctl) / median(raw), 2), fmt(median(rawUs), 1), fmt(median(ctlUs), 1), `${delivered}/${N}`]);
     }
     console.log(`state events through mosquitto, ${N} per run (2 messages each: status, value)\n`);
-    console.log(table(['QoS', 'raw mqtt.js loop, events/s', 'notifier, events/s', 'ratio', 'delivered'], rows));
+    console.log(table(['QoS', 'raw mqtt.js loop, events/s', 'notifier, events/s', 'ratio', 'raw loop CPU µs/event', 'controller CPU µs/event', 'delivered'], rows));
     console.log(`\n${ROUNDS} alternating rounds after a warm-up, medians; targets: QoS 0 ≥ 0.9, QoS 1 ≥ 0.8; load average ${os.loadavg()[0].toFixed(1)}`);
   } finally {
     for (const fn of cleanups.reverse()) await fn();

@@ -4,9 +4,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { SaveRegistry } from '../../core/save';
-import { makeDir, Keys } from '../helpers/controller';
+import { makeDir, Keys, spawnController } from '../helpers/controller';
 import { start, KEYS_INI } from './setup';
 import { readItemsState } from '../helpers/items-file';
+import { until } from '../helpers/wait';
 
 const itemsFile = (dir: string) => path.join(dir, 'runtime', 'uc_items.json');
 const readItems = (dir: string) => JSON.parse(fs.readFileSync(itemsFile(dir), 'utf8'));
@@ -167,4 +168,19 @@ test('a failed fold is reported, never crashes; changes go on to the journal mea
   t.like(await c.ok('save'), { ok: true });
   t.like(readItems(dir).items, { 'sensor:g/a': { value: 'x' }, 'sensor:g/b': { status: 0 } });
   t.deepEqual(onDisk(dir).segments.filter((s) => s <= readItems(dir).journal), [], 'the fold dropped what it holds');
+});
+
+test('instant: an update from a plugin or a notifier (nobody waits for it) reaches the journal too', async (t) => {
+  const dir = makeDir(t, { keysIni: KEYS_INI, files: {
+    'plugins/feeder.js': `module.exports.plugin = { name: 'feeder', kind: 'sysapi', version: '1.0.0', needs: ['items'],
+      start(ctx) { ctx.register({ name: 'feed', permission: 'master', description: 'n service updates', params: { n: { type: 'integer', required: true, description: 'updates' } },
+        handler(p) { for (let i = 1; i <= p.n; i++) ctx.service('items').update('sensor:g/fed', { status: 1, value: String(i) }); return true; } }); } };`,
+  } });
+  const child = await spawnController(t, dir);
+  await child.client.ok('create', { k: Keys.master, i: 'sensor:g/fed' });
+  await child.client.ok('feed', { k: Keys.master, n: 500 });
+  await until('the last fed value on disk', () => onDisk(dir).items['sensor:g/fed']?.value === '500');
+  child.proc.kill('SIGKILL');
+  await child.exited;
+  t.is(onDisk(dir).items['sensor:g/fed'].value, '500');
 });

@@ -14,7 +14,7 @@ import { MqttApi } from './api';
 import { messagesOf } from './publish';
 import { LatestRetained } from './retained';
 import { MqttDefaults, type MqttSettings, type Qos } from './settings';
-import { Topics, validFilter, validTopic } from './topics';
+import { StateTopics, Topics, validFilter, validTopic } from './topics';
 
 const asQos = (q: number | undefined, fallback: Qos): Qos => (q === 0 || q === 1 || q === 2 ? q : fallback);
 
@@ -26,6 +26,7 @@ const asQos = (q: number | undefined, fallback: Qos): Qos => (q === 0 || q === 1
 export class MqttEndpoint implements Endpoint, MqttSubscriber {
   private readonly conn: Connection;
   private readonly echo = new EchoFilter(MqttDefaults.echo_track_max);
+  private readonly topics: StateTopics;
   private readonly link: ItemLink;
   private readonly logs?: LogCollector;
   private readonly api?: MqttApi;
@@ -49,6 +50,7 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
     // unique per run: two controllers (or a restarted one) never take each other's session
     const clientId = `${this.self.product}-${this.self.system}-${s.id}-${crypto.randomBytes(4).toString('hex')}`.slice(0, 64);
     this.conn = new Connection(s, log, clientId);
+    this.topics = new StateTopics(s.prefix, MqttDefaults.state_topics_max);
     this.link = new ItemLink(this.conn, s, () => this.items(), this.echo, log);
     if (s.collectLogs) {
       if (this.self.product === 'sfa') this.logs = new LogCollector(this.conn, s, ctx.logger, this.self, log);
@@ -171,7 +173,7 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
    * the connection drops are sent again on reconnect.
    */
   async send(subject: Subject, events: unknown[], _signal?: AbortSignal): Promise<void> {
-    const messages = events.flatMap((e) => messagesOf(this.s, subject, e));
+    const messages = messagesOf(this.s, this.topics, subject, events);
     if (!messages.length) return;
     if (this.broken) throw new Error(this.broken);
     if (!this.conn.connected) {
@@ -183,7 +185,7 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
       if (!(await this.conn.waitConnected())) throw new NotConnected(); // stopped
     }
     await this.catching;
-    for (const m of messages) if (this.link.tracks(m.topic)) this.echo.sent(m.topic, m.payload);
+    if (this.link.tracking) for (const m of messages) if (this.link.tracks(m.topic)) this.echo.sent(m.topic, m.payload);
     // a window of two batches: this one goes out while the broker acknowledges the one before, which
     // this send waits for (a failure of it fails this send: the host retries). So the stream never
     // stops for a round trip per batch, and at most two batches wait for acknowledgements.

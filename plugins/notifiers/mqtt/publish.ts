@@ -1,7 +1,7 @@
 import type { Subject } from '../../../core/bus';
 import { EventSource } from '../../items/api';
 import type { MqttSettings, Qos } from './settings';
-import { StateFields, Topics } from './topics';
+import { StateFields, Topics, type StateTopics } from './topics';
 
 /** One MQTT publication. */
 export interface Message { topic: string; payload: string; qos: Qos; retain: boolean }
@@ -15,35 +15,42 @@ function fieldPayload(v: unknown): string {
 const str = (v: unknown) => (typeof v === 'string' ? v : '');
 
 /**
- * The publications of one event (spec "MQTT notifier"): a state as retained
- * subtopics (status, value; units also nstatus, nvalue, action_enabled, each
- * when the event has it: a sensor in error sends no value), an action as
- * JSON on its item's action topic, a log record as JSON on SPACE/log.
- * A state change this notifier itself received is not sent back.
+ * The publications of a batch of events (spec "MQTT notifier"), appended to
+ * `out`: a state as retained subtopics (status, value; units also nstatus,
+ * nvalue, action_enabled, each when the event has it: a sensor in error
+ * sends no value), an action as JSON on its item's action topic, a log
+ * record as JSON on SPACE/log. A state change this notifier itself
+ * received is not sent back. `topics` holds the notifier's state topics.
  */
-export function messagesOf(s: MqttSettings, subject: Subject, event: unknown): Message[] {
-  if (!event || typeof event !== 'object') return [];
-  const e = event as Record<string | symbol, unknown>;
-  switch (subject) {
-    case 'state': {
-      if (e[EventSource] === s.id) return [];
-      const type = str(e.type);
-      const fullId = str(e.full_id) || `${str(e.group)}/${str(e.id)}`;
-      if (!type || !fullId) return [];
-      const out: Message[] = [];
-      for (const f of StateFields) {
-        if (f in e) out.push({ topic: Topics.state(s.prefix, type, fullId, f), payload: fieldPayload(e[f]), qos: s.qos.state, retain: true });
+export function messagesOf(s: MqttSettings, topics: StateTopics, subject: Subject, events: readonly unknown[], out: Message[] = []): Message[] {
+  for (const event of events) {
+    if (!event || typeof event !== 'object') continue;
+    const e = event as Record<string | symbol, unknown>;
+    switch (subject) {
+      case 'state': {
+        if (e[EventSource] === s.id) break;
+        const type = str(e.type);
+        const fullId = str(e.full_id) || `${str(e.group)}/${str(e.id)}`;
+        if (!type || !fullId) break;
+        const names = topics.of(str(e.oid) || `${type}:${fullId}`, type, fullId);
+        for (let i = 0; i < StateFields.length; i++) {
+          const f = StateFields[i];
+          if (f in e) out.push({ topic: names[i], payload: fieldPayload(e[f]), qos: s.qos.state, retain: true });
+        }
+        break;
       }
-      return out;
+      case 'action': {
+        const type = str(e.item_type);
+        if (!type || !str(e.item_group) || !str(e.item_id)) break;
+        out.push({ topic: Topics.action(s.prefix, type, `${str(e.item_group)}/${str(e.item_id)}`), payload: JSON.stringify(e), qos: s.qos.action, retain: false });
+        break;
+      }
+      case 'log':
+        out.push({ topic: Topics.log(s.prefix), payload: JSON.stringify(e), qos: s.qos.log, retain: false });
+        break;
+      default:
+        break;
     }
-    case 'action': {
-      const type = str(e.item_type);
-      if (!type || !str(e.item_group) || !str(e.item_id)) return [];
-      return [{ topic: Topics.action(s.prefix, type, `${str(e.item_group)}/${str(e.item_id)}`), payload: JSON.stringify(e), qos: s.qos.action, retain: false }];
-    }
-    case 'log':
-      return [{ topic: Topics.log(s.prefix), payload: JSON.stringify(e), qos: s.qos.log, retain: false }];
-    default:
-      return [];
   }
+  return out;
 }

@@ -83,6 +83,8 @@ interface Bound { signature: string; update: boolean }
  */
 export class ItemLink {
   private readonly bound = new Map<string, Bound>();
+  /** bound update topics: none, and no publication needs looking up */
+  private updates = 0;
 
   constructor(
     private readonly conn: Connection,
@@ -91,6 +93,11 @@ export class ItemLink {
     private readonly echo: EchoFilter,
     private readonly log: ModuleLogger,
   ) {}
+
+  /** Whether any update topic is listened to. */
+  get tracking(): boolean {
+    return this.updates > 0;
+  }
 
   /** Whether a topic is an update topic we listen to (our publications on it come back). */
   tracks(topic: string): boolean {
@@ -134,11 +141,14 @@ export class ItemLink {
       this.bound.set(topic, { signature: w.signature, update: w.update });
       this.conn.routes.add(OWNER, topic, w.qos, w.handler);
     }
+    this.updates = 0;
+    for (const b of this.bound.values()) if (b.update) this.updates++;
   }
 
   stop(): void {
     this.conn.routes.remove(OWNER);
     this.bound.clear();
+    this.updates = 0;
   }
 
   private onUpdate(items: ItemsService, oid: string, field: UpdateField, topic: string, payload: Buffer): void {

@@ -12,6 +12,32 @@ export type UpdateField = (typeof UpdateFields)[number];
 
 export const itemTopic = (prefix: string, type: string, fullId: string) => `${prefix}${type}/${fullId}`;
 
+/**
+ * The state subtopics of each item (StateFields order), built once per
+ * notifier: a topic string made anew for every message cost more than the
+ * rest of the notifier's part of a publication. Keyed by oid (type and full
+ * id follow from it); bounded: at `max` items the memory starts again.
+ */
+export class StateTopics {
+  private readonly byOid = new Map<string, readonly string[]>();
+
+  constructor(private readonly prefix: string, private readonly max: number) {}
+
+  of(oid: string, type: string, fullId: string): readonly string[] {
+    let topics = this.byOid.get(oid);
+    if (!topics) {
+      if (this.byOid.size >= this.max) this.byOid.clear();
+      topics = StateFields.map((f) => Topics.state(this.prefix, type, fullId, f));
+      this.byOid.set(oid, topics);
+    }
+    return topics;
+  }
+
+  get size(): number {
+    return this.byOid.size;
+  }
+}
+
 export const Topics = {
   state: (prefix: string, type: string, fullId: string, field: string) => `${itemTopic(prefix, type, fullId)}/${field}`,
   action: (prefix: string, type: string, fullId: string) => `${itemTopic(prefix, type, fullId)}/action`,

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { wrkLoad, startChild, stopChild, table, fmt, cpuSeconds, manyKeys } from './lib';
 import { makeDir, Keys, MAIN } from '../helpers/controller';
 
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 
 const rpc = (method: string, params: object, id: number) => ({ jsonrpc: '2.0', method, params, id });

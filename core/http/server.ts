@@ -4,8 +4,9 @@ import type { Duplex } from 'node:stream';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import Koa, { type Context } from 'koa';
-import Router from '@koa/router';
+import type Koa from 'koa';
+import type { Context } from 'koa';
+import type Router from '@koa/router';
 import { injectable } from 'tsyringe';
 import { Config, parseListen } from '../config';
 import { Paths } from '../paths';
@@ -18,14 +19,21 @@ import { Version } from '../defaults';
 import { directHandler, directRoute } from './direct';
 import { jrpcProcessor, koaJrpc } from './jrpc';
 import { clientGone } from './gone';
-import { JsonHeaders, NoCacheHeaders, replyDirectError, replyJson, send } from './reply';
+import { JsonHeaders, NoCacheHeaders, replyDirectError, send, sendJson } from './reply';
+import { onFirstUse } from '../lazy';
 import { rpcError } from '../rpc';
 import { HttpHooks } from './hooks';
 
+/** Koa and its router: loaded with the first request that needs them (function calls and /health do not). */
+const koa = onFirstUse<typeof Koa>('koa');
+const koaRouter = onFirstUse<typeof Router>('@koa/router');
+
 /**
  * The HTTP(S) front: function calls — /sys-api/<fn>, /<product>-api/<fn>
- * and POST /jrpc — answered on node:http itself; Koa for the rest: GET
- * /jrpc and the operator's GET /health and GET /metrics. Anything else
+ * and POST /jrpc — and the supervisor's GET /health answered on node:http
+ * itself; Koa for the rest: GET /jrpc and the operator's GET /metrics (Koa
+ * is loaded with the first of those: a controller that only takes calls and
+ * health checks never loads it, about 3 MB less memory). Anything else
  * goes to the routes and upgrade paths plugins add (HttpHooks), else 404; an exception that escapes a handler is logged and
  * answered 500 without details. It listens from the start of the
  * controller to its end: while plugins start or stop, /health says so (503)
@@ -35,7 +43,9 @@ import { HttpHooks } from './hooks';
 export class HttpServer {
   private readonly servers: (http.Server | https.Server)[] = [];
   private readonly log: ModuleLogger;
-  readonly app = new Koa();
+  /** the Koa application's request handler, made on first use */
+  private koaCallback?: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>;
+  private readonly koaApp: () => Koa;
   /** requests not answered yet: stop lets them finish (within stop_grace) */
   private inflight = 0;
   private drained: (() => void) | undefined;
@@ -62,37 +72,27 @@ export class HttpServer {
       return normalizeIp((typeof real === 'string' && real) || req.socket.remoteAddress || '');
     };
     this.clientIp = clientIp;
-    const koaIp = (ctx: Context) => clientIp(ctx.req);
-    const router = new Router();
-    // no key, nothing secret: what a supervisor or load balancer needs
-    router.get('/health', (ctx) => {
+    const health = (res: http.ServerResponse) => {
       const ok = this.state === 'serving';
       const uptime = Math.round(performance.now() - this.since) / 1000;
-      replyJson(ctx, ok ? 200 : 503, { ok, state: this.state, product: paths.product, version: Version, uptime });
-    });
-    router.get('/metrics', async (ctx) => {
-      const k = typeof ctx.query.k === 'string' ? ctx.query.k : ctx.get('x-auth-key') || undefined;
-      try {
-        metrics.check(dispatcher.identify(k, koaIp(ctx)));
-      } catch (err) {
-        if (!(err instanceof ApiError)) throw err;
-        replyDirectError(ctx, err.status, err.message);
-        return;
-      }
-      ctx.set({ ...NoCacheHeaders, 'Content-Type': metrics.contentType });
-      ctx.body = await metrics.text();
-    });
+      // node:http sends no body to HEAD, with the headers GET has
+      sendJson(res, ok ? 200 : 503, { ok, state: this.state, product: paths.product, version: Version, uptime });
+    };
     const jrpc = jrpcProcessor(dispatcher, w.max_body_size, w.max_batch);
-    const koaJrpcHandler = koaJrpc(jrpc, koaIp);
     const direct = directHandler(dispatcher, w.max_body_size, clientIp);
     const route = directRoute(paths.product);
     // Function calls — POST /jrpc and the direct paths — are answered straight
     // from node:http: Koa's per-request context cost about half of such a
-    // call (README, "Benchmarks"). Every other request, GET /jrpc included,
-    // goes through Koa.
+    // call (README, "Benchmarks"). So is /health, which a supervisor asks
+    // every few seconds. Every other request, GET /jrpc included, goes
+    // through Koa.
     this.hot = (req, res) => {
       const url = req.url ?? '/';
       if (req.method === 'POST' && url === '/jrpc') return answerRpc(req, res);
+      if ((req.method === 'GET' || req.method === 'HEAD') && (url === '/health' || url.startsWith('/health?'))) {
+        health(res);
+        return Promise.resolve();
+      }
       const call = route(url);
       return call && direct(req, res, call).catch((err) => failed(req, res, directInternal, err));
     };
@@ -113,9 +113,28 @@ export class HttpServer {
       if (!res.headersSent) send(res, 500, JsonHeaders, internal);
       else res.end();
     };
+    this.koaApp = () => this.buildKoa(dispatcher, metrics, koaJrpc(jrpc, (ctx: Context) => clientIp(ctx.req)));
+  }
 
-    this.app.silent = true;
-    this.app.use(async (ctx, next) => {
+  /** The Koa application for every request that is not a function call or /health. */
+  private buildKoa(dispatcher: Dispatcher, metrics: Metrics, koaJrpcHandler: (ctx: Context) => Promise<void>): Koa {
+    const koaIp = (ctx: Context) => this.clientIp(ctx.req);
+    const app = new (koa())();
+    const router = new (koaRouter())();
+    router.get('/metrics', async (ctx) => {
+      const k = typeof ctx.query.k === 'string' ? ctx.query.k : ctx.get('x-auth-key') || undefined;
+      try {
+        metrics.check(dispatcher.identify(k, koaIp(ctx)));
+      } catch (err) {
+        if (!(err instanceof ApiError)) throw err;
+        replyDirectError(ctx, err.status, err.message);
+        return;
+      }
+      ctx.set({ ...NoCacheHeaders, 'Content-Type': metrics.contentType });
+      ctx.body = await metrics.text();
+    });
+    app.silent = true;
+    app.use(async (ctx, next) => {
       try {
         await next();
       } catch (err) {
@@ -124,12 +143,12 @@ export class HttpServer {
       }
     });
     // /jrpc carries most calls: it goes first, without the router
-    this.app.use((ctx, next) => (ctx.path === '/jrpc' ? koaJrpcHandler(ctx) : next()));
-    this.app.use(router.routes());
-    this.app.use(async (ctx) => {
+    app.use((ctx, next) => (ctx.path === '/jrpc' ? koaJrpcHandler(ctx) : next()));
+    app.use(router.routes());
+    app.use(async (ctx) => {
       if (ctx.body !== undefined || ctx.status !== 404) return;
       // routes plugins added (PluginContext.httpRoute) answer the rest, themselves
-      for (const route of hooks.routesFor(ctx.path)) {
+      for (const route of this.hooks.routesFor(ctx.path)) {
         if (await route(ctx.req, ctx.res, koaIp(ctx))) {
           ctx.respond = false;
           return;
@@ -137,11 +156,11 @@ export class HttpServer {
       }
       replyDirectError(ctx, 404, 'not found');
     });
+    return app;
   }
 
   async start(): Promise<void> {
     const w = this.config.webapi;
-    const koa = this.app.callback();
     // both paths resolve once the answer is handed to the socket: counting
     // them here costs no listener per request
     const cb = (req: http.IncomingMessage, res: http.ServerResponse) => {
@@ -151,7 +170,7 @@ export class HttpServer {
         return;
       }
       this.inflight++;
-      const done = this.hot(req, res) ?? koa(req, res);
+      const done = this.hot(req, res) ?? (this.koaCallback ??= this.koaApp().callback())(req, res);
       void done.finally(() => {
         if (--this.inflight === 0) this.drained?.();
       });

@@ -1,0 +1,45 @@
+import test from 'ava';
+import http from 'node:http';
+import { startController, Keys } from '../helpers/controller';
+
+/** Whether a module of this package is loaded in this process (each test file runs in a process of its own). */
+const loaded = (pkg: string) => Object.keys(require.cache).some((f) => f.includes(`/node_modules/${pkg}/`));
+
+function head(url: string): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+  return new Promise((resolve, reject) => {
+    http.request(url, { method: 'HEAD', agent: false }, (res) => {
+      let body = '';
+      res.on('data', (c) => { body += c; });
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }));
+    }).on('error', reject).end();
+  });
+}
+
+test('Koa is loaded with the first request that needs it: function calls and /health are answered without it', async (t) => {
+  const { url, client } = await startController(t);
+  const k = Keys.master;
+  t.false(loaded('koa'), 'not at start');
+  await client.ok('test', { k });
+  t.is((await fetch(`${url}/sys-api/test?k=${k}`)).status, 200);
+  const health = await fetch(`${url}/health?probe=1`);
+  t.is(health.status, 200);
+  const body = await health.text();
+  t.like(JSON.parse(body), { ok: true, state: 'serving', product: 'uc' });
+  t.is(health.headers.get('content-type'), 'application/json');
+  const h = await head(`${url}/health`);
+  t.is(h.status, 200);
+  t.is(h.body, '', 'HEAD: no body');
+  t.true(Number(h.headers['content-length']) > 0, 'HEAD: the length GET has');
+  t.false(loaded('koa'), 'not for calls and health checks');
+  t.false(loaded('@koa/router'));
+
+  // GET /jrpc and /metrics are Koa's: loaded now, and they answer as before
+  const g = await fetch(`${url}/jrpc?i=1&m=test&p=${encodeURIComponent(JSON.stringify({ k }))}`);
+  t.is(g.status, 200);
+  t.is((await g.json() as { result: { ok: boolean } }).result.ok, true);
+  t.true(loaded('koa'));
+  const m = await fetch(`${url}/metrics?k=${k}`);
+  t.is(m.status, 200);
+  t.regex(await m.text(), /# TYPE/);
+  t.is((await fetch(`${url}/no/such/path`)).status, 404);
+});

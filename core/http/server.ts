@@ -39,8 +39,11 @@ export class HttpServer {
   /** requests not answered yet: stop lets them finish (within stop_grace) */
   private inflight = 0;
   private drained: (() => void) | undefined;
-  /** the function call paths, answered without Koa; undefined for any other request */
-  private readonly hot: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void> | undefined;
+  /**
+   * the function call paths, answered without Koa: true when the request is
+   * one of them, and then `done` is called once it is answered
+   */
+  private readonly hot: (req: http.IncomingMessage, res: http.ServerResponse, done: () => void) => boolean;
   /** bound addresses, after start: [{host, port, tls}] */
   readonly bound: { host: string; port: number; tls: boolean }[] = [];
   /** starting until open(), serving, then stopping from drain() */
@@ -90,19 +93,23 @@ export class HttpServer {
     // from node:http: Koa's per-request context cost about half of such a
     // call (README, "Benchmarks"). Every other request, GET /jrpc included,
     // goes through Koa.
-    this.hot = (req, res) => {
+    this.hot = (req, res, done) => {
       const url = req.url ?? '/';
-      if (req.method === 'POST' && url === '/jrpc') return answerRpc(req, res);
-      const call = route(url);
-      return call && direct(req, res, call).catch((err) => failed(req, res, directInternal, err));
-    };
-    const answerRpc = async (req: http.IncomingMessage, res: http.ServerResponse) => {
-      try {
-        const a = await jrpc(req, clientIp(req), clientGone(req, res));
-        send(res, a.status, a.headers ?? NoCacheHeaders, a.body);
-      } catch (err) {
-        failed(req, res, rpcInternal, err);
+      if (req.method === 'POST' && url === '/jrpc') {
+        // callbacks, not promises: a call answered at once costs none (README, "Benchmarks")
+        jrpc(req, clientIp(req), clientGone(req, res), (a) => {
+          send(res, a.status, a.headers ?? NoCacheHeaders, a.body);
+          done();
+        }, (err) => {
+          failed(req, res, rpcInternal, err);
+          done();
+        });
+        return true;
       }
+      const call = route(url);
+      if (!call) return false;
+      void direct(req, res, call).catch((err) => failed(req, res, directInternal, err)).finally(done);
+      return true;
     };
     // what escapes a hot handler is logged and answered 500 without details, as Koa's errors are
     const rpcInternal = JSON.stringify(rpcError(null, 10, 'internal error'));
@@ -142,7 +149,7 @@ export class HttpServer {
   async start(): Promise<void> {
     const w = this.config.webapi;
     const koa = this.app.callback();
-    // both paths resolve once the answer is handed to the socket: counting
+    // both paths end (done) once the answer is handed to the socket: counting
     // them here costs no listener per request
     const cb = (req: http.IncomingMessage, res: http.ServerResponse) => {
       if (this.state !== 'serving' && req.url !== '/health' && !req.url?.startsWith('/health?')) {
@@ -151,10 +158,10 @@ export class HttpServer {
         return;
       }
       this.inflight++;
-      const done = this.hot(req, res) ?? koa(req, res);
-      void done.finally(() => {
-        if (--this.inflight === 0) this.drained?.();
-      });
+      if (!this.hot(req, res, done)) void koa(req, res).finally(done);
+    };
+    const done = () => {
+      if (--this.inflight === 0) this.drained?.();
     };
     await this.listen(http.createServer(cb), w.listen, false);
     if (w.ssl_listen) {

@@ -24,12 +24,6 @@ export function rpcCall(
   if (jsonrpc !== '2.0' || typeof method !== 'string' || !idValid) {
     return rpcError(idValid ? id ?? null : null, -32600, 'invalid request');
   }
-  const done = (r: unknown): RpcResponse | undefined => (notification ? undefined : { jsonrpc: '2.0', id, result: rpcResult(r) });
-  const failed = (err: unknown): RpcResponse | undefined => {
-    if (notification) return undefined;
-    const e = err as ApiError;
-    return rpcError(id, e.code, e.message);
-  };
   let out: unknown;
   try {
     if (params !== undefined && params !== null && (typeof params !== 'object' || Array.isArray(params))) {
@@ -37,7 +31,21 @@ export function rpcCall(
     }
     out = dispatcher.call(method, (params ?? {}) as Record<string, unknown>, meta);
   } catch (err) {
-    return failed(err);
+    return failed(notification, id, err);
   }
-  return isThenable(out) ? Promise.resolve(out).then(done, failed) : done(out);
+  // closures only for a call that waits: one answered at once makes none
+  if (isThenable(out)) return Promise.resolve(out).then((r) => done(notification, id, r), (err: unknown) => failed(notification, id, err));
+  return done(notification, id, out);
+}
+
+/** The response to a call that succeeded (none for a notification). */
+function done(notification: boolean, id: unknown, r: unknown): RpcResponse | undefined {
+  return notification ? undefined : { jsonrpc: '2.0', id, result: rpcResult(r) };
+}
+
+/** The response to a call that failed with an ApiError (none for a notification). */
+function failed(notification: boolean, id: unknown, err: unknown): RpcResponse | undefined {
+  if (notification) return undefined;
+  const e = err as ApiError;
+  return rpcError(id, e.code, e.message);
 }

@@ -108,7 +108,14 @@ export class HttpServer {
       }
       const call = route(url);
       if (!call) return false;
-      void direct(req, res, call).catch((err) => failed(req, res, directInternal, err)).finally(done);
+      let waiting: void | Promise<void> = undefined;
+      try {
+        waiting = direct(req, res, call);
+      } catch (err) {
+        failed(req, res, directInternal, err);
+      }
+      if (!waiting) done();
+      else void waiting.catch((err) => failed(req, res, directInternal, err)).finally(done);
       return true;
     };
     // what escapes a hot handler is logged and answered 500 without details, as Koa's errors are

@@ -135,10 +135,10 @@ export class FunctionRegistry {
    * Run a call whose key is already resolved: permission, validation, handler.
    * Throws ApiError (or whatever the handler throws).
    */
-  async invoke(decl: FunctionDecl, params: Record<string, unknown>, call: CallContext): Promise<unknown> {
+  invoke(decl: FunctionDecl, params: Record<string, unknown>, call: CallContext): unknown {
     if (!permits(call.key, decl.permission)) throw accessDenied();
-    const { k: _k, ...rest } = params;
-    return decl.handler(validate(decl.params, rest), call);
+    // the key is the transport's, never a parameter of the function
+    return decl.handler(validate(decl.params, params, 'k'), call);
   }
 
   /** Look up by name or throw method_not_found. */

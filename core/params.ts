@@ -149,10 +149,14 @@ export function convert(name: string, type: ParamType, v: unknown): unknown {
 /**
  * Check a parameter object against declarations: unknown names, missing
  * required ones and values of the wrong type all answer invalid_params.
+ * `omit` names a parameter that is not the function's (the key `k`): skipped
+ * here rather than removed from a copy made per call.
  */
-export function validate(specs: Record<string, ParamSpec>, raw: Record<string, unknown>): Record<string, unknown> {
+export function validate(specs: Record<string, ParamSpec>, raw: Record<string, unknown>, omit?: string): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [name, v] of Object.entries(raw)) {
+  for (const name of Object.keys(raw)) {
+    if (name === omit) continue;
+    const v = raw[name];
     // own declarations only: `__proto__`, `toString` and the like are
     // unknown names, not the prototype's (which would let an unchecked value
     // through as an inherited parameter)
@@ -161,8 +165,8 @@ export function validate(specs: Record<string, ParamSpec>, raw: Record<string, u
     if (v === undefined || v === null) continue;
     out[name] = convert(name, spec.type, v);
   }
-  for (const [name, spec] of Object.entries(specs)) {
-    if (spec.required && out[name] === undefined) throw invalidParams(`missing parameter: ${name}`);
+  for (const name of Object.keys(specs)) {
+    if (specs[name].required && out[name] === undefined) throw invalidParams(`missing parameter: ${name}`);
   }
   return out;
 }

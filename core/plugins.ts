@@ -334,7 +334,7 @@ export class PluginHost {
         this.functions.register(name, decl);
         return () => this.functions.unregister(name, decl.name);
       },
-      call: (fn, params, meta) => this.dispatcher.call(fn, params, meta),
+      call: async (fn, params, meta) => this.dispatcher.call(fn, params, meta),
       describeFunctions: (title) => this.functions.describe(title),
       saveAll: () => this.saves.saveAll(),
       requestShutdown: (reason) => this.lifecycle.requestShutdown(reason),

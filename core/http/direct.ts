@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import querystring from 'node:querystring';
-import { Dispatcher } from '../dispatch';
+import { Dispatcher, isThenable } from '../dispatch';
 import { ApiError } from '../errors';
 import { ApiSpace } from '../functions';
 import { BodyTooLarge, mediaType, readBody, readMultipart } from './body';
@@ -80,31 +80,49 @@ export function directHandler(dispatcher: Dispatcher, maxBody: number, clientIp:
     return body as Params;
   }
 
-  return async (req: IncomingMessage, res: ServerResponse, route: DirectRoute): Promise<void> => {
+  /** What a failed call answers: its error's status, 413 for a body too large, 400 for a body that cannot be read. */
+  const failed = (req: IncomingMessage, res: ServerResponse, err: unknown): void => {
+    if (err instanceof BodyTooLarge) {
+      sendDirectError(res, 413, 'request body too large');
+    } else if (err instanceof ApiError) {
+      // refused before the body was read: whatever of it still comes is dropped
+      if (!req.readableEnded) req.resume();
+      sendDirectError(res, err.status, err.message);
+    } else {
+      sendDirectError(res, 400, 'malformed request');
+    }
+  };
+
+  /** Run the call and answer: at once when the function answers at once, else once it has. */
+  const run = (req: IncomingMessage, res: ServerResponse, route: DirectRoute, params: Params, headerKey: string | undefined): void | Promise<void> => {
+    let result: unknown;
+    try {
+      result = dispatcher.call(route.fn, params, {
+        ip: clientIp(req), transport: 'direct', headers: req.headers, headerKey, space: route.space, signal: clientGone(req, res),
+      });
+    } catch (err) {
+      return failed(req, res, err);
+    }
+    if (isThenable(result)) {
+      return Promise.resolve(result).then((r) => sendJson(res, 200, directResult(r)), (err: unknown) => failed(req, res, err));
+    }
+    sendJson(res, 200, directResult(result));
+  };
+
+  /** Answers the call; a promise only while something waits (a body, a function): a GET answered at once makes none. */
+  return (req: IncomingMessage, res: ServerResponse, route: DirectRoute): void | Promise<void> => {
     if (req.method !== 'GET' && req.method !== 'POST') {
       if (!req.readableEnded) req.resume();
       sendDirectError(res, 405, `method ${req.method} not allowed`);
       return;
     }
-    try {
-      let params: Params = { ...querystring.parse(route.query) };
-      const xkey = req.headers['x-auth-key'];
-      const headerKey = typeof xkey === 'string' && xkey ? xkey : undefined;
-      if (req.method === 'POST') params = { ...params, ...(await bodyParams(req, params, headerKey)) };
-      const result = await dispatcher.call(route.fn, params, {
-        ip: clientIp(req), transport: 'direct', headers: req.headers, headerKey, space: route.space, signal: clientGone(req, res),
-      });
-      sendJson(res, 200, directResult(result));
-    } catch (err) {
-      if (err instanceof BodyTooLarge) {
-        sendDirectError(res, 413, 'request body too large');
-      } else if (err instanceof ApiError) {
-        // refused before the body was read: whatever of it still comes is dropped
-        if (!req.readableEnded) req.resume();
-        sendDirectError(res, err.status, err.message);
-      } else {
-        sendDirectError(res, 400, 'malformed request');
-      }
-    }
+    const query: Params = { ...querystring.parse(route.query) };
+    const xkey = req.headers['x-auth-key'];
+    const headerKey = typeof xkey === 'string' && xkey ? xkey : undefined;
+    if (req.method === 'GET') return run(req, res, route, query, headerKey);
+    return bodyParams(req, query, headerKey).then(
+      (body) => run(req, res, route, { ...query, ...body }, headerKey),
+      (err: unknown) => failed(req, res, err),
+    );
   };
 }

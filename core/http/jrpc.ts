@@ -1,9 +1,9 @@
 import type { IncomingMessage } from 'node:http';
 import type { Context } from 'koa';
 import { Decoder, Encoder } from '@msgpack/msgpack';
-import { Dispatcher } from '../dispatch';
+import { Dispatcher, isThenable } from '../dispatch';
 import { rpcCall, rpcError, RpcResponse } from '../rpc';
-import { BodyTooLarge, mediaType, readBody } from './body';
+import { BodyTooLarge, mediaType, onBody } from './body';
 import { JsonHeaders, MsgpackHeaders } from './reply';
 import { clientGone } from './gone';
 
@@ -12,8 +12,14 @@ import { clientGone } from './gone';
 const decoder = new Decoder({ useBigInt64: true });
 const encoder = new Encoder({ ignoreUndefined: true });
 
-/** a Buffer over the encoder's result without a copy (encode already returns a fresh array) */
-const bytes = (u: Uint8Array) => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
+/**
+ * The encoding as a Buffer of its own: encodeSharedRef writes into the
+ * encoder's one buffer, copied here into node's pooled memory. `encode`
+ * would allocate a fresh ArrayBuffer per answer instead (a malloc, a free
+ * and a sweep each, about 1 µs of a MessagePack `test` call; README,
+ * "Benchmarks").
+ */
+const bytes = (value: unknown) => Buffer.from(encoder.encodeSharedRef(value));
 
 const MSGPACK_TYPES = new Set(['application/msgpack', 'application/x-msgpack']);
 
@@ -24,7 +30,7 @@ export interface JrpcAnswer { status: number; headers?: Record<string, string>; 
 /** An answer in the request's encoding: MessagePack when `packed`, else JSON. */
 function answer(packed: boolean, status: number, body: unknown): JrpcAnswer {
   return packed
-    ? { status, headers: MsgpackHeaders, body: bytes(encoder.encode(body)) }
+    ? { status, headers: MsgpackHeaders, body: bytes(body) }
     : { status, headers: JsonHeaders, body: JSON.stringify(body) };
 }
 
@@ -33,10 +39,13 @@ function answer(packed: boolean, status: number, body: unknown): JrpcAnswer {
  * kind), single requests and batches, notifications (no id) answered with
  * 202 when nothing else is, and the GET form /jrpc?i=ID&m=METHOD&p=PARAMS.
  * It works on the bare request so that the hot path pays for nothing it
- * does not use; `koaJrpc` mounts it in the Koa app.
+ * does not use; `koaJrpc` mounts it in the Koa app. The answer goes to
+ * `reply` (what escapes, to `fail`): a call answered at once goes from the
+ * body's last byte to the answer without a promise (README, "Benchmarks").
  */
 export function jrpcProcessor(dispatcher: Dispatcher, maxBody: number, maxBatch: number) {
-  return async (req: IncomingMessage, ip: string, signal?: () => AbortSignal): Promise<JrpcAnswer> => {
+  /** The answer to a request, its body (POST) read: at once, or a promise when a function waits. */
+  const process = (req: IncomingMessage, ip: string, signal: (() => AbortSignal) | undefined, raw?: Buffer, unread?: Error): JrpcAnswer | Promise<JrpcAnswer> => {
     let packed = false;
     let payload: unknown;
     if (req.method === 'GET') {
@@ -51,13 +60,8 @@ export function jrpcProcessor(dispatcher: Dispatcher, maxBody: number, maxBatch:
       payload = { jsonrpc: '2.0', method: q.get('m') ?? undefined, params, id: q.get('i') ?? undefined };
     } else if (req.method === 'POST') {
       packed = MSGPACK_TYPES.has(mediaType(req));
-      let raw: Buffer;
-      try {
-        raw = await readBody(req, maxBody);
-      } catch (err) {
-        if (err instanceof BodyTooLarge) return answer(packed, 413, rpcError(null, -32600, 'request body too large'));
-        return answer(packed, 400, rpcError(null, -32700, 'parse error'));
-      }
+      if (unread instanceof BodyTooLarge) return answer(packed, 413, rpcError(null, -32600, 'request body too large'));
+      if (unread || !raw) return answer(packed, 400, rpcError(null, -32700, 'parse error'));
       try {
         payload = packed ? decoder.decode(raw) : JSON.parse(raw.toString('utf8'));
       } catch {
@@ -72,24 +76,50 @@ export function jrpcProcessor(dispatcher: Dispatcher, maxBody: number, maxBatch:
       if (payload.length === 0 || payload.length > maxBatch) {
         return answer(packed, 200, rpcError(null, -32600, payload.length ? `batch larger than ${maxBatch}` : 'empty batch'));
       }
+      const list = payload as unknown[];
       const out: RpcResponse[] = [];
-      // one after another: a batch may lock, work and unlock in order
-      for (const one of payload) {
-        const r = await rpcCall(dispatcher, one, meta);
-        if (r) out.push(r);
-      }
-      return out.length ? answer(packed, 200, out) : { status: 202 };
+      // one after another: a batch may lock, work and unlock in order; synchronously until a call waits
+      const from = (i: number): JrpcAnswer | Promise<JrpcAnswer> => {
+        for (; i < list.length; i++) {
+          const r = rpcCall(dispatcher, list[i], meta);
+          if (isThenable(r)) {
+            const next = i + 1;
+            return r.then((x) => {
+              if (x) out.push(x);
+              return from(next);
+            });
+          }
+          if (r) out.push(r);
+        }
+        return out.length ? answer(packed, 200, out) : { status: 202 };
+      };
+      return from(0);
     }
-    const r = await rpcCall(dispatcher, payload, meta);
     // every request was a notification: 202 with an empty body
-    return r ? answer(packed, 200, r) : { status: 202 };
+    const one = (r: RpcResponse | undefined): JrpcAnswer => (r ? answer(packed, 200, r) : { status: 202 });
+    const r = rpcCall(dispatcher, payload, meta);
+    return isThenable(r) ? r.then(one) : one(r);
+  };
+  return (req: IncomingMessage, ip: string, signal: (() => AbortSignal) | undefined, reply: (a: JrpcAnswer) => void, fail: (err: unknown) => void): void => {
+    const settle = (unread?: Error, raw?: Buffer) => {
+      let a: JrpcAnswer | Promise<JrpcAnswer>;
+      try {
+        a = process(req, ip, signal, raw, unread);
+        if (!isThenable(a)) return reply(a);
+      } catch (err) {
+        return fail(err);
+      }
+      a.then(reply).catch(fail);
+    };
+    if (req.method === 'POST') onBody(req, maxBody, settle);
+    else settle();
   };
 }
 
 /** The JSON RPC processor as a Koa handler. */
 export function koaJrpc(process: ReturnType<typeof jrpcProcessor>, clientIp: (ctx: Context) => string) {
   return async (ctx: Context) => {
-    const a = await process(ctx.req, clientIp(ctx), clientGone(ctx.req, ctx.res));
+    const a = await new Promise<JrpcAnswer>((resolve, reject) => process(ctx.req, clientIp(ctx), clientGone(ctx.req, ctx.res), resolve, reject));
     ctx.status = a.status;
     if (a.headers) ctx.set(a.headers);
     ctx.body = a.body ?? '';

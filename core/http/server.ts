@@ -49,8 +49,11 @@ export class HttpServer {
   /** requests not answered yet: stop lets them finish (within stop_grace) */
   private inflight = 0;
   private drained: (() => void) | undefined;
-  /** the function call paths, answered without Koa; undefined for any other request */
-  private readonly hot: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void> | undefined;
+  /**
+   * the function call paths, answered without Koa: true when the request is
+   * one of them, and then `done` is called once it is answered
+   */
+  private readonly hot: (req: http.IncomingMessage, res: http.ServerResponse, done: () => void) => boolean;
   /** bound addresses, after start: [{host, port, tls}] */
   readonly bound: { host: string; port: number; tls: boolean }[] = [];
   /** starting until open(), serving, then stopping from drain() */
@@ -86,23 +89,35 @@ export class HttpServer {
     // call (README, "Benchmarks"). So is /health, which a supervisor asks
     // every few seconds. Every other request, GET /jrpc included, goes
     // through Koa.
-    this.hot = (req, res) => {
+    this.hot = (req, res, done) => {
       const url = req.url ?? '/';
-      if (req.method === 'POST' && url === '/jrpc') return answerRpc(req, res);
+      if (req.method === 'POST' && url === '/jrpc') {
+        // callbacks, not promises: a call answered at once costs none (README, "Benchmarks")
+        jrpc(req, clientIp(req), clientGone(req, res), (a) => {
+          send(res, a.status, a.headers ?? NoCacheHeaders, a.body);
+          done();
+        }, (err) => {
+          failed(req, res, rpcInternal, err);
+          done();
+        });
+        return true;
+      }
       if ((req.method === 'GET' || req.method === 'HEAD') && (url === '/health' || url.startsWith('/health?'))) {
         health(res);
-        return Promise.resolve();
+        done();
+        return true;
       }
       const call = route(url);
-      return call && direct(req, res, call).catch((err) => failed(req, res, directInternal, err));
-    };
-    const answerRpc = async (req: http.IncomingMessage, res: http.ServerResponse) => {
+      if (!call) return false;
+      let waiting: void | Promise<void> = undefined;
       try {
-        const a = await jrpc(req, clientIp(req), clientGone(req, res));
-        send(res, a.status, a.headers ?? NoCacheHeaders, a.body);
+        waiting = direct(req, res, call);
       } catch (err) {
-        failed(req, res, rpcInternal, err);
+        failed(req, res, directInternal, err);
       }
+      if (!waiting) done();
+      else void waiting.catch((err) => failed(req, res, directInternal, err)).finally(done);
+      return true;
     };
     // what escapes a hot handler is logged and answered 500 without details, as Koa's errors are
     const rpcInternal = JSON.stringify(rpcError(null, 10, 'internal error'));
@@ -161,7 +176,7 @@ export class HttpServer {
 
   async start(): Promise<void> {
     const w = this.config.webapi;
-    // both paths resolve once the answer is handed to the socket: counting
+    // both paths end (done) once the answer is handed to the socket: counting
     // them here costs no listener per request
     const cb = (req: http.IncomingMessage, res: http.ServerResponse) => {
       if (this.state !== 'serving' && req.url !== '/health' && !req.url?.startsWith('/health?')) {
@@ -170,10 +185,10 @@ export class HttpServer {
         return;
       }
       this.inflight++;
-      const done = this.hot(req, res) ?? (this.koaCallback ??= this.koaApp().callback())(req, res);
-      void done.finally(() => {
-        if (--this.inflight === 0) this.drained?.();
-      });
+      if (!this.hot(req, res, done)) void (this.koaCallback ??= this.koaApp().callback())(req, res).finally(done);
+    };
+    const done = () => {
+      if (--this.inflight === 0) this.drained?.();
     };
     await this.listen(http.createServer(cb), w.listen, false);
     if (w.ssl_listen) {

@@ -59,3 +59,26 @@ test('integers beyond 2^53 are refused (11), not rounded: JSON and MessagePack i
   t.is(ok.error, undefined);
   t.true(Array.isArray(ok.result) && ok.result.length <= 3);
 });
+
+test('MessagePack answers carry their bytes exactly: text of every kind, floats, a large answer; Content-Length is their length', async (t) => {
+  const { client, url } = await startController(t);
+  // every byte value 0x80-0xff appears in UTF-8 of these, and in the float64 of `time`
+  const text = `ascii äöü € ${String.fromCodePoint(...Array.from({ length: 256 }, (_, i) => 0x80 + i))} 日本語 \ud83d\ude00`;
+  await client.ok('set_cvar', { ...m, i: 'text', v: text });
+  for (let i = 0; i < 300; i++) await client.ok('set_cvar', { ...m, i: `big${i}`, v: `${text} ${i} ${'x'.repeat(200)}` });
+  const ask = async (params: Record<string, unknown>, method = 'get_cvar') => {
+    const r = await fetch(`${url}/jrpc`, {
+      method: 'POST', headers: { 'Content-Type': 'application/msgpack' },
+      body: new Encoder().encode({ jsonrpc: '2.0', id: 7, method, params }),
+    });
+    const bytes = new Uint8Array(await r.arrayBuffer());
+    t.is(r.headers.get('content-length'), String(bytes.length));
+    return new Decoder().decode(bytes) as any;
+  };
+  t.deepEqual((await ask({ ...m, i: 'text' })).result, { text });
+  const all = await ask(m);
+  t.is(Object.keys(all.result).length, 301);
+  t.is(all.result.big299, `${text} 299 ${'x'.repeat(200)}`);
+  const info = (await ask(m, 'test')).result;
+  t.true(Math.abs(info.time - Date.now() / 1000) < 60, 'a float64 arrives as sent');
+});

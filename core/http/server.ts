@@ -24,6 +24,9 @@ import { onFirstUse } from '../lazy';
 import { rpcError } from '../rpc';
 import { HttpHooks } from './hooks';
 
+/** /health, with or without a query: answered in every state of the controller. */
+const isHealth = (url: string) => url === '/health' || url.startsWith('/health?');
+
 /** Koa and its router: loaded with the first request that needs them (function calls and /health do not). */
 const koa = onFirstUse<typeof Koa>('koa');
 const koaRouter = onFirstUse<typeof Router>('@koa/router');
@@ -102,7 +105,7 @@ export class HttpServer {
         });
         return true;
       }
-      if ((req.method === 'GET' || req.method === 'HEAD') && (url === '/health' || url.startsWith('/health?'))) {
+      if ((req.method === 'GET' || req.method === 'HEAD') && isHealth(url)) {
         health(res);
         done();
         return true;
@@ -179,7 +182,7 @@ export class HttpServer {
     // both paths end (done) once the answer is handed to the socket: counting
     // them here costs no listener per request
     const cb = (req: http.IncomingMessage, res: http.ServerResponse) => {
-      if (this.state !== 'serving' && req.url !== '/health' && !req.url?.startsWith('/health?')) {
+      if (this.state !== 'serving' && !isHealth(req.url ?? '/')) {
         res.writeHead(503, { ...JsonHeaders, 'Retry-After': '1', Connection: 'close' });
         res.end(JSON.stringify({ result: 'ERROR', _error: `controller is ${this.state}` }));
         return;

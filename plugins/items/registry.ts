@@ -204,9 +204,7 @@ export class ItemRegistry implements ItemsService {
     const mode = this.ctx.config.server.db_update;
     try {
       if (mode === 'on_exit') await this.save();
-      else if (mode === 'instant' && (this.file.journaled > 0 || this.file.dirty)) {
-        await this.save().catch(() => { /* logged; what the journal holds is replayed at the next start */ });
-      }
+      else if (mode === 'instant') await this.save().catch(() => { /* logged; what the journal holds is replayed at the next start */ });
     } finally {
       this.file.close();
     }
@@ -261,12 +259,8 @@ export class ItemRegistry implements ItemsService {
   private persist(save: boolean): Promise<void> {
     const instant = this.ctx.config.server.db_update === 'instant';
     if (!save && !instant) return Promise.resolve();
-    return this.write(() => (instant ? this.file.store() : this.file.fold()));
-  }
-
-  /** A write, its failure told to the caller in the API's terms (the file logged it). */
-  private write(run: () => Promise<void>): Promise<void> {
-    return run().catch((err) => {
+    // a failure told to the caller in the API's terms (the file logged it)
+    return (instant ? this.file.store() : this.file.fold()).catch((err) => {
       throw functionFailed(`the change is made but ${this.file.path} could not be written (${describe(err)}); `
         + 'it is written again at the next change or save');
     });

@@ -134,7 +134,7 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
   private catchUp(): void {
     const missed = this.missedRetained.take();
     if (!missed.length) return;
-    for (const m of missed) if (this.link.tracks(m.topic)) this.echo.sent(m.topic, m.payload);
+    this.link.publishing(missed);
     this.catching = this.conn.publishAll(missed).catch((err) => {
       // the connection dropped again: keep what did not go for the next reconnect
       for (const m of missed) this.missedRetained.restore(m);
@@ -185,7 +185,7 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
       if (!(await this.conn.waitConnected())) throw new NotConnected(); // stopped
     }
     await this.catching;
-    if (this.link.tracking) for (const m of messages) if (this.link.tracks(m.topic)) this.echo.sent(m.topic, m.payload);
+    this.link.publishing(messages);
     // a window of two batches: this one goes out while the broker acknowledges the one before, which
     // this send waits for (a failure of it fails this send: the host retries). So the stream never
     // stops for a round trip per batch, and at most two batches wait for acknowledgements.

@@ -15,14 +15,15 @@ function fieldPayload(v: unknown): string {
 const str = (v: unknown) => (typeof v === 'string' ? v : '');
 
 /**
- * The publications of a batch of events (spec "MQTT notifier"), appended to
- * `out`: a state as retained subtopics (status, value; units also nstatus,
- * nvalue, action_enabled, each when the event has it: a sensor in error
- * sends no value), an action as JSON on its item's action topic, a log
+ * The publications of a batch of events (spec "MQTT notifier"): a state
+ * as retained subtopics (status, value; units also nstatus, nvalue,
+ * action_enabled, each when the event has it: a sensor in error sends no
+ * value), an action as JSON on its item's action topic, a log
  * record as JSON on SPACE/log. A state change this notifier itself
  * received is not sent back. `topics` holds the notifier's state topics.
  */
-export function messagesOf(s: MqttSettings, topics: StateTopics, subject: Subject, events: readonly unknown[], out: Message[] = []): Message[] {
+export function messagesOf(s: MqttSettings, topics: StateTopics, subject: Subject, events: readonly unknown[]): Message[] {
+  const out: Message[] = [];
   for (const event of events) {
     if (!event || typeof event !== 'object') continue;
     const e = event as Record<string | symbol, unknown>;

@@ -6,6 +6,7 @@ import { parseBinding } from '../../items/binding';
 import type { Connection } from './connection';
 import type { EchoFilter } from './echo';
 import type { MqttSettings, Qos } from './settings';
+import type { Message } from './publish';
 import { Topics, UpdateFields, type UpdateField } from './topics';
 
 const OWNER = 'items';
@@ -94,14 +95,14 @@ export class ItemLink {
     private readonly log: ModuleLogger,
   ) {}
 
-  /** Whether any update topic is listened to. */
-  get tracking(): boolean {
-    return this.updates > 0;
-  }
-
-  /** Whether a topic is an update topic we listen to (our publications on it come back). */
-  tracks(topic: string): boolean {
-    return this.bound.get(topic)?.update === true;
+  /**
+   * Our publications about to go out: those on an update topic we listen to
+   * come back, and their echo is recognised. Without such topics, nothing is
+   * looked up.
+   */
+  publishing(messages: readonly Message[]): void {
+    if (this.updates === 0) return;
+    for (const m of messages) if (this.bound.get(m.topic)?.update === true) this.echo.sent(m.topic, m.payload);
   }
 
   sync(): void {

@@ -31,13 +31,13 @@ function listed(file: string): Map<string, string[]> {
 }
 
 for (const product of ['uc', 'lm', 'sfa']) {
-  test(`etc/${product}.ini lists every declared setting, in every declared section, and nothing else`, async (t) => {
+  test(`etc/${product}.ini-dist lists every declared setting, in every declared section, and nothing else`, async (t) => {
     const schema = await builtinSections();
-    const sample = listed(path.join(ETC, `${product}.ini`));
+    const sample = listed(path.join(ETC, `${product}.ini-dist`));
     t.deepEqual([...sample.keys()].sort(), [...schema.keys()].sort());
     for (const [section, keys] of schema) t.deepEqual([...(sample.get(section) ?? [])].sort(), [...keys].sort(), section);
     // and it reads without a finding
-    t.deepEqual(readIni(fs.readFileSync(path.join(ETC, `${product}.ini`), 'utf8'), 'x').findings, []);
+    t.deepEqual(readIni(fs.readFileSync(path.join(ETC, `${product}.ini-dist`), 'utf8'), 'x').findings, []);
   });
 }
 

@@ -133,7 +133,7 @@ test('--check-config prints every finding without starting: exit 3 with errors, 
   // the shipped samples are clean
   for (const product of ['uc', 'lm', 'sfa']) {
     const d = makeDir(t, { product: product as 'uc' });
-    fs.copyFileSync(path.resolve(__dirname, '..', '..', '..', 'etc', `${product}.ini`), path.join(d, 'etc', `${product}.ini`));
+    fs.copyFileSync(path.resolve(__dirname, '..', '..', '..', 'etc', `${product}.ini-dist`), path.join(d, 'etc', `${product}.ini`));
     const s = await runMain(t, ['--dir', d, '--product', product, '--check-config']);
     t.is(s.code, 0, `${product}: ${s.err}`);
     t.regex(s.out, /0 error\(s\), 0 other finding\(s\)/, product);

@@ -54,7 +54,8 @@ function serve(): void {
   // ready only once the file exists and the journal is replayed: a reader or a query never finds less
   let chain: Promise<HistoryThread | undefined> = HistoryStore.open(opts, warn, nowSeconds()).then(
     (store) => { send({ kind: 'ready', stats: store.snapshot }); return new HistoryThread(store); },
-    (err) => { send({ kind: 'failed', message: (err as Error).message }); return undefined; },
+    // nothing else runs here: closing the port ends the thread, never terminated from outside
+    (err) => { send({ kind: 'failed', message: (err as Error).message }); port.close(); return undefined; },
   );
   port.on('message', (m: ToWorker) => {
     chain = chain.then(async (h) => {

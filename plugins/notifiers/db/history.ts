@@ -87,6 +87,8 @@ export type FromWorker =
   | { kind: 'warning'; message: string };
 
 const WORKER_FILE = path.join(__dirname, 'history-worker.js');
+/** seconds a thread may take to end after its stop answer (its last checkpoint is already written) */
+const STOP_GRACE = 10;
 
 type Call = { kind: 'insert'; rows: HistoryRow[] } | { kind: 'query'; query: HistoryQuery }
   | { kind: 'resample'; space: string; oid: string; start: number; end: number; step: number } | { kind: 'flush' } | { kind: 'clean' } | { kind: 'stop' };
@@ -101,6 +103,8 @@ type Call = { kind: 'insert'; rows: HistoryRow[] } | { kind: 'query'; query: His
 export class History implements HistoryBackend, Resampling {
   private worker: Worker | undefined;
   private ready: Promise<void> | undefined;
+  /** resolves when the last thread started has exited */
+  private gone: Promise<void> = Promise.resolve();
   private nextId = 1;
   private readonly pending = new Map<number, { resolve: (rows: HistoryRow[] | Bucket[] | undefined) => void; reject: (e: Error) => void }>();
   private stopped = false;
@@ -109,15 +113,23 @@ export class History implements HistoryBackend, Resampling {
 
   constructor(readonly options: HistoryOptions, private readonly log: ModuleLogger) {}
 
-  /** Start the thread and open (or create) the file. */
+  /**
+   * Start the thread and open (or create) the file. A new thread starts only
+   * once the one before it has exited: a thread is never terminated from
+   * outside while it runs WASM, nor started while another one is being torn
+   * down (either crashed node with SIGSEGV under load). A thread ends itself:
+   * after its `stop` answer, or after it reported that it could not open.
+   */
   start(): Promise<void> {
-    this.ready ??= new Promise<void>((resolve, reject) => {
+    this.ready ??= this.gone.then(() => new Promise<void>((resolve, reject) => {
+      if (this.stopped) throw new Error('the history is stopped');
       const w = new Worker(WORKER_FILE, { workerData: { historyWorker: true, options: this.options } });
       this.worker = w;
+      this.gone = new Promise<void>((ended) => w.once('exit', () => ended()));
       w.on('message', (m: FromWorker) => {
         switch (m.kind) {
           case 'ready': this.stats = m.stats; resolve(); break;
-          case 'failed': reject(new Error(m.message)); void w.terminate(); break; // the next batch tries again
+          case 'failed': reject(new Error(m.message)); break; // the thread ends itself; the next batch tries again
           case 'warning': this.log.warning(m.message); break;
           case 'done': this.stats = m.stats; this.settle(m.id, undefined, m.rows); break;
           case 'error': this.settle(m.id, new Error(m.message)); break;
@@ -125,14 +137,13 @@ export class History implements HistoryBackend, Resampling {
       });
       w.on('error', (err) => this.log.error(`history thread of ${this.options.file} failed: ${err.message}`));
       w.on('exit', (code) => {
-        this.worker = undefined;
-        this.ready = undefined;
+        if (this.worker === w) { this.worker = undefined; this.ready = undefined; }
         const lost = new Error(`history thread of ${this.options.file} ended (exit code ${code})`);
         reject(lost);
         for (const id of [...this.pending.keys()]) this.settle(id, lost);
-        if (!this.stopped) this.log.error(`${lost.message}; it starts again on the next event`);
+        if (!this.stopped && code !== 0) this.log.error(`${lost.message}; it starts again on the next event`);
       });
-    });
+    }));
     return this.ready;
   }
 
@@ -167,15 +178,26 @@ export class History implements HistoryBackend, Resampling {
     return { file: this.options.file, ...(this.stats ?? {}) };
   }
 
-  /** Last flush, then end the thread. */
+  /**
+   * Last flush, then the thread ends itself. Only a thread that has not
+   * ended STOP_GRACE seconds after its answer is terminated.
+   */
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
-    if (!this.worker) return;
+    const w = this.worker;
+    if (!w) return this.gone;
     try {
-      await this.send({ kind: 'stop' });
+      await this.ready?.catch(() => undefined);
+      // a thread that ended by itself meanwhile (it could not open the file) has nothing to stop
+      if (this.worker === w) await this.send({ kind: 'stop' }).catch((err: unknown) => { if (this.worker === w) throw err; });
     } finally {
-      await this.worker?.terminate();
+      const late = setTimeout(() => {
+        this.log.warning(`history thread of ${this.options.file} did not end ${STOP_GRACE} s after its stop: terminated`);
+        void w.terminate();
+      }, STOP_GRACE * 1000);
+      await this.gone;
+      clearTimeout(late);
     }
   }
 

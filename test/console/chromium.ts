@@ -6,7 +6,7 @@ import test from 'ava';
 /** Debian's Chromium; CHROMIUM names another. Without one the browser tests are skipped, and say so. */
 export const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 
-/** Where the run writes a screenshot of every page (README, "Operator console"). */
+/** Where the run writes a screenshot of every page (plugins/console/README.md). */
 export const SHOTS = path.join(os.tmpdir(), 'console-screenshots');
 
 /** `test` when Chromium is there, else `test.skip` (and a line saying why). */

@@ -4,7 +4,7 @@ import zlib from 'node:zlib';
 
 /**
  * The items a controller left on disk, read as any outside tool would read
- * them, from the documented format alone (README "Items file"): the items
+ * them, from the documented format alone (plugins/items/README.md "The items file"): the items
  * file `{"version", "journal": n, "items"}`, then each journal segment
  * `<file>.journal.<m>` with m > n, in order, record by record (u32 LE
  * length, u32 LE CRC-32, JSON `{"<oid>": state | null}`), stopping at a torn

@@ -249,7 +249,7 @@ needs('sqlite3', 'python3')('readers during a stream of item updates through the
   const k = Keys.master;
   const sensors = ['sensor:env/s1', 'sensor:env/s2', 'sensor:env/s3'];
   for (const i of sensors) await c.client.ok('create', { k, i });
-  // a budget that lets the file follow the flush interval (the default keeps a file minutes behind: README);
+  // a budget that lets the file follow the flush interval (the default keeps a file minutes behind: plugins/notifiers/README.md);
   // through the API, the host's queue, the commit interval and the history thread: a wider margin than the flush interval alone
   const written = await streamWithReaders(t, file, 3, async (n) => {
     const i = sensors[n % sensors.length];

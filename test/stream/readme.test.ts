@@ -9,16 +9,15 @@ import { until } from '../helpers/wait';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 
-/** The client example of README "Event stream", as written there. */
+/** The client example of plugins/stream/README.md, as written there. */
 function readmeExample(): string {
-  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('\n## Event stream'));
-  const m = /```js\n([\s\S]*?)```/.exec(section);
-  if (!m) throw new Error('no js example in README "Event stream"');
+  const readme = fs.readFileSync(path.join(ROOT, 'plugins', 'stream', 'README.md'), 'utf8');
+  const m = /```js\n([\s\S]*?)```/.exec(readme);
+  if (!m) throw new Error('no js example in plugins/stream/README.md');
   return m[1];
 }
 
-test('the README client example runs as written and prints live state', async (t) => {
+test('the stream README client example runs as written and prints live state', async (t) => {
   const code = readmeExample();
   t.true(code.split('\n').filter(Boolean).length <= 12, 'a short example');
   const { url, client } = await start(t);

@@ -13,6 +13,7 @@ import type { HistoryRow } from '../../plugins/notifiers/db/schema';
  * For STRESS_SECONDS (default 120) it runs, all at once:
  * - HISTORIES histories (default 4) that start, write, query, flush and stop
  *   in a loop, some stopped while their thread is still opening the file;
+ * - CHURNS histories (default 4) that only start, write once and stop;
  * - histories whose file cannot be opened, retried at once (a thread that
  *   reports failure and ends itself, then a new one);
  * - a journal on the main thread: append, rotate, replay, drop;
@@ -23,9 +24,10 @@ import type { HistoryRow } from '../../plugins/notifiers/db/schema';
 const SECONDS = Number(process.env.STRESS_SECONDS ?? 120);
 const HISTORIES = Number(process.env.HISTORIES ?? 4);
 const BURNERS = Number(process.env.BURNERS ?? 2);
+const CHURNS = Number(process.env.CHURNS ?? 4);
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'stress-history-'));
 const end = Date.now() + SECONDS * 1000;
-const counts = { cycles: 0, rows: 0, queries: 0, stoppedOpening: 0, failedOpens: 0, journalRecords: 0, journalReplays: 0 };
+const counts = { cycles: 0, rows: 0, queries: 0, stoppedOpening: 0, failedOpens: 0, journalRecords: 0, journalReplays: 0, churned: 0 };
 const quiet = { info() {}, warning() {}, error(m: string) { process.stderr.write(`error: ${m}\n`); }, debug() {} } as never;
 
 const options = (file: string): HistoryOptions => ({
@@ -59,6 +61,17 @@ async function histories(id: number): Promise<void> {
   }
 }
 
+/** Threads started and ended back to back, several at once: starts overlap other threads' ends. */
+async function churn(id: number): Promise<void> {
+  const file = path.join(root, `churn${id}`, 'h.db');
+  while (Date.now() < end) {
+    const h = new History(options(file), quiet);
+    await h.write(rows(10, 0));
+    await h.stop();
+    counts.churned++;
+  }
+}
+
 async function failingOpens(): Promise<void> {
   const blocker = path.join(root, 'not-a-folder');
   fs.writeFileSync(blocker, 'x');
@@ -67,7 +80,7 @@ async function failingOpens(): Promise<void> {
     await h.write(rows(1, 0)).then(() => { throw new Error('a history under a file opened'); }, () => { counts.failedOpens++; });
     await new Promise((r) => setTimeout(r, 5)); // as the notifier host retries: not in a tight loop
   }
-  await h.stop();
+  await h.stop().catch(() => undefined); // what is measured here is whether the process survives
 }
 
 async function journal(): Promise<void> {
@@ -99,6 +112,7 @@ const BURN = 'const { parentPort } = require("node:worker_threads"); let stop = 
   try {
     await Promise.all([
       ...Array.from({ length: HISTORIES }, (_, i) => histories(i)),
+      ...Array.from({ length: CHURNS }, (_, i) => churn(i)),
       failingOpens(), failingOpens(), journal(),
     ]);
   } finally {

@@ -31,7 +31,9 @@ test('the tarball holds the compiled JavaScript, the etc/ samples, the unit, REA
   t.deepEqual(files.filter((f) => /\.(ts|map)$/.test(f) && !f.endsWith('.d.ts')), [], 'no TypeScript sources (declarations for plugin authors only), no source maps');
   t.deepEqual(files.filter((f) => /_apikeys\.ini$|\.pem$|^runtime\/|^xc\/|\.journal\.\d+$/.test(f)), [], 'no keys or runtime data of the checkout');
   t.deepEqual(files.filter((f) => f.startsWith('etc/')).sort(),
-    ['etc/eva-controller@.service', 'etc/lm.ini-dist', 'etc/sfa.ini-dist', 'etc/uc.ini-dist'], 'etc/ ships the samples and the unit, nothing else');
+    ['etc/README.md', 'etc/eva-controller@.service', 'etc/lm.ini-dist', 'etc/sfa.ini-dist', 'etc/uc.ini-dist'], 'etc/ ships the samples, the unit and their guide, nothing else');
+  // the README's links into core/, plugins/ and etc/ resolve inside the package
+  for (const doc of ['core/README.md', 'plugins/README.md', 'plugins/FUNCTIONS.md', 'plugins/notifiers/README.md', 'etc/README.md']) t.true(files.includes(doc), doc);
   t.is(pkg().license, 'Apache-2.0');
   t.regex(fs.readFileSync(path.join(checkoutRoot(), 'LICENSE'), 'utf8'), /Apache License\s+Version 2\.0, January 2004/);
   const bins = pkg().bin;
@@ -44,7 +46,7 @@ test('files a controller or an operator writes in the checkout never enter the r
   const root = checkoutRoot();
   const copy = path.join(tmp, 'checkout');
   fs.mkdirSync(copy);
-  for (const f of ['package.json', 'README.md', 'LICENSE', 'etc', 'plugins/README.md', 'plugins/corescripts/README.md', 'dist/core/main.js']) {
+  for (const f of ['package.json', 'README.md', 'LICENSE', 'etc', 'core/README.md', 'plugins/README.md', 'plugins/corescripts/README.md', 'dist/core/main.js']) {
     fs.cpSync(path.join(root, f), path.join(copy, f), { recursive: true });
   }
   const written = ['etc/uc.ini', 'etc/lm.ini', 'etc/uc_apikeys.ini', 'etc/sfa_apikeys.ini', 'etc/cert.pem', 'etc/uc.ini.bak',

@@ -151,3 +151,36 @@ test('a frame recorded from the broker runs once: refused when published again, 
   t.regex(controllerLog(dir), /dropped: a replayed or stale encrypted frame/);
   t.false(controllerLog(dir).includes(k), 'no key in the log');
 });
+
+test('a recorded shutdown_core stops the controller once: published again after the restart, it is refused and the controller runs on', async (t) => {
+  const broker = await startBroker(t);
+  const spy = await eavesdropper(t, broker);
+  const dir = makeDir(t, { files: notifierFiles({ m1: mqttNotifier(broker, { api_enabled: true, events: [] }) }) });
+  let c = await start(t, dir);
+  await spy.send(binaryFrame('masterkey', k, crypto.randomBytes(16), rpc('shutdown_core')));
+  t.is(await c.exited, 0, 'the frame stopped it');
+  const [shutdown] = spy.recorded;
+  c = await start(t, dir);
+  await spy.send(shutdown);
+  const rid = crypto.randomBytes(16);
+  await spy.send(binaryFrame('masterkey', k, rid, rpc('test')));
+  await until('answered after the replay', () => spy.answers.some((a) => a.id === rid.toString('hex')), 15_000);
+  t.is((await apiStats(c)).replays, 1);
+  t.is(c.proc.exitCode, null, 'still running');
+  t.true((await c.client.ok('test', { k })).ok);
+});
+
+test('a journal that cannot be opened refuses every encrypted frame (none runs that could run again), counted as unrecorded', async (t) => {
+  const broker = await startBroker(t);
+  const spy = await eavesdropper(t, broker);
+  const dir = makeDir(t, { files: notifierFiles({ m1: mqttNotifier(broker, { api_enabled: true, events: [] }) }) });
+  // a folder where the first journal segment would be: reading it fails
+  fs.mkdirSync(path.join(dir, 'runtime', 'uc_mqtt_api_seen.json.journal.1'), { recursive: true });
+  const c = await start(t, dir);
+  await spy.send(binaryFrame('masterkey', k, crypto.randomBytes(16), rpc('set_cvar', { i: 'x', v: 'no' })));
+  await spy.send(`|masterkey|${fernet33(k, `call-9|${JSON.stringify(rpc('set_cvar', { i: 'y', v: 'no' }))}`)}`);
+  t.like(await until('both dropped', async () => { const s = await apiStats(c); return s.unrecorded === 2 && s; }, 15_000), { unrecorded: 2, dropped: 2, replays: 0 });
+  t.deepEqual(await c.client.ok('get_cvar', { k }), {});
+  t.is(spy.answers.length, 0);
+  t.regex(controllerLog(dir), /uc_mqtt_api_seen\.json: journal not usable/);
+});

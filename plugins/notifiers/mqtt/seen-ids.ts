@@ -29,6 +29,8 @@ export class SeenIds {
   private pending: string[] = [];
   private journal?: Journal;
   private sinceFold = 0;
+  /** why the journal cannot be used (see load) */
+  private unusable?: Error;
   private readonly commits = new GroupCommit(() => this.append());
   readonly stats = { loaded: 0, write_errors: 0 };
 
@@ -38,9 +40,14 @@ export class SeenIds {
     return this.seen.size;
   }
 
-  /** Read the snapshot and the journal, then open a new journal segment (the controller's start: synchronous). */
+  /**
+   * Read the snapshot and the journal, then open a new journal segment (the
+   * controller's start: synchronous). A journal that cannot be read or
+   * opened leaves the store unusable: every `written` rejects, so no frame
+   * runs that could run again after a restart.
+   */
   load(): void {
-    if (!this.file || this.journal) return;
+    if (!this.file || this.journal || this.unusable) return;
     let held = 0;
     try {
       const snap = JSON.parse(fs.readFileSync(this.file, 'utf8')) as { held?: unknown; ids?: unknown };
@@ -50,13 +57,18 @@ export class SeenIds {
       // a missing file is a first start; anything else loses what it held: said, not hidden
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.log?.error(`${this.file}: not read (${describe(err)}): frames it remembered may run again`);
     }
-    const journal = new Journal(this.file);
-    for (const entry of journal.replay(held, (segment, at) => this.log?.warning(`${segment}: a torn record at ${at} ends its replay`))) {
-      if (!Array.isArray(entry)) continue;
-      for (const d of entry) { this.remember(d); this.sinceFold++; }
+    try {
+      const journal = new Journal(this.file);
+      for (const entry of journal.replay(held, (segment, at) => this.log?.warning(`${segment}: a torn record at ${at} ends its replay`))) {
+        if (!Array.isArray(entry)) continue;
+        for (const d of entry) { this.remember(d); this.sinceFold++; }
+      }
+      journal.open(held);
+      this.journal = journal;
+    } catch (err) {
+      this.unusable = err instanceof Error ? err : new Error(describe(err));
+      this.log?.error(`${this.file}: journal not usable (${describe(err)}): encrypted MQTT API frames are refused until a restart finds it usable`);
     }
-    journal.open(held);
-    this.journal = journal;
     this.stats.loaded = this.seen.size;
   }
 
@@ -71,6 +83,7 @@ export class SeenIds {
 
   /** Resolves once every id offered so far is on disk (at once without a file); rejects when the write failed. */
   written(): Promise<void> {
+    if (this.unusable) return Promise.reject(this.unusable);
     return this.journal && this.pending.length ? this.commits.request() : this.commits.settled();
   }
 

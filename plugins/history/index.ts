@@ -4,6 +4,7 @@ import { accessDenied, invalidParams, notFound } from '../../core/errors';
 import { int, list, str } from '../../core/params';
 import type { NotifierHost } from '../notifiers/api';
 import type { HistoryBackend } from '../notifiers/db/backend';
+import { ItemTypes } from '../items/oid';
 import { svgChart } from './chart';
 import { answerValue, filledSeries, MAX_RECORDS, rawSeries, type Point } from './series';
 import { parseFill, parseTime, timeFormat } from './time';
@@ -32,17 +33,24 @@ export function registerHistory(ctx: PluginContext): void {
   const items = () => ctx.service('items');
   const notifiers = () => ctx.service('notifiers');
 
-  /** An oid the key may read: full ids (group/id) are looked up among the items, as 3.3 did. */
+  /**
+   * An oid the key may read: full ids (group/id) are looked up among the
+   * items, as 3.3 did. Access is decided before existence, of the item as of
+   * the history notifier, so a key learns nothing of what it may not read:
+   * a full id the key could read under no item type is refused as such.
+   */
   const readableOid = (call: CallContext, i: string): string => {
-    let oid = i;
-    if (!i.includes(':')) {
-      const found = items().list().find((it) => `${it.group}/${it.id}` === i);
-      if (!found) throw notFound(`item ${i}`);
-      oid = found.oid;
+    if (i.includes('#') || i.includes('+')) throw invalidParams('i: masks are not supported here (state_log takes them)');
+    if (i.includes(':')) {
+      if (!items().readable(call.key, i)) throw accessDenied(`no access to ${i}`);
+      return i;
     }
-    if (oid.includes('#') || oid.includes('+')) throw invalidParams('i: masks are not supported here (state_log takes them)');
-    if (!items().readable(call.key, oid)) throw accessDenied(`no access to ${oid}`);
-    return oid;
+    if (!i.includes('/')) throw invalidParams(`i: "${i}" is neither an oid (type:group/id) nor a full id (group/id)`);
+    const types = ItemTypes.filter((type) => items().readable(call.key, `${type}:${i}`));
+    if (!types.length) throw accessDenied(`no access to ${i}`);
+    const found = items().list().find((it) => `${it.group}/${it.id}` === i && types.includes(it.type));
+    if (!found) throw notFound(`item ${i}`);
+    return found.oid;
   };
 
   ctx.register({
@@ -80,8 +88,9 @@ export function registerHistory(ctx: PluginContext): void {
       if (p.i.length > 1 && !fill) throw invalidParams('"w" is required to process multiple items');
       if (p.i.length > 1 && g === 'dict') throw invalidParams('format should be list only to process multiple items');
       if (p.i.length > 100) throw invalidParams('i: at most 100 items');
-      const { backend, space } = backendOf(notifiers(), p.a);
+      // the items first: a key without rights to them learns nothing of the notifiers
       const oids = p.i.map((i) => readableOid(call, i));
+      const { backend, space } = backendOf(notifiers(), p.a);
       const one = (oid: string): Promise<Point[]> => {
         const q = { space, oid, start, end, limit: fill ? undefined : p.l, status, value };
         return fill ? filledSeries(backend, { ...q, start: start! }, fill) : rawSeries(backend, q);

@@ -12,7 +12,7 @@ import { ItemsFile } from './store';
 import { Action, ActionQueues, type Outcome } from './actions';
 import { runScript } from './script';
 import { parseBinding } from './binding';
-import type { ItemsLimits } from './defaults';
+import { checkValueSize, type ItemsLimits } from './defaults';
 
 /** Default action priority (EVA ICS: lower runs first). */
 export const DEFAULT_PRIORITY = 100;
@@ -142,6 +142,7 @@ export class ItemRegistry implements ItemsService {
   startAction(item: Item, status: number, value: string | null | undefined, priority = DEFAULT_PRIORITY): Action {
     if (!item.isUnit) throw new ApiError('not_implemented', `${item.o.oid}: only units run actions`);
     if (!Number.isInteger(status)) throw invalidParams('status must be an integer');
+    checkValueSize(value, this.limits);
     return this.actions.submit(item, status, value, priority);
   }
 
@@ -229,6 +230,7 @@ export class ItemRegistry implements ItemsService {
   private apply(item: Item, change: StateChange, source?: string, idle = !this.actions.busy(item.o.oid)): boolean {
     if (change.status !== undefined && !Number.isInteger(change.status)) throw invalidParams('status must be an integer');
     if (change.value !== undefined && change.value !== null && typeof change.value !== 'string') throw invalidParams('value must be a string or null');
+    checkValueSize(change.value, this.limits);
     const { changed, visible } = item.apply(change, idle);
     if (visible) this.emitState(item, source);
     if (changed) this.file.mark(item.o.oid);

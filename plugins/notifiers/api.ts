@@ -168,7 +168,7 @@ export interface DeliveryError extends Error {
 }
 
 /** Delivery figures of one notifier (get_notifier). */
-export interface NotifierStats { queued: number; sent: number; failed: number; dropped: number }
+export interface NotifierStats { queued: number; queued_bytes: number; sent: number; failed: number; dropped: number }
 
 /** Service `notifiers`. */
 export interface NotifierHost {

@@ -1,4 +1,5 @@
 import { definePlugin } from '../../core/plugin';
+import { bound } from '../../core/settings/schema';
 import { str, int, num } from '../../core/params';
 import { busy, invalidParams } from '../../core/errors';
 import { Levels, LevelName, LogRecord, parseLevel } from '../../core/log';
@@ -8,12 +9,6 @@ export const LogApiDefaults = {
   n: 100,
   max_n: 10_000,
   level: Levels.info,
-  /**
-   * longest message `log` accepts, in characters; a longer one answers 11 / 400.
-   * The memory log is bounded in records: without this, records of a whole
-   * request body each could hold gigabytes.
-   */
-  max_message: 16_384,
   /**
    * Most characters of records one log_get answer carries: the newest
    * records that fit, whatever `n` asks. The memory log may hold 64 MiB;
@@ -28,6 +23,15 @@ export const LogApiDefaults = {
    * bounds it (about 10 MiB/s) however many clients read the log at once.
    */
   max_window: 1024 * 1024,
+};
+
+/**
+ * `[sysapi]` settings. The memory log is bounded in records, and every
+ * notifier subscribed to logs queues each record: without a bound on one
+ * message, records of a whole request body each could hold gigabytes.
+ */
+export const LogSettings = {
+  log_max_message: bound(16_384, 'longest message log and log_<level> accept, in characters; a longer one answers 11 / 400'),
 };
 
 /** Characters of log_get answers in the current 100 ms window. */
@@ -64,12 +68,14 @@ export const plugin = definePlugin({
   name: 'sysapi-logs',
   kind: 'sysapi',
   version: '1.0.0',
+  settings: { sysapi: LogSettings },
   start(ctx) {
+    const { log_max_message: maxMessage } = ctx.config.section('sysapi', LogSettings);
     // records written through the API carry the module name of the API
     const api = ctx.logger.module('sysapi');
-    const m = str(`message text (at most ${LogApiDefaults.max_message} characters)`).req();
+    const m = str(`message text (at most ${maxMessage} characters)`).req();
     const write = (l: number, msg: string) => {
-      if (msg.length > LogApiDefaults.max_message) throw invalidParams(`m: at most ${LogApiDefaults.max_message} characters`);
+      if (msg.length > maxMessage) throw invalidParams(`m: at most ${maxMessage} characters`);
       api.log(l, msg);
       return true;
     };

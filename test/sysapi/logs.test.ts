@@ -5,7 +5,7 @@ import { startController, spawnController, makeDir, Keys } from '../helpers/cont
 import { failsBoth, Err } from './expect';
 import { until } from '../helpers/wait';
 import { withProbe } from './probe';
-import { LogApiDefaults } from '../../plugins/sysapi/logs';
+import { LogApiDefaults, LogSettings } from '../../plugins/sysapi/logs';
 
 const k = Keys.ops; // sysfunc, not master
 const m = Keys.master;
@@ -26,12 +26,12 @@ test('log takes a level by name (any case) or number; log_<level> writes that le
     t.deepEqual(await client.ok(`log_${level}`, { k, m: `via log_${level}` }), { ok: true });
   }
   t.deepEqual((await client.get('log_info', { k, m: 'direct' })).body, { result: 'OK' });
-  await client.ok('log_info', { k, m: 'y'.repeat(LogApiDefaults.max_message) });
+  await client.ok('log_info', { k, m: 'y'.repeat(LogSettings.log_max_message.default) });
   const recs = await apiRecords(client);
   t.deepEqual(recs.map((r) => [r.l, r.msg]), [
     [30, 'by name'], [40, 'by number'], [50, 'number as text'], [20, 'default level'],
     [10, 'via log_debug'], [20, 'via log_info'], [30, 'via log_warning'], [40, 'via log_error'], [50, 'via log_critical'],
-    [20, 'direct'], [20, 'y'.repeat(LogApiDefaults.max_message)],
+    [20, 'direct'], [20, 'y'.repeat(LogSettings.log_max_message.default)],
   ]);
   const rec = recs[0] as unknown as Record<string, unknown>;
   t.deepEqual(Object.keys(rec).sort(), ['h', 'l', 'mod', 'msg', 'p', 't', 'th']);
@@ -50,7 +50,7 @@ test('bad levels, messages and log_get parameters answer 11 / 400; keys without 
   await failsBoth(t, client, 'log_get', { k, n: 1.5 }, Err.invalid);
   await failsBoth(t, client, 'log_get', { k, t: -1 }, Err.invalid);
   // a message is bounded: the memory log holds up to logmem_max_records of them
-  const long = 'x'.repeat(LogApiDefaults.max_message + 1);
+  const long = 'x'.repeat(LogSettings.log_max_message.default + 1);
   await failsBoth(t, client, 'log', { k, l: 'info', m: long }, Err.invalid);
   await failsBoth(t, client, 'log_error', { k, m: long }, Err.invalid);
   for (const fn of ['log_debug', 'log_info', 'log_warning', 'log_error', 'log_critical']) {
@@ -145,4 +145,13 @@ test('the controller log goes to [server] log_file, or to standard output withou
   t.false(fs.existsSync(path.join(plain, 'controller.log')));
   child.proc.kill('SIGTERM');
   t.is(await child.exited, 0);
+});
+
+test('[sysapi] log_max_message bounds one message: at the bound it is written, one character more answers 11 / 400', async (t) => {
+  const { client } = await startController(t, { ini: { sysapi: { log_max_message: 100 } } });
+  await client.ok('log_info', { k, m: 'a'.repeat(100) });
+  await client.ok('log', { k, l: 'error', m: 'b'.repeat(100) });
+  await failsBoth(t, client, 'log_info', { k, m: 'c'.repeat(101) }, Err.invalid);
+  await failsBoth(t, client, 'log', { k, l: 'error', m: 'd'.repeat(101) }, Err.invalid);
+  t.deepEqual((await apiRecords(client)).map((r) => r.msg), ['a'.repeat(100), 'b'.repeat(100)]);
 });

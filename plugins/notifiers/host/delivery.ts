@@ -3,6 +3,7 @@ import { describe, type ModuleLogger } from '../../../core/log';
 import type { DeliveryError, Endpoint, NotifierStats } from '../api';
 import type { DeliveryOptions } from './defaults';
 import { EventQueue } from './queue';
+import { eventSize } from './event-size';
 import { unlessAborted, withDeadline } from './deadline';
 
 /** Retry delay before retry number `attempt` (0-based): doubling, capped, with jitter so peers do not retry in step. */
@@ -10,6 +11,9 @@ export function backoff(attempt: number, opts: Pick<DeliveryOptions, 'retry_dela
   const base = Math.min(opts.retry_delay * 2 ** attempt, opts.retry_max_delay);
   return base * (0.5 + Math.random() / 2) * 1000;
 }
+
+/** A batch holds at most this share of queue_max_bytes. */
+export const BATCH_SHARE = 16;
 
 /**
  * The queue and worker of one notifier: the event source only pushes (never
@@ -19,6 +23,8 @@ export function backoff(attempt: number, opts: Pick<DeliveryOptions, 'retry_dela
 export class Delivery {
   private readonly queue: EventQueue;
   private inflight = 0;
+  /** the estimated bytes of the batch in hand (the queue's bound is on what waits) */
+  private inflightBytes = 0;
   private readonly figures = { sent: 0, failed: 0, dropped: 0 };
   private endpoint: Endpoint | undefined;
   private loop: Promise<void> | undefined;
@@ -39,7 +45,16 @@ export class Delivery {
 
   /** `timeout`: seconds each send may take (the notifier's timeout) */
   constructor(private readonly id: string, private readonly opts: DeliveryOptions, private readonly timeout: number, private readonly log: ModuleLogger) {
-    this.queue = new EventQueue(opts.queue_size);
+    this.queue = new EventQueue(opts.queue_size, opts.queue_max_bytes);
+  }
+
+  /**
+   * Most bytes of one batch (at least one event): a sixteenth of the queue's
+   * byte bound, so the batch in hand, retried while the endpoint is down,
+   * and its encoding add little to what waits.
+   */
+  private get batchBytes(): number {
+    return Math.max(1, Math.floor(this.opts.queue_max_bytes / BATCH_SHARE));
   }
 
   /** The type's own batch size (NotifierType.maxBatch), used when no config names one. */
@@ -53,15 +68,17 @@ export class Delivery {
   }
 
   stats(): NotifierStats {
-    return { queued: this.queue.size + this.inflight, ...this.figures };
+    return { queued: this.queue.size + this.inflight, queued_bytes: this.queue.bytes + this.inflightBytes, ...this.figures };
   }
 
   /** Queue an event (never blocks, never throws). */
   push(subject: Subject, event: unknown): void {
     if (this.draining || this.closed) return;
-    const dropped = this.queue.push(subject, event);
+    const dropped = this.queue.push(subject, event, eventSize(subject, event));
     if (dropped) {
-      if (!this.overflowing) this.log.error(`notifier ${this.id}: queue full (${this.opts.queue_size}), dropping the oldest events`);
+      if (!this.overflowing) {
+        this.log.error(`notifier ${this.id}: queue full (${this.opts.queue_size} events or ${this.opts.queue_max_bytes} bytes), dropping the oldest events`);
+      }
       this.overflowing = true;
       this.figures.dropped += dropped;
     }
@@ -107,11 +124,12 @@ export class Delivery {
     this.wake?.();
     this.figures.dropped += this.queue.clear() + this.inflight;
     this.inflight = 0;
+    this.inflightBytes = 0;
   }
 
   private async work(): Promise<void> {
     while (!this.closed) {
-      const batch = this.queue.take(this.opts.max_batch);
+      const batch = this.queue.take(this.opts.max_batch, this.batchBytes);
       if (!batch) {
         this.overflowing = false;
         if (this.draining) return;
@@ -120,8 +138,10 @@ export class Delivery {
         continue;
       }
       this.inflight = batch.events.length;
+      this.inflightBytes = batch.bytes;
       await this.deliver(batch.subject, batch.events);
       this.inflight = 0;
+      this.inflightBytes = 0;
     }
   }
 

@@ -4,6 +4,7 @@ import type { NotifierHost } from '../api';
 /** What get_notifier's stats hold besides the endpoint's own figures (Delivery.stats, the test). */
 const DELIVERY = {
   queued: { name: 'notifier_queued', help: 'events waiting in a notifier queue or being sent', type: 'gauge' },
+  queued_bytes: { name: 'notifier_queued_bytes', help: 'estimated bytes of the events waiting in a notifier queue or being sent', type: 'gauge' },
   sent: { name: 'notifier_sent_total', help: 'events a notifier delivered', type: 'counter' },
   failed: { name: 'notifier_failed_total', help: 'failed send attempts of a notifier', type: 'counter' },
   dropped: { name: 'notifier_dropped_total', help: 'events a notifier dropped (queue full, disabled, retries used up, stop)', type: 'counter' },

@@ -37,36 +37,46 @@ class Fifo<T> {
   }
 }
 
-interface Queued { seq: number; event: unknown }
+interface Queued { seq: number; event: unknown; bytes: number }
 
 /**
- * The events waiting for one notifier, one list per subject under one bound.
- * A batch is taken from the subject whose first event is the oldest, so
- * batches of one subject never hold events of another and no subject starves.
- * At the bound the oldest waiting event makes room: the newest state is worth
- * more than the oldest.
+ * The events waiting for one notifier, one list per subject under one bound
+ * in events and one in bytes (./event-size.ts). A batch is taken from the
+ * subject whose first event is the oldest, so batches of one subject never
+ * hold events of another and no subject starves. At a bound the oldest
+ * waiting events make room: the newest state is worth more than the oldest.
+ * One event larger than the byte bound on its own is kept alone (the item
+ * value and log message bounds keep that from happening with the defaults).
  */
 export class EventQueue {
   private readonly lists = new Map<Subject, Fifo<Queued>>(Subjects.map((s) => [s, new Fifo<Queued>()]));
   private seq = 0;
   private count = 0;
+  private held = 0;
 
-  constructor(readonly bound: number) {}
+  constructor(readonly bound: number, readonly maxBytes = Number.MAX_SAFE_INTEGER) {}
 
   get size(): number {
     return this.count;
   }
 
-  /** Add an event; returns how many events were dropped to make room (0 or 1). */
-  push(subject: Subject, event: unknown): number {
+  /** bytes of the waiting events, by their estimate */
+  get bytes(): number {
+    return this.held;
+  }
+
+  /** Add an event of `bytes` (its estimate); returns how many events were dropped to make room. */
+  push(subject: Subject, event: unknown, bytes = 0): number {
     let dropped = 0;
-    if (this.count >= this.bound) {
-      this.oldest()?.shift();
+    while (this.count > 0 && (this.count >= this.bound || this.held + bytes > this.maxBytes)) {
+      const gone = this.oldest()!.shift()!;
       this.count--;
-      dropped = 1;
+      this.held -= gone.bytes;
+      dropped++;
     }
-    this.lists.get(subject)!.push({ seq: this.seq++, event });
+    this.lists.get(subject)!.push({ seq: this.seq++, event, bytes });
     this.count++;
+    this.held += bytes;
     return dropped;
   }
 
@@ -79,15 +89,25 @@ export class EventQueue {
     return best;
   }
 
-  /** Take up to `max` events of the subject whose first event is the oldest. */
-  take(max: number): { subject: Subject; events: unknown[] } | undefined {
+  /**
+   * Take up to `max` events, and up to `maxBytes` of them (at least one
+   * event), of the subject whose first event is the oldest; `bytes` is their
+   * estimate.
+   */
+  take(max: number, maxBytes = Number.MAX_SAFE_INTEGER): { subject: Subject; events: unknown[]; bytes: number } | undefined {
     const list = this.oldest();
     if (!list) return undefined;
     const subject = [...this.lists].find(([, l]) => l === list)![0];
     const events: unknown[] = [];
-    while (events.length < max && list.length) events.push(list.shift()!.event);
+    let bytes = 0;
+    while (events.length < max && list.length && (!events.length || bytes + list.peek()!.bytes <= maxBytes)) {
+      const q = list.shift()!;
+      events.push(q.event);
+      bytes += q.bytes;
+    }
     this.count -= events.length;
-    return { subject, events };
+    this.held -= bytes;
+    return { subject, events, bytes };
   }
 
   /** Drop everything; returns how many events were dropped. */
@@ -95,6 +115,7 @@ export class EventQueue {
     let n = 0;
     for (const l of this.lists.values()) n += l.clear();
     this.count = 0;
+    this.held = 0;
     return n;
   }
 }

@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import path from 'node:path';
 import { decode, encode } from '@msgpack/msgpack';
 import type { PluginContext } from '../../../core/plugin';
 import type { KeyStore } from '../../../core/auth/keys';
@@ -13,6 +14,7 @@ import {
   BadFrame, binaryKey, fernetDecrypt, fernetEncrypt, fernetKey, open, seal, splitBinary, splitText,
 } from './frames';
 import { ReplayGuard } from './replay';
+import { acquireSeenIds, releaseSeenIds } from './seen-ids';
 
 const OWNER = 'api';
 
@@ -39,13 +41,14 @@ const sameSecret = (a: string, b: string) =>
  */
 export class MqttApi {
   private pending = 0;
-  private readonly replay = new ReplayGuard(MqttDefaults.api_replay_ids, MqttDefaults.api_token_window);
-  readonly stats = { requests: 0, refused: 0, dropped: 0, bad_frames: 0, replays: 0 };
+  /** in memory until start, which opens the controller's ids on disk */
+  private replay = new ReplayGuard(MqttDefaults.api_replay_ids, MqttDefaults.api_token_window);
+  readonly stats = { requests: 0, refused: 0, dropped: 0, bad_frames: 0, replays: 0, unrecorded: 0 };
 
   constructor(
     private readonly conn: Connection,
     private readonly s: MqttSettings,
-    private readonly dispatcher: Pick<PluginContext, 'call'>,
+    private readonly dispatcher: Pick<PluginContext, 'call' | 'paths'>,
     private readonly keys: KeyStore,
     private readonly self: { system: string; product: string },
     private readonly log: ModuleLogger,
@@ -56,12 +59,20 @@ export class MqttApi {
     return Topics.apiRequest(this.s.prefix, this.self.product, this.self.system);
   }
 
+  /** The file of the frames already run, one per controller (every mqtt notifier guards the same API). */
+  get seenFile(): string {
+    return path.join(this.dispatcher.paths.runtime, `${this.self.product}_mqtt_api_seen.json`);
+  }
+
   start(): void {
+    const ids = acquireSeenIds(this.seenFile, MqttDefaults.api_replay_ids, this.log);
+    this.replay = new ReplayGuard(MqttDefaults.api_replay_ids, MqttDefaults.api_token_window, ids);
     this.conn.routes.add(OWNER, this.requestTopic, this.s.qos.system, (_t, payload) => this.onRequest(payload));
   }
 
   stop(): void {
     this.conn.routes.remove(OWNER);
+    releaseSeenIds(this.replay.ids).catch((err) => this.log.error(`mqtt ${this.s.id}: ${this.seenFile}: ${describe(err)}`));
   }
 
   /** A request that gets no answer. Its text is never logged: it may carry a key. */
@@ -104,7 +115,7 @@ export class MqttApi {
     if (!this.replay.fresh(`b ${keyId} ${rid}`)) return this.replayed(frame.length);
     let req: unknown;
     try { req = decode(plain.subarray(16)); } catch { return this.drop('not MessagePack', frame.length); }
-    this.answer(rid, this.run(req, keyValue), (res) => Buffer.concat([BINARY_OK, seal(key, Buffer.from(encode(res)))]));
+    this.answer(rid, this.once(frame.length, () => this.run(req, keyValue)), (res) => Buffer.concat([BINARY_OK, seal(key, Buffer.from(encode(res)))]));
   }
 
   private text(frame: string): void {
@@ -119,7 +130,19 @@ export class MqttApi {
     if (bar < 0 || !TOPIC_SAFE_ID.test(callId)) return this.drop('the call id cannot be a topic level', frame.length);
     let req: unknown;
     try { req = JSON.parse(text.slice(bar + 1)); } catch { return this.drop('not JSON', frame.length); }
-    this.answer(callId, this.run(req, keyValue), (res) => `200|${fernetEncrypt(key, Buffer.from(JSON.stringify(res)))}`);
+    this.answer(callId, this.once(frame.length, () => this.run(req, keyValue)), (res) => `200|${fernetEncrypt(key, Buffer.from(JSON.stringify(res)))}`);
+  }
+
+  /**
+   * Run a frame once its id is on disk, so it never runs again, not even
+   * after a restart; a frame whose id cannot be written is not run.
+   */
+  private once(bytes: number, run: () => Promise<unknown>): Promise<unknown> {
+    return this.replay.written().then(run, () => {
+      this.stats.unrecorded++;
+      this.drop('its id could not be recorded against replays', bytes);
+      return undefined;
+    });
   }
 
   /** Send the encrypted answer of a frame, when there is one (a notification has none). */

@@ -4,7 +4,7 @@ import { Decoder } from '@msgpack/msgpack';
 import { CallMeta, Dispatcher, isThenable } from '../dispatch';
 import { rpcCall, rpcError, RpcResponse } from '../rpc';
 import { BodyTooLarge, mediaType, onBody } from './body';
-import { JsonHeaders, MsgpackHeaders } from './reply';
+import { JsonHeaders, MsgpackHeaders, type Pieces } from './reply';
 import { clientGone } from './gone';
 import { BatchAnswer, encodeResponse, packed as bytes } from './encode';
 import { foreignOrigin } from './origin';
@@ -15,8 +15,8 @@ const decoder = new Decoder({ useBigInt64: true });
 
 const MSGPACK_TYPES = new Set(['application/msgpack', 'application/x-msgpack']);
 
-/** What /jrpc answers: status, headers and body bytes (none for 202). */
-export interface JrpcAnswer { status: number; headers?: Record<string, string>; body?: string | Buffer }
+/** What /jrpc answers: status, headers and body bytes (none for 202; a batch's in pieces). */
+export interface JrpcAnswer { status: number; headers?: Record<string, string>; body?: string | Buffer | Pieces }
 
 /** An answer in the request's encoding: MessagePack when `packed`, else JSON (errors of the payload itself: small). */
 function answer(packed: boolean, status: number, body: unknown): JrpcAnswer {
@@ -140,6 +140,7 @@ export function koaJrpc(process: ReturnType<typeof jrpcProcessor>, clientIp: (ct
     const a = await new Promise<JrpcAnswer>((resolve, reject) => process(ctx.req, clientIp(ctx), clientGone(ctx.req, ctx.res), resolve, reject));
     ctx.status = a.status;
     if (a.headers) ctx.set(a.headers);
-    ctx.body = a.body ?? '';
+    const b = a.body ?? '';
+    ctx.body = typeof b === 'string' || Buffer.isBuffer(b) ? b : Buffer.concat(b.pieces.map((p) => (typeof p === 'string' ? Buffer.from(p) : p)));
   };
 }

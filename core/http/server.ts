@@ -19,7 +19,7 @@ import { Version } from '../defaults';
 import { directHandler, directRoute } from './direct';
 import { jrpcProcessor, koaJrpc } from './jrpc';
 import { clientGone } from './gone';
-import { JsonHeaders, NoCacheHeaders, replyDirectError, send, sendJson } from './reply';
+import { JsonHeaders, NoCacheHeaders, replyDirectError, send, sendJson, sendPieces } from './reply';
 import { onFirstUse } from '../lazy';
 import { rpcError } from '../rpc';
 import { HttpHooks } from './hooks';
@@ -107,7 +107,9 @@ export class HttpServer {
       if (req.method === 'POST' && url === '/jrpc') {
         // callbacks, not promises: a call answered at once costs none (README, "Benchmarks")
         jrpc(req, clientIp(req), clientGone(req, res), (a) => {
-          send(res, a.status, a.headers ?? NoCacheHeaders, a.body);
+          const b = a.body;
+          if (b === undefined || typeof b === 'string' || Buffer.isBuffer(b)) send(res, a.status, a.headers ?? NoCacheHeaders, b);
+          else sendPieces(res, a.status, a.headers ?? NoCacheHeaders, b);
           done();
         }, (err) => {
           failed(req, res, rpcInternal, err);

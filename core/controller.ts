@@ -18,6 +18,7 @@ import { HttpHooks } from './http/hooks';
 import { SaveRegistry } from './save';
 import { Lifecycle } from './lifecycle';
 import { Metrics } from './metrics';
+import { Health } from './health';
 import type { Product } from './defaults';
 
 export interface ControllerOptions { dir: string; product: Product }
@@ -35,7 +36,7 @@ export class Controller {
     const c = root.createChildContainer();
     const paths = new Paths(opts.dir, opts.product);
     c.registerInstance(Paths, paths);
-    for (const cls of [Config, EventBus, Logger, TokenStore, KeyStore, FunctionRegistry, SaveRegistry, Lifecycle, Metrics, Dispatcher, HttpHooks, PluginHost, HttpServer]) {
+    for (const cls of [Config, EventBus, Logger, TokenStore, KeyStore, FunctionRegistry, SaveRegistry, Lifecycle, Metrics, Health, Dispatcher, HttpHooks, PluginHost, HttpServer]) {
       c.registerSingleton(cls as InjectionToken<unknown> as new (...args: never[]) => unknown);
     }
     this.container = c;

@@ -49,6 +49,12 @@ export const KernelSettings = {
     request_timeout: secs(30, 'how long a client may take to send a request', 0.001),
     stop_grace: secs(3, 'at stop, how long answers in flight (shutdown_core\'s own) may take to finish'),
     max_batch: bound(1000, 'most requests in one JSON RPC batch'),
+    max_answer_size: bound(8 * 1024 * 1024,
+      'largest answer of one call, and of one JSON RPC batch as a whole; past it the call answers 13 (JSON RPC) / 413 (direct) '
+      + 'and the rest of a batch is not run (each request with an id answers 13)', 'bytes'),
+    max_unread: bound(1024 * 1024,
+      'bytes of answers a connection may leave unread; past them its next (pipelined) request waits until the client reads', 'bytes'),
+    max_waiting: bound(1000, 'requests of one connection that may wait for its unread answers (max_unread); one more closes the connection'),
     max_tokens: bound(100_000, 'most login tokens held at once; past it expired ones are purged, then the oldest is ended'),
     login_free_failures: int(5, 'failed logins an address may make before it must wait'),
     login_delay: secs(1, 'first wait after those; each further failure doubles it'),

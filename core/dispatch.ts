@@ -24,6 +24,8 @@ export interface CallMeta {
   space?: ApiSpace;
   /** the caller-gone signal (CallContext.signal), made on first use: most calls never wait */
   signal?: () => AbortSignal;
+  /** false: no key from hosts_assign for this call (a browser's request from a page of another origin) */
+  assign?: boolean;
 }
 
 /** A call's context; a class, so the lazy `signal` getter is one shared accessor, not one per call. */
@@ -61,9 +63,10 @@ export class Dispatcher {
     }));
   }
 
-  /** The caller of a key (k or X-Auth-Key) from an address; throws access_denied (2) for a wrong one. */
-  identify(k: unknown, ip: string) {
+  /** The caller of a key (k or X-Auth-Key) from an address (without one, hosts_assign's unless `assign` is false); throws access_denied (2) for a wrong one. */
+  identify(k: unknown, ip: string, assign = true) {
     if (k !== undefined && typeof k !== 'string') throw new ApiError('invalid_params', 'parameter k: expected string');
+    if (!assign && (k === undefined || k === '')) return undefined;
     return authenticate(this.keys, k, ip, this.throttle);
   }
 
@@ -81,7 +84,7 @@ export class Dispatcher {
     try {
       const decl = this.functions.get(name, meta.space);
       fn = decl.name;
-      const who = this.identify(params.k ?? meta.headerKey, meta.ip);
+      const who = this.identify(params.k ?? meta.headerKey, meta.ip, meta.assign !== false);
       out = this.functions.invoke(decl, params, new Call(who, meta));
     } catch (err) {
       throw this.failed(name, fn, started, err);

@@ -12,6 +12,8 @@ export const ErrorKinds = {
   already_exists: { code: 12, status: 409 },
   busy: { code: 13, status: 409 },
   not_implemented: { code: 14, status: 405 },
+  /** an answer past [webapi] max_answer_size: the code of busy, the status of a body too large */
+  too_large: { code: 13, status: 413 },
 } as const;
 
 export type ErrorKind = keyof typeof ErrorKinds;

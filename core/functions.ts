@@ -93,6 +93,8 @@ export function permits(key: ApiKey | undefined, permission: Permission): boolea
 export class FunctionRegistry {
   private readonly byName = new Map<string, Entry>();
   private readonly primary = new Map<string, Entry>();
+  /** the OpenRPC document as last made: made again only once a function came or went */
+  private described?: { title: string; doc: Record<string, unknown> };
 
   register(owner: string, decl: FunctionDecl): void {
     const wrong = checkDecl(decl);
@@ -102,6 +104,7 @@ export class FunctionRegistry {
       if (taken) throw new Error(`function ${name} is already declared by ${taken.owner}`);
     }
     const entry = { decl, owner };
+    this.described = undefined;
     this.primary.set(decl.name, entry);
     for (const name of [decl.name, ...(decl.aliases ?? [])]) this.byName.set(name, entry);
   }
@@ -110,12 +113,14 @@ export class FunctionRegistry {
   unregister(owner: string, name: string): void {
     const e = this.primary.get(name);
     if (!e || e.owner !== owner) return;
+    this.described = undefined;
     this.primary.delete(name);
     for (const [n, x] of this.byName) if (x === e) this.byName.delete(n);
   }
 
   /** Remove every function an owner declared (plugin stop). */
   unregisterOwner(owner: string): void {
+    this.described = undefined;
     for (const [name, e] of this.byName) if (e.owner === owner) this.byName.delete(name);
     for (const [name, e] of this.primary) if (e.owner === owner) this.primary.delete(name);
   }
@@ -148,8 +153,17 @@ export class FunctionRegistry {
     return d;
   }
 
-  /** The OpenRPC document for rpc.discover. */
+  /**
+   * The OpenRPC document for rpc.discover: the same object until a function
+   * comes or goes, so its caller can keep what it made of it (an encoding).
+   * It is shared: not to be changed.
+   */
   describe(title: string): Record<string, unknown> {
+    if (this.described?.title !== title) this.described = { title, doc: this.document(title) };
+    return this.described.doc;
+  }
+
+  private document(title: string): Record<string, unknown> {
     return {
       openrpc: '1.2.6',
       info: { title, version: Version },

@@ -17,7 +17,8 @@ import { Dispatcher } from './dispatch';
 import { Lifecycle } from './lifecycle';
 
 import { HttpHooks } from './http/hooks';
-import { ApiError, type SkipCode } from './errors';
+import { ApiError, SkipCodes, type SkipCode } from './errors';
+import { Health, reasonOf } from './health';
 import { within } from './within';
 import { MAX_TIMER_SECONDS } from './defaults';
 import { KERNEL_API, type PluginContext, type PluginDefinition, PluginKinds, type PluginKind, type ServiceName } from './plugin';
@@ -155,13 +156,16 @@ export class PluginHost {
     private readonly http: HttpHooks,
     private readonly dispatcher: Dispatcher,
     private readonly lifecycle: Lifecycle,
+    private readonly health: Health,
   ) {
     this.log = logger.module('plugins');
   }
 
-  private skip(file: string, code: SkipCode, reason: string, name?: string) {
+  /** `told`: what /health may say beyond the code (healthReason); the reason itself goes only to the log. */
+  private skip(file: string, code: SkipCode, reason: string, name?: string, told?: string) {
     this.skipped.push({ file, name, code, reason });
     this.log.error(`plugin ${name ?? ''} ${file} skipped [${code}]: ${reason}`.replace('  ', ' '));
+    this.health.report(`plugin ${name ?? path.basename(file)}`, `not started, ${SkipCodes[code]}${told ? `: ${told}` : ''}`);
   }
 
   /** Load the built-in plugins and the controller's drop-ins. */
@@ -249,7 +253,7 @@ export class PluginHost {
         this.log.debug(`plugin ${l.def.name} ${l.def.version} started (${l.file})`);
       } catch (err) {
         await this.cleanup(run);
-        this.skip(l.file, timedOut ? 'start_timeout' : 'start_failed', `failed to start: ${describe(err)}`, l.def.name);
+        this.skip(l.file, timedOut ? 'start_timeout' : 'start_failed', `failed to start: ${describe(err)}`, l.def.name, reasonOf(err));
       }
     }
     for (const run of this.running) {

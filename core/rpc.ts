@@ -7,6 +7,27 @@ export type RpcResponse = { jsonrpc: '2.0'; id: unknown; result?: unknown; error
 export const rpcError = (id: unknown, code: number, message: string): RpcResponse => ({ jsonrpc: '2.0', id, error: { code, message } });
 
 /**
+ * A request id: a string or a finite number. MessagePack carries NaN and the
+ * infinities, which JSON would answer as null: such an id is no id.
+ */
+const isId = (id: unknown) => typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id));
+
+/**
+ * The answer to a request that is not run (a batch past its answer bound):
+ * error `code` with its id, none for a notification, -32600 as rpcCall
+ * answers for what is no request.
+ */
+export function rpcNotRun(req: unknown, code: number, message: string): RpcResponse | undefined {
+  if (!req || typeof req !== 'object' || Array.isArray(req)) return rpcError(null, -32600, 'invalid request');
+  const { jsonrpc, method, id } = req as Record<string, unknown>;
+  const notification = id === undefined || id === null;
+  if (jsonrpc !== '2.0' || typeof method !== 'string' || !(notification || isId(id))) {
+    return rpcError(notification || isId(id) ? id ?? null : null, -32600, 'invalid request');
+  }
+  return notification ? undefined : rpcError(id, code, message);
+}
+
+/**
  * One JSON RPC 2.0 request object through the dispatcher, for every
  * transport that speaks JSON RPC (HTTP /jrpc, the MQTT API). The response,
  * or undefined for a notification (a request without id): at once when the
@@ -19,7 +40,7 @@ export function rpcCall(
   if (!req || typeof req !== 'object' || Array.isArray(req)) return rpcError(null, -32600, 'invalid request');
   const { jsonrpc, method, params, id } = req as Record<string, unknown>;
   const notification = id === undefined || id === null;
-  const idValid = notification || typeof id === 'string' || typeof id === 'number';
+  const idValid = notification || isId(id);
   // an id that is no id is not echoed back: the error then carries null (JSON RPC 2.0, section 5)
   if (jsonrpc !== '2.0' || typeof method !== 'string' || !idValid) {
     return rpcError(idValid ? id ?? null : null, -32600, 'invalid request');

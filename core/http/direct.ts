@@ -4,8 +4,10 @@ import { Dispatcher, isThenable } from '../dispatch';
 import { ApiError } from '../errors';
 import { ApiSpace } from '../functions';
 import { BodyTooLarge, mediaType, readBody, readMultipart } from './body';
-import { directResult, sendDirectError, sendJson } from './reply';
+import { directResult, JsonHeaders, send, sendDirectError } from './reply';
 import { clientGone } from './gone';
+import { jsonOf, overLimit, tooLarge } from './encode';
+import { foreignOrigin } from './origin';
 
 type Params = Record<string, unknown>;
 
@@ -53,8 +55,21 @@ export function directRoute(product: string): (url: string) => DirectRoute | und
  * key comes in the query or in X-Auth-Key: a wrong key is refused before a
  * byte of the form is read. A key inside the form can only be checked after
  * reading it; max_body_size bounds that read.
+ *
+ * An answer larger than `maxAnswer` bytes is not sent: 413. A request from a
+ * page of another origin never gets the key hosts_assign gives its address
+ * (foreignOrigin: a browser sends forms and GETs cross-site unasked).
  */
-export function directHandler(dispatcher: Dispatcher, maxBody: number, clientIp: (req: IncomingMessage) => string) {
+export function directHandler(
+  dispatcher: Dispatcher, limits: { maxBody: number; maxAnswer: number }, clientIp: (req: IncomingMessage) => string, eitherScheme: boolean,
+) {
+  const { maxBody, maxAnswer } = limits;
+  /** The success answer, within max_answer_size. */
+  const ok = (res: ServerResponse, result: unknown): void => {
+    const body = jsonOf(directResult(result));
+    if (overLimit(body, maxAnswer)) sendDirectError(res, 413, tooLarge(maxAnswer));
+    else send(res, 200, JsonHeaders, body);
+  };
   async function bodyParams(req: IncomingMessage, query: Params, headerKey: string | undefined): Promise<Params> {
     const type = mediaType(req);
     if (type === 'multipart/form-data') {
@@ -99,14 +114,15 @@ export function directHandler(dispatcher: Dispatcher, maxBody: number, clientIp:
     try {
       result = dispatcher.call(route.fn, params, {
         ip: clientIp(req), transport: 'direct', headers: req.headers, headerKey, space: route.space, signal: clientGone(req, res),
+        assign: !foreignOrigin(req, eitherScheme),
       });
     } catch (err) {
       return failed(req, res, err);
     }
     if (isThenable(result)) {
-      return Promise.resolve(result).then((r) => sendJson(res, 200, directResult(r)), (err: unknown) => failed(req, res, err));
+      return Promise.resolve(result).then((r) => ok(res, r), (err: unknown) => failed(req, res, err));
     }
-    sendJson(res, 200, directResult(result));
+    ok(res, result);
   };
 
   /** Answers the call; a promise only while something waits (a body, a function): a GET answered at once makes none. */

@@ -1,38 +1,32 @@
 import type { IncomingMessage } from 'node:http';
 import type { Context } from 'koa';
-import { Decoder, Encoder } from '@msgpack/msgpack';
-import { Dispatcher, isThenable } from '../dispatch';
+import { Decoder } from '@msgpack/msgpack';
+import { CallMeta, Dispatcher, isThenable } from '../dispatch';
 import { rpcCall, rpcError, RpcResponse } from '../rpc';
 import { BodyTooLarge, mediaType, onBody } from './body';
-import { JsonHeaders, MsgpackHeaders } from './reply';
+import { JsonHeaders, MsgpackHeaders, type Pieces } from './reply';
 import { clientGone } from './gone';
+import { BatchAnswer, encodeResponse, packed as bytes } from './encode';
+import { foreignOrigin } from './origin';
 
-/** one decoder and one encoder for every call: building one per call costs more than the work */
+/** one decoder for every call: building one per call costs more than the work */
 // int64 arrives as a bigint: one beyond 2^53 is refused by the parameter check (core/params.ts) rather than rounded
 const decoder = new Decoder({ useBigInt64: true });
-const encoder = new Encoder({ ignoreUndefined: true });
-
-/**
- * The encoding as a Buffer of its own: encodeSharedRef writes into the
- * encoder's one buffer, copied here into node's pooled memory. `encode`
- * would allocate a fresh ArrayBuffer per answer instead (a malloc, a free
- * and a sweep each, about 1 µs of a MessagePack `test` call; README,
- * "Benchmarks").
- */
-const bytes = (value: unknown) => Buffer.from(encoder.encodeSharedRef(value));
 
 const MSGPACK_TYPES = new Set(['application/msgpack', 'application/x-msgpack']);
 
+/** What /jrpc answers: status, headers and body bytes (none for 202; a batch's in pieces). */
+export interface JrpcAnswer { status: number; headers?: Record<string, string>; body?: string | Buffer | Pieces }
 
-/** What /jrpc answers: status, headers and body bytes (none for 202). */
-export interface JrpcAnswer { status: number; headers?: Record<string, string>; body?: string | Buffer }
-
-/** An answer in the request's encoding: MessagePack when `packed`, else JSON. */
+/** An answer in the request's encoding: MessagePack when `packed`, else JSON (errors of the payload itself: small). */
 function answer(packed: boolean, status: number, body: unknown): JrpcAnswer {
   return packed
     ? { status, headers: MsgpackHeaders, body: bytes(body) }
     : { status, headers: JsonHeaders, body: JSON.stringify(body) };
 }
+
+/** What bounds a JSON RPC request: the body read, the requests of a batch, the answer's bytes (a batch's as a whole). */
+export interface JrpcLimits { maxBody: number; maxBatch: number; maxAnswer: number }
 
 /**
  * JSON RPC 2.0 at /jrpc: JSON or MessagePack (by Content-Type, answered in
@@ -42,11 +36,18 @@ function answer(packed: boolean, status: number, body: unknown): JrpcAnswer {
  * does not use; `koaJrpc` mounts it in the Koa app. The answer goes to
  * `reply` (what escapes, to `fail`): a call answered at once goes from the
  * body's last byte to the answer without a promise (README, "Benchmarks").
+ *
+ * A browser can send a body cross-site without asking first only as
+ * text/plain or a form: with an `Origin` (a browser's request) the body must
+ * be application/json or MessagePack, which it cannot (415 otherwise).
+ * Clients that are not browsers send no Origin and any type is read as
+ * JSON. A request from a page of another origin never gets the key
+ * hosts_assign gives its address (foreignOrigin).
  */
-export function jrpcProcessor(dispatcher: Dispatcher, maxBody: number, maxBatch: number) {
+export function jrpcProcessor(dispatcher: Dispatcher, limits: JrpcLimits, eitherScheme: boolean) {
+  const { maxBody, maxBatch, maxAnswer } = limits;
   /** The answer to a request, its body (POST) read: at once, or a promise when a function waits. */
-  const process = (req: IncomingMessage, ip: string, signal: (() => AbortSignal) | undefined, raw?: Buffer, unread?: Error): JrpcAnswer | Promise<JrpcAnswer> => {
-    let packed = false;
+  const process = (req: IncomingMessage, ip: string, signal: (() => AbortSignal) | undefined, packed: boolean, raw?: Buffer, unread?: Error): JrpcAnswer | Promise<JrpcAnswer> => {
     let payload: unknown;
     if (req.method === 'GET') {
       const q = new URLSearchParams((req.url ?? '').split('?')[1] ?? '');
@@ -59,7 +60,6 @@ export function jrpcProcessor(dispatcher: Dispatcher, maxBody: number, maxBatch:
       }
       payload = { jsonrpc: '2.0', method: q.get('m') ?? undefined, params, id: q.get('i') ?? undefined };
     } else if (req.method === 'POST') {
-      packed = MSGPACK_TYPES.has(mediaType(req));
       if (unread instanceof BodyTooLarge) return answer(packed, 413, rpcError(null, -32600, 'request body too large'));
       if (unread || !raw) return answer(packed, 400, rpcError(null, -32700, 'parse error'));
       try {
@@ -71,48 +71,66 @@ export function jrpcProcessor(dispatcher: Dispatcher, maxBody: number, maxBatch:
       return answer(packed, 405, rpcError(null, -32600, `method ${req.method} not allowed`));
     }
     const xkey = req.headers['x-auth-key'];
-    const meta = { ip, transport: 'jrpc', headers: req.headers, headerKey: typeof xkey === 'string' && xkey ? xkey : undefined, signal };
+    const meta: CallMeta = {
+      ip, transport: 'jrpc', headers: req.headers, headerKey: typeof xkey === 'string' && xkey ? xkey : undefined, signal,
+      assign: !foreignOrigin(req, eitherScheme),
+    };
     if (Array.isArray(payload)) {
       if (payload.length === 0 || payload.length > maxBatch) {
         return answer(packed, 200, rpcError(null, -32600, payload.length ? `batch larger than ${maxBatch}` : 'empty batch'));
       }
       const list = payload as unknown[];
-      const out: RpcResponse[] = [];
+      // the responses encoded as they come, within max_answer_size for the whole batch
+      const out = new BatchAnswer(packed, maxAnswer);
       // one after another: a batch may lock, work and unlock in order; synchronously until a call waits
       const from = (i: number): JrpcAnswer | Promise<JrpcAnswer> => {
         for (; i < list.length; i++) {
+          if (out.full) {
+            out.notRun(list[i]);
+            continue;
+          }
           const r = rpcCall(dispatcher, list[i], meta);
           if (isThenable(r)) {
             const next = i + 1;
             return r.then((x) => {
-              if (x) out.push(x);
+              out.add(x);
               return from(next);
             });
           }
-          if (r) out.push(r);
+          out.add(r);
         }
-        return out.length ? answer(packed, 200, out) : { status: 202 };
+        return out.empty ? { status: 202 } : { status: 200, headers: packed ? MsgpackHeaders : JsonHeaders, body: out.body() };
       };
       return from(0);
     }
     // every request was a notification: 202 with an empty body
-    const one = (r: RpcResponse | undefined): JrpcAnswer => (r ? answer(packed, 200, r) : { status: 202 });
+    const one = (r: RpcResponse | undefined): JrpcAnswer => (r
+      ? { status: 200, headers: packed ? MsgpackHeaders : JsonHeaders, body: encodeResponse(packed, r, maxAnswer) }
+      : { status: 202 });
     const r = rpcCall(dispatcher, payload, meta);
     return isThenable(r) ? r.then(one) : one(r);
   };
   return (req: IncomingMessage, ip: string, signal: (() => AbortSignal) | undefined, reply: (a: JrpcAnswer) => void, fail: (err: unknown) => void): void => {
+    let packed = false;
     const settle = (unread?: Error, raw?: Buffer) => {
       let a: JrpcAnswer | Promise<JrpcAnswer>;
       try {
-        a = process(req, ip, signal, raw, unread);
+        a = process(req, ip, signal, packed, raw, unread);
         if (!isThenable(a)) return reply(a);
       } catch (err) {
         return fail(err);
       }
       a.then(reply).catch(fail);
     };
-    if (req.method === 'POST') onBody(req, maxBody, settle);
-    else settle();
+    if (req.method !== 'POST') return settle();
+    const type = mediaType(req);
+    packed = MSGPACK_TYPES.has(type);
+    if (!packed && type !== 'application/json' && req.headers.origin !== undefined) {
+      // refused before a byte of the body is read
+      req.resume();
+      return reply(answer(false, 415, rpcError(null, -32600, 'a JSON RPC body is application/json or application/msgpack')));
+    }
+    onBody(req, maxBody, settle);
   };
 }
 
@@ -122,6 +140,7 @@ export function koaJrpc(process: ReturnType<typeof jrpcProcessor>, clientIp: (ct
     const a = await new Promise<JrpcAnswer>((resolve, reject) => process(ctx.req, clientIp(ctx), clientGone(ctx.req, ctx.res), resolve, reject));
     ctx.status = a.status;
     if (a.headers) ctx.set(a.headers);
-    ctx.body = a.body ?? '';
+    const b = a.body ?? '';
+    ctx.body = typeof b === 'string' || Buffer.isBuffer(b) ? b : Buffer.concat(b.pieces.map((p) => (typeof p === 'string' ? Buffer.from(p) : p)));
   };
 }

@@ -27,6 +27,20 @@ export function send(res: ServerResponse, status: number, headers: Record<string
   res.end(body);
 }
 
+/** An answer made of pieces (a batch answer): its bytes as they are, none joined; `length` is their total. */
+export interface Pieces { pieces: (string | Buffer)[]; length: number }
+
+/** Answer in pieces, with Content-Length; the pieces go out in one write (corked), each referenced, not copied. */
+export function sendPieces(res: ServerResponse, status: number, headers: Record<string, string>, body: Pieces): void {
+  let list = flat.get(headers);
+  if (!list) flat.set(headers, (list = Object.entries(headers).flat()));
+  res.writeHead(status, [...list, 'Content-Length', String(body.length)]);
+  res.cork();
+  for (const p of body.pieces) res.write(p);
+  res.end();
+  res.uncork();
+}
+
 /** A JSON answer on node:http (the hot paths; Koa routes use replyJson). */
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
   send(res, status, JsonHeaders, JSON.stringify(body));

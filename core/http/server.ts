@@ -19,10 +19,12 @@ import { Version } from '../defaults';
 import { directHandler, directRoute } from './direct';
 import { jrpcProcessor, koaJrpc } from './jrpc';
 import { clientGone } from './gone';
-import { JsonHeaders, NoCacheHeaders, replyDirectError, send, sendJson } from './reply';
+import { JsonHeaders, NoCacheHeaders, replyDirectError, send, sendJson, sendPieces } from './reply';
 import { onFirstUse } from '../lazy';
 import { rpcError } from '../rpc';
 import { HttpHooks } from './hooks';
+import { Health } from '../health';
+import { unreadGate } from './unread';
 
 /** /health, with or without a query: answered in every state of the controller. */
 const isHealth = (url: string) => url === '/health' || url.startsWith('/health?');
@@ -66,10 +68,12 @@ export class HttpServer {
   /** connections handed to plugins' upgrade handlers: the server no longer tracks them, stop ends them */
   private readonly upgraded = new Set<Duplex>();
   private readonly clientIp: (req: http.IncomingMessage) => string;
+  /** runs a request now, or once its connection's unread answers are within max_unread */
+  private readonly gate: (req: http.IncomingMessage, res: http.ServerResponse, run: () => void) => void;
 
   constructor(
     private readonly config: Config, private readonly paths: Paths, dispatcher: Dispatcher, logger: Logger,
-    metrics: Metrics, private readonly hooks: HttpHooks,
+    metrics: Metrics, private readonly hooks: HttpHooks, healthReports: Health,
   ) {
     this.log = logger.module('webapi');
     const w = config.webapi;
@@ -81,11 +85,17 @@ export class HttpServer {
     const health = (res: http.ServerResponse) => {
       const ok = this.state === 'serving';
       const uptime = Math.round(performance.now() - this.since) / 1000;
+      // what keeps the controller from working fully (a plugin not started, an unreadable user db): still 200
+      const degraded = healthReports.degraded();
       // node:http sends no body to HEAD, with the headers GET has
-      sendJson(res, ok ? 200 : 503, { ok, state: this.state, product: paths.product, version: Version, uptime });
+      sendJson(res, ok ? 200 : 503, {
+        ok, state: this.state, product: paths.product, version: Version, uptime, ...(degraded.length ? { degraded } : {}),
+      });
     };
-    const jrpc = jrpcProcessor(dispatcher, w.max_body_size, w.max_batch);
-    const direct = directHandler(dispatcher, w.max_body_size, clientIp);
+    // behind a proxy that ends TLS (x_real_ip) the browser's scheme is not the socket's
+    const jrpc = jrpcProcessor(dispatcher, { maxBody: w.max_body_size, maxBatch: w.max_batch, maxAnswer: w.max_answer_size }, w.x_real_ip);
+    const direct = directHandler(dispatcher, { maxBody: w.max_body_size, maxAnswer: w.max_answer_size }, clientIp, w.x_real_ip);
+    this.gate = unreadGate(w.max_unread, w.max_waiting);
     const route = directRoute(paths.product);
     // Function calls — POST /jrpc and the direct paths — are answered straight
     // from node:http: Koa's per-request context cost about half of such a
@@ -97,7 +107,9 @@ export class HttpServer {
       if (req.method === 'POST' && url === '/jrpc') {
         // callbacks, not promises: a call answered at once costs none (README, "Benchmarks")
         jrpc(req, clientIp(req), clientGone(req, res), (a) => {
-          send(res, a.status, a.headers ?? NoCacheHeaders, a.body);
+          const b = a.body;
+          if (b === undefined || typeof b === 'string' || Buffer.isBuffer(b)) send(res, a.status, a.headers ?? NoCacheHeaders, b);
+          else sendPieces(res, a.status, a.headers ?? NoCacheHeaders, b);
           done();
         }, (err) => {
           failed(req, res, rpcInternal, err);
@@ -182,6 +194,11 @@ export class HttpServer {
     // both paths end (done) once the answer is handed to the socket: counting
     // them here costs no listener per request
     const cb = (req: http.IncomingMessage, res: http.ServerResponse) => {
+      // a response without its socket yet: an earlier answer of the connection is still unread
+      if (res.socket === null) this.gate(req, res, () => serve(req, res));
+      else serve(req, res);
+    };
+    const serve = (req: http.IncomingMessage, res: http.ServerResponse) => {
       if (this.state !== 'serving' && !isHealth(req.url ?? '/')) {
         res.writeHead(503, { ...JsonHeaders, 'Retry-After': '1', Connection: 'close' });
         res.end(JSON.stringify({ result: 'ERROR', _error: `controller is ${this.state}` }));
@@ -193,10 +210,13 @@ export class HttpServer {
     const done = () => {
       if (--this.inflight === 0) this.drained?.();
     };
-    await this.listen(http.createServer(cb), w.listen, false);
+    // node checks the request and headers timeouts every connectionsCheckingInterval (30 s by
+    // default): a quarter of request_timeout, so a slow client is answered near its time
+    const checks = { connectionsCheckingInterval: Math.min(30_000, Math.max(100, (w.request_timeout * 1000) / 4)) };
+    await this.listen(http.createServer(checks, cb), w.listen, false);
     if (w.ssl_listen) {
       const rel = (f: string) => path.resolve(this.paths.etc, f);
-      const opts = { cert: fs.readFileSync(rel(w.ssl_cert)), key: fs.readFileSync(rel(w.ssl_key)) };
+      const opts = { ...checks, cert: fs.readFileSync(rel(w.ssl_cert)), key: fs.readFileSync(rel(w.ssl_key)) };
       await this.listen(https.createServer(opts, cb), w.ssl_listen, true);
     }
   }
@@ -213,8 +233,20 @@ export class HttpServer {
       });
     });
     server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => this.upgrade(req, socket, head));
-    server.on('clientError', (_err, socket) => {
-      if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+    server.on('clientError', (_err, socket: Duplex) => {
+      // answered, then closed: a client that keeps its end open (one that timed out sending its
+      // headers, say) would otherwise keep the descriptor until it closes
+      if (!socket.writable) {
+        socket.destroy();
+        return;
+      }
+      // the 400 may take as long as a request to go out (a client that reads nothing), then the connection ends anyway
+      const timer = setTimeout(() => socket.destroy(), this.config.webapi.request_timeout * 1000);
+      timer.unref();
+      socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n', () => {
+        clearTimeout(timer);
+        socket.destroy();
+      });
     });
     const addr = server.address() as AddressInfo;
     this.bound.push({ host: addr.address, port: addr.port, tls });

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { definePlugin } from '../../core/plugin';
 import { str, bool, any } from '../../core/params';
 import { ApiKey } from '../../core/auth/apikey';
@@ -5,6 +6,7 @@ import { generateKeyValue } from '../../core/auth/keys';
 import { alreadyExists, functionFailed, invalidParams, notFound } from '../../core/errors';
 import { UserDb } from '../../core/store/userdb';
 import { describe } from '../../core/log';
+import { healthReason } from '../../core/health';
 import { AllNetworks, KeyProps, setKeyProp } from './keyprops';
 import { DynamicKeysSync, writeOrFail } from './userdb-sync';
 
@@ -25,7 +27,10 @@ export const plugin = definePlugin({
     const { keys, log } = ctx;
     // a damaged file makes start fail (logged, plugin skipped): never overwrite what we could not read;
     // without a file, nothing is opened until the first key or user is created (core/store/userdb.ts)
-    const db = await UserDb.open(ctx.paths.userDb);
+    // /health tells it too (degraded): only an ERROR line would leave every dynamic key and user refused unnoticed
+    const db = await UserDb.open(ctx.paths.userDb).catch((err: unknown) => {
+      throw healthReason(err, `user db ${path.relative(ctx.paths.dir, ctx.paths.userDb)} cannot be read: dynamic keys and users are refused`);
+    });
     for (const props of db.keys()) {
       if (keys.get(props.id)) {
         log.warning(`user db key ${props.id} skipped: a key of that id is in ${ctx.paths.apikeysFile}`);

@@ -90,7 +90,7 @@ function slowReader(port: number, head: string, body: Buffer) {
 }
 
 test('a MessagePack answer keeps its own bytes while the socket cannot take it and other answers are made meanwhile', async (t) => {
-  const { url, port } = await start(t, { webapi: { max_body_size: 64_000_000 } });
+  const { url, port } = await start(t, { webapi: { max_body_size: 64_000_000, max_answer_size: 64_000_000 } });
   // an answer far larger than the socket buffers: most of it waits in the server while the client does not read
   const s = 'a'.repeat(24_000_000);
   const big = Buffer.from(encode({ jsonrpc: '2.0', method: 'echo', params: { k, s }, id: 'big' }));

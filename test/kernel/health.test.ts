@@ -61,3 +61,36 @@ test('health: 503 while the plugins start, 200 {"ok":true} while serving, 503 wh
   await stopped;
   await t.throwsAsync(fetch(`${url}/health`));
 });
+
+test('health: an unreadable user db says degraded, with the reason and nothing of the file system, still 200 and serving', async (t) => {
+  const port = await freePort();
+  const dir = makeDir(t, { ini: { webapi: { listen: `127.0.0.1:${port}` } } });
+  const db = path.join(dir, 'runtime', 'db', 'uc.db');
+  fs.mkdirSync(path.dirname(db), { recursive: true });
+  fs.writeFileSync(db, Buffer.from('SQLite format 3\0' + 'x'.repeat(2000)));
+  const ctl = await Controller.start({ dir, product: 'uc' });
+  t.teardown(() => ctl.stop());
+  const h = await health(`http://127.0.0.1:${port}`);
+  t.is(h.status, 200);
+  t.like(h.body, { ok: true, state: 'serving' });
+  t.deepEqual(h.body.degraded, [
+    'plugin sysapi-keys: not started, start failed: user db runtime/db/uc.db cannot be read: dynamic keys and users are refused',
+    'plugin sysapi-users: not started, a service it needs did not start',
+  ]);
+  t.false(JSON.stringify(h.body).includes(dir), 'no path outside the controller folder');
+});
+
+test('health: a plugin that did not start is named with the kind of failure, never with its message (it may hold a secret)', async (t) => {
+  const port = await freePort();
+  const dir = makeDir(t, {
+    ini: { webapi: { listen: `127.0.0.1:${port}` } },
+    files: { 'plugins/leaky.js': `module.exports.plugin = { name: 'leaky', kind: 'service', version: '1.0.0',
+      start() { throw new Error('cannot connect to postgres://admin:hunter2@db.internal/eva'); } };` },
+  });
+  const ctl = await Controller.start({ dir, product: 'uc' });
+  t.teardown(() => ctl.stop());
+  const h = await health(`http://127.0.0.1:${port}`);
+  t.is(h.status, 200);
+  t.deepEqual(h.body.degraded, ['plugin leaky: not started, start failed']);
+  t.false(JSON.stringify(h.body).includes('hunter2'));
+});

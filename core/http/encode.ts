@@ -1,0 +1,182 @@
+import { Encoder } from '@msgpack/msgpack';
+import { ErrorKinds } from '../errors';
+import { rpcError, rpcNotRun, type RpcResponse } from '../rpc';
+
+/** one encoder for every answer: building one per call costs more than the work */
+const encoder = new Encoder({ ignoreUndefined: true });
+
+/**
+ * The encoding as a Buffer of its own: encodeSharedRef writes into the
+ * encoder's one buffer, copied here into node's pooled memory. `encode`
+ * would allocate a fresh ArrayBuffer per answer instead (a malloc, a free
+ * and a sweep each, about 1 µs of a MessagePack `test` call; README,
+ * "Benchmarks").
+ */
+export const packed = (value: unknown): Buffer => Buffer.from(encoder.encodeSharedRef(value));
+
+/** Marks a result whose encodings are made once and shared by every call that answers it. */
+const Shared = Symbol('shared');
+interface Encodings { json?: Buffer; packed?: Buffer }
+
+/**
+ * Mark `value` as the same answer for every caller (rpc.discover): each
+ * transport encodes it once, on first use, and every later answer carries
+ * those bytes — a batch of it refers to them rather than copying them. The
+ * value must not change afterwards. JSON and MessagePack skip the
+ * symbol-keyed mark, so a transport that does not know it encodes the value
+ * as usual.
+ */
+export function sharedResult<T extends object>(value: T): T {
+  (value as Record<symbol, unknown>)[Shared] = {};
+  return value;
+}
+
+const encodingsOf = (v: unknown): Encodings | undefined =>
+  (typeof v === 'object' && v !== null ? (v as Record<symbol, Encodings | undefined>)[Shared] : undefined);
+
+const sharedJson = (value: unknown, e: Encodings): Buffer => (e.json ??= Buffer.from(JSON.stringify(value)));
+const sharedPacked = (value: unknown, e: Encodings): Buffer => (e.packed ??= packed(value));
+
+/** A value as JSON: a shared result's bytes are made once. */
+export function jsonOf(value: unknown): string | Buffer {
+  const e = encodingsOf(value);
+  return e ? sharedJson(value, e) : JSON.stringify(value);
+}
+
+/** One piece of an answer: text, or bytes (a shared result's are referenced, never copied). */
+type Piece = string | Buffer;
+
+/**
+ * A JSON RPC response whose result is shared, as the three pieces around
+ * and of the result's bytes: the response with a nil result, whose nil
+ * (MessagePack: its last byte) the result's bytes replace.
+ */
+function sharedPieces(isPacked: boolean, r: RpcResponse, e: Encodings): [Piece, Buffer, Piece] {
+  if (!isPacked) return [`{"jsonrpc":"2.0","id":${JSON.stringify(r.id)},"result":`, sharedJson(r.result, e), '}'];
+  const head = packed({ jsonrpc: '2.0', id: r.id, result: null });
+  return [head.subarray(0, head.length - 1), sharedPacked(r.result, e), ''];
+}
+
+const byteLength = (p: Piece) => (typeof p === 'string' ? Buffer.byteLength(p) : p.length);
+
+/** Bytes of a body: a string's length in characters is at most its UTF-8 length, a third of its upper bound. */
+export function overLimit(body: Piece, max: number): boolean {
+  if (typeof body !== 'string') return body.length > max;
+  return body.length * 3 > max && Buffer.byteLength(body) > max;
+}
+
+/** The message of an answer past the bound. */
+export const tooLarge = (max: number) => `answer larger than max_answer_size (${max} bytes)`;
+
+/**
+ * One JSON RPC response encoded, within `max` bytes: a larger one becomes
+ * error 13 with its id (the function ran; its answer is not sent).
+ */
+export function encodeResponse(isPacked: boolean, r: RpcResponse, max: number): Piece {
+  const e = encodingsOf(r.result);
+  let body: Piece;
+  if (e === undefined) {
+    body = isPacked ? packed(r) : JSON.stringify(r);
+  } else {
+    const [head, result, tail] = sharedPieces(isPacked, r, e);
+    body = Buffer.concat([typeof head === 'string' ? Buffer.from(head) : head, result, Buffer.from(tail)]);
+  }
+  if (!overLimit(body, max)) return body;
+  const refused = rpcError(r.id, ErrorKinds.too_large.code, tooLarge(max));
+  return isPacked ? packed(refused) : JSON.stringify(refused);
+}
+
+/**
+ * A batch answer, encoded as its responses come, within `max` bytes as a
+ * whole: the response that passes the bound becomes error 13, and the
+ * requests after it are not run (each with an id answers 13, after the
+ * bound: those few bytes come on top). The caller asks `full` before
+ * running the next request.
+ *
+ * The answer is a list of pieces: runs of small ones joined, and a shared
+ * result's bytes as they are, so a batch of 1,000 rpc.discover that its
+ * client does not read holds 1,000 small heads, not 1,000 copies of 70 KB.
+ */
+export class BatchAnswer {
+  private readonly pieces: Piece[] = [];
+  /** pieces since the last shared one, joined when the next comes */
+  private run: Piece[] = [];
+  private count = 0;
+  /** bytes of the answer so far, brackets and separators included */
+  private bytes = 0;
+  full = false;
+
+  constructor(private readonly isPacked: boolean, private readonly max: number) {}
+
+  add(r: RpcResponse | undefined): void {
+    if (!r) return;
+    const e = encodingsOf(r.result);
+    if (e === undefined) {
+      const body = this.isPacked ? packed(r) : JSON.stringify(r);
+      if (this.fits(byteLength(body))) return this.push(body);
+    } else {
+      const [head, result, tail] = sharedPieces(this.isPacked, r, e);
+      if (this.fits(byteLength(head) + result.length + byteLength(tail))) {
+        this.push(head);
+        this.flush();
+        this.pieces.push(result);
+        this.bytes += result.length;
+        if (tail !== '') this.addPiece(tail);
+        return;
+      }
+    }
+    this.full = true;
+    this.refuse(rpcError(r.id, ErrorKinds.too_large.code, `batch ${tooLarge(this.max)}`));
+  }
+
+  /** The answer for a request not run once the answer is full. */
+  notRun(req: unknown): void {
+    this.refuse(rpcNotRun(req, ErrorKinds.too_large.code, `not run: the batch answer reached max_answer_size (${this.max} bytes)`));
+  }
+
+  get empty(): boolean {
+    return this.count === 0;
+  }
+
+  /** The whole answer, a JSON array or a MessagePack array, as its pieces, and its length in bytes. */
+  body(): { pieces: Piece[]; length: number } {
+    if (!this.isPacked) this.addPiece(']');
+    this.flush();
+    const n = this.count;
+    if (this.isPacked) {
+      const head = n < 16 ? Buffer.from([0x90 | n])
+        : n < 0x10000 ? Buffer.from([0xdc, n >> 8, n & 0xff])
+          : Buffer.from([0xdd, (n >>> 24) & 0xff, (n >> 16) & 0xff, (n >> 8) & 0xff, n & 0xff]);
+      this.pieces.unshift(head);
+      this.bytes += head.length;
+    }
+    return { pieces: this.pieces, length: this.bytes };
+  }
+
+  /** Whether a response of `n` bytes keeps the answer within the bound (its separator and the closing bracket counted). */
+  private fits(n: number): boolean {
+    return this.bytes + n + 2 <= this.max;
+  }
+
+  private refuse(r: RpcResponse | undefined): void {
+    if (r) this.push(this.isPacked ? packed(r) : JSON.stringify(r));
+  }
+
+  /** One response: after a separator (JSON), the first after the opening bracket. */
+  private push(body: Piece): void {
+    if (!this.isPacked) this.addPiece(this.count === 0 ? '[' : ',');
+    this.count++;
+    this.addPiece(body);
+  }
+
+  private addPiece(p: Piece): void {
+    this.run.push(p);
+    this.bytes += byteLength(p);
+  }
+
+  private flush(): void {
+    if (this.run.length === 0) return;
+    this.pieces.push(this.isPacked ? Buffer.concat(this.run as Buffer[]) : (this.run as string[]).join(''));
+    this.run = [];
+  }
+}

@@ -1,0 +1,78 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+
+/** A connection's requests that wait, and its answers made but not yet handed to the socket. */
+interface Waiting { runs: (() => void)[]; held: Set<ServerResponse> }
+
+const State = Symbol('unread');
+type Tracked = Socket & { [State]?: Waiting };
+
+/**
+ * Answers a client leaves unread count against its connection: past
+ * `max` bytes, its next request waits — is not run — until the client has
+ * read enough. A client that pipelines requests and reads nothing (each
+ * answer, say, a 1 MB log) thus holds about one answer and `max` bytes,
+ * not one answer per request it managed to send.
+ *
+ * node:http gives a pipelined request's response the socket only once every
+ * earlier answer went out (until then the response keeps its bytes), so a
+ * response without a socket is the sign that something is still unread; an
+ * answer that has the socket left nothing before it. That costs the usual
+ * request one property read. node:http itself stops reading the connection
+ * while its output waits (needDrain), so what waits here is at most what was
+ * read with the requests already taken; past `maxWaiting` waiting requests
+ * (a client that sends on and on, reading just enough to be read again)
+ * the connection is closed.
+ */
+export function unreadGate(max: number, maxWaiting: number) {
+  /** Bytes of answers unread: in the socket's buffer and in responses still waiting for it. */
+  const unread = (socket: Socket, w: Waiting): number => {
+    let n = socket.writableLength;
+    for (const r of w.held) n += r.writableLength;
+    return n;
+  };
+  const pump = (socket: Socket, w: Waiting): void => {
+    while (w.runs.length > 0 && unread(socket, w) <= max) w.runs.shift()!();
+  };
+  const state = (socket: Tracked): Waiting => {
+    let w = socket[State];
+    if (w) return w;
+    const made: Waiting = { runs: [], held: new Set() };
+    socket[State] = w = made;
+    // less is unread once the socket's buffer empties or a waiting answer went out
+    socket.on('drain', () => pump(socket, made));
+    socket.once('close', () => {
+      made.runs.length = 0;
+      made.held.clear();
+    });
+    return w;
+  };
+  /** Run the request now, or once what its connection left unread is within the bound. */
+  return (req: IncomingMessage, res: ServerResponse, run: () => void): void => {
+    if (res.socket !== null) {
+      run();
+      return;
+    }
+    const socket = req.socket as Tracked;
+    const w = state(socket);
+    if (w.runs.length >= maxWaiting) {
+      // a client that sends on and on without reading: its connection ends
+      socket.destroy();
+      return;
+    }
+    w.runs.push(() => {
+      // its answer, made now or later, counts until the socket takes it
+      if (res.socket === null) {
+        w.held.add(res);
+        res.once('socket', () => w.held.delete(res));
+      }
+      res.once('finish', () => pump(socket, w));
+      res.once('close', () => {
+        w.held.delete(res);
+        pump(socket, w);
+      });
+      run();
+    });
+    pump(socket, w);
+  };
+}

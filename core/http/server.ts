@@ -9,6 +9,7 @@ import type { Context } from 'koa';
 import type Router from '@koa/router';
 import { injectable } from 'tsyringe';
 import { Config, parseListen } from '../config';
+import { whereSet } from '../settings/usable';
 import { Paths } from '../paths';
 import { Dispatcher } from '../dispatch';
 import { Logger, ModuleLogger } from '../log';
@@ -193,22 +194,26 @@ export class HttpServer {
     const done = () => {
       if (--this.inflight === 0) this.drained?.();
     };
-    await this.listen(http.createServer(cb), w.listen, false);
+    await this.listen(http.createServer(cb), 'listen', false);
     if (w.ssl_listen) {
       const rel = (f: string) => path.resolve(this.paths.etc, f);
       const opts = { cert: fs.readFileSync(rel(w.ssl_cert)), key: fs.readFileSync(rel(w.ssl_key)) };
-      await this.listen(https.createServer(opts, cb), w.ssl_listen, true);
+      await this.listen(https.createServer(opts, cb), 'ssl_listen', true);
     }
   }
 
-  private async listen(server: http.Server | https.Server, listen: string, tls: boolean): Promise<void> {
+  private async listen(server: http.Server | https.Server, setting: 'listen' | 'ssl_listen', tls: boolean): Promise<void> {
+    const listen = this.config.webapi[setting];
     const { host, port } = parseListen(listen);
     server.requestTimeout = this.config.webapi.request_timeout * 1000;
     server.headersTimeout = Math.min(server.requestTimeout, 60_000);
     await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
+      // a port another process holds is a failure of this start, not of the settings (the supervisor
+      // tries again), told with the setting and where it is written
+      const failed = (err: Error) => reject(new Error(`[webapi] ${setting} = ${listen}${whereSet(this.config.doc, 'webapi', setting)}: ${err.message}`));
+      server.once('error', failed);
       server.listen(port, host, () => {
-        server.off('error', reject);
+        server.off('error', failed);
         resolve();
       });
     });

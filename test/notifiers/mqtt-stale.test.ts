@@ -74,3 +74,23 @@ test('the JSON state of EVA ICS 3.3 on the item topic: applied, unless its time 
   await until('status 6', async () => (await c.ok('state', { i: 'sensor:g/j' })).status === 6, 15_000);
   t.is((await c.ok('get_notifier', { i: 'm1' })).stats.updates_stale, 1);
 });
+
+test('a change made while the broker was away is not undone by what the broker retained from before', async (t) => {
+  const broker = await startBroker(t);
+  const ext = await Subscriber.connect(t, broker);
+  await ext.subscribe('sp/sensor/g/o/status', 1);
+  const c = await controllerWith(t, { m1: mqttNotifier(broker, { qos: 1, events: stateOfG }) });
+  await c.ok('create', { i: 'sensor:g/o' });
+  await c.ok('set_prop', { i: 'sensor:g/o', p: 'mqtt_update', v: 'm1' });
+  await c.ok('update', { i: 'sensor:g/o', s: 1 });
+  await ext.waitFor((m) => m.some((x) => x.payload === '1'), 15_000, 'status 1 retained by the broker');
+  await broker.stop();
+  // made here while the broker is away: its publication waits for the broker (QoS 1)
+  await c.ok('update', { i: 'sensor:g/o', s: 2 });
+  await broker.start();
+  // on reconnect the broker hands over its retained 1 for the subscription, then takes our 2
+  await ext.waitFor((m) => m.some((x) => x.payload === '2'), 60_000, 'status 2 published after the outage');
+  await marker(c, ext, 'after');
+  // (aedes may take our 2 before it answers the subscription: then 2 is what it retained, and nothing is stale)
+  t.is((await c.ok('state', { i: 'sensor:g/o' })).status, 2);
+});

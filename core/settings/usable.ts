@@ -47,12 +47,13 @@ export function checkUsable(paths: Paths, doc: IniDocument): Finding[] {
     }
   }
 
+  // the files matter to the HTTPS listener only: without it they are never read
   const sslListen = value('webapi', 'ssl_listen');
   const pem: Record<string, Buffer> = {};
-  for (const key of ['ssl_cert', 'ssl_key']) {
+  for (const key of sslListen ? ['ssl_cert', 'ssl_key'] : []) {
     const w = value('webapi', key);
     if (!w) {
-      if (sslListen) error(sslListen.e, `[webapi] ssl_listen needs ${key} (a file in ${paths.etc})`);
+      error(sslListen!.e, `[webapi] ssl_listen needs ${key} (a file in ${paths.etc})`);
       continue;
     }
     const file = path.resolve(paths.etc, w.v);

@@ -121,3 +121,9 @@ test('a port another process holds is a failure of that start: exit 1 (restarted
   proc.kill('SIGTERM');
   t.is(await new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code))), 0);
 });
+
+test('certificate files are the HTTPS listener\'s: without ssl_listen they are not read', async (t) => {
+  const dir = makeDir(t, { ini: { webapi: { ssl_cert: 'missing.pem', ssl_key: 'missing.pem' } } });
+  const check = await runMain(t, ['--dir', dir, '--check-config']);
+  t.is(check.code, 0, check.err);
+});

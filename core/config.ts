@@ -8,6 +8,7 @@ import { ConfigError, readSection, type Finding, type Settings, type Values } fr
 import { eva33Values } from './settings/registry';
 import { checkSettingsFiles, readIniFile, schemaOf, type SettingsOwner } from './settings/check';
 import type { SettingsSchema } from './settings/registry';
+import { parseListenAddress } from './settings/listen';
 
 export { parseBool } from './settings/schema';
 
@@ -89,9 +90,9 @@ export class Config {
 /** The kernel defaults, for code that needs them without a controller. */
 export { Defaults };
 
-/** Split "host:port", "[v6]:port" or ":port" into parts. */
+/** Split "host:port", "[v6]:port" or ":port" into parts; throws for anything else (the settings check refuses it first). */
 export function parseListen(listen: string): { host: string; port: number } {
-  const m = /^\[(.+)\]:(\d+)$/.exec(listen) ?? /^(.*):(\d+)$/.exec(listen);
-  if (!m) throw new Error(`bad listen address: ${listen}`);
-  return { host: m[1] || '0.0.0.0', port: Number(m[2]) };
+  const r = parseListenAddress(listen);
+  if (typeof r === 'string') throw new Error(`bad listen address: ${r}`);
+  return r;
 }

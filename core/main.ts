@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import 'reflect-metadata';
 import fs from 'node:fs';
+import path from 'node:path';
 import { Command, Option } from 'commander';
 import { Controller } from './controller';
 import { Products, Product } from './defaults';
@@ -34,16 +35,19 @@ async function main(): Promise<void> {
     .version(PackageVersion)
     .option('-d, --dir <dir>', 'controller directory', process.cwd())
     .addOption(new Option('-p, --product <product>', 'controller kind').choices([...Products]).default('uc'))
-    .option('--init', 'create the controller directory if it does not exist (with a new master key)')
+    .option('--init', 'create the controller directory if it does not exist (with the sample etc/<product>.ini and a new master key)')
     .option('--check-config', 'check the settings files of the controller directory, print every finding, do not start')
     .option('--watchdog', 'supervise: run the controller as a child, start it again when it exits (with back-off)')
     .parse();
   const opts = program.opts<{ dir: string; product: Product; init?: boolean; checkConfig?: boolean; watchdog?: boolean }>();
-  // a mistyped --dir must not become a new controller with a new master key
-  if (!opts.init && !fs.existsSync(opts.dir)) {
-    process.stderr.write(`${opts.dir}: no such controller directory (give --init to create one)\n`);
+  // a mistyped --dir must not become a new controller with a new master key; --check-config creates nothing
+  if ((!opts.init || opts.checkConfig) && !fs.existsSync(opts.dir)) {
+    process.stderr.write(opts.checkConfig
+      ? `${opts.dir}: no such controller directory: nothing to check (--check-config creates nothing; start with --init to create it)\n`
+      : `${opts.dir}: no such controller directory (give --init to create one)\n`);
     process.exit(CONFIG_EXIT_CODE);
   }
+  if (opts.init && !opts.checkConfig) initDir(new Paths(opts.dir, opts.product));
   if (opts.checkConfig) {
     const errors = await checkConfig(new Paths(opts.dir, opts.product));
     process.exit(errors ? CONFIG_EXIT_CODE : 0);
@@ -81,6 +85,19 @@ async function main(): Promise<void> {
     const host = b.host.includes(':') ? `[${b.host}]` : b.host;
     process.stdout.write(`${opts.product} controller listening on ${b.tls ? 'https' : 'http'}://${host}:${b.port}\n`);
   }
+}
+
+/**
+ * --init: a controller directory whose etc/<product>.ini is missing gets the
+ * sample the package ships (every setting, documented, commented out), so
+ * the first start has a file to edit. An existing file is never touched.
+ */
+function initDir(paths: Paths): void {
+  if (fs.existsSync(paths.configFile)) return;
+  const sample = path.resolve(__dirname, '..', '..', 'etc', `${paths.product}.ini-dist`);
+  fs.mkdirSync(paths.etc, { recursive: true });
+  fs.copyFileSync(sample, paths.configFile, fs.constants.COPYFILE_EXCL);
+  process.stdout.write(`${paths.configFile} created from the sample: edit it, check it with --check-config\n`);
 }
 
 /** --check-config: every finding about the settings files on stderr, a summary on stdout; the number of errors. */

@@ -9,6 +9,7 @@ import type { Context } from 'koa';
 import type Router from '@koa/router';
 import { injectable } from 'tsyringe';
 import { Config, parseListen } from '../config';
+import { whereSet } from '../settings/usable';
 import { Paths } from '../paths';
 import { Dispatcher } from '../dispatch';
 import { Logger, ModuleLogger } from '../log';
@@ -213,22 +214,26 @@ export class HttpServer {
     // node checks the request and headers timeouts every connectionsCheckingInterval (30 s by
     // default): a quarter of request_timeout, so a slow client is answered near its time
     const checks = { connectionsCheckingInterval: Math.min(30_000, Math.max(100, (w.request_timeout * 1000) / 4)) };
-    await this.listen(http.createServer(checks, cb), w.listen, false);
+    await this.listen(http.createServer(checks, cb), 'listen', false);
     if (w.ssl_listen) {
       const rel = (f: string) => path.resolve(this.paths.etc, f);
       const opts = { ...checks, cert: fs.readFileSync(rel(w.ssl_cert)), key: fs.readFileSync(rel(w.ssl_key)) };
-      await this.listen(https.createServer(opts, cb), w.ssl_listen, true);
+      await this.listen(https.createServer(opts, cb), 'ssl_listen', true);
     }
   }
 
-  private async listen(server: http.Server | https.Server, listen: string, tls: boolean): Promise<void> {
+  private async listen(server: http.Server | https.Server, setting: 'listen' | 'ssl_listen', tls: boolean): Promise<void> {
+    const listen = this.config.webapi[setting];
     const { host, port } = parseListen(listen);
     server.requestTimeout = this.config.webapi.request_timeout * 1000;
     server.headersTimeout = Math.min(server.requestTimeout, 60_000);
     await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
+      // a port another process holds is a failure of this start, not of the settings (the supervisor
+      // tries again), told with the setting and where it is written
+      const failed = (err: Error) => reject(new Error(`[webapi] ${setting} = ${listen}${whereSet(this.config.doc, 'webapi', setting)}: ${err.message}`));
+      server.once('error', failed);
       server.listen(port, host, () => {
-        server.off('error', reject);
+        server.off('error', failed);
         resolve();
       });
     });

@@ -4,6 +4,7 @@ import type { Paths } from '../paths';
 import { KernelSettings } from '../defaults';
 import { SettingsSchema, type SectionSettings } from './registry';
 import { formatFinding, type ConfigError, type Finding } from './schema';
+import { checkUsable } from './usable';
 
 /**
  * Who declares settings besides the kernel: plugin definitions (name,
@@ -54,13 +55,15 @@ export function checkIniFiles(paths: Paths, owners: SettingsOwner[], doc = readI
 }
 
 /**
- * Every finding about a controller's settings files: etc/<product>.ini, the
+ * Every finding about a controller's settings files: etc/<product>.ini (with
+ * the kernel values that parse but cannot work, ./usable.ts), the
  * API key file and the files plugins own (notifier files), each plugin
  * judging its own (`checkFiles`). A plugin whose check throws is an error
  * naming it, never a crash.
  */
 export function checkSettingsFiles(paths: Paths, owners: SettingsOwner[], doc = readIniFile(paths.configFile)): Finding[] {
   const findings = checkIniFiles(paths, owners, doc);
+  findings.push(...checkUsable(paths, doc));
   for (const o of owners) {
     if (!o.checkFiles) continue;
     try {

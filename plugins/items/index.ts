@@ -2,6 +2,7 @@ import { definePlugin } from '../../core/plugin';
 import { ItemsSettings, itemsLimits } from './defaults';
 import { ItemRegistry } from './registry';
 import { registerFunctions } from './functions';
+import { checkMqttUpdateDefault } from './check';
 
 /**
  * Plugin `items`: units, sensors and lvars (service `items`, contract in
@@ -14,6 +15,7 @@ export const plugin = definePlugin({
   version: '1.0.0',
   provides: ['items'],
   settings: { server: ItemsSettings },
+  checkFiles: (paths) => checkMqttUpdateDefault(paths),
   start(ctx) {
     const limits = itemsLimits(ctx.config);
     const reg = new ItemRegistry(ctx, limits);

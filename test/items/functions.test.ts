@@ -99,12 +99,12 @@ test('permissions: master creates; items/groups lists decide reading and writing
 });
 
 test('set_prop: known properties, their types, mqtt_update_default for new items', async (t) => {
-  const { ok, client } = await start(t, { ini: { server: { mqtt_update_default: 'broker:2' } }, files: NOTIFIER_FILES });
+  const { ok, client } = await start(t, { ini: { server: { mqtt_update_default: 'm1:2' } }, files: NOTIFIER_FILES });
   const code = async (p: Record<string, unknown>) => (await client.rpc('set_prop', { k: ItemKeys.master, ...p })).error?.code;
   const u = await ok('create', { i: 'unit:g/u' });
-  t.is(u.mqtt_update, 'broker:2');
+  t.is(u.mqtt_update, 'm1:2');
   const s = await ok('create', { i: 'sensor:g/s' });
-  t.is(s.mqtt_update, 'broker:2');
+  t.is(s.mqtt_update, 'm1:2');
 
   t.is(await code({ i: 'unit:g/u', p: 'no_such_prop', v: 1 }), 1);
   t.is(await code({ i: 'unit:g/nope', p: 'action_timeout', v: 1 }), 1);

@@ -151,15 +151,32 @@ test('--dir of a folder that does not exist is an error (exit 3) unless --init i
   const c = await runMain(t, ['--dir', dir, '--check-config']);
   t.is(c.code, 3);
   t.false(fs.existsSync(dir));
-  // with --init it is created, with a new master key
+  // --check-config creates nothing, --init or not: it says there is nothing to check, not "0 error(s)"
+  const ic = await runMain(t, ['--dir', dir, '--init', '--check-config']);
+  t.is(ic.code, 3, ic.out);
+  t.regex(ic.err, /no such controller directory: nothing to check \(--check-config creates nothing; start with --init to create it\)/);
+  t.false(ic.out.includes('error(s)'), ic.out);
+  t.false(fs.existsSync(dir));
+  // with --init it is created, with the sample etc/uc.ini and a new master key
   const proc = spawn(process.execPath, [MAIN, '--dir', dir, '--init'], { stdio: 'ignore' });
   t.teardown(() => { if (proc.exitCode === null) proc.kill('SIGKILL'); });
   const keyFile = path.join(dir, 'etc', 'uc_apikeys.ini');
   const deadline = Date.now() + 60_000;
   while (!fs.existsSync(keyFile) && proc.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   t.true(fs.existsSync(keyFile));
+  t.is(fs.readFileSync(path.join(dir, 'etc', 'uc.ini'), 'utf8'), fs.readFileSync(path.resolve(__dirname, '..', '..', '..', 'etc', 'uc.ini'), 'utf8'));
   proc.kill('SIGTERM');
   await new Promise((resolve) => { if (proc.exitCode !== null) resolve(null); else proc.on('exit', resolve); });
+  // an existing file is never replaced
+  const own = dirWith(t, base);
+  const again = spawn(process.execPath, [MAIN, '--dir', own, '--init'], { stdio: 'ignore' });
+  t.teardown(() => { if (again.exitCode === null) again.kill('SIGKILL'); });
+  const ownKeys = path.join(own, 'etc', 'uc_apikeys.ini');
+  while (!fs.existsSync(path.join(own, 'runtime')) && again.exitCode === null && Date.now() < deadline + 60_000) await new Promise((r) => setTimeout(r, 50));
+  t.true(fs.existsSync(ownKeys));
+  t.is(fs.readFileSync(path.join(own, 'etc', 'uc.ini'), 'utf8'), base);
+  again.kill('SIGTERM');
+  await new Promise((resolve) => { if (again.exitCode !== null) resolve(null); else again.on('exit', resolve); });
 });
 
 test('a drop-in plugin\'s declared section is checked like the kernel\'s: a bad value stops the start, a good one reaches the plugin', async (t) => {

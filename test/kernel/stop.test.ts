@@ -1,9 +1,11 @@
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import { makeDir, startController, Keys, type Running } from '../helpers/controller';
 import { ECHO_PLUGIN } from '../helpers/echo-plugin';
+import { selfSignedCert } from '../helpers/broker';
 
 /** A drop-in that writes a marker when it starts and when it stops, to see that they ran. */
 const STOP_MARKER = `const fs = require('node:fs');
@@ -45,11 +47,20 @@ test('a start that fails on the HTTPS listener closes the HTTP one and leaves no
       probe.close(() => resolve(p));
     });
   });
+  // the HTTPS one fails when it binds: its port is held (settings that cannot work never get this far)
+  const holder = net.createServer();
+  await new Promise<void>((r) => holder.listen(0, '127.0.0.1', () => r()));
+  t.teardown(() => new Promise<void>((r) => holder.close(() => r())));
+  const held = (holder.address() as net.AddressInfo).port;
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'cert-'));
+  t.teardown(() => fs.rmSync(tmp, { recursive: true, force: true }));
+  const cert = selfSignedCert(tmp);
+  if (!cert) return t.pass('no openssl to make a certificate with');
   const dir = makeDir(t, {
-    files: { 'plugins/marker.js': STOP_MARKER },
-    ini: { webapi: { listen: `127.0.0.1:${port}`, ssl_listen: '127.0.0.1:0', ssl_cert: 'missing.pem', ssl_key: 'missing.pem' } },
+    files: { 'plugins/marker.js': STOP_MARKER, 'etc/c.pem': fs.readFileSync(cert.cert, 'utf8'), 'etc/k.pem': fs.readFileSync(cert.key, 'utf8') },
+    ini: { webapi: { listen: `127.0.0.1:${port}`, ssl_listen: `127.0.0.1:${held}`, ssl_cert: 'c.pem', ssl_key: 'k.pem' } },
   });
-  await t.throwsAsync(startController(t, { dir }));
+  await t.throwsAsync(startController(t, { dir }), { message: /\[webapi\] ssl_listen = .*: listen EADDRINUSE/ });
   // the listeners come before the plugins: none started, or what started has stopped
   t.is(fs.existsSync(path.join(dir, 'started')), fs.existsSync(path.join(dir, 'stopped')));
   // the port is free again: nothing is left listening

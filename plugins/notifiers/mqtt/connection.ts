@@ -102,13 +102,13 @@ export class Connection {
       for (const w of this.waiters.splice(0)) w();
       try { this.onConnect(); } catch (err) { this.fail('on connect', err); }
     });
-    client.on('message', (topic, payload) => {
+    client.on('message', (topic, payload, packet) => {
       this.stats.messages_in++;
       if (!this.receiving) {
         this.stats.messages_ignored++;
         return;
       }
-      this.routes.deliver(topic, payload);
+      this.routes.deliver(topic, payload, packet.retain);
     });
     client.on('error', (err) => this.fail('connection', err));
     client.on('close', () => {

@@ -46,6 +46,11 @@ export class EchoFilter {
     return echo;
   }
 
+  /** True while a publication of ours on the topic has not come back (nor been given up). */
+  waiting(topic: string): boolean {
+    return this.pending.has(topic);
+  }
+
   /** Forget a topic (no longer subscribed) or everything (a new session: old echoes will not come). */
   clear(topic?: string): void {
     if (topic === undefined) this.pending.clear();

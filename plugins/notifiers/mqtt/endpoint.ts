@@ -58,6 +58,7 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
     }
     if (s.apiEnabled) this.api = new MqttApi(this.conn, s, ctx, ctx.keys, this.self, log);
     this.conn.onConnect = () => {
+      this.link.resubscribed();
       this.announce();
       this.catchUp();
     };
@@ -134,8 +135,8 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
   private catchUp(): void {
     const missed = this.missedRetained.take();
     if (!missed.length) return;
-    this.link.publishing(missed);
-    this.catching = this.conn.publishAll(missed).catch((err) => {
+    const sent = this.link.publishing(missed);
+    this.catching = this.conn.publishAll(missed).finally(sent).catch((err) => {
       // the connection dropped again: keep what did not go for the next reconnect
       for (const m of missed) this.missedRetained.restore(m);
       this.log.warning(`mqtt ${this.s.id}: retained states not yet caught up: ${(err as Error).message}`);
@@ -185,11 +186,18 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
       if (!(await this.conn.waitConnected())) throw new NotConnected(); // stopped
     }
     await this.catching;
-    this.link.publishing(messages);
+    const sent = this.link.publishing(messages);
     // a window of two batches: this one goes out while the broker acknowledges the one before, which
     // this send waits for (a failure of it fails this send: the host retries). So the stream never
     // stops for a round trip per batch, and at most two batches wait for acknowledgements.
-    const { acked } = await this.conn.publishBatch(messages);
+    let acked: Promise<void>;
+    try {
+      ({ acked } = await this.conn.publishBatch(messages));
+    } catch (err) {
+      sent();
+      throw err;
+    }
+    void acked.then(sent, sent);
     const previous = this.unacked;
     this.unacked = acked;
     await previous;
@@ -208,6 +216,7 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
       connect_attempts: this.conn.stats.attempts,
       messages_in: this.conn.stats.messages_in,
       messages_ignored: this.conn.stats.messages_ignored,
+      updates_stale: this.link.stale,
       dropped_offline: this.droppedOffline,
       retained_to_catch_up: this.missedRetained.size,
       retained_not_kept: this.missedRetained.overflow,

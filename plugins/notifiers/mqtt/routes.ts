@@ -1,7 +1,8 @@
 import { hasWildcard, topicMatches } from './topics';
 import type { Qos } from './settings';
 
-export type MessageHandler = (topic: string, payload: Buffer) => void;
+/** `retained`: the broker sent it because of a new subscription (what it kept), not as it was published. */
+export type MessageHandler = (topic: string, payload: Buffer, retained: boolean) => void;
 
 interface Route { owner: string; filter: string; qos: Qos; handler: MessageHandler }
 
@@ -83,11 +84,11 @@ export class Routes {
   }
 
   /** Hand a message to every route whose filter matches it. */
-  deliver(topic: string, payload: Buffer): number {
+  deliver(topic: string, payload: Buffer, retained = false): number {
     let n = 0;
     const run = (r: Route) => {
       n++;
-      try { r.handler(topic, payload); } catch (err) { this.onError(r.owner, topic, err); }
+      try { r.handler(topic, payload, retained); } catch (err) { this.onError(r.owner, topic, err); }
     };
     // copies: a handler may add or remove routes
     for (const r of [...(this.exact.get(topic) ?? [])]) run(r);

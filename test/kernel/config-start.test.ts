@@ -157,14 +157,14 @@ test('--dir of a folder that does not exist is an error (exit 3) unless --init i
   t.regex(ic.err, /no such controller directory: nothing to check \(--check-config creates nothing; start with --init to create it\)/);
   t.false(ic.out.includes('error(s)'), ic.out);
   t.false(fs.existsSync(dir));
-  // with --init it is created, with the sample etc/uc.ini and a new master key
+  // with --init it is created, with the sample etc/uc.ini-dist as etc/uc.ini and a new master key
   const proc = spawn(process.execPath, [MAIN, '--dir', dir, '--init'], { stdio: 'ignore' });
   t.teardown(() => { if (proc.exitCode === null) proc.kill('SIGKILL'); });
   const keyFile = path.join(dir, 'etc', 'uc_apikeys.ini');
   const deadline = Date.now() + 60_000;
   while (!fs.existsSync(keyFile) && proc.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   t.true(fs.existsSync(keyFile));
-  t.is(fs.readFileSync(path.join(dir, 'etc', 'uc.ini'), 'utf8'), fs.readFileSync(path.resolve(__dirname, '..', '..', '..', 'etc', 'uc.ini'), 'utf8'));
+  t.is(fs.readFileSync(path.join(dir, 'etc', 'uc.ini'), 'utf8'), fs.readFileSync(path.resolve(__dirname, '..', '..', '..', 'etc', 'uc.ini-dist'), 'utf8'));
   proc.kill('SIGTERM');
   await new Promise((resolve) => { if (proc.exitCode !== null) resolve(null); else proc.on('exit', resolve); });
   // an existing file is never replaced

@@ -4,6 +4,7 @@ import type { PluginContext } from '../../../core/plugin';
 import type { KeyStore } from '../../../core/auth/keys';
 import type { ModuleLogger } from '../../../core/log';
 import { describe } from '../../../core/log';
+import { RepeatLog } from '../../../core/log-repeat';
 import { rpcCall, rpcError, type RpcResponse } from '../../../core/rpc';
 import { ErrorKinds } from '../../../core/errors';
 import type { Connection } from './connection';
@@ -41,11 +42,13 @@ export class MqttApi {
   private pending = 0;
   private readonly replay = new ReplayGuard(MqttDefaults.api_replay_ids, MqttDefaults.api_token_window);
   readonly stats = { requests: 0, refused: 0, dropped: 0, bad_frames: 0, replays: 0 };
+  /** dropped requests in the log: whoever can publish to the broker must not grow it (one line per interval) */
+  private dropLog?: RepeatLog;
 
   constructor(
     private readonly conn: Connection,
     private readonly s: MqttSettings,
-    private readonly dispatcher: Pick<PluginContext, 'call'>,
+    private readonly dispatcher: Pick<PluginContext, 'call' | 'config'>,
     private readonly keys: KeyStore,
     private readonly self: { system: string; product: string },
     private readonly log: ModuleLogger,
@@ -61,13 +64,15 @@ export class MqttApi {
   }
 
   stop(): void {
+    this.dropLog?.flush();
     this.conn.routes.remove(OWNER);
   }
 
   /** A request that gets no answer. Its text is never logged: it may carry a key. */
-  private drop(why: string, bytes: number): void {
+  private drop(why: string, _bytes: number): void {
     this.stats.dropped++;
-    this.log.warning(`mqtt ${this.s.id}: API request of ${bytes} bytes dropped: ${why}`);
+    (this.dropLog ??= new RepeatLog(this.log, () => this.dispatcher.config.server.log_repeat_interval))
+      .note(`mqtt ${this.s.id}: API requests dropped: ${why}`);
   }
 
   private onRequest(payload: Buffer): void {

@@ -158,7 +158,7 @@ function startStream(ctx: PluginContext): void {
   /** A client whose key or token passed: it leaves the pool of unauthenticated ones, if there is room. */
   function authenticated1(c: StreamClient, found: ResolvedKey, presented: string): void {
     c.authing = false;
-    if (c.closing) return; // closed or made room meanwhile
+    if (c.closing || !clients.has(c)) return; // closed, gone or made room meanwhile
     if (authenticated >= w.ws_max_clients) {
       goodbye(c, CloseCodes.try_again, `too many clients (${w.ws_max_clients}), retry later`);
       return;

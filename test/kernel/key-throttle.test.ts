@@ -30,7 +30,6 @@ test('2,000 wrong keys from an address (a script with stale keys), then 200 vali
   // the first five: three free failures, then two held back (20 s, 40 s): not awaited
   for (const k of stale.slice(0, 3)) answers.push(await timed(client, k, '10.0.0.1'));
   const held = [timed(client, stale[3], '10.0.0.1'), timed(client, stale[4], '10.0.0.1')];
-  await until('two answers held back', async () => (await waiting(client)) === 2);
   // the same values again and again: they tell the sender nothing new, are answered at once and count for nothing
   for (let i = 0; i < 1995; i += 50) {
     answers.push(...await Promise.all(Array.from({ length: Math.min(50, 1995 - i) }, (_, j) => timed(client, stale[(i + j) % 5], '10.0.0.1'))));

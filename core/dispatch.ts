@@ -1,12 +1,14 @@
 import { injectable } from 'tsyringe';
 import { FunctionRegistry, ApiSpace, CallContext } from './functions';
 import { KeyStore } from './auth/keys';
-import { authenticate } from './auth/authenticate';
+import { authenticate, KeyRefused } from './auth/authenticate';
 import { ApiError, toApiError } from './errors';
 import { Logger, ModuleLogger } from './log';
 import { CALL_OK, Metrics, UNKNOWN_FUNCTION } from './metrics';
 import { Config } from './config';
-import { LoginThrottle } from './auth/throttle';
+import { LoginThrottle, webapiLimits } from './auth/throttle';
+import { RepeatLog } from './log-repeat';
+import type { ResolvedKey } from './auth/keys';
 
 /** Whether a result is a promise (or any thenable, as `await` sees one). */
 export function isThenable(v: unknown): v is PromiseLike<unknown> {
@@ -49,25 +51,45 @@ class Call implements CallContext {
 @injectable()
 export class Dispatcher {
   private readonly log: ModuleLogger;
-  /** wrong keys, per address: counted with the login throttle's rules */
-  private readonly throttle: LoginThrottle;
+  /** wrong keys, per address: counted with the login throttle's rules (every transport, the event stream too) */
+  readonly throttle: LoginThrottle;
+  /** refused keys in the log: one line per interval */
+  private readonly refusals: RepeatLog;
 
   constructor(
     private readonly functions: FunctionRegistry, private readonly keys: KeyStore, logger: Logger,
     private readonly metrics: Metrics, config: Config,
   ) {
     this.log = logger.module('api');
-    const w = config.webapi;
-    this.throttle = new LoginThrottle(() => ({
-      freeFailures: w.login_free_failures, delay: w.login_delay, delayMax: w.login_delay_max, maxClients: w.login_clients_max,
-    }));
+    this.throttle = new LoginThrottle(webapiLimits(config.webapi));
+    this.refusals = new RepeatLog(this.log, () => config.server.log_repeat_interval);
+    metrics.addSource('kernel-auth', () => [{
+      name: 'auth_waiting', help: 'wrong key and login answers held back now (the tarpit)', value: this.throttle.waiting,
+    }]);
   }
 
-  /** The caller of a key (k or X-Auth-Key) from an address (without one, hosts_assign's unless `assign` is false); throws access_denied (2) for a wrong one. */
-  identify(k: unknown, ip: string, assign = true) {
+  /**
+   * The caller of a key (k or X-Auth-Key) from an address (without one,
+   * hosts_assign's unless `assign` is false: a cross-site request); throws
+   * access_denied (2) for a wrong one, at once: a caller that cannot wait
+   * (the key check before a multipart body, GET /metrics). The guess is
+   * counted all the same, and an answer that does not come at once would
+   * say no more (a valid key is answered at once).
+   */
+  identify(k: unknown, ip: string, assign = true): ResolvedKey | undefined {
     if (k !== undefined && typeof k !== 'string') throw new ApiError('invalid_params', 'parameter k: expected string');
     if (!assign && (k === undefined || k === '')) return undefined;
-    return authenticate(this.keys, k, ip, this.throttle);
+    return authenticate(this.keys, k, ip, this.throttle, this.refusals);
+  }
+
+  /** identify(), a wrong key's refusal held back as the throttle says (the event stream's auth message). */
+  async authenticate(k: string, ip: string): Promise<ResolvedKey | undefined> {
+    try {
+      return this.identify(k, ip);
+    } catch (err) {
+      if (err instanceof KeyRefused) await this.throttle.hold(err.hold);
+      throw err;
+    }
   }
 
   /**
@@ -87,6 +109,8 @@ export class Dispatcher {
       const who = this.identify(params.k ?? meta.headerKey, meta.ip, meta.assign !== false);
       out = this.functions.invoke(decl, params, new Call(who, meta));
     } catch (err) {
+      // a wrong key past its free failures: the answer is held (the tarpit)
+      if (err instanceof KeyRefused && err.hold > 0) return this.throttle.hold(err.hold).then(() => { throw this.failed(name, fn, started, err); });
       throw this.failed(name, fn, started, err);
     }
     if (!isThenable(out)) {

@@ -3,7 +3,7 @@ import type { Paths } from './paths';
 import type { BusEvents, Listener, Subject } from './bus';
 import type { Logger, ModuleLogger } from './log';
 import type { FunctionDecl } from './functions';
-import type { KeyStore } from './auth/keys';
+import type { KeyStore, ResolvedKey } from './auth/keys';
 import type { ApiError, ErrorKind } from './errors';
 import type { MetricSource } from './metrics';
 import type { CallMeta } from './dispatch';
@@ -98,6 +98,12 @@ export interface PluginContext {
   emit<S extends Subject>(subject: S, data: BusEvents[S]): void;
   /** declare a function; returns the way to withdraw it before the plugin stops */
   register(decl: FunctionDecl): () => void;
+  /**
+   * check a key or token from a client address as every transport does (the
+   * kernel's throttle of wrong keys, a refusal held back by it): the event
+   * stream's auth message. Rejects with access_denied.
+   */
+  authenticate(k: string, ip: string): Promise<ResolvedKey | undefined>;
   /** call a function as a transport does (key, permission, validation): the MQTT API */
   call(name: string, params: Record<string, unknown>, meta: CallMeta): Promise<unknown>;
   /** the OpenRPC description of every function declared now (rpc.discover) */

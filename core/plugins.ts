@@ -338,6 +338,7 @@ export class PluginHost {
         this.functions.register(name, decl);
         return () => this.functions.unregister(name, decl.name);
       },
+      authenticate: (k, ip) => this.dispatcher.authenticate(k, ip),
       call: async (fn, params, meta) => this.dispatcher.call(fn, params, meta),
       describeFunctions: (title) => this.functions.describe(title),
       saveAll: () => this.saves.saveAll(),

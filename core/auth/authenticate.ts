@@ -1,6 +1,14 @@
-import { accessDenied } from '../errors';
+import { ApiError } from '../errors';
+import type { RepeatLog } from '../log-repeat';
 import { KeyStore, ResolvedKey } from './keys';
 import type { LoginThrottle } from './throttle';
+
+/** A refused key; `hold`: how long its answer is held (the tarpit; 0: at once). */
+export class KeyRefused extends ApiError {
+  constructor(message: string, readonly hold = 0) {
+    super('access_denied', message);
+  }
+}
 
 /**
  * Who is calling: the presented key (parameter k or X-Auth-Key, resolved by
@@ -9,21 +17,26 @@ import type { LoginThrottle } from './throttle';
  * hosts_allow, is refused (2 / 403) — never silently downgraded — with one
  * answer for both, so a key cannot be confirmed from the wrong place.
  *
- * A refused key counts as a failure of the address in `throttle` (the login
- * throttle's rules): past its free failures the address waits, and its
- * checks are refused meanwhile without looking at the key.
+ * The key is checked first: a valid one passes at once. A refused one is
+ * counted in `throttle` (LoginThrottle's rules: past the free failures its
+ * answer is held; an address with too many guesses booked is refused
+ * without its key being looked at) and in `refusals` (one log line per
+ * interval, never the key).
  */
-export function authenticate(keys: KeyStore, presented: string | undefined, ip: string, throttle?: LoginThrottle): ResolvedKey | undefined {
+export function authenticate(
+  keys: KeyStore, presented: string | undefined, ip: string, throttle?: LoginThrottle, refusals?: RepeatLog,
+): ResolvedKey | undefined {
   if (presented === undefined || presented === '') {
     const key = keys.assigned(ip);
     return key ? { key, assigned: true } : undefined;
   }
-  const wait = throttle?.waiting(ip) ?? 0;
-  if (wait > 0) throw accessDenied(`too many failed key checks from this address, retry in ${Math.ceil(wait / 1000)} s`);
-  const found = keys.resolve(presented);
-  if (!found || !found.key.hostsAllow.has(ip)) {
-    throttle?.fail(ip);
-    throw accessDenied('invalid key');
+  const wait = throttle?.locked(ip) ?? 0;
+  if (wait > 0) {
+    refusals?.note('API keys refused unchecked (too many wrong ones booked)', ip);
+    throw new KeyRefused(`too many failed key checks from this address, retry in ${Math.ceil(wait / 1000)} s`);
   }
-  return found;
+  const found = keys.resolve(presented);
+  if (found && found.key.hostsAllow.has(ip)) return found;
+  refusals?.note('wrong API keys refused', ip);
+  throw new KeyRefused('invalid key', throttle?.failed(ip, presented) ?? 0);
 }

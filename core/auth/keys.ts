@@ -39,7 +39,28 @@ export class KeyStore {
   /** set when this start generated the master key file */
   generatedMasterFile?: string;
 
-  constructor(private readonly paths: Paths, readonly tokens: TokenStore) {}
+  /** told when a key or token may no longer let in whom it let in (onRevoke) */
+  private readonly revokeListeners = new Set<() => void>();
+
+  constructor(private readonly paths: Paths, readonly tokens: TokenStore) {
+    tokens.onDrop(() => this.revoked());
+  }
+
+  /**
+   * Be told whenever a key or token may no longer let in whom it let in: a
+   * key replaced, removed, given a new value or new rights (hosts_allow), a
+   * token ended (logout, expiry, drop_tokens). Holders of long-lived
+   * sessions (the event stream) check theirs again; a listener is called
+   * synchronously, so it should only schedule its check. Returns the way to stop.
+   */
+  onRevoke(fn: () => void): () => void {
+    this.revokeListeners.add(fn);
+    return () => this.revokeListeners.delete(fn);
+  }
+
+  private revoked(): void {
+    for (const fn of this.revokeListeners) fn();
+  }
 
   /** Read the static key file; on a first start write one with a fresh master key. */
   loadStatic(): void {
@@ -75,6 +96,7 @@ export class KeyStore {
     if (old) this.byDigest.delete(digest(old.key));
     this.byId.set(key.id, key);
     this.byDigest.set(digest(key.key), key);
+    if (old) this.revoked();
   }
 
   remove(id: string): boolean {
@@ -83,6 +105,7 @@ export class KeyStore {
     this.byId.delete(id);
     this.byDigest.delete(digest(key.key));
     this.tokens.dropKey(id);
+    this.revoked();
     return true;
   }
 
@@ -92,11 +115,13 @@ export class KeyStore {
     key.key = value;
     this.byDigest.set(digest(value), key);
     this.tokens.dropKey(key.id);
+    this.revoked();
   }
 
   /** A key's rights changed (set_key_prop): end its tokens, their holders log in again under the new rules. */
   changed(key: ApiKey): void {
     this.tokens.dropKey(key.id);
+    this.revoked();
   }
 
   /** Whether some key already has this value (two keys must never share one). */

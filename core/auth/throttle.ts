@@ -1,4 +1,5 @@
 import net from 'node:net';
+import crypto from 'node:crypto';
 import { normalizeIp } from './networks';
 
 /**
@@ -26,118 +27,76 @@ export function throttleKey(ip: string): string {
 }
 
 export interface ThrottleLimits {
-  /** failures an address may make before it must wait */
+  /** wrong guesses an address may make before they are counted against time */
   freeFailures: number;
-  /** first wait, seconds; each further failure doubles it */
+  /** first step, seconds; each further wrong guess doubles it */
   delay: number;
-  /** longest wait, seconds; an address's failures are forgotten this long after its last one */
+  /** longest step, seconds; an address's failures are forgotten this long after its last one */
   delayMax: number;
   /** most addresses remembered */
   maxClients: number;
+  /** wrong guesses an address may have booked ahead past its free failures; then it is refused unchecked */
+  pendingMax: number;
+  /** late answers held at once, all addresses together; past it wrong guesses are answered at once */
+  waitingMax: number;
 }
 
-interface Client { failures: number; inflight: number; until: number; last: number }
+/** Wrong values an address sent lately (short digests), so a repeat costs nothing. */
+const RECENT = 8;
+
+interface Client {
+  /** distinct wrong guesses since the streak began */
+  failures: number;
+  /** checks under way (login: a password being hashed) */
+  inflight: number;
+  /** when each booked wrong guess is answered (ms), ascending */
+  booked: number[];
+  recent: string[];
+  /** last failure or last booked answer */
+  last: number;
+}
+
+/** A short digest of a guessed value: enough to tell recent guesses apart, never the value itself. */
+export const guessDigest = (value: string): string => crypto.hash('sha256', value, 'hex').slice(0, 16);
 
 /**
- * Failed logins per client address. After `freeFailures` failures an address
- * must wait before its next attempt, the wait doubling with every further
- * failure up to `delayMax`; attempts during the wait are refused without
- * checking the credentials, so a password cannot be guessed faster than the
- * waits allow. Other addresses are not affected. An IPv6 client is counted
- * by its /64 (throttleKey): one host holds that many addresses.
+ * Guessing of keys and passwords, per client address (an IPv6 client by its
+ * /64: throttleKey). The credential is checked first: a valid one passes at
+ * full speed. Wrong ones are what is bounded:
  *
- * Attempts in progress count against the free failures, so a burst of
- * parallel guesses cannot all start before the first has failed. A success
- * does not wipe earlier failures (else a caller holding one valid credential
- * could reset the count between guesses): they are forgotten `delayMax`
- * after the last one.
+ * - the same wrong value again (a script with a stale key, a key used from
+ *   outside its hosts_allow) tells the sender nothing new: refused at once,
+ *   not counted, so it never slows anyone;
+ * - the first `freeFailures` distinct wrong values are refused at once;
+ * - each further one is booked one step after the previous booking (steps
+ *   double from `delay` to `delayMax`) and its answer is held until then
+ *   (a tarpit);
+ * - an address with `pendingMax` bookings still ahead (checks under way
+ *   count) is refused without its credential being checked, until the first
+ *   booking is due.
  *
- * Memory is bounded: at `maxClients` addresses, forgotten ones are purged
- * first, then the address that failed longest ago makes room.
+ * Why the last rule is before the check: a valid credential is answered at
+ * once, so an answer that does not come at once already says "wrong", and a
+ * late answer by itself slows only a guesser that waits for it. What bounds
+ * guessing is the number of distinct values checked: `freeFailures +
+ * pendingMax` at once, then one per step — what the old lockout allowed —
+ * while valid credentials from the address pass until a guesser there has
+ * `pendingMax` guesses booked.
+ *
+ * Memory is bounded: at most `maxClients` addresses (forgotten ones purged
+ * first, then the one that failed longest ago), RECENT digests and
+ * `pendingMax` bookings each, and `waitingMax` held answers in all.
  */
 export class LoginThrottle {
   private readonly clients = new Map<string, Client>();
+  /** answers held now (all addresses) */
+  private held = 0;
 
   constructor(private readonly limits: () => ThrottleLimits, private readonly now: () => number = Date.now) {}
 
-  /**
-   * Start an attempt. Returns 0 and counts the attempt as in progress, or the
-   * milliseconds the address must wait first (nothing counted). Every begin()
-   * that returned 0 must be followed by end().
-   */
-  begin(address: string): number {
-    const ip = throttleKey(address);
-    const lim = this.limits();
-    const now = this.now();
-    let c = this.clients.get(ip);
-    if (c && c.inflight === 0 && now - c.last > lim.delayMax * 1000) {
-      this.clients.delete(ip); // an old failure streak is forgotten
-      c = undefined;
-    }
-    if (c && c.until > now) return c.until - now;
-    if (c && c.inflight > 0 && c.failures + c.inflight >= lim.freeFailures) return lim.delay * 1000;
-    if (!c) {
-      this.makeRoom(lim, now);
-      c = { failures: 0, inflight: 0, until: 0, last: now };
-      this.clients.set(ip, c);
-    }
-    c.inflight++;
-    return 0;
-  }
-
-  /** End an attempt begun with begin(). */
-  end(address: string, ok: boolean): void {
-    const ip = throttleKey(address);
-    const c = this.clients.get(ip);
-    if (!c) return; // made room for others meanwhile
-    c.inflight = Math.max(0, c.inflight - 1);
-    if (ok) {
-      if (c.failures === 0 && c.inflight === 0) this.clients.delete(ip);
-      return;
-    }
-    this.failed(ip, c);
-  }
-
-  /**
-   * Milliseconds the address must wait before its next attempt, 0 when it
-   * need not; counts nothing. For checks that take no time (an API key), so
-   * nothing is in progress: an address nobody failed from costs one lookup,
-   * and none at all while no address has failed.
-   */
-  waiting(address: string): number {
-    if (this.clients.size === 0) return 0;
-    const c = this.clients.get(throttleKey(address));
-    if (!c) return 0;
-    const left = c.until - this.now();
-    return left > 0 ? left : 0;
-  }
-
-  /** A failed check that was not begun with begin() (see waiting()). */
-  fail(address: string): void {
-    const ip = throttleKey(address);
-    const lim = this.limits();
-    const now = this.now();
-    let c = this.clients.get(ip);
-    if (c && c.inflight === 0 && now - c.last > lim.delayMax * 1000) {
-      this.clients.delete(ip);
-      c = undefined;
-    }
-    if (!c) {
-      this.makeRoom(lim, now);
-      c = { failures: 0, inflight: 0, until: 0, last: now };
-    }
-    this.failed(ip, c);
-  }
-
-  private failed(ip: string, c: Client): void {
-    const lim = this.limits();
-    const now = this.now();
-    c.failures++;
-    c.last = now;
-    const over = c.failures - lim.freeFailures; // 0 at the last free failure: the next attempt waits `delay`
-    if (over >= 0) c.until = now + Math.min(lim.delay * 2 ** Math.min(over, 30), lim.delayMax) * 1000;
-    this.clients.delete(ip); // re-insert: the map stays ordered by last failure
-    this.clients.set(ip, c);
+  /** Answers held now, all addresses together. */
+  get waiting(): number {
+    return this.held;
   }
 
   /** Addresses remembered now. */
@@ -145,12 +104,133 @@ export class LoginThrottle {
     return this.clients.size;
   }
 
+  /**
+   * Milliseconds until the address may be checked again, 0 when it may now:
+   * it has `pendingMax` bookings ahead. Counts nothing (a check that takes no
+   * time: an API key). Costs nothing while no address has failed.
+   */
+  locked(address: string): number {
+    if (this.clients.size === 0) return 0;
+    const c = this.live(throttleKey(address));
+    return c ? this.wait(c) : 0;
+  }
+
+  /**
+   * Start a check that takes time (a password): 0 and the check counts as
+   * under way, or the milliseconds the address must wait (nothing counted,
+   * the credential must not be checked). A 0 must be followed by end().
+   */
+  begin(address: string): number {
+    const ip = throttleKey(address);
+    let c = this.live(ip);
+    if (c) {
+      const w = this.wait(c);
+      if (w > 0) return w;
+    } else {
+      c = this.create(ip);
+    }
+    c.inflight++;
+    return 0;
+  }
+
+  /** End a check begun with begin(): as failed() when it was wrong (`value`: what was guessed). */
+  end(address: string, ok: boolean, value: string): number {
+    const c = this.clients.get(throttleKey(address));
+    if (c) c.inflight = Math.max(0, c.inflight - 1);
+    if (ok) {
+      if (c && c.failures === 0 && c.inflight === 0) this.clients.delete(throttleKey(address));
+      return 0;
+    }
+    return this.failed(address, value);
+  }
+
+  /**
+   * A wrong value from the address. Returns how long to hold the answer (ms;
+   * 0: answer at once).
+   */
+  failed(address: string, value: string): number {
+    const ip = throttleKey(address);
+    const lim = this.limits();
+    const now = this.now();
+    const c = this.live(ip) ?? this.create(ip);
+    const d = guessDigest(value);
+    if (c.recent.includes(d)) return 0; // nothing new for the sender
+    c.recent.push(d);
+    if (c.recent.length > RECENT) c.recent.shift();
+    c.failures++;
+    c.last = Math.max(c.last, now);
+    this.clients.delete(ip); // re-insert: the map stays ordered by last failure
+    this.clients.set(ip, c);
+    const over = c.failures - lim.freeFailures - 1;
+    if (over < 0) return 0;
+    const step = Math.min(lim.delay * 2 ** Math.min(over, 30), lim.delayMax) * 1000;
+    const due = Math.max(now, c.booked.at(-1) ?? now) + step;
+    c.booked.push(due);
+    c.last = Math.max(c.last, due);
+    return Math.min(due - now, lim.delayMax * 1000);
+  }
+
+  /**
+   * Hold a wrong answer `ms` (failed()'s figure). Resolves at once when
+   * `waitingMax` answers are held already: the guess stays booked, only the
+   * courtesy of a late answer is skipped.
+   */
+  hold(ms: number): Promise<void> {
+    if (ms <= 0 || this.held >= this.limits().waitingMax) return Promise.resolve();
+    this.held++;
+    return new Promise((resolve) => {
+      // unref: a held answer never keeps a stopping controller alive
+      setTimeout(() => { this.held--; resolve(); }, ms).unref();
+    });
+  }
+
+  /** The address's record, unless its streak is over (then it is forgotten). */
+  private live(ip: string): Client | undefined {
+    const c = this.clients.get(ip);
+    if (!c) return undefined;
+    const lim = this.limits();
+    const now = this.now();
+    while (c.booked.length && c.booked[0] <= now) c.booked.shift();
+    if (c.inflight === 0 && c.booked.length === 0 && now - c.last > lim.delayMax * 1000) {
+      this.clients.delete(ip);
+      return undefined;
+    }
+    return c;
+  }
+
+  /** ms until the address may be checked again (its record pruned by live()). */
+  private wait(c: Client): number {
+    const lim = this.limits();
+    const used = Math.min(c.failures, lim.freeFailures) + c.booked.length + c.inflight;
+    if (used < lim.freeFailures + Math.max(1, lim.pendingMax)) return 0;
+    return c.booked.length ? Math.max(1, c.booked[0] - this.now()) : Math.max(1, lim.delay * 1000);
+  }
+
+  private create(ip: string): Client {
+    const lim = this.limits();
+    const now = this.now();
+    if (this.clients.size >= lim.maxClients) this.makeRoom(lim, now);
+    const c: Client = { failures: 0, inflight: 0, booked: [], recent: [], last: now };
+    this.clients.set(ip, c);
+    return c;
+  }
+
   private makeRoom(lim: ThrottleLimits, now: number): void {
-    if (this.clients.size < lim.maxClients) return;
     for (const [ip, c] of this.clients) {
-      if (c.inflight === 0 && c.until <= now && now - c.last > lim.delayMax * 1000) this.clients.delete(ip);
+      if (c.inflight === 0 && (c.booked.at(-1) ?? 0) <= now && now - c.last > lim.delayMax * 1000) this.clients.delete(ip);
     }
     // still full: the address that failed longest ago (the first in the map) makes room
     while (this.clients.size >= lim.maxClients) this.clients.delete(this.clients.keys().next().value!);
   }
+}
+
+/** The limits of [webapi] login_*, read at each use (a reload changes them). */
+export function webapiLimits(w: {
+  login_free_failures: number; login_delay: number; login_delay_max: number; login_clients_max: number;
+  login_pending_max: number; login_waiting_max: number;
+}): () => ThrottleLimits {
+  return () => ({
+    freeFailures: w.login_free_failures, delay: w.login_delay, delayMax: w.login_delay_max, maxClients: w.login_clients_max,
+    pendingMax: w.login_pending_max, waitingMax: w.login_waiting_max,
+  });
 }

@@ -18,8 +18,16 @@ export class TokenStore {
   private readonly tokens = new Map<string, TokenInfo>();
   private readonly byKey = new Map<string, Set<string>>();
   private readonly byUser = new Map<string, Set<string>>();
+  /** told when tokens end (KeyStore.onRevoke) */
+  private readonly dropListeners = new Set<() => void>();
 
   constructor(private readonly config: Config) {}
+
+  /** Be told whenever a token ends (logout, expiry, its key or user changed); returns the way to stop. */
+  onDrop(fn: () => void): () => void {
+    this.dropListeners.add(fn);
+    return () => this.dropListeners.delete(fn);
+  }
 
   get enabled(): boolean {
     return this.config.webapi.session_timeout > 0;
@@ -72,6 +80,7 @@ export class TokenStore {
     this.tokens.delete(token);
     unindex(this.byKey, info.keyId, token);
     if (info.user !== undefined) unindex(this.byUser, info.user, token);
+    for (const fn of this.dropListeners) fn();
     return true;
   }
 

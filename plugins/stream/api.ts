@@ -5,10 +5,14 @@
 export interface StreamStats {
   /** connections open now, authenticated or not */
   clients: number;
+  /** of those, not yet authenticated (their own pool: ws_max_unauthenticated) */
+  unauthenticated: number;
   /** connections accepted since start */
   accepted: number;
   /** connections refused at ws_max_clients */
   refused: number;
+  /** connections not yet authenticated closed to make room for newer ones (ws_max_unauthenticated) */
+  evicted: number;
   /** clients disconnected because their send buffer overflowed */
   dropped_slow: number;
   /** clients disconnected because they missed a pong */
@@ -27,6 +31,8 @@ export const CloseCodes = {
   unauthorized: 4001,
   /** the client did not read fast enough: its send buffer overflowed */
   too_slow: 4008,
+  /** no room now: ws_max_clients reached at authentication, or a newer connection needed the place of one not yet authenticated */
+  try_again: 1013,
 } as const;
 
 declare module '../../core/plugin' {

@@ -1,10 +1,12 @@
 import type WebSocket from 'ws';
+import type { RawData } from 'ws';
 import type { Subject } from '../../core/bus';
 import type { ResolvedKey } from '../../core/auth/keys';
 import type { Subscription } from '../notifiers/api';
 import { subscribed } from '../notifiers/host/filter';
 import { canRead } from '../items/access';
 import type { Oid } from '../items/oid';
+import { throttleKey } from '../../core/auth/throttle';
 
 /** The item an event is about, as the access rules take it; undefined when it names none. */
 function itemOf(subject: Subject, e: Record<string, unknown>): Oid | undefined {
@@ -20,13 +22,23 @@ function itemOf(subject: Subject, e: Record<string, unknown>): Oid | undefined {
 /** One connection of the event stream: who it is, what it wants. */
 export class StreamClient {
   auth?: ResolvedKey;
+  /** the key or token it authenticated with: checked again at each ping round and on every revocation */
+  presented?: string;
+  /** its auth message is being checked (a wrong key's answer is held back): later messages wait in `early` */
+  authing = false;
+  /** messages that came while authing, in order (bounded) */
+  early: { data: RawData; binary: boolean }[] = [];
+  /** the address it counts under among the connections not yet authenticated (throttleKey) */
+  readonly from: string;
   subs: Subscription[] = [];
   /** answered the last ping */
   alive = true;
   /** told it was too slow: nothing more is sent */
   closing = false;
 
-  constructor(readonly ws: WebSocket, readonly ip: string) {}
+  constructor(readonly ws: WebSocket, readonly ip: string) {
+    this.from = throttleKey(ip);
+  }
 
   /** May this client see the event (its subscriptions and its key's rights)? */
   wants(subject: Subject, event: unknown): boolean {

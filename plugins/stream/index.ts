@@ -3,11 +3,12 @@ import type { WebSocketServer, WebSocket, RawData } from 'ws';
 import { onFirstUse } from '../../core/lazy';
 import { definePlugin, type PluginContext } from '../../core/plugin';
 import { Subjects, type Subject } from '../../core/bus';
-import { authenticate } from '../../core/auth/authenticate';
+import { RepeatLog } from '../../core/log-repeat';
 import { ApiError, accessDenied, invalidParams } from '../../core/errors';
 import { Defaults } from '../../core/defaults';
 import { normalizeSubscriptions } from '../notifiers/host/config';
 import { StreamClient } from './client';
+import type { ResolvedKey } from '../../core/auth/keys';
 import { CloseCodes, type StreamService, type StreamStats } from './api';
 import { streamMetrics } from './metrics';
 
@@ -17,6 +18,8 @@ export const StreamPath = '/ws';
 const wsLib = onFirstUse<typeof Ws>('ws');
 /** Largest message a client may send (auth, subscribe): they are small. */
 const MAX_INCOMING = 64 * 1024;
+/** Messages kept while a client's auth message is checked (a subscribe sent right after it); more close it. */
+const MAX_EARLY = 4;
 
 /**
  * Plugin `stream`: the event stream, a WebSocket on the API's own HTTP
@@ -37,9 +40,12 @@ export const plugin = definePlugin({
 
 /** The stream's bounds from [webapi]; zero or less keeps the default (a zero ping interval would spin). */
 function bounds(w: typeof Defaults.webapi) {
-  const positive = (k: 'ws_max_buffer' | 'ws_ping_interval' | 'ws_auth_timeout') => (w[k] > 0 ? w[k] : Defaults.webapi[k]);
+  const positive = (k: 'ws_max_buffer' | 'ws_ping_interval' | 'ws_auth_timeout' | 'ws_max_unauthenticated' | 'ws_max_unauthenticated_per_address') =>
+    (w[k] > 0 ? w[k] : Defaults.webapi[k]);
   return {
     ws_max_clients: Math.max(0, w.ws_max_clients),
+    ws_max_unauthenticated: positive('ws_max_unauthenticated'),
+    ws_max_unauthenticated_per_address: positive('ws_max_unauthenticated_per_address'),
     ws_max_buffer: positive('ws_max_buffer'),
     ws_ping_interval: positive('ws_ping_interval'),
     ws_auth_timeout: positive('ws_auth_timeout'),
@@ -52,7 +58,18 @@ function startStream(ctx: PluginContext): void {
   const items = ctx.service('items');
   let wss: WebSocketServer | undefined;
   const clients = new Set<StreamClient>();
-  const stats: StreamStats = { clients: 0, accepted: 0, refused: 0, dropped_slow: 0, dropped_dead: 0, sent: 0 };
+  /**
+   * Connections not yet authenticated, oldest first: a pool of their own
+   * (ws_max_unauthenticated, and per address), so keyless connections never
+   * take the places of authenticated clients (ws_max_clients counts only
+   * those). At a bound the oldest makes room: a client that authenticates
+   * promptly gets in however many others connect and say nothing.
+   */
+  const unauthenticated = new Set<StreamClient>();
+  let authenticated = 0;
+  const stats: StreamStats = { clients: 0, unauthenticated: 0, accepted: 0, refused: 0, evicted: 0, dropped_slow: 0, dropped_dead: 0, sent: 0 };
+  /** refused messages (bad auth, malformed, unknown) in the log: one line per interval */
+  const refusals = new RepeatLog(log, () => ctx.config.server.log_repeat_interval);
 
   /** Send unless the client's buffer would pass ws_max_buffer: then it is told and disconnected. */
   const send = (c: StreamClient, text: string): void => {
@@ -87,28 +104,40 @@ function startStream(ctx: PluginContext): void {
 
   const onMessage = (c: StreamClient, data: RawData, binary: boolean): void => {
     if (c.closing) return;
+    if (c.authing) {
+      if (c.early.length >= MAX_EARLY) goodbye(c, CloseCodes.unauthorized, 'too many messages before the authentication answer');
+      else c.early.push({ data, binary });
+      return;
+    }
     let msg: Record<string, unknown>;
     try {
       if (binary) throw new Error('messages are JSON text');
       msg = JSON.parse(String(data)) as Record<string, unknown>;
       if (!msg || typeof msg !== 'object' || Array.isArray(msg)) throw new Error('a message is a JSON object');
     } catch (err) {
+      refusals.note('stream messages refused: not a JSON object', c.ip);
       error(c, invalidParams((err as Error).message));
       return;
     }
     if (!c.auth) {
-      try {
-        if (msg.m !== 'auth' || typeof msg.k !== 'string' || !msg.k) throw accessDenied('the first message must be {"m": "auth", "k": key or token}');
-        const found = authenticate(ctx.keys, msg.k, c.ip);
-        if (!found) throw accessDenied('invalid key');
-        c.auth = found;
-        reply(c, { s: 'auth', key: found.key.id, ...(found.user === undefined ? {} : { user: found.user }) });
-      } catch (err) {
-        goodbye(c, CloseCodes.unauthorized, err instanceof ApiError ? err.message : 'access denied');
+      if (msg.m !== 'auth' || typeof msg.k !== 'string' || !msg.k) {
+        refusals.note('stream connections closed: the first message was no auth', c.ip);
+        goodbye(c, CloseCodes.unauthorized, 'the first message must be {"m": "auth", "k": key or token}');
+        return;
       }
+      const k = msg.k;
+      c.authing = true;
+      // the kernel's check: throttled with every other transport's, a wrong key's answer held back
+      ctx.authenticate(k, c.ip).then((found) => {
+        if (!found) throw accessDenied('invalid key');
+        authenticated1(c, found, k);
+      }).catch((err: unknown) => {
+        goodbye(c, CloseCodes.unauthorized, err instanceof ApiError ? err.message : 'access denied');
+      });
       return;
     }
     if (msg.m !== 'subscribe') {
+      refusals.note('stream messages refused: unknown m', c.ip);
       error(c, invalidParams(`unknown message m: ${String(msg.m)} (expected subscribe)`));
       return;
     }
@@ -126,9 +155,44 @@ function startStream(ctx: PluginContext): void {
     }
   };
 
+  /** A client whose key or token passed: it leaves the pool of unauthenticated ones, if there is room. */
+  function authenticated1(c: StreamClient, found: ResolvedKey, presented: string): void {
+    c.authing = false;
+    if (c.closing || !clients.has(c)) return; // closed, gone or made room meanwhile
+    if (authenticated >= w.ws_max_clients) {
+      goodbye(c, CloseCodes.try_again, `too many clients (${w.ws_max_clients}), retry later`);
+      return;
+    }
+    unauthenticated.delete(c);
+    authenticated++;
+    c.auth = found;
+    c.presented = presented;
+    reply(c, { s: 'auth', key: found.key.id, ...(found.user === undefined ? {} : { user: found.user }) });
+    for (const m of c.early.splice(0)) onMessage(c, m.data, m.binary);
+  }
+
+  /** Room in the unauthenticated pool for a newcomer from `from`: its address's oldest, else the oldest of all, is closed. */
+  function makeRoom(from: string): void {
+    let oldest: StreamClient | undefined;
+    let mine = 0;
+    for (const c of unauthenticated) {
+      if (c.from !== from) continue;
+      oldest ??= c;
+      mine++;
+    }
+    if (mine < w.ws_max_unauthenticated_per_address) oldest = unauthenticated.size >= w.ws_max_unauthenticated ? unauthenticated.values().next().value : undefined;
+    if (!oldest) return;
+    unauthenticated.delete(oldest);
+    stats.evicted++;
+    refusals.note('stream connections closed before authenticating: room made for newer ones', oldest.ip);
+    goodbye(oldest, CloseCodes.try_again, 'too many connections waiting to authenticate');
+  }
+
   const accept = (ws: WebSocket, ip: string): void => {
     const c = new StreamClient(ws, ip);
+    makeRoom(c.from);
     clients.add(c);
+    unauthenticated.add(c);
     stats.accepted++;
     const authTimer = setTimeout(() => { if (!c.auth) goodbye(c, CloseCodes.unauthorized, 'no authentication in time'); }, w.ws_auth_timeout * 1000);
     ws.on('message', (data, binary) => onMessage(c, data, binary));
@@ -136,13 +200,20 @@ function startStream(ctx: PluginContext): void {
     ws.on('error', (err) => log.debug(`stream client ${ip}: ${err.message}`));
     ws.once('close', () => {
       clearTimeout(authTimer);
-      clients.delete(c);
+      forget(c);
     });
   };
 
+  /** A client gone (closed, cut, or dropped at a ping round): its place is free. */
+  function forget(c: StreamClient): void {
+    if (!clients.delete(c)) return;
+    if (!unauthenticated.delete(c) && c.auth) authenticated--;
+  }
+
   ctx.httpUpgrade(StreamPath, {
     upgrade(req, socket, head, ip) {
-      if (clients.size >= w.ws_max_clients) {
+      // only authenticated clients count here: keyless connections have their own pool
+      if (authenticated >= w.ws_max_clients) {
         stats.refused++;
         socket.end('HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
         return;
@@ -169,25 +240,41 @@ function startStream(ctx: PluginContext): void {
     for (const c of clients) {
       if (!c.alive) {
         if (!c.closing) stats.dropped_dead++;
-        clients.delete(c);
+        forget(c);
         c.ws.terminate();
         continue;
       }
       c.alive = false;
       if (c.ws.readyState !== c.ws.OPEN) continue; // closing: cut at the next round unless gone by then
       if (c.auth && !stillValid(c)) {
-        goodbye(c, CloseCodes.unauthorized, c.auth.token ? 'token expired' : 'key removed');
+        revoke(c);
         continue;
       }
       c.ws.ping();
     }
   }, w.ws_ping_interval * 1000);
 
+  /**
+   * Does the client's key or token still let it in from its address? The
+   * value is resolved again (regenerate_key and set_key_prop key change the
+   * key object in place, so comparing objects is not enough), and
+   * hosts_allow asked again. A token's check counts as its use.
+   */
   const stillValid = (c: StreamClient): boolean => {
-    const a = c.auth!;
-    if (a.token) return ctx.keys.resolve(a.token)?.key === a.key;
-    return a.assigned ? true : ctx.keys.get(a.key.id) === a.key;
+    const found = c.presented === undefined ? undefined : ctx.keys.resolve(c.presented);
+    return !!found && found.key === c.auth!.key && found.key.hostsAllow.has(c.ip);
   };
+  const revoke = (c: StreamClient): void =>
+    goodbye(c, CloseCodes.unauthorized, c.auth!.token ? 'token ended (expired, logged out, or its key changed)' : 'key removed or changed, or not allowed from this address');
+
+  // a key changed or removed, a token ended: check every client at once (once per burst of changes)
+  let recheck: NodeJS.Immediate | undefined;
+  const stopListening = ctx.keys.onRevoke(() => {
+    recheck ??= setImmediate(() => {
+      recheck = undefined;
+      for (const c of clients) if (c.auth && !c.closing && !stillValid(c)) revoke(c);
+    });
+  });
 
   function closeAll(): void {
     for (const c of clients) {
@@ -196,13 +283,16 @@ function startStream(ctx: PluginContext): void {
     }
   }
   ctx.onStop(() => {
+    stopListening();
+    if (recheck) clearImmediate(recheck);
+    refusals.flush();
     closeAll();
     for (const c of clients) c.ws.terminate();
     clients.clear();
     wss?.close();
   });
 
-  const service: StreamService = { stats: () => ({ ...stats, clients: clients.size }) };
+  const service: StreamService = { stats: () => ({ ...stats, clients: clients.size, unauthenticated: unauthenticated.size }) };
   ctx.provide('stream', service);
   ctx.metrics(() => streamMetrics(service.stats()));
 }

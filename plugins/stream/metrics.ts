@@ -5,7 +5,9 @@ import type { StreamStats } from './api';
 const Families: Record<keyof StreamStats, Omit<MetricSample, 'value'>> = {
   clients: { name: 'stream_clients', help: 'event stream connections open now, authenticated or not' },
   accepted: { name: 'stream_accepted_total', help: 'event stream connections accepted', type: 'counter' },
+  unauthenticated: { name: 'stream_unauthenticated', help: 'event stream connections open now and not yet authenticated' },
   refused: { name: 'stream_refused_total', help: 'event stream connections refused at ws_max_clients', type: 'counter' },
+  evicted: { name: 'stream_evicted_total', help: 'event stream connections not yet authenticated closed to make room for newer ones', type: 'counter' },
   dropped_slow: { name: 'stream_dropped_slow_total', help: 'event stream clients disconnected because their send buffer overflowed', type: 'counter' },
   dropped_dead: { name: 'stream_dropped_dead_total', help: 'event stream clients disconnected because they missed a pong', type: 'counter' },
   sent: { name: 'stream_sent_total', help: 'event stream messages sent', type: 'counter' },

@@ -3,7 +3,8 @@ import { str } from '../../core/params';
 import type { CallContext } from '../../core/functions';
 import type { ApiKey } from '../../core/auth/apikey';
 import { hashPassword, verifyPassword, dummyVerify } from '../../core/auth/passwords';
-import { LoginThrottle } from '../../core/auth/throttle';
+import { LoginThrottle, webapiLimits } from '../../core/auth/throttle';
+import { RepeatLog } from '../../core/log-repeat';
 import { type UserRecord } from '../../core/store/userdb';
 import { accessDenied, alreadyExists, ApiError, invalidParams, notFound } from '../../core/errors';
 import { describe } from '../../core/log';
@@ -32,9 +33,9 @@ export const plugin = definePlugin({
     const db = ctx.service('userdb');
     const users = new Map<string, UserRecord>(db.users().map((r) => [r.user, r]));
     const w = ctx.config.webapi;
-    const throttle = new LoginThrottle(() => ({
-      freeFailures: w.login_free_failures, delay: w.login_delay, delayMax: w.login_delay_max, maxClients: w.login_clients_max,
-    }));
+    const throttle = new LoginThrottle(webapiLimits(w));
+    const refusals = new RepeatLog(log, () => ctx.config.server.log_repeat_interval);
+    ctx.metrics(() => [{ name: 'login_waiting', help: 'wrong login answers held back now (the tarpit)', value: throttle.waiting }]);
 
     /** Write one account's change (as memory holds it now); `undo` (memory) is run, and the row follows, when the write fails. */
     const save = (user: string, undo?: () => void) => writeOrFail(db, log, () => {
@@ -202,16 +203,30 @@ export const plugin = definePlugin({
       description: 'Exchange a key, a login and password (also as HTTP basic authorization) for a token, or check a token.',
       returns: '{key: key id, token, user}',
       async handler(p: { u?: string; p?: string; a?: string }, call) {
+        // the credentials are checked first: valid ones pass at once; an
+        // address with too many wrong ones booked is refused unchecked
         const wait = throttle.begin(call.ip);
-        if (wait > 0) throw accessDenied(`too many failed logins from this address, retry in ${Math.ceil(wait / 1000)} s`);
-        let ok = false;
-        try {
-          const result = await attempt(p, call);
-          ok = true;
-          return result;
-        } finally {
-          throttle.end(call.ip, ok);
+        if (wait > 0) {
+          refusals.note('logins refused unchecked (too many wrong ones booked)', call.ip);
+          throw accessDenied(`too many failed logins from this address, retry in ${Math.ceil(wait / 1000)} s`);
         }
+        let result;
+        try {
+          result = await attempt(p, call);
+        } catch (err) {
+          if (err instanceof ApiError && err.kind === 'busy') {
+            throttle.end(call.ip, true, ''); // not checked (the hashing queue is full): no guess was made
+            throw err;
+          }
+          // what was guessed, so the same wrong credentials again cost nothing
+          const guess = JSON.stringify([p.u, p.p, p.a, call.token, call.headers.authorization]);
+          const hold = throttle.end(call.ip, false, guess);
+          refusals.note('wrong logins refused', call.ip);
+          await throttle.hold(hold);
+          throw err;
+        }
+        throttle.end(call.ip, true, '');
+        return result;
       },
     });
 

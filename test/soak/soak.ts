@@ -173,8 +173,8 @@ const CASES: Case[] = [
   // the db notifier when there is one (SOAK_DB=0 leaves it out)
   [2, 'valid jrpc get_notifier', (p) => jrpcJson(p, call('get_notifier', { k: MASTER, i: process.env.SOAK_DB === '0' ? 'hook' : 'hist' })), rpcOk],
   // invalid: well formed, refused
-  // wrong keys are throttled per address: they come from an address of their own (STRANGER), so the valid calls
-  // are not held; past the free failures most are refused without a key check, with the same 403
+  // wrong keys are throttled per address: they come from an address of their own (STRANGER); the same wrong
+  // value again tells nothing new, so it is refused at once and never counts (the valid calls are never held)
   [5, 'invalid key', (p) => request(p, 'GET', '/sys-api/test?k=nosuchkeynosuchkeynosuchkey', undefined, {}, STRANGER), statusIs(403)],
   [1, 'invalid key outside hosts_allow', (p) => jrpcJson(p, call('test', { k: OPS }), STRANGER), rpcErr(2)],
   [3, 'invalid permission', (p) => jrpcJson(p, call('set_cvar', { k: PLAIN, i: 'x', v: '1' })), rpcErr(2)],

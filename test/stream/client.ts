@@ -10,8 +10,9 @@ export class TestStream {
   readonly opened: Promise<void>;
   readonly closed: Promise<{ code: number; reason: string }>;
 
-  constructor(t: ExecutionContext, url: string) {
-    this.ws = new WebSocket(url.replace(/^http/, 'ws') + '/ws');
+  /** `headers`: sent with the upgrade (X-Real-IP, for a controller with x_real_ip). */
+  constructor(t: ExecutionContext, url: string, headers: Record<string, string> = {}) {
+    this.ws = new WebSocket(url.replace(/^http/, 'ws') + '/ws', { headers });
     t.teardown(() => this.ws.terminate());
     this.opened = new Promise((resolve, reject) => {
       this.ws.once('open', () => resolve());
@@ -47,8 +48,8 @@ export class TestStream {
   }
 
   /** Connect, authenticate with a key or token and subscribe; returns the auth answer. */
-  static async open(t: ExecutionContext, url: string, k: string, events?: unknown[]): Promise<TestStream> {
-    const s = new TestStream(t, url);
+  static async open(t: ExecutionContext, url: string, k: string, events?: unknown[], headers: Record<string, string> = {}): Promise<TestStream> {
+    const s = new TestStream(t, url, headers);
     await s.opened;
     s.send({ m: 'auth', k });
     const a = await s.next();
@@ -74,7 +75,7 @@ module.exports.plugin = {
 
 /** Keys of the stream tests: the master and one limited to group home and below. */
 export const HOME = 'homehomehomehomehomehomehomehomehomehomehomehomehomehomehome1234';
-const KEYS_INI = `
+export const KEYS_INI = `
 [masterkey]
 key = ${Keys.master}
 master = yes
@@ -88,8 +89,8 @@ hosts_allow = 127.0.0.1
 export const ALL = [{ subject: 'state', types: ['#'], groups: ['#'] }, { subject: 'action', types: ['#'], groups: ['#'] }, { subject: 'log', level: 20 }];
 
 /** A controller with the stream probe and three items: sensor:home/t1, sensor:other/t2, lvar:home/l1. */
-export async function start(t: ExecutionContext, webapi: DirOptions['ini'] = {}) {
-  const r = await startController(t, { keysIni: KEYS_INI, ini: webapi, files: { 'plugins/streamprobe.js': STATS_PLUGIN } });
+export async function start(t: ExecutionContext, webapi: DirOptions['ini'] = {}, keysIni = KEYS_INI) {
+  const r = await startController(t, { keysIni, ini: webapi, files: { 'plugins/streamprobe.js': STATS_PLUGIN } });
   for (const i of ['sensor:home/t1', 'sensor:other/t2', 'lvar:home/l1']) await r.client.ok('create', { i, k: Keys.master });
   return r;
 }

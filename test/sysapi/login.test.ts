@@ -2,7 +2,7 @@ import test from 'ava';
 import { startController, Keys, Client } from '../helpers/controller';
 import { Err } from './expect';
 import { Transports, errOf, okVia, via } from './accounts-helpers';
-import { sleep } from '../helpers/wait';
+import { sleep, until } from '../helpers/wait';
 
 const TOKEN = /^token:[0-9a-f]{64}$/;
 const basic = (u: string, p: string) => ({ Authorization: `Basic ${Buffer.from(`${u}:${p}`).toString('base64')}` });
@@ -135,63 +135,101 @@ function from(client: Client, ip: string) {
   return (params: Record<string, unknown>) => via(client, 'jrpc', 'login', params, { 'X-Real-IP': ip });
 }
 
-test('failed logins are slowed per address: guessing is refused, other addresses are not', async (t) => {
-  const { client } = await withUser(t, { webapi: { x_real_ip: true, login_free_failures: 5, login_delay: 60 } });
+/** Wrong login answers held back now (the tarpit). */
+async function held(client: Client): Promise<number> {
+  const r = await fetch(`${client.url}/metrics`, { headers: { 'X-Auth-Key': Keys.master } });
+  return Number(/^eva_login_waiting (\d+)$/m.exec(await r.text())?.[1]);
+}
+
+test('failed logins are slowed per address: the right password passes until too many guesses are booked, other addresses are not', async (t) => {
+  const { client } = await withUser(t, { webapi: { x_real_ip: true, login_free_failures: 5, login_pending_max: 3, login_delay: 60 } });
   const attacker = from(client, '10.6.6.6');
   for (let i = 0; i < 5; i++) t.regex((await attacker({ u: 'op', p: `guess${i}` })).message!, /invalid credentials/);
-  for (let i = 5; i < 50; i++) {
+  // past the free failures: the answers are held back (a minute and more); not awaited
+  const late = [attacker({ u: 'op', p: 'guess5' }), attacker({ u: 'op', p: 'guess6' })];
+  await until('two answers held back', async () => (await held(client)) === 2);
+  t.is((await attacker({ u: 'op', p: 'secret' })).result?.user, 'op', 'the right password passes at once');
+  // the same wrong password again says nothing new: answered at once, not counted
+  t.regex((await attacker({ u: 'op', p: 'guess0' })).message!, /invalid credentials/);
+  late.push(attacker({ u: 'op', p: 'guess7' }));
+  await until('three answers held back', async () => (await held(client)) === 3);
+  for (let i = 8; i < 50; i++) {
     const r = await attacker({ u: 'op', p: `guess${i}` });
     t.is(r.error, 2);
     t.regex(r.message!, /too many failed logins.*retry in \d+ s/);
   }
   const right = await attacker({ u: 'op', p: 'secret' });
-  t.is(right.error, 2, 'even the right password is refused while the address waits');
+  t.is(right.error, 2, 'with login_pending_max guesses booked even the right password is refused unchecked');
   t.regex(right.message!, /too many failed logins/);
   const elsewhere = await from(client, '10.7.7.7')({ u: 'op', p: 'secret' });
   t.is(elsewhere.result?.user, 'op', 'a client at another address logs in');
+  for (const l of late) void l.catch(() => undefined);
 });
 
 test('an IPv6 client is slowed by its /64: a host cannot take a fresh address for each guess', async (t) => {
-  const { client } = await withUser(t, { webapi: { x_real_ip: true, login_free_failures: 5, login_delay: 60 } });
+  const { client } = await withUser(t, { webapi: { x_real_ip: true, login_free_failures: 5, login_pending_max: 1, login_delay: 60, login_waiting_max: 1 } });
   const checked: string[] = [];
-  for (let i = 1; i <= 20; i++) {
+  for (let i = 1; i <= 5; i++) t.regex((await from(client, `2001:db8:1:2::${i.toString(16)}`)({ u: 'op', p: `guess${i}` })).message!, /invalid credentials/);
+  const late = from(client, '2001:db8:1:2::99')({ u: 'op', p: 'guess99' }); // the 6th: booked, held back
+  await until('one answer held back', async () => (await held(client)) === 1);
+  for (let i = 6; i <= 20; i++) {
     const r = await from(client, `2001:db8:1:2::${i.toString(16)}`)({ u: 'op', p: `guess${i}` });
     t.is(r.error, 2);
     if (/invalid credentials/.test(r.message!)) checked.push(String(i));
   }
-  t.is(checked.length, 5, 'only the free failures were checked');
+  t.deepEqual(checked, [], 'past the free failures and the booked one, nothing was checked');
   // other spellings of addresses in the same /64 are the same client
   t.regex((await from(client, '2001:0db8:0001:0002:ffff:0:0:1')({ u: 'op', p: 'secret' })).message!, /too many failed logins/);
   const neighbour = await from(client, '2001:db8:1:3::1')({ u: 'op', p: 'secret' });
   t.is(neighbour.result?.user, 'op', 'the next /64 is another client');
+  void late.catch(() => undefined);
 });
 
-test('the wait doubles with each further failure', async (t) => {
-  const { client } = await withUser(t, { webapi: { x_real_ip: true, login_free_failures: 2, login_delay: 1 } });
+test('a wrong login past the free failures is answered late; the steps double', async (t) => {
+  const { client } = await withUser(t, { webapi: { x_real_ip: true, login_free_failures: 1, login_pending_max: 2, login_delay: 1.5 } });
   const attacker = from(client, '10.6.6.7');
-  for (let i = 0; i < 2; i++) t.regex((await attacker({ u: 'op', p: 'bad' })).message!, /invalid credentials/);
-  t.regex((await attacker({ u: 'op', p: 'bad' })).message!, /retry in 1 s/);
-  await sleep(1200);
-  t.regex((await attacker({ u: 'op', p: 'bad' })).message!, /invalid credentials/, 'after the wait, one more try');
-  t.regex((await attacker({ u: 'op', p: 'bad' })).message!, /retry in 2 s/);
+  t.regex((await attacker({ u: 'op', p: 'bad0' })).message!, /invalid credentials/);
+  const t0 = performance.now();
+  const first = attacker({ u: 'op', p: 'bad1' }).then((r) => ({ r, ms: performance.now() - t0 }));
+  const second = attacker({ u: 'op', p: 'bad2' }).then((r) => ({ r, ms: performance.now() - t0 }));
+  await until('two answers held back', async () => (await held(client)) === 2);
+  // both booked: the third guess waits for the first booking (1.5 s), in words
+  t.regex((await attacker({ u: 'op', p: 'bad3' })).message!, /too many failed logins from this address, retry in [12] s/);
+  const [a, b] = await Promise.all([first, second]);
+  t.regex(a.r.message!, /invalid credentials/);
+  t.regex(b.r.message!, /invalid credentials/);
+  // the first a step (1.5 s) after, the second a doubled step (3 s) after that
+  t.true(a.ms >= 1300, `first after ${a.ms.toFixed(0)} ms`);
+  t.true(b.ms >= 4200, `second after ${b.ms.toFixed(0)} ms`);
+  t.is((await attacker({ u: 'op', p: 'secret' })).result?.user, 'op', 'nothing booked now: the right password passes');
 });
 
 test('parallel guesses cannot all start before the first fails', async (t) => {
-  const { client } = await withUser(t, { webapi: { x_real_ip: true, login_free_failures: 5, login_delay: 60 } });
+  const { client } = await withUser(t, { webapi: { x_real_ip: true, login_free_failures: 5, login_pending_max: 2, login_delay: 60 } });
   const attacker = from(client, '10.6.6.8');
-  const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => attacker({ u: 'op', p: `guess${i}` })));
+  const answers: { error?: number; message?: string }[] = [];
+  const all = Array.from({ length: 40 }, (_, i) => attacker({ u: 'op', p: `guess${i}` }).then((a) => answers.push(a)));
+  // the two booked ones are held back a minute and more
+  await until('the others answered', () => answers.length >= 38, 60_000);
   // 2: refused; 13: refused busy by the bounded hashing queue, which a loaded machine fills first
   t.deepEqual(answers.filter((a) => a.error !== 2 && a.error !== 13).map((a) => `${a.error}: ${a.message}`), [], 'every guess is refused');
   const checked = answers.filter((a) => /invalid credentials/.test(a.message!)).length;
-  t.true(checked <= 5, `${checked} guesses were checked`);
+  t.true(checked <= 5, `${checked} guesses were answered as checked`);
+  t.true((await held(client)) <= 2, 'at most login_pending_max held back');
+  for (const p of all) void p.catch(() => undefined);
 });
 
 test('remembered addresses are bounded: at login_clients_max the oldest is forgotten', async (t) => {
-  const { client } = await withUser(t, { webapi: { x_real_ip: true, login_free_failures: 1, login_delay: 60, login_clients_max: 2 } });
-  await from(client, '10.0.0.1')({ u: 'op', p: 'bad' });
+  // no free failure and one booking: a wrong login books it (answered in a minute: not awaited), the address is then refused unchecked
+  const { client } = await withUser(t, { webapi: { x_real_ip: true, login_free_failures: 0, login_pending_max: 1, login_delay: 60, login_clients_max: 2 } });
+  const bad = (ip: string) => { void from(client, ip)({ u: 'op', p: 'bad' }).catch(() => undefined); };
+  bad('10.0.0.1');
+  await until('10.0.0.1 booked', async () => (await held(client)) === 1);
   t.regex((await from(client, '10.0.0.1')({ u: 'op', p: 'secret' })).message!, /too many/);
-  await from(client, '10.0.0.2')({ u: 'op', p: 'bad' });
-  await from(client, '10.0.0.3')({ u: 'op', p: 'bad' }); // a third address: 10.0.0.1 is forgotten
+  bad('10.0.0.2');
+  await until('10.0.0.2 booked', async () => (await held(client)) === 2);
+  bad('10.0.0.3'); // a third address: 10.0.0.1 is forgotten
+  await until('10.0.0.3 booked', async () => (await held(client)) === 3);
   t.is((await from(client, '10.0.0.1')({ u: 'op', p: 'secret' })).result?.user, 'op');
   t.regex((await from(client, '10.0.0.3')({ u: 'op', p: 'secret' })).message!, /too many/, 'the newest are still remembered');
 });

@@ -38,6 +38,7 @@ export function standaloneContext(paths: Paths): { ctx: PluginContext; close(): 
     on: () => {},
     emit: () => {},
     register: unavailable('registering functions'),
+    authenticate: unavailable('checking keys'),
     call: unavailable('calling functions'),
     describeFunctions: unavailable('the function registry'),
     saveAll: unavailable('saving'),

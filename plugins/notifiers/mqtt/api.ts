@@ -5,6 +5,7 @@ import type { PluginContext } from '../../../core/plugin';
 import type { KeyStore } from '../../../core/auth/keys';
 import type { ModuleLogger } from '../../../core/log';
 import { describe } from '../../../core/log';
+import { RepeatLog } from '../../../core/log-repeat';
 import { rpcCall, rpcError, type RpcResponse } from '../../../core/rpc';
 import { ErrorKinds } from '../../../core/errors';
 import type { Connection } from './connection';
@@ -44,11 +45,13 @@ export class MqttApi {
   /** in memory until start, which opens the controller's ids on disk */
   private replay = new ReplayGuard(MqttDefaults.api_replay_ids, MqttDefaults.api_token_window);
   readonly stats = { requests: 0, refused: 0, dropped: 0, bad_frames: 0, replays: 0, unrecorded: 0 };
+  /** dropped requests in the log: whoever can publish to the broker must not grow it (one line per interval) */
+  private dropLog?: RepeatLog;
 
   constructor(
     private readonly conn: Connection,
     private readonly s: MqttSettings,
-    private readonly dispatcher: Pick<PluginContext, 'call' | 'paths'>,
+    private readonly dispatcher: Pick<PluginContext, 'call' | 'paths' | 'config'>,
     private readonly keys: KeyStore,
     private readonly self: { system: string; product: string },
     private readonly log: ModuleLogger,
@@ -71,14 +74,16 @@ export class MqttApi {
   }
 
   stop(): void {
+    this.dropLog?.flush();
     this.conn.routes.remove(OWNER);
     releaseSeenIds(this.replay.ids).catch((err) => this.log.error(`mqtt ${this.s.id}: ${this.seenFile}: ${describe(err)}`));
   }
 
   /** A request that gets no answer. Its text is never logged: it may carry a key. */
-  private drop(why: string, bytes: number): void {
+  private drop(why: string, _bytes: number): void {
     this.stats.dropped++;
-    this.log.warning(`mqtt ${this.s.id}: API request of ${bytes} bytes dropped: ${why}`);
+    (this.dropLog ??= new RepeatLog(this.log, () => this.dispatcher.config.server.log_repeat_interval))
+      .note(`mqtt ${this.s.id}: API requests dropped: ${why}`);
   }
 
   private onRequest(payload: Buffer): void {

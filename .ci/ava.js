@@ -24,6 +24,8 @@ const crashed = new Set();
 const counts = { passed: 0, failed: 0, skipped: 0, known: 0 };
 const CRASH = /(\S+\.test\.[cm]?js) (exited due to \S+|exited with a non-zero exit code: \d+)/;
 const SUMMARY = /^\s*(\d+) (?:tests? )?(passed|failed|skipped|known failures?)\b/;
+const PASSED = /^\s*✔ /;
+let ticks = 0;
 
 function watch(stream, out) {
   let rest = '';
@@ -40,7 +42,10 @@ function see(line) {
   const c = CRASH.exec(line);
   if (c) crashed.add(`${c[1]} (${c[2]})`);
   if (tap) return;
-  const s = SUMMARY.exec(line.replace(/\x1b\[[0-9;]*m/g, ''));
+  const plain = line.replace(/\x1b\[[0-9;]*m/g, '');
+  // ava's summary names the passed tests only when none failed: those are counted by their lines
+  if (PASSED.test(plain)) ticks++;
+  const s = SUMMARY.exec(plain);
   if (s) counts[s[2].startsWith('known') ? 'known' : s[2]] = Number(s[1]);
 }
 
@@ -53,7 +58,7 @@ child.on('close', (code, signal) => {
   } else {
     for (const n of names) process.stdout.write(`  crashed test file, its remaining tests did not run: ${n}\n`);
     const failed = counts.failed + names.length;
-    process.stdout.write(`\n${counts.passed} passed, ${failed} failed${counts.skipped ? `, ${counts.skipped} skipped` : ''}\n`);
+    process.stdout.write(`\n${Math.max(counts.passed, ticks)} passed, ${failed} failed${counts.skipped ? `, ${counts.skipped} skipped` : ''}\n`);
   }
   process.exit(code === 0 && !signal && !names.length ? 0 : code || 1);
 });

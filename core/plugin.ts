@@ -6,6 +6,7 @@ import type { FunctionDecl } from './functions';
 import type { KeyStore, ResolvedKey } from './auth/keys';
 import type { ApiError, ErrorKind } from './errors';
 import type { MetricSource } from './metrics';
+import type { HealthSource } from './health';
 import type { CallMeta } from './dispatch';
 
 import type { SectionSettings } from './settings/registry';
@@ -114,6 +115,8 @@ export interface PluginContext {
   requestShutdown(reason: string): void;
   /** figures for GET /metrics (families eva_<name>), read at every scrape */
   metrics(source: MetricSource): void;
+  /** this plugin's part of GET /health (shown as `section`; no key asks for it: nothing secret), read at every request */
+  health(section: string, source: HealthSource): void;
   /** offer a service to other plugins by name (declared in `provides`) */
   provide<K extends ServiceName>(name: K, service: Services[K]): void;
   /** a service another plugin provides (name it in `needs`, or check hasService first) */

@@ -311,6 +311,7 @@ export class PluginHost {
     this.functions.unregisterOwner(name);
     this.saves.removeOwner(name);
     this.metrics.removeOwner(name);
+    this.health.removeOwner(name);
 
     this.http.removeOwner(name);
     for (const [s, v] of this.services) if (v.owner === name) this.services.delete(s);
@@ -344,6 +345,7 @@ export class PluginHost {
       saveAll: () => this.saves.saveAll(),
       requestShutdown: (reason) => this.lifecycle.requestShutdown(reason),
       metrics: (source) => { open(); this.metrics.addSource(name, source); },
+      health: (section, source) => { open(); this.health.addSource(name, section, source); },
       provide: (service, value) => {
         open();
         if (!loaded.def.provides?.includes(service)) throw new Error(`service ${service} is not declared in provides`);

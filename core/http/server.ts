@@ -87,10 +87,10 @@ export class HttpServer {
       const ok = this.state === 'serving';
       const uptime = Math.round(performance.now() - this.since) / 1000;
       // what keeps the controller from working fully (a plugin not started, an unreadable user db): still 200
-      const degraded = healthReports.degraded();
+      const { degraded, states } = healthReports.read();
       // node:http sends no body to HEAD, with the headers GET has
       sendJson(res, ok ? 200 : 503, {
-        ok, state: this.state, product: paths.product, version: Version, uptime, ...(degraded.length ? { degraded } : {}),
+        ok, state: this.state, product: paths.product, version: Version, uptime, ...(degraded.length ? { degraded } : {}), ...states,
       });
     };
     // behind a proxy that ends TLS (x_real_ip) the browser's scheme is not the socket's

@@ -121,6 +121,12 @@ export interface Endpoint {
   /** type-specific live figures for get_notifier */
   info?(): Record<string, unknown>;
   /**
+   * A type with a lasting link (a broker connection): whether it is up, since
+   * when it is down (ms) and why, for /health and get_notifier. Absent: the
+   * host judges by its sends alone.
+   */
+  connection?(): { up: boolean; downSince?: number; error?: string };
+  /**
    * enable_notifier / disable_notifier: a disabled notifier neither sends nor
    * acts on what its endpoint receives (mqtt control, updates, API calls)
    */

@@ -55,6 +55,7 @@ export const plugin = definePlugin({
     });
     for (const s of Subjects) ctx.on(s, (data, subject) => host.onEvent(subject, data));
     ctx.metrics(() => notifierMetrics(host));
+    ctx.health('notifiers', () => host.health());
     ctx.onReady(() => host.ready());
     ctx.onStop(() => host.stop());
   },

@@ -44,6 +44,13 @@ test('with --tap the stream is ava\'s and the crashed file follows as a comment'
   t.is(r.status, 1);
 });
 
+test('with a failure beside passing tests the passed ones are still counted (ava then names only the failed)', (t) => {
+  const dir = project(t, { 'fine.test.js': FINE, 'fails.test.js': `const test = require('ava');\ntest('ok too', (t) => t.pass());\ntest('fails', (t) => t.fail());\n` });
+  const r = spawnSync(process.execPath, [path.join(root, '.ci', 'ava.js')], { cwd: dir, encoding: 'utf8', timeout: 60_000 });
+  t.is(r.stdout.trim().split('\n').at(-1), '2 passed, 1 failed', r.stdout);
+  t.is(r.status, 1);
+});
+
 test('a clean run ends with its own count and exit 0', (t) => {
   const dir = project(t, { 'fine.test.js': FINE });
   const r = spawnSync(process.execPath, [path.join(root, '.ci', 'ava.js')], { cwd: dir, encoding: 'utf8', timeout: 60_000 });

@@ -137,6 +137,16 @@ function showLogin(message) {
   $('login').hidden = false;
   $('login-error').textContent = message || '';
   $('login-user').focus();
+  // a controller that cannot log anyone in (its user db unreadable) says why here
+  void showDegraded($('login-degraded'));
+}
+
+/** What /health (no key) says is wrong, into `box`: nothing when all is well. */
+async function showDegraded(box) {
+  const said = await fetch('/health', { cache: 'no-store' }).then((r) => r.json()).catch(() => ({}));
+  box.replaceChildren(...(Array.isArray(said.degraded) && said.degraded.length
+    ? [h('div', { class: 'card error' }, h('strong', {}, 'Degraded'), h('ul', {}, said.degraded.map((d) => h('li', {}, d))))]
+    : []));
 }
 
 let info = {};
@@ -250,9 +260,13 @@ const Pages = {
     page.append(h('div', { class: 'card' }, facts, h('div', { class: 'row' },
       h('label', {}, h('span', {}, 'Debug mode'), debug),
       h('button', { type: 'button', onclick: () => act('Save', () => api('save')) }, 'Save'))));
+    // what /health says is wrong (a user db it cannot read, a plugin not started, a failing notifier)
+    const degraded = h('div', { id: 'degraded', role: 'status' });
+    page.insertBefore(degraded, page.children[1] || null);
     const health = h('div', { id: 'health' });
     page.append(h('h2', {}, 'Notifiers'), health);
     const refresh = async () => {
+      await showDegraded(degraded);
       const t = await api('test');
       if (document.activeElement !== debug) debug.checked = !!t.debug; // not under the operator's hand
       facts.replaceChildren(...['product_name', 'product_code', 'system', 'version', 'product_build', 'time', 'uptime', 'db_update', 'polldelay', 'setup_mode']
@@ -507,17 +521,26 @@ const Pages = {
 async function notifierTable(actions) {
   const all = await api('list_notifiers');
   const full = await Promise.all(all.map((n) => api('get_notifier', { i: n.id }).catch(() => n)));
-  return table(['id', 'type', 'state', 'queued', 'sent', 'failed', 'dropped', 'test', actions ? '' : undefined].filter((x) => x !== undefined),
+  return table(['id', 'type', 'state', 'delivery', 'queued', 'sent', 'failed', 'dropped', 'test', actions ? '' : undefined].filter((x) => x !== undefined),
     full.map((n) => {
       const s = n.stats || {};
       const toggle = () => act(`${n.enabled ? 'Disable' : 'Enable'} ${n.id}`, () => api(n.enabled ? 'disable_notifier' : 'enable_notifier', { i: n.id }))
         .then(() => actions());
       return h('tr', { 'data-notifier': n.id }, h('td', {}, n.id), h('td', {}, n.type),
         h('td', { class: n.problem ? 'error' : '', 'data-state': n.enabled ? 'enabled' : 'disabled' }, n.problem ? `problem: ${n.problem}` : n.enabled ? 'enabled' : 'disabled'),
+        h('td', { class: BadLinks.has(s.state) ? 'error' : '', 'data-link': s.state || '' }, linkWords(s)),
         ['queued', 'sent', 'failed', 'dropped'].map((k) => h('td', { class: 'num' }, s[k] ?? '')), h('td', {}, s.test ?? ''),
         actions ? h('td', { class: 'actions' }, h('button', { type: 'button', class: 'plain', 'data-action': 'toggle', onclick: toggle }, n.enabled ? 'Disable' : 'Enable'),
           h('button', { type: 'button', class: 'plain', 'data-action': 'test', onclick: () => testNotifier(n.id) }, 'Test')) : undefined);
     }));
+}
+
+/** a notifier's delivery state (get_notifier stats) in words: since when it fails, and why */
+const BadLinks = new Set(['disconnected', 'failing', 'not running']);
+function linkWords(s) {
+  if (!s.state) return '';
+  if (!BadLinks.has(s.state)) return s.state;
+  return `${s.state}${s.since ? ` since ${fmtTime(Date.parse(s.since) / 1000)}` : ''}${s.last_error ? `: ${s.last_error}` : ''}`;
 }
 
 /** test_notifier: the endpoint answered (OK) or why not, in words on the status line; a test takes up to the notifier's timeout. */

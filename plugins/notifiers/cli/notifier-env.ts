@@ -44,6 +44,7 @@ export function standaloneContext(paths: Paths): { ctx: PluginContext; close(): 
     saveAll: unavailable('saving'),
     requestShutdown: unavailable('the controller'),
     metrics: () => {},
+    health: () => {},
     provide: () => {},
     service: unavailable('a controller service'),
     hasService: () => false,

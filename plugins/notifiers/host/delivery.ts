@@ -32,6 +32,9 @@ export class Delivery {
   private wake: (() => void) | undefined;
   /** true while a run of failed sends lasts, so the log gets one line per run, not one per try */
   private failing = false;
+  /** when the run of failed sends began (ms), and its last error: an operator's view (/health, get_notifier) */
+  private failingSince = 0;
+  private lastError = '';
   /** set by cancel(): the batch in hand is dropped, no retry waits */
   private generation = 0;
   private draining = false;
@@ -65,6 +68,11 @@ export class Delivery {
   /** seconds a stop may take, drain and endpoint stop together */
   get stopDrain(): number {
     return this.opts.stop_drain;
+  }
+
+  /** Since when sends fail (ms; 0: they do not) and the last error (kept after a recovery, for the record). */
+  get failure(): { since: number; error: string } {
+    return { since: this.failingSince, error: this.lastError };
   }
 
   stats(): NotifierStats {
@@ -162,6 +170,7 @@ export class Delivery {
         this.figures.sent += events.length;
         if (this.failing) this.log.info(`notifier ${this.id}: delivering again`);
         this.failing = false;
+        this.failingSince = 0;
         return;
       } catch (err) {
         if (this.closed) return;
@@ -173,7 +182,9 @@ export class Delivery {
           this.inflight = events.length;
         }
         if (!this.failing) this.log.warning(`notifier ${this.id}: delivery failed: ${describe(err)}; retrying`);
+        if (!this.failing) this.failingSince = Date.now();
         this.failing = true;
+        this.lastError = describe(err);
         if (!events.length) return;
         if (attempt >= this.opts.retries || this.draining || generation !== this.generation) {
           this.figures.dropped += events.length;

@@ -9,6 +9,7 @@ import { Delivery } from './delivery';
 import { EventRouter, type Routed } from './router';
 import { withDeadline } from './deadline';
 import { hideSecrets, serializeSettings } from './settings';
+import { degradedLine, isBad, publicState, stateOf, type NotifierHealth } from './health';
 
 type TestResult = 'passed' | 'failed' | 'skipped' | 'not run';
 
@@ -238,6 +239,20 @@ export class Notifiers implements NotifierHost {
     return { fields: FileFields, common, types };
   }
 
+  /** A notifier's state (health.ts). */
+  private stateOf(id: string, n: Managed): NotifierHealth {
+    let connection: { up: boolean; downSince?: number; error?: string } | undefined;
+    try { connection = n.endpoint?.connection?.(); } catch (err) { connection = { up: false, error: describe(err) }; }
+    return stateOf({ id, type: n.config.type, enabled: n.enabled, problem: n.problem, connection, failure: n.delivery.failure });
+  }
+
+  /** The part of /health that is the notifiers': each one's state; a bad one makes the controller degraded. */
+  health(): { state?: NotifierHealth[]; degraded: string[] } {
+    const all = [...this.all].sort(([a], [b]) => a.localeCompare(b)).map(([id, n]) => this.stateOf(id, n));
+    // a controller without notifiers has no such part
+    return { state: all.length ? all.map(publicState) : undefined, degraded: all.filter(isBad).map(degradedLine) };
+  }
+
   describe(id: string, stats = false): Record<string, unknown> | undefined {
     const n = this.all.get(id);
     if (!n) return undefined;
@@ -252,7 +267,8 @@ export class Notifiers implements NotifierHost {
     if (stats) {
       let extra: Record<string, unknown> = {};
       try { extra = n.endpoint?.info?.() ?? {}; } catch (err) { extra = { info_error: describe(err) }; }
-      out.stats = { ...extra, ...n.delivery.stats(), test: n.test };
+      const { state, since, error } = this.stateOf(id, n);
+      out.stats = { ...extra, ...n.delivery.stats(), test: n.test, state, since: since ?? null, last_error: error ?? extra.last_error ?? (n.delivery.failure.error || null) };
     }
     return out;
   }

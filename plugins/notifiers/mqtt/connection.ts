@@ -59,6 +59,9 @@ export class Connection {
     return this.lastError;
   }
 
+  /** since when (ms) the link is down: its start or its last close; 0 while connected */
+  downSince = Date.now();
+
   /** Start connecting; never throws for an unreachable broker (it keeps trying). */
   start(): void {
     const { s } = this;
@@ -97,6 +100,7 @@ export class Connection {
       this.delay = MqttDefaults.reconnect_min_ms;
       if (this.lastError || this.stats.connects > 1) this.log.info(`mqtt ${s.id}: connected to ${s.host}:${s.port}`);
       this.lastError = '';
+      this.downSince = 0;
       const subs = Object.fromEntries([...this.routes.all()].map(([f, qos]) => [f, { qos }]));
       if (Object.keys(subs).length) client.subscribe(subs, (err, subs, packet) => this.subscribed(err, subs, packet as { granted?: number[] }));
       for (const w of this.waiters.splice(0)) w();
@@ -112,6 +116,7 @@ export class Connection {
     });
     client.on('error', (err) => this.fail('connection', err));
     client.on('close', () => {
+      this.downSince ||= Date.now();
       for (const fail of [...this.volatile]) fail();
       this.scheduleReconnect();
     });

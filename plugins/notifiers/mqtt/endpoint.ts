@@ -208,6 +208,10 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
     this.conn.receiving = enabled;
   }
 
+  connection(): { up: boolean; downSince?: number; error?: string } {
+    return { up: this.conn.connected, downSince: this.conn.downSince || undefined, error: this.conn.error || undefined };
+  }
+
   info(): Record<string, unknown> {
     return {
       connected: this.conn.connected,

@@ -1,0 +1,73 @@
+/**
+ * Each notifier's state as an operator needs it: `/health` (no key: only
+ * the kind of an error, never its text, which may name a server or carry
+ * what a receiver answered) and `get_notifier` (the whole last error).
+ * Records about the notification system are never sent as `log` events (a
+ * log web hook would never hear that MQTT is down): this, the log file and
+ * `/metrics` are where a failing notifier shows.
+ */
+
+export type NotifierState = 'ok' | 'connected' | 'disconnected' | 'failing' | 'disabled' | 'not running';
+
+export interface NotifierHealth {
+  id: string;
+  type: string;
+  state: NotifierState;
+  /** when the state began (ISO time), for the bad ones */
+  since?: string;
+  /** the last error, in full (get_notifier) */
+  error?: string;
+}
+
+/** What the host knows of one notifier. */
+export interface HealthInput {
+  id: string;
+  type: string;
+  enabled: boolean;
+  problem?: string;
+  connection?: { up: boolean; downSince?: number; error?: string };
+  failure: { since: number; error: string };
+}
+
+export function stateOf(n: HealthInput): NotifierHealth {
+  const base = { id: n.id, type: n.type };
+  const at = (ms: number | undefined) => (ms ? new Date(ms).toISOString() : undefined);
+  if (!n.enabled) return { ...base, state: 'disabled' };
+  if (n.problem) return { ...base, state: 'not running', error: n.problem };
+  if (n.connection && !n.connection.up) return { ...base, state: 'disconnected', since: at(n.connection.downSince), error: n.connection.error };
+  if (n.failure.since) return { ...base, state: 'failing', since: at(n.failure.since), error: n.failure.error };
+  return { ...base, state: n.connection ? 'connected' : 'ok' };
+}
+
+const BAD: ReadonlySet<NotifierState> = new Set(['disconnected', 'failing', 'not running']);
+
+export const isBad = (h: NotifierHealth) => BAD.has(h.state);
+
+/**
+ * An error as /health may show it: its kind only (a system error code, an
+ * HTTP status, a time-out), never its text.
+ */
+export function errorKind(error: string | undefined): string | undefined {
+  if (!error) return undefined;
+  const code = /\bE[A-Z]{3,}\b/.exec(error);
+  if (code) return code[0];
+  const status = /\bHTTP (\d{3})\b/.exec(error);
+  if (status) return `HTTP ${status[1]}`;
+  if (/time(d)? ?out|deadline/i.test(error)) return 'timeout';
+  if (/not connected/i.test(error)) return 'not connected';
+  if (/not authori[sz]ed|bad user ?name or password|refused|denied/i.test(error)) return 'refused';
+  return 'failed';
+}
+
+/** The /health view: no error text. */
+export function publicState(h: NotifierHealth): NotifierHealth {
+  const { error, ...rest } = h;
+  const kind = isBad(h) ? errorKind(error) : undefined;
+  return kind ? { ...rest, error: kind } : rest;
+}
+
+/** One line of /health's `degraded` for a notifier in a bad state. */
+export function degradedLine(h: NotifierHealth): string {
+  const p = publicState(h);
+  return `notifier ${h.id}: ${h.state}${p.since ? ` since ${p.since}` : ''}${p.error ? ` (${p.error})` : ''}`;
+}

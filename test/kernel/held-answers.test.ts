@@ -1,4 +1,5 @@
 import test from 'ava';
+import { encode, decode } from '@msgpack/msgpack';
 import { startController, Keys } from '../helpers/controller';
 import { until } from '../helpers/wait';
 
@@ -65,9 +66,18 @@ test('a JSON RPC batch runs calls whose answers wait for their writes one after 
   await client.ok('settle', { k });
   t.deepEqual((await alone).result, { waited: 'x' });
 
+  // MessagePack: the same, the answer made again with the error in place
+  const packed = fetch(`${url}/jrpc`, { method: 'POST', headers: { 'Content-Type': 'application/msgpack' }, body: Buffer.from(encode([one('write', { i: 'p' }, 7), one('write', { i: 'q' }, 8)])) });
+  await until('both calls run', async () => await client.ok('writes', { k }) === 2);
+  await client.ok('settle', { k, fail: 'p' });
+  t.deepEqual(decode(Buffer.from(await (await packed).arrayBuffer())), [
+    { jsonrpc: '2.0', id: 7, error: { code: 10, message: 'could not write p' } },
+    { jsonrpc: '2.0', id: 8, result: { held: 'q' } },
+  ]);
+
   // counted once each, by how the write ended
   const text = await (await fetch(`${url}/metrics`, { headers: { 'X-Auth-Key': k } })).text();
   const count = (result: string) => Number(new RegExp(`^eva_api_calls_total\\{function="write",result="${result}"\\} (\\d+)$`, 'm').exec(text)?.[1]);
-  t.is(count('ok'), 4);
-  t.is(count('function_failed'), 1);
+  t.is(count('ok'), 5);
+  t.is(count('function_failed'), 2);
 });

@@ -113,3 +113,19 @@ export const DIFFERENCES: readonly Listed[] = [
   { call: ['create:sensor', 'state:ok'], transport: 'all', path: 'result.mqtt_update', eva332: ABSENT, ours: null, why: 'not yet: ours shows mqtt_update in the state' },
   { call: 'create:sensor', transport: 'all', path: 'result.value', eva332: '', ours: null, why: 'not yet: a new sensor\'s value is "" in 3.3, null here' },
 ];
+
+/** How this controller's web hook requests and MQTT messages differ from 3.3.2's (frames.test.ts). */
+export const FRAME_DIFFERENCES: readonly Listed[] = [
+  { call: 'frames:hook', transport: 'all', path: 'hook.state', eva332: ANY, ours: ANY, why: 'not yet: ours sends a state event when an item is created (status 0, value null; 3.3 sends none) and adds t; 3.3 sends value "42" as text, ours too; the unit events follow from the action below' },
+  { call: 'frames:hook', transport: 'all', path: 'hook.action', eva332: ANY, ours: ANY, why: 'not yet: 3.3 refuses the action (a new unit has action_enabled false: created, pending, refused); ours runs it (created, queued, running, completed); 3.3 events also carry c (controller), finished, finished_in, t' },
+  { call: 'frames:hook', transport: 'all', path: 'hook.log', eva332: ANY, ours: ANY, why: 'not yet: 3.3 log events carry c, dt, lvl; 3.3 also sends its own warning "sending server restart event" (mod notify) at start' },
+  { call: 'frames:mqtt', transport: 'all', path: 'mqtt.plant1/log', eva332: ANY, ours: ANY, why: 'not yet: as the web hook log events above' },
+  { call: 'frames:mqtt', transport: 'all', path: 'mqtt.plant1/sensor/compat/s1', eva332: ANY, ours: ABSENT, why: 'not yet (3.3-client-breaking): 3.3.2 publishes an item state as one JSON object {c, status, t, value} on SPACE/type/group/id; ours publishes the subtopics status and value (the specification\'s reading)' },
+  { call: 'frames:mqtt', transport: 'all', path: 'mqtt.plant1/sensor/compat/s1/status', eva332: ABSENT, ours: ANY, why: 'not yet: as above' },
+  { call: 'frames:mqtt', transport: 'all', path: 'mqtt.plant1/sensor/compat/s1/value', eva332: ABSENT, ours: ANY, why: 'not yet: as above' },
+  ...['action_enabled', 'nstatus', 'nvalue', 'status', 'value'].map((f): Listed => (
+    { call: 'frames:mqtt', transport: 'all', path: `mqtt.plant1/unit/compat/u1/${f}`, eva332: ABSENT, ours: ANY, why: 'not yet: as above (and 3.3 sent no unit state: the action was refused)' })),
+  { call: 'frames:mqtt', transport: 'all', path: 'mqtt.plant1/unit/compat/u1/action', eva332: ANY, ours: ANY, why: 'not yet: as the web hook action events above' },
+  { call: 'frames:mqtt', transport: 'all', path: 'mqtt.plant1//controller/uc/eva33-uc/test', eva332: [1, 1], ours: ABSENT, why: 'not yet: 3.3.2 tests an MQTT notifier by publishing 1 to SPACE//controller/<product>/<system>/test (twice at start); ours publishes the controller id to SPACE/test (the specification\'s [space]/test)' },
+  { call: 'frames:mqtt', transport: 'all', path: 'mqtt.plant1/test', eva332: ABSENT, ours: ['uc/eva33-uc'], why: 'not yet: as above' },
+];

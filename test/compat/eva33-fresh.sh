@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A fresh EVA ICS 3.3.2 controller folder holding calls.ts's SETUP, started:
 #   test/compat/eva33-fresh.sh WORK [PORT]
+# NOTIFIERS=DIR: the notifier files of DIR instead of SETUP's compat_db.json.
 # WORK is the folder /work/shared/reference/eva33.sh set up (WORK/uc); its
 # first state is kept as WORK/uc.pristine and restored on every run, so each
 # recording starts from the same folder. Needs a build (dist/) for SETUP.
@@ -21,4 +22,7 @@ fs.writeFileSync(W + "/xc/cmd/compat_cmd", SETUP.cmdScript, { mode: 0o755 });
 fs.mkdirSync(W + "/runtime/uc_notify.d", { recursive: true });
 fs.writeFileSync(W + "/runtime/uc_notify.d/compat_db.json", JSON.stringify(SETUP.notifier, null, 4));
 ' "$here" "$W"
+if [ -n "${NOTIFIERS:-}" ]; then
+  rm -f "$W/uc/runtime/uc_notify.d/"*.json && cp "$NOTIFIERS"/*.json "$W/uc/runtime/uc_notify.d/"
+fi
 bash "$ref" start "$W" "$port"

@@ -9,7 +9,11 @@ import type { ExecutionContext } from 'ava';
 import { startController, type Running } from '../helpers/controller';
 import { SETUP } from './calls';
 
-export async function startLike332(t: ExecutionContext | undefined): Promise<Running> {
+/** `notifiers`: notifier files by id instead of SETUP's compat_db. */
+export async function startLike332(t: ExecutionContext | undefined, notifiers?: Record<string, unknown>): Promise<Running> {
+  const nfiles = notifiers
+    ? Object.fromEntries(Object.entries(notifiers).map(([id, cfg]) => [`runtime/uc_notify.d/${id}.json`, JSON.stringify(cfg, null, 4)]))
+    : { 'runtime/uc_notify.d/compat_db.json': JSON.stringify(SETUP.notifier, null, 4) };
   const r = await startController(t, {
     keysIni: SETUP.keysIni,
     ini: {
@@ -20,7 +24,7 @@ export async function startLike332(t: ExecutionContext | undefined): Promise<Run
     },
     files: {
       'xc/cmd/compat_cmd': SETUP.cmdScript,
-      'runtime/uc_notify.d/compat_db.json': JSON.stringify(SETUP.notifier, null, 4),
+      ...nfiles,
     },
   });
   fs.chmodSync(path.join(r.dir, 'xc', 'cmd', 'compat_cmd'), 0o755);

@@ -103,7 +103,7 @@ async function send(base: string, c: Call, tr: Transport, s: Secrets, vars: Vars
 }
 
 /** Property names whose values must differ between two controllers (or two runs). */
-const MASKED = new Set(['time', 't', 'dt', 'uptime', 'product_build', 'threads', 'th', 'h', 'created', 'running', 'completed', 'started', 'finished']);
+const MASKED = new Set(['time', 't', 'dt', 'finished_in', 'uptime', 'product_build', 'threads', 'th', 'h', 'created', 'running', 'completed', 'started', 'finished']);
 
 /** Strings that are per-run: tokens, generated keys, this host's name. */
 function maskString(s: string): string {

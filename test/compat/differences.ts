@@ -129,3 +129,18 @@ export const FRAME_DIFFERENCES: readonly Listed[] = [
   { call: 'frames:mqtt', transport: 'all', path: 'mqtt.plant1//controller/uc/eva33-uc/test', eva332: [1, 1], ours: ABSENT, why: 'not yet: 3.3.2 tests an MQTT notifier by publishing 1 to SPACE//controller/<product>/<system>/test (twice at start); ours publishes the controller id to SPACE/test (the specification\'s [space]/test)' },
   { call: 'frames:mqtt', transport: 'all', path: 'mqtt.plant1/test', eva332: ABSENT, ours: ['uc/eva33-uc'], why: 'not yet: as above' },
 ];
+
+/** How what this controller leaves on disk after the calls differs from 3.3.2's (saved.ts). */
+const IC = 'itemConfig.sensor:compat/s_$T';
+export const SAVED_DIFFERENCES: readonly Listed[] = [
+  { call: 'saved:cvarsIndent', transport: 'all', path: 'cvarsIndent', eva332: 4, ours: 1, why: 'not yet: runtime/uc_cvars.json holds the same JSON; 3.3 indents it with 4 spaces, ours with 1' },
+  { call: 'saved:itemFiles', transport: 'all', path: 'itemFiles', eva332: ['uc_sensor.d/compat___s_$T.json', 'db/uc.db'], ours: ['uc_items.json'], why: 'not yet (3.3 folders do not carry over): 3.3 keeps one file per item (runtime/uc_<type>.d/<group>___<id>.json) and its state in the state table of runtime/db/uc.db; ours keeps items and state in runtime/uc_items.json' },
+  ...['full_id', 'group', 'id', 'oid', 'type'].map((f): Listed => (
+    { call: 'saved:itemConfig', transport: 'all', path: `${IC}.${f}`, eva332: ANY, ours: ABSENT, why: 'not yet: 3.3\'s item file names the item inside; ours keys uc_items.json by oid' })),
+  ...[['action_enabled', true], ['action_timeout', null], ['mqtt_control', ''], ['mqtt_update', ''], ['t', '<number>']].map(([f, v]): Listed => (
+    { call: 'saved:itemConfig', transport: 'all', path: `${IC}.${String(f)}`, eva332: ABSENT, ours: v, why: 'not yet: ours saves every property with its default (3.3 only the set ones) and the state time t' })),
+  { call: 'saved:history', transport: 'all', path: 'history.file', eva332: 'compat_history.db', ours: 'runtime/compat_history.db', why: 'not yet (3.3-client-breaking for a moved folder): 3.3.2 opens a db notifier\'s relative db path from the controller folder, not runtime/ (the specification says runtime/)' },
+  { call: 'saved:history', transport: 'all', path: 'history.columns[].type', eva332: 'NUMERIC(20, 8)', ours: 'NUMERIC(20,8)', why: 'not yet: the same column affinity, written differently' },
+  { call: 'saved:history', transport: 'all', path: 'history.columns[].type', eva332: 'INTEGER', ours: 'INT(1)', why: 'not yet: the same column affinity (integer), written differently' },
+  { call: 'saved:history', transport: 'all', path: 'history.rows', eva332: ANY, ours: ANY, why: 'not yet: ours stores the state an item is created with (status 0, value null) as a history row; 3.3 does not (the creation state event, see frames:hook)' },
+];

@@ -2,9 +2,10 @@ import test from 'ava';
 import fs from 'node:fs';
 import path from 'node:path';
 import { CALLS, SETUP, TRANSPORTS } from './calls';
-import { compare, replay, type Fixture } from './replay';
+import { compare, diff, replay, type Difference, type Fixture } from './replay';
 import { matches, reconcile } from './match';
-import { DIFFERENCES, GENERAL } from './differences';
+import { DIFFERENCES, GENERAL, SAVED_DIFFERENCES } from './differences';
+import { SAVED, savedOurs, type Saved } from './saved';
 import { startLike332 } from './ours';
 
 /** Fixtures recorded from EVA ICS 3.3.2 by record.ts (the source tree's copy: dist/ has no JSON). */
@@ -21,8 +22,8 @@ test('every call answers as EVA ICS 3.3.2 did, but for the listed differences, a
   const ids = rec.flatMap((f) => f.cases.map((c) => c.id)).sort();
   t.deepEqual(ids, CALLS.map((c) => c.id).sort(), 'fixtures recorded from the calls of calls.ts');
 
-  const { url } = await startLike332(t);
-  const ours = await replay(url, SETUP.secrets);
+  const ctl = await startLike332(t);
+  const ours = await replay(ctl.url, SETUP.secrets);
   const found = compare(rec, ours);
   const { unlisted, stale } = reconcile(DIFFERENCES, found);
 
@@ -32,6 +33,15 @@ test('every call answers as EVA ICS 3.3.2 did, but for the listed differences, a
   t.log(`${answers} answers of ${rec.length} functions over ${TRANSPORTS.length} transports: ${answers - differing.size} alike, ${differing.size} differ (${found.length} differences; ${DIFFERENCES.length} listed)`);
   t.deepEqual(unlisted.map((d) => JSON.stringify(d)), [], 'differences from 3.3.2 not in differences.ts');
   t.deepEqual(stale.map((l) => JSON.stringify(l)), [], 'differences.ts lists differences that no longer occur');
+
+  // what the calls left on disk (3.3.2's recorded by record-saved.ts after the same calls)
+  await ctl.stop();
+  const d: { path: string; a: unknown; b: unknown }[] = [];
+  diff(JSON.parse(fs.readFileSync(SAVED, 'utf8')) as Saved, await savedOurs(ctl.dir), '', d);
+  const onDisk: Difference[] = d.map((x) => ({ call: `saved:${x.path.split(/[.[]/)[0]}`, transport: 'get', path: x.path, eva332: x.a, ours: x.b }));
+  const disk = reconcile(SAVED_DIFFERENCES, onDisk);
+  t.deepEqual(disk.unlisted.map((x) => JSON.stringify(x)), [], 'on-disk differences from 3.3.2 not in differences.ts');
+  t.deepEqual(disk.stale.map((l) => JSON.stringify(l)), [], 'differences.ts lists on-disk differences that no longer occur');
 });
 
 test('the fixtures hold no secret and no per-run value', (t) => {

@@ -144,3 +144,18 @@ export const SAVED_DIFFERENCES: readonly Listed[] = [
   { call: 'saved:history', transport: 'all', path: 'history.columns[].type', eva332: 'INTEGER', ours: 'INT(1)', why: 'not yet: the same column affinity (integer), written differently' },
   { call: 'saved:history', transport: 'all', path: 'history.rows', eva332: ANY, ours: ANY, why: 'not yet: ours stores the state an item is created with (status 0, value null) as a history row; 3.3 does not (the creation state event, see frames:hook)' },
 ];
+
+/** How our notifier command line differs from 3.3.2's uc-notifier on notifier-commands.ts (notifier-cli-332.test.ts). */
+export const FILE_DIFFERENCES: readonly Listed[] = [
+  { call: 'cli:create -y', transport: 'all', path: 'create -y -s plant1 hp http-post:http://127.0.0.1:28813/post', eva332: 'failed', ours: 'ok', why: 'improvement: the specification\'s http-post type (3.3.2 no longer has it: "Operation failed", and cannot load such a file)' },
+  { call: 'cli:create -y', transport: 'all', path: 'create -y hg http:http://127.0.0.1:28813/get', eva332: 'failed', ours: 'ok', why: 'improvement: the specification\'s http type (as above)' },
+  { call: 'file:hp', transport: 'all', path: '', eva332: '<no file>', ours: ANY, why: 'improvement: as above' },
+  { call: 'file:hg', transport: 'all', path: '', eva332: '<no file>', ours: ANY, why: 'improvement: as above' },
+  { call: 'cli:set eva_1', transport: 'all', path: 'set eva_1 retain_enabled 0', eva332: 'ok', ours: 'failed', why: 'not yet: retain_enabled of 3.3.2\'s MQTT notifier (ours retains no state)' },
+  { call: 'file:eva_1', transport: 'all', path: 'retain_enabled', eva332: false, ours: ABSENT, why: 'not yet: as above' },
+  { call: 'file:hj', transport: 'all', path: 'type', eva332: 'http-json', ours: 'json', why: 'not yet (3.3.2 cannot load our file): 3.3.2 writes the json web hook as type http-json and loads only that name; ours loads both, writes json' },
+  { call: 'file:db_1', transport: 'all', path: 'db', eva332: 'history1.db:3600', ours: 'history1.db', why: 'improvement: db:FILE:KEEP gives the keep time; 3.3.2\'s uc-notifier writes it into the file name (and then keeps 86400 s)' },
+  { call: 'file:db_1', transport: 'all', path: 'keep', eva332: ABSENT, ours: 3600, why: 'improvement: as above' },
+  ...[['ping_interval', 30], ['qos.action', 1], ['qos.log', 1], ['qos.system', 1], ['subscribe_all', true], ['timestamp_enabled', true]].map(([f, v]): Listed => (
+    { call: 'file:eva_1', transport: 'all', path: String(f), eva332: v, ours: ABSENT, why: 'not yet: 3.3.2 writes its MQTT defaults into a new file; ours writes only what was set (a 3.3.2 controller reading our file takes the same defaults)' })),
+];

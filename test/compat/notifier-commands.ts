@@ -13,6 +13,7 @@ export const NOTIFIER_COMMANDS: readonly string[][] = [
     ['subscribe', 'state', n, '-v', '#', '-g', '#'],
     ['subscribe', 'action', n, '-v', '#', '-g', '#', '-a', '#'],
     ['subscribe', 'log', n, '-l', '30'],
+    ['subscribe', 'server', n],
   ]),
   ['subscribe', 'state', 'db_1', '-v', '#', '-g', '#'],
   ['set', 'hj', 'notify_key', 'nk1'],

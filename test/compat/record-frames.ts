@@ -7,7 +7,7 @@
  * that starts the 3.3.2 controller with those files, e.g.
  * NOTIFIERS=test/compat/fixtures/eva332-notifiers/files test/compat/eva33-fresh.sh WORK).
  *
- *   node dist/test/compat/record-frames.js --start "CMD" [--url URL] [--master KEY]
+ *   node dist/test/compat/record-frames.js --start "CMD" --stop "CMD" [--url URL] [--master KEY]
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -40,6 +40,9 @@ async function main(): Promise<void> {
   await new Promise((r) => setTimeout(r, 2000));
   await trigger(arg('url', 'http://127.0.0.1:28812'), arg('master', SETUP.secrets.master));
   await new Promise((r) => setTimeout(r, 4000));
+  // the server events of a stop
+  if (process.argv.includes('--stop')) execSync(arg('stop', 'false'), { stdio: 'inherit' });
+  await new Promise((r) => setTimeout(r, 3000));
   await client.endAsync();
   server.close();
   fs.writeFileSync(FRAMES, `${JSON.stringify(frames, null, 2)}\n`);

@@ -69,7 +69,7 @@ export const DIFFERENCES: readonly Listed[] = [
   { call: 'lock:busy', transport: 'get', path: 'outcome', eva332: '400', ours: '409', why: 'improvement: a lock held by another is busy (409 / 13, the specification\'s locked); 3.3 answers 400 on GET, 500 on POST, 10 on JSON RPC' },
   { call: 'lock:busy', transport: 'post', path: 'outcome', eva332: '500', ours: '409', why: 'improvement: as above' },
   { call: 'lock:busy', transport: 'rpc', path: 'outcome', eva332: 'error 10', ours: 'error 13', why: 'improvement: as above' },
-  { call: 'get_lock', transport: 'all', path: 'result.type', eva332: 'lock', ours: 'value', why: 'not yet: the specification\'s lock table says type value; 3.3 answers lock' },
+  { call: 'get_lock', transport: 'all', path: 'result.type', eva332: 'lock', ours: 'value', why: 'not yet: 3.3.2 and the specification\'s lock table (type: string, value lock) say lock; ours answers value' },
 
   // logging
   { call: ['log:no-m', 'log_debug:no-m', 'log_info:no-m', 'log_warning:no-m', 'log_error:no-m', 'log_critical:no-m'], transport: 'direct', path: 'outcome', eva332: '200', ours: '400', why: 'improvement: m is required (the specification\'s tables); 3.3 logs "None"' },
@@ -102,7 +102,7 @@ export const DIFFERENCES: readonly Listed[] = [
     { call: 'list_notifiers', transport: 'all', path: `result[].${f}`, eva332: ABSENT, ours: ANY, why: `improvement: as above` },
   ]),
   { call: 'get_notifier', transport: 'all', path: 'result.stats', eva332: ABSENT, ours: ANY, why: 'improvement: get_notifier has the notifier\'s counters' },
-  { call: 'subscribe_corescripts_mqtt:no-notifier', transport: 'direct', path: 'outcome', eva332: '500', ours: '200', why: 'improvement: a subscription is kept until an MQTT notifier comes; 3.3 fails without one' },
+  { call: 'subscribe_corescripts_mqtt:no-notifier', transport: 'direct', path: 'outcome', eva332: '500', ours: '200', why: 'improvement: the subscription is accepted without an MQTT notifier (kept for when one is configured); 3.3 fails without one' },
   { call: 'subscribe_corescripts_mqtt:no-notifier', transport: 'rpc', path: 'outcome', eva332: 'error 10', ours: 'result', why: 'improvement: as above' },
   { call: 'unsubscribe_corescripts_mqtt:not-subscribed', transport: 'get', path: 'outcome', eva332: '500', ours: '200', why: 'improvement: follows from the kept subscription above (GET removes it)' },
   { call: 'unsubscribe_corescripts_mqtt:not-subscribed', transport: 'post', path: 'outcome', eva332: '500', ours: '404', why: 'improvement: an unknown topic is not found (404 / 1), not a failure' },

@@ -121,7 +121,7 @@ export const FRAME_DIFFERENCES: readonly Listed[] = [
   { call: 'frames:mqtt', transport: 'all', path: 'mqtt.plant1/controller/uc/eva33-uc/events', eva332: ANY, ours: ABSENT, why: 'not yet: as above; 3.3.2 publishes {c, e: "restart", t} on SPACE/controller/<product>/<system>/events' },
   { call: 'frames:hook', transport: 'all', path: 'hook.state', eva332: ANY, ours: ANY, why: 'not yet: ours sends a state event when an item is created (status 0, value null; 3.3 sends none) and adds t; 3.3 sends value "42" as text, ours too; the unit events follow from the action below' },
   { call: 'frames:hook', transport: 'all', path: 'hook.action', eva332: ANY, ours: ANY, why: 'not yet: 3.3 refuses the action (a new unit has action_enabled false: created, pending, refused); ours runs it (created, queued, running, completed); 3.3 events also carry c (controller), finished, finished_in, t' },
-  { call: 'frames:hook', transport: 'all', path: 'hook.log', eva332: ANY, ours: ANY, why: 'not yet: 3.3 log events carry c, dt, lvl; 3.3 also sends its own warning "sending server restart event" (mod notify) at start' },
+  { call: 'frames:hook', transport: 'all', path: 'hook.log', eva332: ANY, ours: ANY, why: 'not yet: 3.3 log events carry c, dt, lvl; 3.3 also sends its own warning "sending server restart event" (mod notify) when it stops' },
   { call: 'frames:mqtt', transport: 'all', path: 'mqtt.plant1/log', eva332: ANY, ours: ANY, why: 'not yet: as the web hook log events above' },
   { call: 'frames:mqtt', transport: 'all', path: 'mqtt.plant1/sensor/compat/s1', eva332: ANY, ours: ABSENT, why: 'not yet (3.3-client-breaking): 3.3.2 publishes an item state as one JSON object {c, status, t, value} on SPACE/type/group/id; ours publishes the subtopics status and value (the specification\'s reading)' },
   { call: 'frames:mqtt', transport: 'all', path: 'mqtt.plant1/sensor/compat/s1/status', eva332: ABSENT, ours: ANY, why: 'not yet: as above' },
@@ -163,5 +163,5 @@ export const FILE_DIFFERENCES: readonly Listed[] = [
   { call: 'file:db_1', transport: 'all', path: 'db', eva332: 'history1.db:3600', ours: 'history1.db', why: 'improvement: db:FILE:KEEP gives the keep time; 3.3.2\'s uc-notifier writes it into the file name (and then keeps 86400 s)' },
   { call: 'file:db_1', transport: 'all', path: 'keep', eva332: ABSENT, ours: 3600, why: 'improvement: as above' },
   ...[['ping_interval', 30], ['qos.action', 1], ['qos.log', 1], ['qos.system', 1], ['subscribe_all', true], ['timestamp_enabled', true]].map(([f, v]): Listed => (
-    { call: 'file:eva_1', transport: 'all', path: String(f), eva332: v, ours: ABSENT, why: 'not yet: 3.3.2 writes its MQTT defaults into a new file; ours writes only what was set (a 3.3.2 controller reading our file takes the same defaults)' })),
+    { call: 'file:eva_1', transport: 'all', path: String(f), eva332: v, ours: ABSENT, why: 'not yet: 3.3.2 writes its MQTT defaults into a new file; ours writes only what was set (not checked: whether 3.3.2 applies the same defaults to a file without them)' })),
 ];

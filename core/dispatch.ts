@@ -103,7 +103,7 @@ export class Dispatcher {
    * Run a call. The function's result comes back as the function gives it: a
    * value when it answers at once, a promise when it waits — a function
    * that answers at once goes through no promise at all (a promise and an
-   * await per layer cost a `test` call about 1 µs; README, "Benchmarks").
+   * await per layer cost a `test` call about 1 µs; test/bench/README.md).
    * A failure is an ApiError, thrown, or rejected when the function waits.
    */
   call(name: string, params: Record<string, unknown>, meta: CallMeta): unknown {

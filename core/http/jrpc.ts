@@ -36,7 +36,7 @@ export interface JrpcLimits { maxBody: number; maxBatch: number; maxAnswer: numb
  * It works on the bare request so that the hot path pays for nothing it
  * does not use; `koaJrpc` mounts it in the Koa app. The answer goes to
  * `reply` (what escapes, to `fail`): a call answered at once goes from the
- * body's last byte to the answer without a promise (README, "Benchmarks").
+ * body's last byte to the answer without a promise (test/bench/README.md).
  *
  * A browser can send a body cross-site without asking first only as
  * text/plain or a form: with an `Origin` (a browser's request) the body must

@@ -40,15 +40,21 @@ function textControl(body: string): Control | string {
   return control(words[0], words[1] === 'none' || words[1] === 'None' ? undefined : words[1], words[2]);
 }
 
-function jsonControl(body: string): Control | string {
+/** A payload that must be one JSON object: the object, or what is wrong with it. */
+function jsonObject(body: string): Record<string, unknown> | string {
   let o: unknown;
   try {
     o = JSON.parse(body);
   } catch {
     return 'not valid JSON';
   }
-  if (!o || typeof o !== 'object' || Array.isArray(o)) return 'not a JSON object';
-  const { status, value, priority, ...rest } = o as Record<string, unknown>;
+  return !o || typeof o !== 'object' || Array.isArray(o) ? 'not a JSON object' : o as Record<string, unknown>;
+}
+
+function jsonControl(body: string): Control | string {
+  const o = jsonObject(body);
+  if (typeof o === 'string') return o;
+  const { status, value, priority, ...rest } = o;
   const extra = Object.keys(rest);
   if (extra.length) return `unknown field ${extra[0]}`;
   const word = (v: unknown) => (typeof v === 'string' || typeof v === 'number' ? String(v) : v === null || v === undefined ? undefined : null);
@@ -90,14 +96,9 @@ const markOf = (e: { status: number; value?: string | null; t: number }): Mark =
  */
 export function parseState(body: string): { status?: number; value?: string | null; t?: number } | string | undefined {
   if (!body.trim()) return undefined;
-  let o: unknown;
-  try {
-    o = JSON.parse(body);
-  } catch {
-    return 'not valid JSON';
-  }
-  if (!o || typeof o !== 'object' || Array.isArray(o)) return 'not a JSON object';
-  const { status, value, t } = o as Record<string, unknown>;
+  const o = jsonObject(body);
+  if (typeof o === 'string') return o;
+  const { status, value, t } = o;
   const out: { status?: number; value?: string | null; t?: number } = {};
   if (status !== undefined && status !== null) {
     if (!/^-?\d+$/.test(String(status).trim()) || (typeof status !== 'number' && typeof status !== 'string')) return `status ${JSON.stringify(status)} is not an integer`;

@@ -1,3 +1,4 @@
+import type { RepeatLog } from '../../../core/log-repeat';
 import type { ModuleLogger } from '../../../core/log';
 import { describe } from '../../../core/log';
 import type { ItemsService } from '../../items/api';
@@ -39,6 +40,13 @@ function textControl(body: string): Control | string {
   if (words.length > 3) return 'more than status, value and priority';
   return control(words[0], words[1] === 'none' || words[1] === 'None' ? undefined : words[1], words[2]);
 }
+
+/**
+ * A reason without the input it quotes (`status "on" is not an integer` ->
+ * `status … is not an integer`): one kind of refusal, logged once then
+ * counted, whatever the sender puts in the quotes.
+ */
+export const reasonKind = (reason: string): string => reason.replace(/"(?:[^"\\]|\\.)*"/g, '…').slice(0, 100);
 
 /** A payload that must be one JSON object: the object, or what is wrong with it. */
 function jsonObject(body: string): Record<string, unknown> | string {
@@ -139,6 +147,8 @@ export class ItemLink {
     private readonly items: () => ItemsService | undefined,
     private readonly echo: EchoFilter,
     private readonly log: ModuleLogger,
+    /** messages refused from the broker: whoever can publish there must not grow the log */
+    private readonly refused: RepeatLog,
   ) {}
 
   /**
@@ -255,7 +265,7 @@ export class ItemLink {
     try {
       items.update(oid, change, this.s.id);
     } catch (err) {
-      this.log.warning(`mqtt ${this.s.id}: update of ${oid} failed: ${describe(err)}`);
+      this.refused.note(`mqtt ${this.s.id}: updates failed`, '', `mqtt ${this.s.id}: update of ${oid} failed: ${describe(err)}`);
       return;
     }
     if (this.marks.has(oid)) this.mark(items, oid);
@@ -276,7 +286,7 @@ export class ItemLink {
     let change: { status?: number; value?: string | null };
     if (field === 'status') {
       if (!/^-?\d+$/.test(text.trim())) {
-        this.log.warning(`mqtt ${this.s.id}: update of ${oid} dropped: status ${shown(text)} is not an integer`);
+        this.refused.note(`mqtt ${this.s.id}: updates dropped (a status that is not an integer)`, topic, `mqtt ${this.s.id}: update of ${oid} dropped: status ${shown(text)} is not an integer`);
         return;
       }
       change = { status: Number(text.trim()) };
@@ -298,7 +308,7 @@ export class ItemLink {
     const st = parseState(text);
     if (st === undefined) return;
     if (typeof st === 'string') {
-      this.log.warning(`mqtt ${this.s.id}: update of ${oid} dropped: ${shown(text)} on ${topic}: ${st}`);
+      this.refused.note(`mqtt ${this.s.id}: state messages dropped: ${reasonKind(st)}`, topic, `mqtt ${this.s.id}: update of ${oid} dropped: ${shown(text)} on ${topic}: ${st}`);
       return;
     }
     const { t, ...change } = st;
@@ -315,11 +325,11 @@ export class ItemLink {
     const text = payload.toString('utf8');
     const c = parseControl(text);
     if (typeof c === 'string') {
-      this.log.warning(`mqtt ${this.s.id}: control message ${shown(text)} on ${topic} dropped: ${c}`);
+      this.refused.note(`mqtt ${this.s.id}: control messages dropped: ${reasonKind(c)}`, topic, `mqtt ${this.s.id}: control message ${shown(text)} on ${topic} dropped: ${c}`);
       return;
     }
     Promise.resolve().then(() => items.action(oid, c, this.s.id)).catch((err) => {
-      this.log.warning(`mqtt ${this.s.id}: control of ${oid} (${shown(text)}) refused: ${describe(err)}`);
+      this.refused.note(`mqtt ${this.s.id}: controls refused`, topic, `mqtt ${this.s.id}: control of ${oid} (${shown(text)}) refused: ${describe(err)}`);
     });
   }
 }

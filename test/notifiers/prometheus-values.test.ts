@@ -27,8 +27,7 @@ test('values, names and families in the text format', (t) => {
   t.deepEqual([NaN, Infinity, -Infinity, 0, -0, 1e21, 2.5e-7].map(formatValue), ['NaN', '+Inf', '-Inf', '0', '0', '1e+21', '2.5e-7']);
   t.is(metricStem('sensor:env/temp1'), 'sensor:env:temp1');
   t.is(metricStem('unit:a/b/c-d.e'), 'unit:a:b:c_d_e');
-  t.is(itemFamilies('sensor:env:x', 'sensor:env/x', 1, 'open'),
-    '# HELP sensor:env:x:status sensor:env/x status\n# TYPE sensor:env:x:status gauge\nsensor:env:x:status 1\n');
-  t.is(itemFamilies('lvar:g:v', 'lvar:g/v', 0, null).split('\n').slice(3).join('\n'),
-    '# HELP lvar:g:v:value lvar:g/v value\n# TYPE lvar:g:v:value gauge\nlvar:g:v:value NaN\n');
+  t.is(itemFamilies('sensor:env:x', 1, 'open'), '# TYPE sensor:env:x:status gauge\nsensor:env:x:status 1\n');
+  t.is(itemFamilies('lvar:g:v', 0, null),
+    '# TYPE lvar:g:v:status gauge\nlvar:g:v:status 0\n# TYPE lvar:g:v:value gauge\nlvar:g:v:value NaN\n');
 });

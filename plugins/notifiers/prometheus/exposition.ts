@@ -50,20 +50,19 @@ export function metricStem(oid: string): string {
   return oid.replace(/\//g, ':').replace(/[^A-Za-z0-9_:]/g, '_');
 }
 
-/** HELP text escaped as the format wants (backslash and line feed). */
-function helpText(text: string): string {
-  return text.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
-}
-
-/** One gauge family of one sample: HELP, TYPE and the sample, each line ending in a line feed. */
-export function gauge(name: string, help: string, value: number): string {
-  return `# HELP ${name} ${helpText(help)}\n# TYPE ${name} gauge\n${name} ${formatValue(value)}\n`;
+/**
+ * One gauge family of one sample: its TYPE line and the sample. No HELP:
+ * 3.3 wrote one from the item description only, which items here do not
+ * have, and it would double the page.
+ */
+export function gauge(name: string, value: number): string {
+  return `# TYPE ${name} gauge\n${name} ${formatValue(value)}\n`;
 }
 
 /** The families of one item state: status always, value when it is a number or none (NaN). */
-export function itemFamilies(stem: string, oid: string, status: number, value: string | null): string {
-  let out = gauge(`${stem}:status`, `${oid} status`, status);
+export function itemFamilies(stem: string, status: number, value: string | null): string {
+  let out = gauge(`${stem}:status`, status);
   const v = valueNumber(value);
-  if (v !== undefined) out += gauge(`${stem}:value`, `${oid} value`, v);
+  if (v !== undefined) out += gauge(`${stem}:value`, v);
   return out;
 }

@@ -1,4 +1,3 @@
-import { once } from 'node:events';
 import type http from 'node:http';
 import type { ItemsService } from '../../items/api';
 import type { Subscription } from '../api';
@@ -24,7 +23,11 @@ export interface PageFigures {
 async function put(res: http.ServerResponse, chunk: string): Promise<boolean> {
   if (res.destroyed) return false;
   if (res.write(chunk)) return true;
-  await Promise.race([once(res, 'drain'), once(res, 'close')]);
+  await new Promise<void>((resolve) => {
+    const done = () => { res.off('drain', done); res.off('close', done); resolve(); };
+    res.on('drain', done);
+    res.on('close', done);
+  });
   return !res.destroyed;
 }
 
@@ -53,7 +56,7 @@ export async function writePage(res: http.ServerResponse, items: ItemsService | 
     const stem = metricStem(st.oid);
     if (stems.has(stem)) { figures.clashes++; continue; }
     stems.add(stem);
-    buf += itemFamilies(stem, st.oid, st.status, st.value);
+    buf += itemFamilies(stem, st.status, st.value);
     figures.items++;
     if (buf.length >= PAGE_CHUNK) {
       if (!(await put(res, buf))) return figures;

@@ -4,6 +4,7 @@ import { METRICS_CONTENT_TYPE } from '../../core/metrics';
 import type { ModuleLogger } from '../../core/log';
 import type { Endpoint, EndpointEnv, NotifierConfig, NotifierType } from './api';
 import { notifierPlugin } from './type-plugin';
+import { LoginThrottle, webapiLimits } from '../../core/auth/throttle';
 import { BasicCredentials } from './prometheus/auth';
 import { writePage, type PageFigures } from './prometheus/page';
 
@@ -11,6 +12,19 @@ export const PrometheusDefaults = {
   /** most items on one metrics page (3.3 had no bound); up to ~180 bytes an item of a long name, so 100 000 make ~18 MB, written in ~1-2 s while other requests go on */
   max_items: 100_000,
 };
+
+/**
+ * Wrong credentials per client address, one throttle per controller for all
+ * its prometheus pages, with the API's limits ([webapi] login_*): 3.3 had
+ * none, and a password here is as guessable as a key.
+ */
+const throttles = new WeakMap<PluginContext, LoginThrottle>();
+
+function throttleOf(ctx: PluginContext): LoginThrottle {
+  let t = throttles.get(ctx);
+  if (!t) throttles.set(ctx, (t = new LoginThrottle(webapiLimits(ctx.config.webapi))));
+  return t;
+}
 
 /** Where a notifier's page is: /ns/<id>/metrics on the API port, as in 3.3. */
 const PAGE = /^\/ns\/([^/]+)\/metrics\/?$/;
@@ -41,16 +55,17 @@ export class PrometheusEndpoint implements Endpoint {
   }
 
   /** Answer a request for this notifier's page. */
-  async serve(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  async serve(req: http.IncomingMessage, res: http.ServerResponse, ip: string): Promise<void> {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { Allow: 'GET, HEAD', 'Content-Type': 'text/plain; charset=utf-8' });
       res.end('method not allowed\n');
       return;
     }
-    if (this.credentials && !this.credentials.accepts(req.headers.authorization)) {
-      this.refused++;
-      res.writeHead(403, { 'Content-Type': 'text/plain; charset=utf-8' });
-      res.end('invalid username/password\n');
+    if (this.credentials && !(await this.admitted(req.headers.authorization, ip))) {
+      if (!res.destroyed) {
+        res.writeHead(403, { 'Content-Type': 'text/plain; charset=utf-8' });
+        res.end('invalid username/password\n');
+      }
       return;
     }
     this.scrapes++;
@@ -66,6 +81,21 @@ export class PrometheusEndpoint implements Endpoint {
       this.told.clashes = true;
       this.log.warning(`prometheus notifier ${this.cfg.id}: ${this.last.clashes} items left out of the metrics page, their metric name being another item's`);
     }
+  }
+
+  /**
+   * Whether the credentials are right, as the API checks keys: an address
+   * with too many wrong guesses booked ahead is refused unchecked, a wrong
+   * guess counts against its address and its answer is held back (the
+   * tarpit); no credentials at all count nothing.
+   */
+  private async admitted(header: string | undefined, ip: string): Promise<boolean> {
+    const throttle = throttleOf(this.ctx);
+    const checked = !!header && throttle.locked(ip) === 0;
+    if (checked && this.credentials!.accepts(header)) return true;
+    this.refused++; // counted now, whatever the answer waits for
+    if (checked) await throttle.hold(throttle.failed(ip, header));
+    return false;
   }
 
   async send(): Promise<void> {
@@ -114,10 +144,10 @@ function pageOf(ctx: PluginContext, url: string): PrometheusEndpoint | undefined
 export const plugin = notifierPlugin('notifier-prometheus', prometheusType, {
   start(ctx) {
     // one route for every prometheus notifier: a disabled or unknown one is the kernel's 404
-    ctx.httpRoute('/ns', async (req, res) => {
+    ctx.httpRoute('/ns', async (req, res, ip) => {
       const page = pageOf(ctx, req.url ?? '/');
       if (!page) return false;
-      await page.serve(req, res);
+      await page.serve(req, res, ip);
       return true;
     });
   },

@@ -6,6 +6,7 @@ import { execFile } from 'node:child_process';
 import { PAGE_CHUNK } from '../../plugins/notifiers/prometheus/page';
 import { Keys, makeDir, startController } from '../helpers/controller';
 import { controllerLog, notifierFiles, stats } from './helpers';
+import { until } from '../helpers/wait';
 
 const k = Keys.master;
 const everything = [{ subject: 'state', types: ['#'], groups: ['#'] }];
@@ -233,4 +234,23 @@ test('a notifier file as 3.3 wrote it (credentials null, no timeout) is served w
   await client.ok('create', { k, i: 'unit:plant/pump' });
   await client.ok('update', { k, i: 'unit:plant/pump', s: 1, v: '0.75' });
   t.deepEqual(samples((await scrape(url, 'pr1')).text), { 'unit:plant:pump:status': 1, 'unit:plant:pump:value': 0.75 });
+});
+
+test('wrong credentials are throttled per address as wrong API keys are ([webapi] login_*)', async (t) => {
+  const { url, client } = await startController(t, {
+    ini: { webapi: { login_free_failures: 0, login_delay: 10, login_delay_max: 10, login_pending_max: 1 } },
+    files: notifierFiles({ prom: { type: 'prometheus', username: 'u', password: 'p', events: everything } }),
+  });
+  const right = basic('u', 'p');
+  t.is((await scrape(url, 'prom', right)).status, 200);
+  // a first wrong guess: booked one step ahead, its answer held until then
+  const started = Date.now();
+  const wrong = scrape(url, 'prom', basic('u', 'guess'));
+  await until('the guess counted', async () => (await stats(client, k, 'prom')).refused === 1, 15_000);
+  // meanwhile the address is refused unchecked, even with the right credentials
+  t.is((await scrape(url, 'prom', right)).status, 403);
+  t.is((await wrong).status, 403);
+  t.true(Date.now() - started >= 9_000, 'the wrong answer was held back');
+  // the step is over: the right credentials pass again
+  t.is((await scrape(url, 'prom', right)).status, 200);
 });

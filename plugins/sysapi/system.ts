@@ -1,9 +1,10 @@
 import { definePlugin } from '../../core/plugin';
-import { bool } from '../../core/params';
-import { functionFailed } from '../../core/errors';
+import { bool, num } from '../../core/params';
+import { functionFailed, invalidParams } from '../../core/errors';
 import { describe, type ModuleLogger } from '../../core/log';
 import { splitArgv } from '../../core/process/argv';
 import { runProgram } from '../../core/process/run';
+import { MAX_TIMER_SECONDS } from '../../core/defaults';
 
 /** Bounds of the save hooks (exec_before_save, exec_after_save); their time limit is `[server] timeout`. */
 export const SaveHookDefaults = {
@@ -85,11 +86,15 @@ export const plugin = definePlugin({
       name: 'shutdown_core',
       aliases: ['core_shutdown'],
       permission: 'master',
-      params: {},
-      description: 'Answer, then stop the controller process; a supervisor (--watchdog, systemd) starts it again.',
-      handler: (_p, call) => {
-        ctx.log.warning(`shutdown requested (key ${call.key?.id})`);
-        ctx.requestShutdown('shutdown_core');
+      params: { t: num('delay in seconds before the controller stops (none or 0: at once, once answered)') },
+      description: 'Answer, then (after t seconds) stop the controller process; a supervisor (--watchdog, systemd) starts it again.',
+      handler: (p: { t?: number }, call) => {
+        const t = p.t ?? 0;
+        if (!(t >= 0 && t <= MAX_TIMER_SECONDS)) throw invalidParams(`parameter t: 0 to ${MAX_TIMER_SECONDS} seconds`);
+        ctx.log.warning(`shutdown requested${t ? ` in ${t} s` : ''} (key ${call.key?.id})`);
+        // a shutdown asked for meanwhile (another call, SIGTERM) is not delayed by this one; stopping clears the timer
+        if (t) ctx.timeout(() => ctx.requestShutdown('shutdown_core'), t * 1000);
+        else ctx.requestShutdown('shutdown_core');
         return true;
       },
     });

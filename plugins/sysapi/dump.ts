@@ -138,6 +138,7 @@ export const plugin = definePlugin({
 
     ctx.register({
       name: 'dump',
+      aliases: ['core_dump'],
       permission: 'master',
       params: {},
       description: 'Write a diagnostics file (gzip-compressed JSON, no secrets) in runtime/dump/.',

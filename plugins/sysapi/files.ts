@@ -41,7 +41,10 @@ export const plugin = definePlugin({
   kind: 'sysapi',
   version: '1.0.0',
   settings: { sysapi: FilesSettings },
+  // file_put, file_unlink and file_set_exec change files between exec_before_save and exec_after_save (EVA ICS 3.3)
+  needs: ['saveHooks'],
   start(ctx) {
+    const hooks = ctx.service('saveHooks');
     const { file_max_size: maxSize } = ctx.config.section('sysapi', FilesSettings);
     const { paths } = ctx;
     // the controller's own state: never read, written or chmodded through these functions
@@ -117,37 +120,39 @@ export const plugin = definePlugin({
       async handler(p: { i: string; m?: string; b?: boolean }) {
         const data = content(p.m ?? '', p.b === true);
         const names = parts(p.i);
-        let folder = await runtime.folder(p.i, names.slice(0, -1), true);
-        try {
-          let name = names[names.length - 1];
-          let mode = MODE_PLAIN;
-          let existing: OpenFile | undefined;
+        await hooks.around(async () => {
+          let folder = await runtime.folder(p.i, names.slice(0, -1), true);
           try {
-            existing = await runtime.file(p.i, folder, name);
-          } catch (err) {
-            if (!(err instanceof ApiError && err.kind === 'not_found')) throw err;
-          }
-          if (existing) {
-            await existing.fh.close();
-            if (isExec(existing.st.mode)) mode = MODE_EXEC;
-            if (existing.real !== path.join(folder.real, name)) {
-              // the name is a link (checked to stay inside): the file it names is replaced, the link kept
-              const rel = path.relative(runtime.rootPath(), existing.real).split(path.sep);
-              await folder.fh.close();
-              folder = await runtime.folder(p.i, rel.slice(0, -1), false);
-              name = rel[rel.length - 1];
+            let name = names[names.length - 1];
+            let mode = MODE_PLAIN;
+            let existing: OpenFile | undefined;
+            try {
+              existing = await runtime.file(p.i, folder, name);
+            } catch (err) {
+              if (!(err instanceof ApiError && err.kind === 'not_found')) throw err;
             }
+            if (existing) {
+              await existing.fh.close();
+              if (isExec(existing.st.mode)) mode = MODE_EXEC;
+              if (existing.real !== path.join(folder.real, name)) {
+                // the name is a link (checked to stay inside): the file it names is replaced, the link kept
+                const rel = path.relative(runtime.rootPath(), existing.real).split(path.sep);
+                await folder.fh.close();
+                folder = await runtime.folder(p.i, rel.slice(0, -1), false);
+                name = rel[rel.length - 1];
+              }
+            }
+            runtime.guard(p.i, path.join(folder.real, name));
+            // temp file and rename in the folder held open: a link swapped in on the way cannot send the write elsewhere
+            await writeFileAtomic(inFolder(folder.fh.fd, name), data, mode).catch((err: NodeJS.ErrnoException) => {
+              // the folder held open was removed meanwhile (another folder renamed over it): nothing was written
+              if (err.code === 'ENOENT') throw busy(`the folder of ${p.i} was removed while writing; nothing was written`);
+              throw err;
+            });
+          } finally {
+            await folder.fh.close();
           }
-          runtime.guard(p.i, path.join(folder.real, name));
-          // temp file and rename in the folder held open: a link swapped in on the way cannot send the write elsewhere
-          await writeFileAtomic(inFolder(folder.fh.fd, name), data, mode).catch((err: NodeJS.ErrnoException) => {
-            // the folder held open was removed meanwhile (another folder renamed over it): nothing was written
-            if (err.code === 'ENOENT') throw busy(`the folder of ${p.i} was removed while writing; nothing was written`);
-            throw err;
-          });
-        } finally {
-          await folder.fh.close();
-        }
+        });
         return true;
       },
     });
@@ -169,11 +174,11 @@ export const plugin = definePlugin({
           const real = await fsp.readlink(inFolder(folder.fh.fd));
           runtime.guard(p.i, path.join(real, name));
           // unlink never follows the last name: a link swapped in since the check is removed, not what it names
-          await fsp.unlink(inFolder(folder.fh.fd, name)).catch((err: NodeJS.ErrnoException) => {
+          await hooks.around(() => fsp.unlink(inFolder(folder.fh.fd, name)).catch((err: NodeJS.ErrnoException) => {
             if (err.code === 'ENOENT') throw notFound(`file ${p.i}`);
             if (err.code === 'EISDIR' || err.code === 'EPERM') throw invalidParams(`parameter i: ${p.i} is not a regular file`);
             throw err;
-          });
+          }));
         } finally {
           await folder.fh.close();
         }
@@ -187,7 +192,7 @@ export const plugin = definePlugin({
       params: { i, e: bool('true: mode 0755 (executable); false: mode 0644').req() },
       description: 'Set or clear the executable flag of a file in runtime/.',
       handler: (p: { i: string; e: boolean }) => withFile(p.i, async ({ fh }) => {
-        await fh.chmod(p.e ? MODE_EXEC : MODE_PLAIN);
+        await hooks.around(() => fh.chmod(p.e ? MODE_EXEC : MODE_PLAIN));
         return true;
       }),
     });

@@ -40,23 +40,42 @@ async function runHook(which: string, line: string | undefined, cwd: string, tim
   }
 }
 
-/** save, set_debug, shutdown_core. */
+/** save, set_debug, shutdown_core; the service saveHooks. */
 export const plugin = definePlugin({
   name: 'sysapi-system',
   kind: 'sysapi',
   version: '1.0.0',
+  provides: ['saveHooks'],
   start(ctx) {
     const { server } = ctx.config;
-    // one save at a time: the hooks of two saves must not interleave
-    let saving: Promise<unknown> = Promise.resolve();
+    // one save (or hooked file change) at a time: the hooks of two must not interleave
+    let queue: Promise<unknown> = Promise.resolve();
+
+    const around = async <T>(change: () => Promise<T>): Promise<T> => {
+      await runHook('exec_before_save', server.exec_before_save, ctx.paths.dir, server.timeout, ctx.log);
+      let result: T;
+      try {
+        result = await change();
+      } finally {
+        // after a failed change too, as EVA ICS 3.3 did: what the before hook opened is closed again
+        await runHook('exec_after_save', server.exec_after_save, ctx.paths.dir, server.timeout, ctx.log);
+      }
+      return result;
+    };
+    const queued = <T>(change: () => Promise<T>): Promise<T> => {
+      const run = queue.catch(() => {}).then(() => around(change));
+      queue = run;
+      return run;
+    };
 
     const save = async () => {
-      await runHook('exec_before_save', server.exec_before_save, ctx.paths.dir, server.timeout, ctx.log);
       const failed = await ctx.saveAll();
       for (const f of failed) ctx.log.error(`save of ${f.owner} failed: ${describe(f.error)}`);
       if (failed.length) throw functionFailed(`save failed: ${failed.map((f) => f.owner).join(', ')}`);
-      await runHook('exec_after_save', server.exec_after_save, ctx.paths.dir, server.timeout, ctx.log);
     };
+    ctx.provide('saveHooks', {
+      around: (change) => (server.exec_before_save || server.exec_after_save ? queued(change) : change()),
+    });
 
     ctx.register({
       name: 'save',
@@ -65,9 +84,7 @@ export const plugin = definePlugin({
       params: {},
       description: 'Write everything modified to disk, between exec_before_save and exec_after_save.',
       handler: async () => {
-        const run = saving.catch(() => {}).then(save);
-        saving = run;
-        await run;
+        await queued(save);
         return true;
       },
     });

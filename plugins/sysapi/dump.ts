@@ -67,6 +67,13 @@ function hideAll(text: string, secrets: string[]): string {
   return out;
 }
 
+/** How many times each name occurs. */
+function countOf(names: string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const n of names) out[n] = (out[n] ?? 0) + 1;
+  return out;
+}
+
 const pad = (n: number, w = 2) => String(n).padStart(w, '0');
 const stamp = (d: Date) =>
   `${pad(d.getFullYear(), 4)}${pad(d.getMonth() + 1)}${pad(d.getDate())}${pad(d.getHours())}${pad(d.getMinutes())}${pad(d.getSeconds())}`;
@@ -107,7 +114,7 @@ export const plugin = definePlugin({
         memory: process.memoryUsage(),
         resources: process.resourceUsage(),
         // what keeps the event loop busy: open sockets, timers, file handles, by kind
-        active: process.getActiveResourcesInfo().reduce<Record<string, number>>((a, k) => ({ ...a, [k]: (a[k] ?? 0) + 1 }), {}),
+        active: countOf(process.getActiveResourcesInfo()),
         log_memory: ctx.logger.memSize(),
         settings: scrub(settings()),
         plugins: ctx.plugins(),

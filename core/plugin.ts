@@ -19,7 +19,7 @@ import type { RouteHandler, UpgradeHandler } from './http/hooks';
  * plugin written for the previous one may break). A plugin states the range it
  * was written for with `kernel`, e.g. '^2'.
  */
-export const KERNEL_API = '2.0.0';
+export const KERNEL_API = '2.1.0';
 
 /**
  * The services plugins offer each other, by name. Empty here: the plugin that
@@ -73,6 +73,19 @@ export interface PluginDefinition {
   stop?(ctx: PluginContext): unknown;
 }
 
+/** One plugin of the controller as `list_plugins` shows it: a copy, changing it changes nothing. */
+export interface PluginInfo {
+  name: string;
+  /** null for a skipped plugin whose definition could not be read */
+  kind: PluginKind | null;
+  version: string | null;
+  /** shipped with the controller (plugins/), or a drop-in of <dir>/plugins */
+  builtin: boolean;
+  state: 'running' | 'skipped';
+  /** a skipped plugin's stable skip code (core/errors.ts SkipCodes) */
+  code?: string;
+}
+
 export function definePlugin(d: PluginDefinition): PluginDefinition {
   return d;
 }
@@ -111,6 +124,8 @@ export interface PluginContext {
   describeFunctions(title: string): Record<string, unknown>;
   /** write everything modified (every plugin's onSave); the failures, by owner */
   saveAll(): Promise<{ owner: string; error: unknown }[]>;
+  /** every plugin of the controller, running (in start order) then skipped: list_plugins, dump */
+  plugins(): PluginInfo[];
   /** stop the controller (shutdown_core): main makes it an exit, a supervisor starts it again */
   requestShutdown(reason: string): void;
   /** figures for GET /metrics (families eva_<name>), read at every scrape */

@@ -21,7 +21,7 @@ import { ApiError, SkipCodes, type SkipCode } from './errors';
 import { Health, reasonOf } from './health';
 import { within } from './within';
 import { MAX_TIMER_SECONDS } from './defaults';
-import { KERNEL_API, type PluginContext, type PluginDefinition, PluginKinds, type PluginKind, type ServiceName } from './plugin';
+import { KERNEL_API, type PluginContext, type PluginInfo, type PluginDefinition, PluginKinds, type PluginKind, type ServiceName } from './plugin';
 import { checkDeclaration } from './settings/schema';
 
 /** Where the built-in plugins are after the build (dist/plugins). */
@@ -142,6 +142,8 @@ export class PluginHost {
   private readonly log: ModuleLogger;
   /** plugins that were found but not started, with the reason */
   readonly skipped: { file: string; name?: string; code: SkipCode; reason: string }[] = [];
+  /** the kind and version of every definition that loaded, by file (list_plugins says them of skipped ones too) */
+  private readonly known = new Map<string, { kind: PluginKind; version: string }>();
 
   constructor(
     private readonly paths: Paths,
@@ -197,6 +199,7 @@ export class PluginHost {
    * needs; a need nobody provides, and cycles, are skipped before any start.
    */
   private order(all: Loaded[]): Loaded[] {
+    for (const l of all) this.known.set(l.file, { kind: l.def.kind, version: l.def.version });
     const { kept, byService } = this.providers(all);
     const out: Loaded[] = [];
     const state = new Map<string, 'visiting' | 'done' | 'bad'>();
@@ -300,6 +303,24 @@ export class PluginHost {
     return this.running.map((r) => r.loaded.def.name);
   }
 
+  /** Every plugin, running then skipped, as copies (list_plugins). */
+  list(): PluginInfo[] {
+    const builtin = (file: string) => file.startsWith(BUILTIN_DIR + path.sep);
+    return [
+      ...this.running.map(({ loaded: { def, file } }): PluginInfo => ({
+        name: def.name, kind: def.kind, version: def.version, builtin: builtin(file), state: 'running',
+      })),
+      ...this.skipped.map((s): PluginInfo => {
+        // a definition that loaded but did not start still says its kind and version
+        const def = this.known.get(s.file);
+        return {
+          name: s.name ?? path.basename(s.file), kind: def?.kind ?? null, version: def?.version ?? null,
+          builtin: builtin(s.file), state: 'skipped', code: s.code,
+        };
+      }),
+    ];
+  }
+
   private async cleanup(run: Running): Promise<void> {
     run.closed = true;
     const name = run.loaded.def.name;
@@ -343,6 +364,7 @@ export class PluginHost {
       call: async (fn, params, meta) => this.dispatcher.call(fn, params, meta),
       describeFunctions: (title) => this.functions.describe(title),
       saveAll: () => this.saves.saveAll(),
+      plugins: () => this.list(),
       requestShutdown: (reason) => this.lifecycle.requestShutdown(reason),
       metrics: (source) => { open(); this.metrics.addSource(name, source); },
       health: (section, source) => { open(); this.health.addSource(name, section, source); },

@@ -24,6 +24,22 @@ export interface LocksService {
   get(id: string): { id: string; locked: boolean; type: 'value' } | undefined;
 }
 
+/**
+ * Service `saveHooks` (plugin sysapi-system): run a change of files between
+ * `[server] exec_before_save` and `exec_after_save`, one such change (or
+ * save) at a time, as EVA ICS 3.3 ran save and the file functions (a
+ * read-only root made writable for the change, then read-only again).
+ */
+export interface SaveHooksService {
+  /**
+   * Run the before hook, then `change`, then the after hook (even when the
+   * change failed). A failing before hook stops it (10/500, nothing done); a
+   * failing after hook answers 10/500 after the change was made. Without
+   * hooks `change` runs at once, unqueued.
+   */
+  around<T>(change: () => Promise<T>): Promise<T>;
+}
+
 declare module '../../core/plugin' {
   interface Services {
     /** plugin sysapi-cvars */
@@ -32,5 +48,7 @@ declare module '../../core/plugin' {
     userdb: UserDb;
     /** plugin sysapi-locks */
     locks: LocksService;
+    /** plugin sysapi-system */
+    saveHooks: SaveHooksService;
   }
 }

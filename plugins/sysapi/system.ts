@@ -1,9 +1,10 @@
 import { definePlugin } from '../../core/plugin';
-import { bool } from '../../core/params';
-import { functionFailed } from '../../core/errors';
+import { bool, num } from '../../core/params';
+import { functionFailed, invalidParams } from '../../core/errors';
 import { describe, type ModuleLogger } from '../../core/log';
 import { splitArgv } from '../../core/process/argv';
 import { runProgram } from '../../core/process/run';
+import { MAX_TIMER_SECONDS } from '../../core/defaults';
 
 /** Bounds of the save hooks (exec_before_save, exec_after_save); their time limit is `[server] timeout`. */
 export const SaveHookDefaults = {
@@ -39,23 +40,42 @@ async function runHook(which: string, line: string | undefined, cwd: string, tim
   }
 }
 
-/** save, set_debug, shutdown_core. */
+/** save, set_debug, shutdown_core; the service saveHooks. */
 export const plugin = definePlugin({
   name: 'sysapi-system',
   kind: 'sysapi',
   version: '1.0.0',
+  provides: ['saveHooks'],
   start(ctx) {
     const { server } = ctx.config;
-    // one save at a time: the hooks of two saves must not interleave
-    let saving: Promise<unknown> = Promise.resolve();
+    // one save (or hooked file change) at a time: the hooks of two must not interleave
+    let queue: Promise<unknown> = Promise.resolve();
+
+    const around = async <T>(change: () => Promise<T>): Promise<T> => {
+      await runHook('exec_before_save', server.exec_before_save, ctx.paths.dir, server.timeout, ctx.log);
+      let result: T;
+      try {
+        result = await change();
+      } finally {
+        // after a failed change too, as EVA ICS 3.3 did: what the before hook opened is closed again
+        await runHook('exec_after_save', server.exec_after_save, ctx.paths.dir, server.timeout, ctx.log);
+      }
+      return result;
+    };
+    const queued = <T>(change: () => Promise<T>): Promise<T> => {
+      const run = queue.catch(() => {}).then(() => around(change));
+      queue = run;
+      return run;
+    };
 
     const save = async () => {
-      await runHook('exec_before_save', server.exec_before_save, ctx.paths.dir, server.timeout, ctx.log);
       const failed = await ctx.saveAll();
       for (const f of failed) ctx.log.error(`save of ${f.owner} failed: ${describe(f.error)}`);
       if (failed.length) throw functionFailed(`save failed: ${failed.map((f) => f.owner).join(', ')}`);
-      await runHook('exec_after_save', server.exec_after_save, ctx.paths.dir, server.timeout, ctx.log);
     };
+    ctx.provide('saveHooks', {
+      around: (change) => (server.exec_before_save || server.exec_after_save ? queued(change) : change()),
+    });
 
     ctx.register({
       name: 'save',
@@ -64,9 +84,7 @@ export const plugin = definePlugin({
       params: {},
       description: 'Write everything modified to disk, between exec_before_save and exec_after_save.',
       handler: async () => {
-        const run = saving.catch(() => {}).then(save);
-        saving = run;
-        await run;
+        await queued(save);
         return true;
       },
     });
@@ -85,11 +103,15 @@ export const plugin = definePlugin({
       name: 'shutdown_core',
       aliases: ['core_shutdown'],
       permission: 'master',
-      params: {},
-      description: 'Answer, then stop the controller process; a supervisor (--watchdog, systemd) starts it again.',
-      handler: (_p, call) => {
-        ctx.log.warning(`shutdown requested (key ${call.key?.id})`);
-        ctx.requestShutdown('shutdown_core');
+      params: { t: num('delay in seconds before the controller stops (none or 0: at once, once answered)') },
+      description: 'Answer, then (after t seconds) stop the controller process; a supervisor (--watchdog, systemd) starts it again.',
+      handler: (p: { t?: number }, call) => {
+        const t = p.t ?? 0;
+        if (!(t >= 0 && t <= MAX_TIMER_SECONDS)) throw invalidParams(`parameter t: 0 to ${MAX_TIMER_SECONDS} seconds`);
+        ctx.log.warning(`shutdown requested${t ? ` in ${t} s` : ''} (key ${call.key?.id})`);
+        // a shutdown asked for meanwhile (another call, SIGTERM) is not delayed by this one; stopping clears the timer
+        if (t) ctx.timeout(() => ctx.requestShutdown('shutdown_core'), t * 1000);
+        else ctx.requestShutdown('shutdown_core');
         return true;
       },
     });

@@ -42,6 +42,7 @@ export function standaloneContext(paths: Paths): { ctx: PluginContext; close(): 
     call: unavailable('calling functions'),
     describeFunctions: unavailable('the function registry'),
     saveAll: unavailable('saving'),
+    plugins: () => [],
     requestShutdown: unavailable('the controller'),
     metrics: () => {},
     health: () => {},

@@ -79,7 +79,7 @@ export function registerHistory(ctx: PluginContext): void {
   ctx.register({
     name: 'state_history', api: 'product', permission: 'any',
     params: {
-      a: str('history (db) notifier id, default db_1'),
+      a: str('history notifier id (db or influxdb), default db_1'),
       i: list('item oids or full ids, a list or comma separated').req(),
       s: str('start: unix time, ISO 8601, or a span back from now (1D, 2H, 30T)'),
       e: str('end: as s'),
@@ -162,7 +162,7 @@ export function registerHistory(ctx: PluginContext): void {
   ctx.register({
     name: 'state_log', api: 'product', permission: 'any',
     params: {
-      a: str('history (db) notifier id, default db_1'),
+      a: str('history notifier id (db or influxdb), default db_1'),
       i: str('item oid, or a mask type:group/# (the key needs the whole group)').req(),
       s: str('start: unix time, ISO 8601, or a span back from now (1D, 2H, 30T)'),
       e: str('end: as s'),

@@ -117,3 +117,27 @@ itest(title('a notifier with a space reads the measurements it writes (<space>/<
   t.deepEqual((await call('state_history', { i: OID, s: B, e: B + 100, x: 'status' })).status, [1, 3, 3, 3]);
   t.is((await call('state_log', { i: OID, s: B })).length, 4);
 });
+
+itest(title('bounds: 100 000 records an answer (at the bound answered, past it invalid_params unless l), 100 000 fill intervals'), async (t) => {
+  t.timeout(120_000);
+  const { s, db, call, rpc } = await setup(t);
+  const M = 'sensor:env/many';
+  const T = B - 86400;
+  // 100 000 points, each a change (state_log leaves none out), then one more
+  const lines = (from: number, n: number) => Array.from({ length: n }, (_, i) => `${M} status=1i,value=${(from + i) % 2} ${(T + (from + i) / 100) * 1e9}`).join('\n');
+  for (let i = 0; i < 100_000; i += 20_000) t.is((await s.write(db, lines(i, 20_000))).status, 204);
+  t.is((await call('state_log', { i: M, s: T - 1 })).length, 100_000);
+  t.is((await call('state_history', { i: M, s: T - 1, x: 'value' })).t.length, 100_000);
+  t.is((await s.write(db, lines(100_000, 1))).status, 204);
+  t.is((await rpc('state_log', { i: M, s: T - 1 })).error?.code, 11);
+  t.is((await rpc('state_history', { i: M, s: T - 1 })).error?.code, 11);
+  // with l, the newest are answered
+  const last = await call('state_log', { i: M, s: T - 1, l: 3 });
+  t.deepEqual(last.map((r: any) => r.value), [0, 1, 0]);
+  t.is(last[2].t, T + 1000);
+  t.deepEqual((await call('state_history', { i: M, s: T - 1, l: 2, x: 'value' })).t, [T + 999.99, T + 1000]);
+  // intervals: 100 000 of them answered, one more refused
+  const now = Math.floor(Date.now() / 1000);
+  t.is((await rpc('state_history', { i: M, s: now - 100_001, e: now, w: '1S', x: 'status' })).error?.code, 11);
+  t.falsy((await rpc('state_history', { i: M, s: now - 100_000, e: now, w: '1S', x: 'status' })).error);
+});

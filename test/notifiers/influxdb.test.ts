@@ -1,6 +1,11 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { execFileSync } from 'node:child_process';
 import test from 'ava';
+import { needs } from '../helpers/tools';
 import { Keys, startController } from '../helpers/controller';
 import { influxUnavailable, sharedInflux, startInflux } from '../helpers/influxdb';
 import { controllerLog, notifierFiles, stateEvent, stats } from './helpers';
@@ -176,4 +181,31 @@ test('props: influxdb:http(s)://host:port#database, as 3.3 read them; list shows
   t.regex(target, /^http:\/\/u@h:8086\/?#eva$/);
   t.deepEqual(influxdbType.serialize!({ id: 'x', type: 'influxdb', enabled: true, events: [], uri: 'http://h:8086', db: 'eva', method: 'm', ssl_verify: false, password: 'p' }),
     { method: 'm', db: 'eva', uri: 'http://h:8086', ssl_verify: false, password: '<hidden>' });
+});
+
+needs('openssl')('https: a certificate the system does not trust is refused unless ssl_verify is false (3.3\'s ssl_verify)', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ifx-tls-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem'),
+    '-days', '1', '-subj', '/CN=127.0.0.1'], { stdio: 'ignore' });
+  const writes: string[] = [];
+  const srv = https.createServer({ key: fs.readFileSync(path.join(dir, 'key.pem')), cert: fs.readFileSync(path.join(dir, 'cert.pem')) }, (req, res) => {
+    let body = '';
+    req.on('data', (d: Buffer) => { body += d.toString(); });
+    req.on('end', () => { writes.push(`${req.url} ${body}`); res.statusCode = 204; res.end(); });
+  });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  t.teardown(() => srv.close());
+  const uri = `https://127.0.0.1:${(srv.address() as AddressInfo).port}`;
+  const { client } = await startController(t, {
+    files: notifierFiles({
+      strict: { type: 'influxdb', uri, db: 'eva', skip_test: true, events: states },
+      lax: { type: 'influxdb', uri, db: 'eva', ssl_verify: false, skip_test: true, events: states },
+    }),
+  });
+  const strict = await client.rpc('test_notifier', { k, i: 'strict' });
+  t.regex(strict.error?.message ?? '', /self.signed|certificate/i);
+  t.falsy((await client.rpc('test_notifier', { k, i: 'lax' })).error);
+  t.deepEqual(writes, ['/write?db=eva :eva_test test="passed"']);
+  t.is((await client.ok('get_notifier', { k, i: 'lax' })).ssl_verify, false);
 });

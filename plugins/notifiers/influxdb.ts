@@ -13,7 +13,7 @@ import { measurementOf, testLine, unwritable, type InfluxPoint } from './influxd
  */
 
 /** Most states in one send: InfluxDB takes thousands of lines a request well. */
-const MAX_BATCH = 1000;
+const MAX_BATCH = 5000;
 
 function checkUri(uri: unknown): string {
   if (typeof uri !== 'string' || !uri) throw new Error('uri missing');

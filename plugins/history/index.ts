@@ -1,13 +1,14 @@
 import { definePlugin, type PluginContext } from '../../core/plugin';
 import type { CallContext } from '../../core/functions';
-import { accessDenied, invalidParams, notFound } from '../../core/errors';
-import { int, list, str } from '../../core/params';
+import { accessDenied, ApiError, invalidParams, notFound } from '../../core/errors';
+import { any, int, list, str } from '../../core/params';
 import type { NotifierHost } from '../notifiers/api';
 import type { HistoryBackend } from '../notifiers/db/backend';
 import { ItemTypes } from '../items/oid';
 import { svgChart } from './chart';
 import { answerValue, filledSeries, MAX_RECORDS, rawSeries, type Point } from './series';
 import { parseFill, parseTime, timeFormat } from './time';
+import { answersItself } from './own-answers';
 
 /**
  * Plugin `history`: EVA ICS 3.3's state_history and state_log on
@@ -27,7 +28,29 @@ function backendOf(host: NotifierHost, a: string | undefined): { backend: Histor
   return { backend, space: n.config.space ?? '' };
 }
 
-interface HistoryParams { a?: string; i: string[]; s?: string; e?: string; l?: number; x?: string; t?: string; w?: string; g?: string }
+interface HistoryParams { a?: string; i: string[]; s?: string; e?: string; l?: number; x?: string; t?: string; w?: string; g?: string; o?: unknown }
+
+/** `o`, options for the history's store (3.3: a dict, or `name=value,...`); influxdb reads `rp`, the others none. */
+function storeOptions(o: unknown): Record<string, unknown> | undefined {
+  if (o === undefined || o === null || o === '') return undefined;
+  if (typeof o === 'object' && !Array.isArray(o)) return o as Record<string, unknown>;
+  if (typeof o !== 'string') throw invalidParams('o must be dict or str');
+  const text = o.trim();
+  if (text.startsWith('{')) {
+    try {
+      const v = JSON.parse(text) as unknown;
+      if (v && typeof v === 'object' && !Array.isArray(v)) return v as Record<string, unknown>;
+    } catch { /* refused below */ }
+    throw invalidParams('o: not a JSON object');
+  }
+  const out: Record<string, unknown> = {};
+  for (const pair of text.split(',')) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw invalidParams(`o: "${pair}" is not name=value`);
+    out[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return out;
+}
 
 export function registerHistory(ctx: PluginContext): void {
   const items = () => ctx.service('items');
@@ -56,7 +79,7 @@ export function registerHistory(ctx: PluginContext): void {
   ctx.register({
     name: 'state_history', api: 'product', permission: 'any',
     params: {
-      a: str('history (db) notifier id, default db_1'),
+      a: str('history notifier id (db or influxdb), default db_1'),
       i: list('item oids or full ids, a list or comma separated').req(),
       s: str('start: unix time, ISO 8601, or a span back from now (1D, 2H, 30T)'),
       e: str('end: as s'),
@@ -65,6 +88,7 @@ export function registerHistory(ctx: PluginContext): void {
       t: str('time format: raw (unix, default) or iso'),
       w: str('fill: resample to this interval (5T, 1H; 5T:2 digits; 5T:k:2 divides by a prefix); s defaults to 1D'),
       g: str('list (default), dict or chart (SVG)'),
+      o: any('options for the history store: influxdb {"rp": "<retention policy>"} (or rp=<name>)'),
     },
     description: 'Item state history from a db notifier (EVA ICS 3.3 state_history).',
     returns: 'list: {t: [...], status: [...], value: [...]}; dict: [{t, status, value}]; chart: {content_type, data}; several items (w required): {t, <oid>/status, <oid>/value}',
@@ -90,8 +114,11 @@ export function registerHistory(ctx: PluginContext): void {
       if (p.i.length > 100) throw invalidParams('i: at most 100 items');
       // the items first: a key without rights to them learns nothing of the notifiers
       const oids = p.i.map((i) => readableOid(call, i));
+      const options = storeOptions(p.o);
       const { backend, space } = backendOf(notifiers(), p.a);
       const one = (oid: string): Promise<Point[]> => {
+        // a store 3.3 answered in its own way (influxdb) answers itself
+        if (answersItself(backend)) return backend.stateHistory({ oid, start, end, limit: fill ? undefined : p.l, status, value, fill, options });
         const q = { space, oid, start, end, limit: fill ? undefined : p.l, status, value };
         return fill ? filledSeries(backend, { ...q, start: start! }, fill) : rawSeries(backend, q);
       };
@@ -135,16 +162,17 @@ export function registerHistory(ctx: PluginContext): void {
   ctx.register({
     name: 'state_log', api: 'product', permission: 'any',
     params: {
-      a: str('history (db) notifier id, default db_1'),
+      a: str('history notifier id (db or influxdb), default db_1'),
       i: str('item oid, or a mask type:group/# (the key needs the whole group)').req(),
       s: str('start: unix time, ISO 8601, or a span back from now (1D, 2H, 30T)'),
       e: str('end: as s'),
       l: int('most records (the newest)'),
       t: str('time format: raw (unix, default) or iso'),
+      o: any('options for the history store: influxdb {"rp": "<retention policy>"} (or rp=<name>)'),
     },
     description: 'Raw state records from a db notifier (EVA ICS 3.3 state_log); a record repeating the one before it for the same item is left out.',
     returns: 'a list of {oid, t, status, value}, oldest first',
-    async handler(p: { a?: string; i: string; s?: string; e?: string; l?: number; t?: string }, call: CallContext) {
+    async handler(p: { a?: string; i: string; s?: string; e?: string; l?: number; t?: string; o?: unknown }, call: CallContext) {
       const time = timeFormat(p.t);
       const now = Date.now() / 1000;
       const start = parseTime('s', p.s, now);
@@ -161,7 +189,13 @@ export function registerHistory(ctx: PluginContext): void {
       }
       // readable() checks the oid's form too (invalid_params) before any access decision
       if (!items().readable(call.key, p.i)) throw accessDenied(`no access to ${p.i}`);
+      const options = storeOptions(p.o);
       const { backend, space } = backendOf(notifiers(), p.a);
+      if (answersItself(backend)) {
+        if (mask) throw new ApiError('not_implemented', 'state log by mask is supported by SQL notifiers only');
+        const records = await backend.stateLog({ oid: p.i, start, end, limit: p.l, options });
+        return records.map((r) => ({ ...r, t: time(r.t) }));
+      }
       const limit = p.l ?? MAX_RECORDS + 1;
       const rows = await backend.query({ space, ...query, start, end, limit, newest: true });
       if (p.l === undefined && rows.length > MAX_RECORDS) throw invalidParams(`more than ${MAX_RECORDS} records: narrow s and e, or set l`);

@@ -109,7 +109,7 @@ export async function filledSeries(backend: HistoryBackend, q: SeriesQuery & { s
 }
 
 /** The value with the fill's divider and digits (3.3 floors, it does not round). */
-function cut(v: number, fill: Fill): number {
+export function cut(v: number, fill: Fill): number {
   let x = fill.divider ? v / fill.divider : v;
   if (fill.digits !== undefined) {
     const m = 10 ** fill.digits;

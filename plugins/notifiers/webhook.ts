@@ -1,4 +1,4 @@
-import type { Subject } from '../../core/bus';
+import type { Subject } from './api';
 import { describe } from '../../core/log';
 import type { DeliveryError, Endpoint, NotifierConfig, NotifierType, SettingsSchema } from './api';
 import { shownUri } from './host/config';
@@ -20,6 +20,8 @@ export interface HookRequest {
   /** body and its content type (POST) */
   body?: string;
   contentType?: string;
+  /** whether the answer means success (absent: answerIsSuccess) */
+  accepts?: (status: number, body: string) => boolean;
 }
 
 /** Requests of one send, each with the events it carries (so a failed one names its events). */
@@ -35,6 +37,10 @@ export interface WebhookSpec {
   encode(cfg: NotifierConfig, subject: Subject, events: unknown[]): HookChunk[];
   /** the test request (subject `test`) */
   encodeTest(cfg: NotifierConfig): HookRequest;
+  /** the type's own checks of its settings, normalizing them */
+  validate?(cfg: NotifierConfig): void;
+  /** CLI PROPS beyond a bare uri (absent: PROPS is the uri) */
+  parseProps?(props: string): Record<string, unknown>;
 }
 
 /** The members every frame starts with: key (when set), subject, space (when set). */
@@ -119,7 +125,7 @@ export async function sendHook(cfg: NotifierConfig, req: HookRequest, signal: Ab
     throw new Error(cause ? describe(cause) : describe(err));
   }
   if (body === undefined) throw new Error(`answer longer than ${WebhookDefaults.max_answer_bytes} bytes`);
-  if (!answerIsSuccess(r.status, body)) throw new Error(`answer HTTP ${r.status}: ${body.slice(0, 200)}`);
+  if (!(req.accepts ?? answerIsSuccess)(r.status, body)) throw new Error(`answer HTTP ${r.status}: ${body.slice(0, 200)}`);
 }
 
 function checkUri(uri: unknown): string {
@@ -186,11 +192,17 @@ export function webhookType(spec: WebhookSpec): NotifierType {
     description: spec.description,
     settings: { ...HookSettings, ...(spec.settings ?? {}) },
     parseProps(props) {
+      if (spec.parseProps) {
+        const out = spec.parseProps(props);
+        checkUri(out.uri);
+        return out;
+      }
       return { uri: checkUri(props) };
     },
     target: (cfg) => shownUri(cfg.uri),
     validate(cfg) {
       checkUri(cfg.uri);
+      spec.validate?.(cfg);
     },
     create: (cfg) => new WebhookEndpoint(spec, cfg),
   };

@@ -1,6 +1,7 @@
 import test from 'ava';
 import { startBroker, Subscriber } from '../helpers/broker';
 import { controllerWith, everything, mqttNotifier } from './mqtt-setup';
+import { until } from '../helpers/wait';
 
 test('server subject: restart as 3.3\'s {e, t, c} on SPACE/controller/<product>/<system>/events, not retained', async (t) => {
   const broker = await startBroker(t);
@@ -43,4 +44,28 @@ test('retain_enabled false: states not retained; timestamp_enabled false: t null
   t.is(log('sp').t, null);
   t.is(typeof log('on').t, 'number');
   t.is(JSON.parse(sub.on('sp/controller/uc/testhost/events')[0].payload).t, null);
+});
+
+test('subscribe_all: one subscription to SPACE/unit/# and SPACE/sensor/# brings updates and control; topics of no item arrive too', async (t) => {
+  const broker = await startBroker(t);
+  const ext = await Subscriber.connect(t, broker);
+  const c = await controllerWith(t, {
+    all: mqttNotifier(broker, { subscribe_all: true, events: [] }),
+    each: mqttNotifier(broker, { events: [] }),
+  });
+  await c.ok('create', { i: 'sensor:g/s' });
+  await c.ok('create', { i: 'unit:g/u' });
+  await c.ok('set_prop', { i: 'sensor:g/s', p: 'mqtt_update', v: 'all' });
+  await c.ok('set_prop', { i: 'unit:g/u', p: 'mqtt_control', v: 'all' });
+  const inOf = async (id: string) => (await c.ok('get_notifier', { i: id })).stats.messages_in as number;
+  // the wildcard subscription is in place once a message of no item arrives
+  await until('all subscribed', async () => {
+    await ext.publish('sp/sensor/nobody/x/status', '1');
+    return (await inOf('all')) > 0;
+  }, 10_000);
+  await ext.publish('sp/sensor/g/s/value', '9');
+  await until('update', async () => (await c.ok('state', { i: 'sensor:g/s' })).value === '9', 10_000);
+  await ext.publish('sp/unit/g/u/control', '1');
+  await until('control', async () => (await c.ok('state', { i: 'unit:g/u' })).status === 1, 10_000);
+  t.is(await inOf('each'), 0, 'without subscribe_all only the bound topics are subscribed');
 });

@@ -140,27 +140,37 @@ function checkUri(uri: unknown): string {
 /** The settings every web hook type has. */
 const HookSettings: SettingsSchema = {
   uri: { type: 'string', required: true, description: 'the receiver, http:// or https:// (credentials in it go as basic authorization)' },
-  notify_key: { type: 'string', description: 'sent as `k` with every request' },
+  notify_key: { type: 'string', description: 'sent as `k` with every request; `$ID`: the API key with that id (as 3.3)' },
   username: { type: 'string', description: 'basic authorization user (with password; else those in uri)' },
   password: { type: 'string', secret: true, description: 'basic authorization password' },
 };
+
+/** Where a `$ID` notify key is looked up: the controller's API keys. */
+interface KeyLookup { get(id: string): { key: string } | undefined }
 
 /** One notifier's endpoint: requests one after the other, partial failures reported as DeliveryError. */
 class WebhookEndpoint implements Endpoint {
   private readonly stopping = new AbortController();
 
-  constructor(private readonly spec: WebhookSpec, private readonly cfg: NotifierConfig) {}
+  constructor(private readonly spec: WebhookSpec, private readonly cfg: NotifierConfig, private readonly keys?: KeyLookup) {}
+
+  /** The config a request is made from: a notify key `$ID` is the API key with that id, now (3.3; none when unknown). */
+  private current(): NotifierConfig {
+    const nk = this.cfg.notify_key;
+    if (typeof nk !== 'string' || !nk.startsWith('$') || !this.keys) return this.cfg;
+    return { ...this.cfg, notify_key: this.keys.get(nk.slice(1))?.key };
+  }
 
   stop(): void {
     this.stopping.abort(new Error('stopped')); // a request still hanging at stop is not waited for
   }
 
   test(signal: AbortSignal): Promise<void> {
-    return sendHook(this.cfg, this.spec.encodeTest(this.cfg), AbortSignal.any([signal, this.stopping.signal]));
+    return sendHook(this.cfg, this.spec.encodeTest(this.current()), AbortSignal.any([signal, this.stopping.signal]));
   }
 
   async send(subject: Subject, events: unknown[], signal: AbortSignal): Promise<void> {
-    const chunks = this.spec.encode(this.cfg, subject, events);
+    const chunks = this.spec.encode(this.current(), subject, events);
     const remaining: unknown[] = [];
     let first: unknown;
     const either = AbortSignal.any([signal, this.stopping.signal]);
@@ -204,6 +214,6 @@ export function webhookType(spec: WebhookSpec): NotifierType {
       checkUri(cfg.uri);
       spec.validate?.(cfg);
     },
-    create: (cfg) => new WebhookEndpoint(spec, cfg),
+    create: (cfg, env) => new WebhookEndpoint(spec, cfg, env?.ctx.keys),
   };
 }

@@ -104,3 +104,20 @@ test('PROPS as 3.3 reads them: the notify key in the user part, the method in th
   t.throws(() => parseJsonProps('http://h/x#soap'), { message: /jsonrpc or list/ });
   t.throws(() => parseJsonProps('http://@h/x'), { message: /empty notify key/ });
 });
+
+test('a notify key $ID is the API key with that id (as 3.3); an unknown id sends no k', async (t) => {
+  const rcv = await Receiver.start(t);
+  const none = await Receiver.start(t);
+  const { client } = await startController(t, {
+    files: notifierFiles({
+      byid: { type: 'json', uri: rcv.uri, notify_key: '$ops', skip_test: true, events: subscribeAll },
+      unknown: { type: 'json', method: 'list', uri: none.uri, notify_key: '$nosuch', skip_test: true, events: subscribeAll },
+    }),
+  });
+  await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/s')] });
+  const [r] = await rcv.waitFor(1);
+  t.is(r.json.k, Keys.ops);
+  const [n] = await none.waitFor(1);
+  t.false('k' in n.json[0]);
+  t.is((await client.ok('get_notifier', { k, i: 'byid' })).notify_key, '$ops', 'the file keeps the id, not the key');
+});

@@ -42,7 +42,7 @@ export const CommonSettings = {
 export const FileFields: Record<string, string> = {
   id: 'the notifier id: the file name without .json',
   type: 'the notifier type (one of the types below)',
-  events: 'subscriptions: a list of {subject: state|action|log, ...} (the command line\'s subscribe)',
+  events: 'subscriptions: a list of {subject: state|action|log|server, ...} (the command line\'s subscribe)',
 };
 
 /**

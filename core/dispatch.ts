@@ -28,15 +28,22 @@ export interface CallMeta {
   signal?: () => AbortSignal;
   /** false: no key from hosts_assign for this call (a browser's request from a page of another origin) */
   assign?: boolean;
+  /** the transport holds answers until their writes settle (CallContext.holdAnswer): it is given each held write, failing with the call's ApiError */
+  hold?: (written: Promise<unknown>) => void;
 }
 
 /** A call's context; a class, so the lazy `signal` getter is one shared accessor, not one per call. */
 class Call implements CallContext {
   readonly key; readonly token; readonly user; readonly assigned;
   readonly ip: string; readonly transport: string; readonly headers: CallMeta['headers'];
+  readonly holdAnswer?: (written: Promise<unknown>) => void;
+  /** the write the handler handed to holdAnswer */
+  held?: Promise<unknown>;
   constructor(who: ReturnType<Dispatcher['identify']>, private readonly meta: CallMeta) {
     this.key = who?.key; this.token = who?.token; this.user = who?.user; this.assigned = who?.assigned;
     this.ip = meta.ip; this.transport = meta.transport; this.headers = meta.headers;
+    // a closure only where answers can be held (a batch's calls)
+    if (meta.hold) this.holdAnswer = (written) => { this.held = this.held ? Promise.all([this.held, written]) : written; };
   }
 
   get signal(): AbortSignal | undefined { return this.meta.signal?.(); }
@@ -96,33 +103,48 @@ export class Dispatcher {
    * Run a call. The function's result comes back as the function gives it: a
    * value when it answers at once, a promise when it waits — a function
    * that answers at once goes through no promise at all (a promise and an
-   * await per layer cost a `test` call about 1 µs; README, "Benchmarks").
+   * await per layer cost a `test` call about 1 µs; test/bench/README.md).
    * A failure is an ApiError, thrown, or rejected when the function waits.
    */
   call(name: string, params: Record<string, unknown>, meta: CallMeta): unknown {
     const started = performance.now();
     let fn = UNKNOWN_FUNCTION;
     let out: unknown;
+    let call: Call;
     try {
       const decl = this.functions.get(name, meta.space);
       fn = decl.name;
       const who = this.identify(params.k ?? meta.headerKey, meta.ip, meta.assign !== false);
-      out = this.functions.invoke(decl, params, new Call(who, meta));
+      call = new Call(who, meta);
+      out = this.functions.invoke(decl, params, call);
     } catch (err) {
       // a wrong key past its free failures: the answer is held (the tarpit)
       if (err instanceof KeyRefused && err.hold > 0) return this.throttle.hold(err.hold).then(() => { throw this.failed(name, fn, started, err); });
       throw this.failed(name, fn, started, err);
     }
     if (!isThenable(out)) {
-      this.metrics.call(fn, CALL_OK, (performance.now() - started) / 1000);
+      this.succeeded(call, meta, name, fn, started);
       return out;
     }
     return Promise.resolve(out).then((r) => {
-      this.metrics.call(fn, CALL_OK, (performance.now() - started) / 1000);
+      this.succeeded(call, meta, name, fn, started);
       return r;
     }, (err: unknown) => {
       throw this.failed(name, fn, started, err);
     });
+  }
+
+  /** A call answered: counted now, or once the write its answer is held for settles (failing with its ApiError, counted as such). */
+  private succeeded(call: Call, meta: CallMeta, name: string, fn: string, started: number): void {
+    if (!call.held) {
+      this.metrics.call(fn, CALL_OK, (performance.now() - started) / 1000);
+      return;
+    }
+    meta.hold!(call.held.then(() => {
+      this.metrics.call(fn, CALL_OK, (performance.now() - started) / 1000);
+    }, (err: unknown) => {
+      throw this.failed(name, fn, started, err);
+    }));
   }
 
   /** A call's failure as its ApiError, counted; an internal one logged with its stack. */

@@ -1,7 +1,7 @@
 /**
  * The one catalogue of API errors. Every failure a function can report is one
  * of these: a stable JSON RPC code and the HTTP status of the direct API
- * (spec "Errors", decisions.md "Errors: which failure is which code").
+ * (spec "Errors"; core/README.md, Using the API, says which failure is which code).
  */
 export const ErrorKinds = {
   not_found: { code: 1, status: 404 },

@@ -33,6 +33,30 @@ export interface CallContext {
    * to get. Undefined where the transport cannot tell (MQTT API).
    */
   readonly signal?: AbortSignal;
+  /**
+   * Set where the transport answers several calls together (a JSON RPC
+   * batch): a handler whose answer waits only for its change to reach the
+   * disk hands that write here and answers at once; the transport holds the
+   * answers until the write settles, and answers the call's error instead of
+   * its result when it fails. The calls of a batch then share a write (one
+   * fsync) instead of waiting for one each. Absent: the handler waits itself
+   * (`answerWhenWritten` does the one or the other).
+   */
+  readonly holdAnswer?: (written: Promise<unknown>) => void;
+}
+
+/**
+ * A handler's answer that must wait for `written` (a change on its way to
+ * disk; none: nothing to wait for): held by the transport when it can hold
+ * answers (CallContext.holdAnswer), else waited for here.
+ */
+export function answerWhenWritten<R>(call: CallContext, written: Promise<unknown> | undefined, result: R): R | Promise<R> {
+  if (!written) return result;
+  if (call.holdAnswer) {
+    call.holdAnswer(written);
+    return result;
+  }
+  return written.then(() => result);
 }
 
 // `any` on purpose: a declaration's handler takes the parameters its own `params` describe

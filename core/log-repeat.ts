@@ -26,12 +26,17 @@ export class RepeatLog {
   /** `interval`: seconds, read at each window (a setting). */
   constructor(private readonly log: ModuleLogger, private readonly interval: () => number, private readonly level: number = Levels.warning) {}
 
-  /** One refused input of kind `what` (a fixed phrase: no secret, no input text), from `source` (an address, a topic). */
-  note(what: string, source = ''): void {
+  /**
+   * One refused input of kind `what` (a fixed phrase: no secret, no input
+   * text), from `source` (an address, a topic). `first`: the line to log
+   * when it opens a window (the occurrence in full; the summaries say
+   * `what`).
+   */
+  note(what: string, source = '', first?: string): void {
     let k = this.kinds.get(what);
     if (!k) {
       if (this.kinds.size >= MAX_KINDS && what !== OTHER_KIND) return this.note(OTHER_KIND, source);
-      this.log.log(this.level, `${what}${source ? ` (from ${source})` : ''}; more are counted and logged once per ${this.seconds()} s`);
+      this.log.log(this.level, `${first ?? what}${source ? ` (from ${source})` : ''}; more are counted and logged once per ${this.seconds()} s`);
       k = { count: 0, sources: new Map(), others: 0, timer: this.arm(what) };
       this.kinds.set(what, k);
       return;

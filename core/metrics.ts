@@ -35,7 +35,7 @@ const ACCESS: Permission[] = ['none', 'any', 'sysfunc', 'master'];
 /**
  * prom-client only writes the exposition text: the calls are counted as plain
  * numbers. It is loaded at the first scrape (about 2.5 MB of a controller's
- * idle memory that never serves /metrics; README, "Footprint").
+ * idle memory that never serves /metrics; test/bench/README.md, Footprint).
  */
 const prom = onFirstUse<typeof PromClient>('prom-client');
 
@@ -64,7 +64,7 @@ const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0
 /**
  * One function's call figures as plain numbers: a call costs a few
  * additions. prom-client's labelled children hash their label values on
- * every update, which cost a `test` call about 1 µs of its ~25 (README,
+ * every update, which cost a `test` call about 1 µs of its ~25 (test/bench/README.md,
  * "Benchmarks"); prom-client still writes the exposition text.
  */
 interface CallFigures { results: Map<string, number>; buckets: number[]; sum: number; count: number }

@@ -2,8 +2,8 @@ import path from 'node:path';
 import type { Product } from './defaults';
 
 /**
- * Where a controller keeps its files (decisions.md "Controller directory and
- * files"). Everything below is relative to the controller directory.
+ * Where a controller keeps its files (the specification's controller
+ * directory). Everything below is relative to the controller directory.
  */
 export class Paths {
   readonly dir: string;

@@ -1,6 +1,6 @@
 import { NetworkList } from './networks';
 
-/** Values `allow` may hold (decisions.md "API keys"). */
+/** Values `allow` may hold (plugins/sysapi/README.md, keys). */
 export const AllowValues = ['cmd', 'lock', 'device', 'supervisor'] as const;
 
 /** List fields of a key, all stored comma-joined in files and the user db. */

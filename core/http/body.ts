@@ -17,7 +17,7 @@ export class BodyTooLarge extends Error {
  * Content-Length says so, or as soon as the bytes pass it) more than `limit`
  * (BodyTooLarge). `done` is called once, with the body or the error: a
  * callback, not a promise, so that a call answered at once costs no promise
- * (the hot path, README "Benchmarks"); readBody is the promise form.
+ * (the hot path, test/bench/README.md); readBody is the promise form.
  */
 export function onBody(req: IncomingMessage, limit: number, done: (err: Error | undefined, body?: Buffer) => void): void {
   const declared = Number(req.headers['content-length']);

@@ -49,7 +49,7 @@ export function directRoute(product: string): (url: string) => DirectRoute | und
  * Direct calls: /sys-api/<function> and /<product>-api/<function>. Parameters
  * come from the query string and, with POST, a JSON object, an urlencoded or
  * a multipart form (form values override query values). Answered straight
- * on node:http: a direct call is as hot as a JSON RPC one (README, "Benchmarks").
+ * on node:http: a direct call is as hot as a JSON RPC one (test/bench/README.md).
  *
  * A multipart body is read only once the key is known to be good when the
  * key comes in the query or in X-Auth-Key: a wrong key is refused before a

@@ -6,6 +6,7 @@ import { rpcCall, rpcError, RpcResponse } from '../rpc';
 import { BodyTooLarge, mediaType, onBody } from './body';
 import { JsonHeaders, MsgpackHeaders, type Pieces } from './reply';
 import { clientGone } from './gone';
+import { HeldBatch } from './held';
 import { BatchAnswer, encodeResponse, packed as bytes } from './encode';
 import { foreignOrigin } from './origin';
 
@@ -35,7 +36,7 @@ export interface JrpcLimits { maxBody: number; maxBatch: number; maxAnswer: numb
  * It works on the bare request so that the hot path pays for nothing it
  * does not use; `koaJrpc` mounts it in the Koa app. The answer goes to
  * `reply` (what escapes, to `fail`): a call answered at once goes from the
- * body's last byte to the answer without a promise (README, "Benchmarks").
+ * body's last byte to the answer without a promise (test/bench/README.md).
  *
  * A browser can send a body cross-site without asking first only as
  * text/plain or a form: with an `Origin` (a browser's request) the body must
@@ -80,8 +81,12 @@ export function jrpcProcessor(dispatcher: Dispatcher, limits: JrpcLimits, either
         return answer(packed, 200, rpcError(null, -32600, payload.length ? `batch larger than ${maxBatch}` : 'empty batch'));
       }
       const list = payload as unknown[];
-      // the responses encoded as they come, within max_answer_size for the whole batch
-      const out = new BatchAnswer(packed, maxAnswer);
+      // the responses encoded as they come, within max_answer_size for the whole batch; a call whose answer waits
+      // only for its write hands the write over and the next call runs at once: the batch's writes go to disk
+      // together, and the batch is answered once they did (./held.ts)
+      const out = new HeldBatch(packed, maxAnswer);
+      const batchMeta: CallMeta = { ...meta, hold: out.hold };
+      const done = (a: BatchAnswer): JrpcAnswer => (a.empty ? { status: 202 } : { status: 200, headers: packed ? MsgpackHeaders : JsonHeaders, body: a.body() });
       // one after another: a batch may lock, work and unlock in order; synchronously until a call waits
       const from = (i: number): JrpcAnswer | Promise<JrpcAnswer> => {
         for (; i < list.length; i++) {
@@ -89,7 +94,7 @@ export function jrpcProcessor(dispatcher: Dispatcher, limits: JrpcLimits, either
             out.notRun(list[i]);
             continue;
           }
-          const r = rpcCall(dispatcher, list[i], meta);
+          const r = rpcCall(dispatcher, list[i], batchMeta);
           if (isThenable(r)) {
             const next = i + 1;
             return r.then((x) => {
@@ -99,7 +104,8 @@ export function jrpcProcessor(dispatcher: Dispatcher, limits: JrpcLimits, either
           }
           out.add(r);
         }
-        return out.empty ? { status: 202 } : { status: 200, headers: packed ? MsgpackHeaders : JsonHeaders, body: out.body() };
+        const a = out.settled();
+        return isThenable(a) ? a.then(done) : done(a);
       };
       return from(0);
     }

@@ -71,7 +71,7 @@ export const WithStatus = Symbol('withStatus');
  * the field in place and marking with a plain symbol-keyed property (JSON
  * and MessagePack skip symbol keys) cost a `test` call nothing measurable;
  * a non-enumerable mark (defineProperty) and a copy of the object cost it
- * about 1 µs (README, "Benchmarks").
+ * about 1 µs (test/bench/README.md).
  */
 export function withStatus<T extends object>(obj: T): T {
   (obj as Record<symbol, unknown>)[WithStatus] = true;

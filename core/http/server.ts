@@ -100,13 +100,13 @@ export class HttpServer {
     const route = directRoute(paths.product);
     // Function calls — POST /jrpc and the direct paths — are answered straight
     // from node:http: Koa's per-request context cost about half of such a
-    // call (README, "Benchmarks"). So is /health, which a supervisor asks
+    // call (test/bench/README.md). So is /health, which a supervisor asks
     // every few seconds. Every other request, GET /jrpc included, goes
     // through Koa.
     this.hot = (req, res, done) => {
       const url = req.url ?? '/';
       if (req.method === 'POST' && url === '/jrpc') {
-        // callbacks, not promises: a call answered at once costs none (README, "Benchmarks")
+        // callbacks, not promises: a call answered at once costs none (test/bench/README.md)
         jrpc(req, clientIp(req), clientGone(req, res), (a) => {
           const b = a.body;
           if (b === undefined || typeof b === 'string' || Buffer.isBuffer(b)) send(res, a.status, a.headers ?? NoCacheHeaders, b);

@@ -94,7 +94,7 @@ export class Journal {
 
   /** Append one entry and fsync it, blocking (a thread of its own); throws when it is not on disk (then nothing of it counts). */
   append(entry: unknown): void {
-    const { fd, record } = this.record(entry);
+    const { fd, record } = this.record(JSON.stringify(entry));
     try {
       let done = 0;
       while (done < record.length) done += fs.writeSync(fd, record, done, record.length - done, this.offset + done);
@@ -107,8 +107,13 @@ export class Journal {
   }
 
   /** The same without blocking the thread: the write and the fsync run in the thread pool. */
-  async appendAsync(entry: unknown): Promise<void> {
-    const { fd, record } = this.record(entry);
+  appendAsync(entry: unknown): Promise<void> {
+    return this.appendJsonAsync(JSON.stringify(entry));
+  }
+
+  /** `appendAsync` of an entry the caller already wrote as JSON (the items file builds it item by item, within its bounds). */
+  async appendJsonAsync(json: string): Promise<void> {
+    const { fd, record } = this.record(json);
     try {
       let done = 0;
       while (done < record.length) done += (await write(fd, record, done, record.length - done, this.offset + done)).bytesWritten;
@@ -149,10 +154,10 @@ export class Journal {
     if (tidy && this.offset === 0) fs.rmSync(`${this.file}.journal.${this.seq}`, { force: true });
   }
 
-  /** One entry as a record: header and JSON payload. */
-  private record(entry: unknown): { fd: number; record: Buffer } {
+  /** One entry (as JSON) as a record: header and payload. */
+  private record(json: string): { fd: number; record: Buffer } {
     if (this.fd === undefined) throw new Error('the journal is not open');
-    const payload = Buffer.from(JSON.stringify(entry), 'utf8');
+    const payload = Buffer.from(json, 'utf8');
     const record = Buffer.allocUnsafe(HEADER + payload.length);
     record.writeUInt32LE(payload.length, 0);
     record.writeUInt32LE(zlib.crc32(payload), 4);

@@ -3,7 +3,7 @@ import { ApiKey, ApiKeyProps, KeyListField, splitList } from '../auth/apikey';
 import { SqliteFile } from './sqljs';
 
 /**
- * Columns of table `apikeys` that hold a key's lists (decisions.md "API
+ * Columns of table `apikeys` that hold a key's lists (plugins/sysapi/README.md, "API
  * keys"), comma-joined, as EVA ICS 3.3 wrote them.
  */
 const ListColumns: Record<string, KeyListField> = {

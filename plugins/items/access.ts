@@ -2,7 +2,7 @@ import type { ApiKey } from '../../core/auth/apikey';
 import type { Oid } from './oid';
 
 /**
- * Which items a key reaches, from its lists (decisions.md "API keys"):
+ * Which items a key reaches, from its lists (plugins/items/README.md):
  * `items` / `groups` give read and write, `items_ro` / `groups_ro` read only,
  * `items_deny` / `groups_deny` take away whatever the others gave. An items
  * entry is an oid (`unit:g/id`), a full id (`g/id`) or `#` for all; a groups

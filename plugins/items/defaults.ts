@@ -16,6 +16,8 @@ export const ItemsSettings = {
   term_kill_interval: secs(5, 'seconds between SIGTERM and SIGKILL of a timed-out unit script (it ends when it exited and nothing it started holds its output open)'),
   action_cleaner_interval: secs(60, 'how often old action results are purged', 1),
   stop_kill_interval: secs(1, 'seconds between SIGTERM and SIGKILL of a running unit script when the controller stops'),
+  items_write_max: bound(1000, 'db_update instant: item states one items journal write (one append, one fsync) carries at most; changes past it go in the write after'),
+  items_write_max_bytes: bound(1024 * 1024, 'db_update instant: bytes of item states one items journal write carries at most (a single larger state goes alone); changes past it go in the write after', 'bytes'),
 };
 
 export type ItemsLimits = Values<typeof ItemsSettings>;

@@ -1,5 +1,5 @@
 import type { PluginContext } from '../../core/plugin';
-import type { CallContext } from '../../core/functions';
+import { answerWhenWritten, type CallContext } from '../../core/functions';
 import { accessDenied, invalidParams, notFound } from '../../core/errors';
 import { bool, int, secs, str, any } from '../../core/params';
 import { parseBool } from '../../core/config';
@@ -108,11 +108,11 @@ export function registerFunctions(ctx: PluginContext, reg: ItemRegistry): void {
     name: 'update', api: 'product', permission: 'any',
     params: { i: str('item oid').req(), s: int('status'), v: str('value; "" or "null" for no value') },
     description: 'Set item status and/or value; a state event goes out when that changed something.',
-    async handler(p: { i: string; s?: number; v?: string }, call) {
+    handler(p: { i: string; s?: number; v?: string }, call) {
       if (p.s === undefined && p.v === undefined) throw invalidParams('give s, v or both');
       const item = writable(call, p.i);
-      await reg.updateDurably(item, { status: p.s, value: valueParam(p.v) });
-      return true;
+      // the calls of a batch share one write: the batch holds the answer (core/functions.ts)
+      return answerWhenWritten(call, reg.updateDurably(item, { status: p.s, value: valueParam(p.v) }), true);
     },
   });
 

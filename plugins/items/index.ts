@@ -3,6 +3,7 @@ import { ItemsSettings, itemsLimits } from './defaults';
 import { ItemRegistry } from './registry';
 import { registerFunctions } from './functions';
 import { checkMqttUpdateDefault } from './check';
+import { itemsMetrics } from './metrics';
 
 /**
  * Plugin `items`: units, sensors and lvars (service `items`, contract in
@@ -22,6 +23,7 @@ export const plugin = definePlugin({
     reg.load();
     ctx.provide('items', reg);
     registerFunctions(ctx, reg);
+    ctx.metrics(() => itemsMetrics(reg.fileStats()));
     ctx.onSave(() => reg.save());
     ctx.interval(() => reg.actions.purge(), Math.max(1, limits.action_cleaner_interval) * 1000);
     ctx.onStop(() => reg.stop());

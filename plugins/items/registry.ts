@@ -56,7 +56,7 @@ export class ItemRegistry implements ItemsService {
         return out;
       },
       get size() { return items.size; },
-    });
+    }, { states: limits.items_write_max, bytes: limits.items_write_max_bytes });
     this.actions = new ActionQueues({
       changed: (a) => ctx.emit('action', publishable(a.event())),
       execute: (a) => this.execute(a),
@@ -66,7 +66,7 @@ export class ItemRegistry implements ItemsService {
       ended: (a, outcome) => {
         // the unit is idle again (a waiting action sets its own target when it starts)
         const change = outcome.status === 'completed' ? { status: a.nstatus, value: a.nvalue } : {};
-        this.change(a.item, change, undefined, true).catch(() => { /* logged by write */ });
+        this.change(a.item, change, undefined, true)?.catch(() => { /* logged by write */ });
       },
     }, limits);
   }
@@ -108,12 +108,17 @@ export class ItemRegistry implements ItemsService {
   }
 
   /**
-   * The API's `update`: the same, answered once the new state is on disk
-   * under db_update instant, also when it was already the state (an earlier
-   * call may still be writing it).
+   * The API's `update`: the same, and under db_update instant the write its
+   * answer waits for, also when it was already the state (an earlier call
+   * may still be writing it); undefined when there is none to wait for.
    */
-  updateDurably(item: Item, change: StateChange): Promise<void> {
+  updateDurably(item: Item, change: StateChange): Promise<void> | undefined {
     return this.change(item, change);
+  }
+
+  /** Figures of the items file's writes (GET /metrics). */
+  fileStats() {
+    return this.file.stats();
   }
 
   async action(oid: string, params: { status: number; value?: string | null; priority?: number }, _source?: string): Promise<string> {
@@ -161,7 +166,7 @@ export class ItemRegistry implements ItemsService {
     this.emitState(item);
     this.tell(item, 'created');
     this.file.mark(item.o.oid);
-    await this.persist(save);
+    await this.persist(item, save);
     return item;
   }
 
@@ -172,7 +177,7 @@ export class ItemRegistry implements ItemsService {
     this.actions.forget(item.o.oid);
     this.tell(item, 'destroyed');
     this.file.mark(item.o.oid);
-    await this.persist(save);
+    await this.persist(item, save);
   }
 
   /** Change one property (already checked and converted by the caller). */
@@ -185,7 +190,7 @@ export class ItemRegistry implements ItemsService {
     if (item.eventKey() !== before) this.emitState(item); // action_enabled is part of a unit's state
     this.tell(item, 'props');
     this.file.mark(item.o.oid);
-    await this.persist(save);
+    await this.persist(item, save);
   }
 
   /** `save` and the stop of an on_exit controller: write what changed, and fold the journal into the file. */
@@ -218,12 +223,14 @@ export class ItemRegistry implements ItemsService {
     this.ids.set(`${item.o.type}:${item.o.id}`, item.o.oid);
   }
 
-  /** Apply a state change: store it when it changed, send it when what events show changed. */
-  private change(item: Item, change: StateChange, source?: string, idle?: boolean): Promise<void> {
-    const changed = this.apply(item, change, source, idle);
-    // unchanged: under instant, the state asked for may still be on its way to disk (or failed to get there)
-    if (changed || this.file.dirty) return this.persist(false);
-    return this.ctx.config.server.db_update === 'instant' ? this.file.written().catch(() => this.persist(false)) : Promise.resolve();
+  /**
+   * Apply a state change: sent when what events show changed; under instant,
+   * the write that carries the item's state, also when unchanged (the state
+   * asked for may still be on its way to disk, or failed to get there).
+   */
+  private change(item: Item, change: StateChange, source?: string, idle?: boolean): Promise<void> | undefined {
+    this.apply(item, change, source, idle);
+    return this.persist(item, false);
   }
 
   /** Apply a state change: sent when what events show changed, marked for the file when it changed (returned). */
@@ -250,19 +257,19 @@ export class ItemRegistry implements ItemsService {
   }
 
   /**
-   * A change happened (marked for the file). db_update instant writes at once — the
-   * item's new state appended to the journal, its cost not growing with the
-   * number of items (./store.ts) — and the change is answered once it is on
-   * disk (the writes of a stream of changes are grouped:
-   * core/store/group-commit.ts); manual and on_exit write the whole file on
+   * A change of the item happened (marked for the file). db_update instant
+   * writes at once — the item's new state appended to the journal, its cost
+   * not growing with the number of items (./store.ts) — and the change is
+   * answered once it is on disk (what changes together is written together:
+   * one append, one fsync); manual and on_exit write the whole file on
    * `save` (and on_exit at stop). `save` (the function parameter) writes at
    * once whatever the mode.
    */
-  private persist(save: boolean): Promise<void> {
+  private persist(item: Item, save: boolean): Promise<void> | undefined {
     const instant = this.ctx.config.server.db_update === 'instant';
-    if (!save && !instant) return Promise.resolve();
+    if (!save && !instant) return undefined;
     // a failure told to the caller in the API's terms (the file logged it)
-    return (instant ? this.file.store() : this.file.fold()).catch((err) => {
+    return (instant ? this.file.store(item.o.oid) : this.file.fold())?.catch((err) => {
       throw functionFailed(`the change is made but ${this.file.path} could not be written (${describe(err)}); `
         + 'it is written again at the next change or save');
     });

@@ -50,20 +50,63 @@ function readEntry(oid: string, entry: unknown): LoadedItem | undefined {
   return { o, props, stored: { ...props, status: raw.status, value: raw.value, t } };
 }
 
+/** How much one journal write (one append, one fsync) carries at most. */
+export interface WriteBounds {
+  /** item states */
+  states: number;
+  /** bytes of the record's JSON; a single state larger than this still goes, alone */
+  bytes: number;
+}
+
+/** Figures for GET /metrics. */
+export interface ItemsFileStats {
+  /** journal appends (each one fsync) */
+  appends: number;
+  /** item states those appends carried */
+  states: number;
+  /** whole-file writes (folds) */
+  folds: number;
+  /** items changed in memory and not yet on their way to disk */
+  pending: number;
+}
+
+/** Callers waiting for one item's state to reach the disk: one promise for all of them. */
+interface Waiting { promise: Promise<void>; resolve(): void; reject(err: unknown): void }
+
+function waiting(): Waiting {
+  const w = {} as Waiting;
+  w.promise = new Promise<void>((resolve, reject) => { w.resolve = resolve; w.reject = reject; });
+  return w;
+}
+
 /**
  * Reads and writes the items file. A change is made durable by appending
  * the changed items to the journal (`store`): its cost does not grow with the
  * number of items. The file itself is rewritten whole (`fold`: atomic, then
  * the journal it holds is dropped) when the journal holds more item states
- * than FOLD_FLOOR or the number of items, on `save`, and at stop. Writes are
- * one at a time, grouped: the changes made while one is under way go
- * together in the next (core/store/group-commit.ts).
+ * than FOLD_FLOOR or the number of items, on `save`, and at stop.
+ *
+ * Group commit: one write at a time (core/store/group-commit.ts). Changed
+ * items wait in `pending`, in the order they changed; a write takes them
+ * from the front, up to its bounds (WriteBounds), and appends their states
+ * as they are at that moment in one record with one fsync; what changed
+ * meanwhile, or did not fit, waits for the next write, which follows at
+ * once. Whatever arrives together (the calls of a JSON RPC batch, concurrent
+ * callers) therefore shares one append and one fsync. A caller waits for the
+ * write that carries its item (`store`), and a failed write rejects exactly
+ * its own callers; its items go back to `pending`, carried by a later write.
  */
 export class ItemsFile {
   private readonly journal: Journal;
   private readonly commits = new GroupCommit(() => this.commit());
-  /** items changed in memory and not yet on disk */
-  private pending = new Set<string>();
+  /** items changed in memory and not yet taken by a write, oldest first, with their waiting callers if any */
+  private pending = new Map<string, Waiting | undefined>();
+  /** pending items that callers wait for */
+  private waiters = 0;
+  /** the items the write under way carries, with their callers */
+  private carrying = new Map<string, Waiting | undefined>();
+  /** a write was asked for what is pending (after a failure: not until the next change asks again) */
+  private wanted = false;
   /** the next write rewrites the file */
   private whole = false;
   /** the last journal segment the file holds */
@@ -72,10 +115,11 @@ export class ItemsFile {
   private records = 0;
   /** after a failed fold: the journal grows this much longer before the next try (the changes still go to it) */
   private foldDelay = 0;
-  /** the last write storeSoon joined (its rejection handled once) */
+  /** the last write asked for whose failure nobody else handles (its rejection handled once) */
   private unwaited?: Promise<void>;
+  private readonly figures = { appends: 0, states: 0, folds: 0 };
 
-  constructor(readonly path: string, private readonly log: ModuleLogger, private readonly source: ItemsSource) {
+  constructor(readonly path: string, private readonly log: ModuleLogger, private readonly source: ItemsSource, private readonly bounds: WriteBounds) {
     this.journal = new Journal(path);
   }
 
@@ -107,9 +151,9 @@ export class ItemsFile {
     return out;
   }
 
-  /** The item changed in memory (or was destroyed): the next write carries it. */
+  /** The item changed in memory (or was destroyed): a write carries it. */
   mark(oid: string): void {
-    this.pending.add(oid);
+    if (!this.pending.has(oid)) this.pending.set(oid, undefined);
   }
 
   /** Something changed in memory that is not on disk yet. */
@@ -117,38 +161,60 @@ export class ItemsFile {
     return this.pending.size > 0 || this.whole;
   }
 
-  /** Make every change marked so far durable (in the journal, or a fold when it is long); resolves once on disk. */
-  store(): Promise<void> {
-    return this.commits.request();
+  /**
+   * Make the item's state as it is now durable: resolves once a write
+   * carried it, rejects when that write failed; undefined when it is on
+   * disk already (nothing of it waits to be written).
+   */
+  store(oid: string): Promise<void> | undefined {
+    let w: Waiting | undefined;
+    if (this.pending.has(oid)) {
+      w = this.pending.get(oid);
+      if (!w) {
+        w = waiting();
+        this.pending.set(oid, w);
+        this.waiters++;
+      }
+      this.request();
+    } else if (this.carrying.has(oid)) {
+      // unchanged since the write under way took it: that write is the one
+      w = this.carrying.get(oid) ?? waiting();
+      this.carrying.set(oid, w);
+    } else {
+      return undefined;
+    }
+    return w.promise;
   }
 
-  /** `store` for a caller that does not wait: a failure is logged by the write, and the next one carries the change. */
+  /** `store` of everything changed, for a caller that does not wait: a failure is logged by the write, and the next one carries the change. */
   storeSoon(): void {
-    const write = this.commits.request();
-    if (write === this.unwaited) return; // joined a write already handled
-    this.unwaited = write;
-    write.catch(() => {});
+    this.request();
   }
 
   /** Rewrite the file whole with the state in memory, then drop the journal (save, on_exit, stop). */
   fold(): Promise<void> {
     this.whole = true;
-    return this.commits.request();
+    const write = this.commits.request();
+    this.unwaited = write;
+    return write;
   }
 
-  /** Wait for every write asked for so far. */
-  flush(): Promise<void> {
-    return this.commits.settled();
-  }
-
-  /** The newest write asked for: resolves once it is on disk, rejects when it failed. */
-  written(): Promise<void> {
-    return this.commits.last();
+  /** Wait for every write asked for so far, and the writes they lead to. */
+  async flush(): Promise<void> {
+    let last: Promise<void>;
+    do {
+      last = this.commits.last();
+      await this.commits.settled();
+    } while (last !== this.commits.last());
   }
 
   /** Journal item states not yet folded: a stop under db_update instant folds them, leaving one whole file. */
   get journaled(): number {
     return this.records;
+  }
+
+  stats(): ItemsFileStats {
+    return { ...this.figures, pending: this.pending.size };
   }
 
   /** At stop, after the last write: close the journal (an empty segment is removed). */
@@ -174,30 +240,85 @@ export class ItemsFile {
     }
   }
 
-  /** One write: the marked items appended to the journal, or the whole file when asked or when the journal is long. */
+  /** A write is wanted for what is pending. */
+  private request(): void {
+    this.wanted = true;
+    this.write();
+  }
+
+  /** Have the next write run (joining it when it has not started); its failure reaches the callers through their items. */
+  private write(): void {
+    const write = this.commits.request();
+    if (write === this.unwaited) return; // joined a write already handled
+    this.unwaited = write;
+    write.catch(() => {});
+  }
+
+  /** One write: pending items appended to the journal up to the bounds, or the whole file when asked or when the journal is long. */
   private async commit(): Promise<void> {
-    const oids = this.pending;
-    const whole = this.whole || this.records + oids.size > Math.max(FOLD_FLOOR, this.source.size) + this.foldDelay;
-    this.pending = new Set();
+    const whole = this.whole
+      || this.records + Math.min(this.pending.size, this.bounds.states) > Math.max(FOLD_FLOOR, this.source.size) + this.foldDelay;
     this.whole = false;
+    if (!whole && this.pending.size === 0) return;
+    // taken first: whatever fails below, the callers of what was taken are told, and the write after takes others
+    const json = whole ? this.takeAll() : this.take(this.bounds.states, this.bounds.bytes);
+    let failure: Error | undefined;
     try {
       if (!this.journal.isOpen) this.journal.open(this.held);
       if (whole) await this.writeWhole();
-      else if (oids.size) await this.append(oids);
+      else await this.append(json);
     } catch (err) {
-      // the changes are carried by the next write; a fold is not tried again at once (its caller is told now)
-      for (const oid of oids) this.pending.add(oid);
+      failure = err as Error;
       if (whole) this.foldDelay = this.records;
-      this.log.error(`cannot write ${this.path}: ${(err as Error).message}`);
-      throw err;
+      this.log.error(`cannot write ${this.path}: ${failure.message}`);
     }
+    const carried = this.carrying;
+    this.carrying = new Map();
+    for (const [oid, w] of carried) {
+      if (failure === undefined) {
+        w?.resolve();
+        continue;
+      }
+      // carried by a later write, behind what already waits (so that the callers waiting are served first)
+      this.mark(oid);
+      w?.reject(failure);
+    }
+    if (failure !== undefined) this.wanted = false; // not again at once: a full disk stays full
+    // the rest: what did not fit, and what changed meanwhile
+    if (this.waiters > 0 || (this.wanted && this.pending.size > 0)) this.write();
+    if (failure !== undefined) throw failure;
   }
 
-  private async append(oids: Set<string>): Promise<void> {
-    const entry: Record<string, StoredItem | null> = {};
-    for (const oid of oids) entry[oid] = this.source.stored(oid) ?? null;
-    await this.journal.appendAsync(entry);
-    this.records += oids.size;
+  /** Move the first pending items into `carrying`, up to `states` of them and `bytes` of JSON (always at least one); returns their entry as JSON. */
+  private take(states: number, bytes: number): string {
+    const parts: string[] = [];
+    let size = 2; // the braces
+    for (const [oid, w] of this.pending) {
+      const part = `${JSON.stringify(oid)}:${JSON.stringify(this.source.stored(oid) ?? null)}`;
+      const partSize = Buffer.byteLength(part) + (parts.length ? 1 : 0);
+      if (parts.length && (parts.length >= states || size + partSize > bytes)) break;
+      parts.push(part);
+      size += partSize;
+      this.pending.delete(oid);
+      if (w) this.waiters--;
+      this.carrying.set(oid, w);
+    }
+    return `{${parts.join(',')}}`;
+  }
+
+  /** Every pending item, for a fold (the file is written from the state in memory). */
+  private takeAll(): string {
+    this.carrying = this.pending;
+    this.pending = new Map();
+    this.waiters = 0;
+    return '';
+  }
+
+  private async append(json: string): Promise<void> {
+    await this.journal.appendJsonAsync(json);
+    this.records += this.carrying.size;
+    this.figures.appends++;
+    this.figures.states += this.carrying.size;
   }
 
   private async writeWhole(): Promise<void> {
@@ -209,5 +330,6 @@ export class ItemsFile {
     this.journal.drop(upTo);
     this.records = 0;
     this.foldDelay = 0;
+    this.figures.folds++;
   }
 }

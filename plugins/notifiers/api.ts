@@ -63,7 +63,7 @@ export interface SettingDecl {
 /** The settings of a notifier type: name -> declaration. */
 export type SettingsSchema = Record<string, SettingDecl>;
 
-/** One subscription of a notifier (decisions.md "Notifiers"). */
+/** One subscription of a notifier (plugins/notifiers/README.md). */
 export interface Subscription {
   subject: Subject;
   /** state/action: item types, '#' for all */

@@ -21,7 +21,7 @@ export const DbDefaults = {
   /**
    * shortest time between two checkpoints (whole-file rewrites). Rows are
    * safe in the journal at once; how fresh the file is for outside readers
-   * is set by the write budget below (README: history durability).
+   * is set by the write budget below (plugins/notifiers/README.md, db notifier history).
    */
   flush_interval: 5,
   /**

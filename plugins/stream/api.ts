@@ -25,7 +25,7 @@ export interface StreamService {
   stats(): StreamStats;
 }
 
-/** Close codes the stream uses besides the standard ones (README, "Event stream"). */
+/** Close codes the stream uses besides the standard ones (plugins/stream/README.md). */
 export const CloseCodes = {
   /** no valid key or token in the first message, or it is no longer valid */
   unauthorized: 4001,

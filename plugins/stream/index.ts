@@ -12,7 +12,7 @@ import type { ResolvedKey } from '../../core/auth/keys';
 import { CloseCodes, type StreamService, type StreamStats } from './api';
 import { streamMetrics } from './metrics';
 
-/** Where the stream is taken (README, "Event stream"). */
+/** Where the stream is taken (plugins/stream/README.md). */
 export const StreamPath = '/ws';
 /** The WebSocket library, loaded with the first stream client: a controller nobody streams from never loads it. */
 const wsLib = onFirstUse<typeof Ws>('ws');

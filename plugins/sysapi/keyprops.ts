@@ -3,7 +3,7 @@ import type { KeyStore } from '../../core/auth/keys';
 import { parseBool } from '../../core/config';
 import { alreadyExists, invalidParams, notFound } from '../../core/errors';
 
-/** Properties set_key_prop accepts (decisions.md "API keys"). */
+/** Properties set_key_prop accepts (plugins/sysapi/README.md, keys). */
 export const KeyProps = ['key', 'sysfunc', ...KeyListFields] as const;
 
 /** Networks a dynamic key is usable from when hosts_allow is empty: all of them. */

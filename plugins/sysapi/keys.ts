@@ -14,7 +14,7 @@ import { DynamicKeysSync, writeOrFail } from './userdb-sync';
 const KEY_ID = /^[^\s,]{1,64}$/;
 
 /**
- * API key management (spec "API keys", decisions.md "API keys"): dynamic keys
+ * API key management (spec "API keys", plugins/sysapi/README.md): dynamic keys
  * in the user db runtime/db/<product>.db. Opens the user db for the
  * controller and offers it to sysapi-users as service `userdb`.
  */

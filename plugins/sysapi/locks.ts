@@ -46,7 +46,7 @@ function first(waiters: Set<Waiter>): Waiter | undefined {
 export interface LockStats { locks: number; locked: number; waiters: number; timers: number }
 
 /**
- * The controller's named locks. No owner and not re-entrant (decisions.md):
+ * The controller's named locks. No owner and not re-entrant (plugins/sysapi/README.md):
  * whoever calls `unlock` releases. A release hands the lock straight to the
  * first waiter in the same turn of the event loop, so no release can be lost
  * between a waiter's wake-up and its acquisition, and a waiter that timed out

@@ -5,7 +5,7 @@ import { busy, invalidParams } from '../../core/errors';
 import { Levels, LevelName, LogRecord, parseLevel } from '../../core/log';
 
 export const LogApiDefaults = {
-  /** log_get: records by default, and at most this many whatever `n` asks (decisions.md) */
+  /** log_get: records by default, and at most this many whatever `n` asks (plugins/sysapi/README.md) */
   n: 100,
   max_n: 10_000,
   level: Levels.info,

@@ -31,7 +31,7 @@ export const plugin = definePlugin({
       returns: 'notifier object',
       handler: (p: { i: string }) => host.describe(known(p.i), true),
     });
-    // beyond the spec (README "Settings"): notifier files described as rpc.discover's x-settings describes the ini
+    // beyond the spec (core/README.md, Settings): notifier files described as rpc.discover's x-settings describes the ini
     ctx.register({
       name: 'list_notifier_types',
       permission: 'master',
@@ -40,7 +40,7 @@ export const plugin = definePlugin({
       returns: '{fields, common, types: {<type>: {description, aliases, settings}}}',
       handler: () => host.settings(),
     });
-    // beyond the spec (README "Choices where the spec is silent"): the console's and a script's Test
+    // beyond the spec (plugins/notifiers/README.md, Decisions): the console's and a script's Test
     ctx.register({
       name: 'test_notifier',
       permission: 'master',

@@ -17,7 +17,7 @@ const LOGIN = /^[^\s:]{1,64}$/;
 const MAX_PASSWORD = 1024;
 
 /**
- * User accounts (spec "User accounts", decisions.md "Users and tokens") in
+ * User accounts (spec "User accounts", plugins/sysapi/README.md) in
  * the user db, and login/logout. Account changes are written to the user db
  * at once, whatever [server] db_update says (spec: "changes to user accounts
  * are immediate"); a login that upgrades an old hash writes it at once too.

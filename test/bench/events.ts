@@ -12,7 +12,7 @@ import { HistorySchema, type HistoryRow } from '../../plugins/notifiers/db/schem
 import { ROLLUP_TABLE } from '../../plugins/notifiers/db/rollup';
 import { writeFileAtomic } from '../../core/store/atomic';
 import type { ModuleLogger } from '../../core/log';
-import { table, fmt, benchUpdatePlugin } from './lib';
+import { table, fmt, benchUpdatePlugin, updateBatches, postBatches } from './lib';
 
 /**
  * Notification throughput and db flush cost.
@@ -25,8 +25,11 @@ import { table, fmt, benchUpdatePlugin } from './lib';
  *    without the controller: the same JSON frames POSTed with fetch in
  *    batches of the same size; the same rows journaled (same bytes, one
  *    fdatasync a batch) and inserted into the same sql.js tables in batches
- *    of the same size. Raw loop and notifier alternate over BENCH_ROUNDS
- *    rounds (default 3) after a warm-up round; medians.
+ *    of the same size. The json path also with the updates from outside:
+ *    JSON RPC batches of 1 000 `update` calls one after the other, under
+ *    db_update manual and at the defaults (instant: each batch answered once
+ *    its changes are on disk). Raw loop and notifier alternate over
+ *    BENCH_ROUNDS rounds (default 3) after a warm-up round; medians.
  * 2. What a flush costs as the history grows (BENCH_DB_SIZES rows, default
  *    10000,100000,1000000): export and atomic write on the main thread (what a
  *    design without a worker would stall the controller for), against a flush
@@ -161,11 +164,27 @@ async function throughput(): Promise<(string | number)[][]> {
       'runtime/uc_notify.d/hist.json': JSON.stringify({ id: 'hist', type: 'db', db: 'history.db', max_batch: DB_BATCH, ...common }),
     },
   });
+  // the same at the defaults (db_update instant): what a controller does as installed
+  const d = await startController(undefined, {
+    files: { 'runtime/uc_notify.d/hook.json': JSON.stringify({ id: 'hook', type: 'json', uri: rx.url, ...common }) },
+  });
   const k = Keys.master;
   const rows: (string | number)[][] = [];
   const rawDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-rawdb-'));
   try {
     await c.client.ok('create', { k, i: 'sensor:bench/s' });
+    await d.client.ok('create', { k, i: 'sensor:bench/s' });
+    /** Events/s through a controller's json notifier while `run` makes the updates. */
+    const viaHook = async (ctl: typeof c, run: () => Promise<unknown>) => {
+      await ctl.client.ok('enable_notifier', { k, i: 'hook' });
+      const done = rx.expect(N);
+      const start = now();
+      await run();
+      const rate = N / ((await withTimeout(done, 'json events')) - start) * 1000;
+      await ctl.client.ok('disable_notifier', { k, i: 'hook' });
+      return rate;
+    };
+    const jrpc = { manual: [] as number[], instant: [] as number[] };
 
     // json: raw loop and notifier alternating, ROUNDS times after one warm-up of each
     const json = { raw: [] as number[], ctl: [] as number[], rawFrames: 0, frames: 0 };
@@ -183,9 +202,17 @@ async function throughput(): Promise<(string | number)[][]> {
       const ctl = N / ((await withTimeout(done, 'json events')) - start) * 1000;
       json.frames = rx.frames();
       await c.client.ok('disable_notifier', { k, i: 'hook' });
-      if (round > 0) { json.raw.push(raw); json.ctl.push(ctl); }
+      // the updates from outside: JSON RPC batches of 1 000 `update`s, each answered once on disk under instant
+      const manual = updateBatches('sensor:bench/s', N, round, k);
+      const instant = updateBatches('sensor:bench/s', N, round, k);
+      const m = await viaHook(c, () => postBatches(c.url, manual));
+      const i = await viaHook(d, () => postBatches(d.url, instant));
+      if (round > 0) { json.raw.push(raw); json.ctl.push(ctl); jrpc.manual.push(m); jrpc.instant.push(i); }
     }
-    rows.push(['json notifier → loopback receiver', fmt(median(json.raw)), fmt(median(json.ctl)), fmt(median(json.ctl) / median(json.raw), 2), `${json.rawFrames} / ${json.frames}`]);
+    const jsonRow = (name: string, ctl: number[], frames: string) => [name, fmt(median(json.raw)), fmt(median(ctl)), fmt(median(ctl) / median(json.raw), 2), frames];
+    rows.push(jsonRow('json notifier → loopback receiver', json.ctl, `${json.rawFrames} / ${json.frames}`));
+    rows.push(jsonRow('json notifier, `update` by JSON RPC batches of 1 000, db_update manual', jrpc.manual, ''));
+    rows.push(jsonRow('json notifier, `update` by JSON RPC batches of 1 000, defaults (db_update instant)', jrpc.instant, ''));
 
     // db: until the history holds every event (journaled; in the file at the next checkpoint)
     const db = { raw: [] as number[], ctl: [] as number[], batches: 0 };
@@ -213,6 +240,8 @@ async function throughput(): Promise<(string | number)[][]> {
     rows.push(['db notifier → history (sql.js, journaled)', fmt(median(db.raw)), fmt(median(db.ctl)), fmt(median(db.ctl) / median(db.raw), 2), `${Math.ceil(N / DB_BATCH)} / ${db.batches}`]);
   } finally {
     await c.stop();
+    await d.stop();
+    fs.rmSync(d.dir, { recursive: true, force: true });
     await rx.close();
     fs.rmSync(c.dir, { recursive: true, force: true });
     fs.rmSync(rawDir, { recursive: true, force: true });

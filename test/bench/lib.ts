@@ -137,3 +137,24 @@ module.exports.plugin = {
 };
 `;
 }
+
+/** The bodies of `n` JSON RPC `update`s of `oid` (values `<tag>.<i>`, each a change) in batches of `size`: made before a clock starts. */
+export function updateBatches(oid: string, n: number, tag: string | number, key: string, size = 1000): string[] {
+  const bodies: string[] = [];
+  for (let from = 0; from < n; from += size) {
+    bodies.push(JSON.stringify(Array.from({ length: Math.min(size, n - from) }, (_, j) => ({
+      jsonrpc: '2.0', method: 'update', id: j, params: { k: key, i: oid, s: 1, v: `${tag}.${from + j + 1}` },
+    }))));
+  }
+  return bodies;
+}
+
+/** POST the batches to /jrpc one after the other (each after the answer to the one before); an error answer throws. */
+export async function postBatches(url: string, bodies: string[]): Promise<void> {
+  for (const body of bodies) {
+    const r = await fetch(`${url}/jrpc`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
+    const out = await r.json() as { error?: unknown }[];
+    const failed = Array.isArray(out) ? out.find((x) => x.error) : out;
+    if (failed) throw new Error(`update batch: ${JSON.stringify(failed)}`);
+  }
+}

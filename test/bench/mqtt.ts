@@ -5,7 +5,7 @@ import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import mqtt from 'mqtt';
 import { startBroker, type Broker } from '../helpers/broker';
 import { startController, Keys } from '../helpers/controller';
-import { table, fmt, benchUpdatePlugin } from './lib';
+import { table, fmt, benchUpdatePlugin, updateBatches, postBatches } from './lib';
 
 /**
  * MQTT notifier throughput: state events per second from the items service's
@@ -23,6 +23,12 @@ import { table, fmt, benchUpdatePlugin } from './lib';
  * CPU per event on the publisher alone. The raw loop's client logs nothing, as
  * the notifier's (mqtt.js's `log` option). Targets: QoS 0 ≥ 0.9, QoS 1 ≥ 0.8
  * of the raw loop.
+ *
+ * The updates come from a plugin calling the items service (nothing waits
+ * for them), and, at QoS 0, from outside as well: JSON RPC batches of 1 000
+ * `update` calls one after the other, on this controller at the defaults
+ * (db_update instant: each batch answered once its changes are on disk)
+ * and on a second one under db_update manual.
  */
 const N = Number(process.env.BENCH_MQTT_N ?? 30_000);
 const SUBSCRIBER_TIMEOUT_MS = 120_000;
@@ -136,10 +142,18 @@ async function main(): Promise<void> {
       },
     });
     cleanups.push(() => c.stop(), () => fs.rmSync(c.dir, { recursive: true, force: true }));
+    const m = await startController(undefined, {
+      ini: { server: { db_update: 'manual' } },
+      files: { 'runtime/uc_notify.d/q0.json': notifier(0) },
+    });
+    cleanups.push(() => m.stop(), () => fs.rmSync(m.dir, { recursive: true, force: true }));
     const k = Keys.master;
     await c.client.ok('create', { k, i: 'lvar:bench/v' });
+    await m.client.ok('create', { k, i: 'lvar:bench/v' });
+    await m.client.ok('disable_notifier', { k, i: 'q0' });
     const rows: (string | number)[][] = [];
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+    const db = process.env.BENCH_DB ?? 'instant (default)';
     for (const qos of [0, 1] as const) {
       // one notifier at a time, so each run has the controller to itself
       await c.client.ok('enable_notifier', { k, i: `q${qos}` });
@@ -149,6 +163,8 @@ async function main(): Promise<void> {
       const rawUs: number[] = [];
       const ctlUs: number[] = [];
       let delivered = 0;
+      // QoS 0: the updates by JSON RPC batches, at the defaults (c) and under manual (m)
+      const byApi = { instant: { rate: [] as number[], us: [] as number[], delivered: N }, manual: { rate: [] as number[], us: [] as number[], delivered: N } };
       // raw loop and notifier alternate; round 0 warms both up
       for (let round = 0; round <= ROUNDS; round++) {
         process.stderr.write(`… QoS ${qos}, round ${round}\n`);
@@ -156,6 +172,19 @@ async function main(): Promise<void> {
         const n = await measure(broker.port, `ctl${qos}/lvar/+/+/value`, qos, async () => {
           await c.client.ok('bench_update', { k, n: N });
         });
+        if (qos === 0) {
+          for (const [name, ctlr] of [['instant', c], ['manual', m]] as const) {
+            if (ctlr === m) { await c.client.ok('disable_notifier', { k, i: 'q0' }); await m.client.ok('enable_notifier', { k, i: 'q0' }); }
+            const bodies = updateBatches('lvar:bench/v', N, `${name}${round}`, k);
+            const x = await measure(broker.port, `ctl${qos}/lvar/+/+/value`, qos, () => postBatches(ctlr.url, bodies));
+            if (ctlr === m) { await m.client.ok('disable_notifier', { k, i: 'q0' }); await c.client.ok('enable_notifier', { k, i: 'q0' }); }
+            if (round === 0) continue;
+            process.stderr.write(`   JSON RPC batches, ${name}: ${x.rate.toFixed(0)}/s ${x.us.toFixed(1)} µs/event\n`);
+            byApi[name].rate.push(x.rate);
+            byApi[name].us.push(x.us);
+            byApi[name].delivered = Math.min(byApi[name].delivered, x.count);
+          }
+        }
         if (round === 0) continue;
         process.stderr.write(`   raw ${r.rate.toFixed(0)}/s ${r.us.toFixed(1)} µs/event; notifier ${n.rate.toFixed(0)}/s ${n.us.toFixed(1)} µs/event\n`);
         raw.push(r.rate);
@@ -164,10 +193,16 @@ async function main(): Promise<void> {
         ctlUs.push(n.us);
         delivered = Math.min(delivered || n.count, n.count);
       }
-      rows.push([qos, fmt(median(raw)), fmt(median(ctl)), fmt(median(ctl) / median(raw), 2), fmt(median(rawUs), 1), fmt(median(ctlUs), 1), `${delivered}/${N}`]);
+      rows.push([qos, `service (plugin), ${db}`, fmt(median(raw)), fmt(median(ctl)), fmt(median(ctl) / median(raw), 2), fmt(median(rawUs), 1), fmt(median(ctlUs), 1), `${delivered}/${N}`]);
+      if (qos === 0) {
+        for (const name of ['instant', 'manual'] as const) {
+          const x = byApi[name];
+          rows.push([qos, `JSON RPC batches of 1 000, ${name === 'instant' ? 'instant (default)' : 'manual'}`, fmt(median(raw)), fmt(median(x.rate)), fmt(median(x.rate) / median(raw), 2), fmt(median(rawUs), 1), fmt(median(x.us), 1), `${x.delivered}/${N}`]);
+        }
+      }
     }
     console.log(`state events through mosquitto, ${N} per run (2 messages each: status, value)\n`);
-    console.log(table(['QoS', 'raw mqtt.js loop, events/s', 'notifier, events/s', 'ratio', 'raw loop CPU µs/event', 'controller CPU µs/event', 'delivered'], rows));
+    console.log(table(['QoS', 'updates by, db_update', 'raw mqtt.js loop, events/s', 'notifier, events/s', 'ratio', 'raw loop CPU µs/event', 'controller CPU µs/event', 'delivered'], rows));
     console.log(`\n${ROUNDS} alternating rounds after a warm-up, medians; targets: QoS 0 ≥ 0.9, QoS 1 ≥ 0.8; load average ${os.loadavg()[0].toFixed(1)}`);
   } finally {
     for (const fn of cleanups.reverse()) await fn();

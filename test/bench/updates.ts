@@ -27,11 +27,18 @@ import { makeDir, Keys, MAIN } from '../helpers/controller';
  * per call (user + system from /proc/<pid>/stat over the round, delivery
  * included).
  *
- *   node dist/test/bench/updates.js
+ * Then part 2 (below, `batches`): `update` in JSON RPC batches under
+ * manual and instant.
+ *
+ *   node dist/test/bench/updates.js           (BENCH_UPDATES=batches: part 2 only)
  */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const OID = 'sensor:bench/s0';
+/** `batches` runs only the second part (the JSON RPC batches) */
+const ONLY = process.env.BENCH_UPDATES ?? '';
+const BATCHES = 10;
+const BATCH = 1000;
 
 /** A json receiver: answers OK, counts the state events it got. */
 async function receiver() {
@@ -90,8 +97,67 @@ request = function()
   return wrk.format("POST", nil, nil, '{"jsonrpc":"2.0","method":"update","params":{"k":"${Keys.master}","i":"${OID}","s":1,"v":"' .. n .. '"},"id":1}')
 end`;
 
+/**
+ * Part 2: `update` in JSON RPC batches, what a gateway or a script sending
+ * readings in bulk does: BATCHES batches of BATCH calls, one after the other,
+ * each call a new value of one of 10 sensors; updates/s from the first call
+ * to the last answer (every answer of an instant controller comes after its
+ * change is on disk).
+ */
+function batchBodies(round: number): string[] {
+  return Array.from({ length: BATCHES }, (_, b) => JSON.stringify(Array.from({ length: BATCH }, (_, i) => ({
+    jsonrpc: '2.0', method: 'update', id: i,
+    params: { k: Keys.master, i: `sensor:bench/s${i % 10}`, s: 1, v: `${round}.${b}.${i}` },
+  }))));
+}
+
+async function batchRate(url: string, round: number): Promise<number> {
+  const bodies = batchBodies(round); // made before the clock starts
+  const start = performance.now();
+  for (const body of bodies) {
+    const r = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
+    const out = await r.json() as { error?: { message: string } }[];
+    const failed = Array.isArray(out) ? out.find((x) => x.error) : out;
+    if (failed) throw new Error(`batch: ${JSON.stringify(failed)}`);
+  }
+  return (BATCHES * BATCH) / ((performance.now() - start) / 1000);
+}
+
+async function batches(uri: string) {
+  const setups: Setup[] = [
+    { name: 'manual', notifiers: 1, subscribed: 1, items: 10, db: 'manual' },
+    { name: 'instant (default)', notifiers: 1, subscribed: 1, items: 10, db: 'instant' },
+  ];
+  const ctls: Awaited<ReturnType<typeof controller>>[] = [];
+  const rates = setups.map(() => [] as number[]);
+  try {
+    for (const s of setups) ctls.push(await controller(s, uri));
+    // alternating, round 0 warms up
+    for (let round = 0; round <= ROUNDS; round++) {
+      for (const [i, c] of ctls.entries()) {
+        const rate = await batchRate(c.url, round);
+        await new Promise((r) => setTimeout(r, 300)); // the events of the last batch reach the receiver
+        if (round > 0) rates[i].push(rate);
+      }
+    }
+  } finally {
+    for (const c of ctls) {
+      await stopChild(c.proc);
+      fs.rmSync(c.dir, { recursive: true, force: true });
+    }
+  }
+  const med = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
+  const manual = med(rates[0]);
+  console.log(`\n\`update\` in JSON RPC batches: ${BATCHES} batches of ${BATCH} calls one after the other, 1 json notifier subscribed, 10 items; ${ROUNDS} alternating rounds, medians (all rounds: ${rates.map((r) => r.map((x) => fmt(x)).join(' ')).join(' | ')}); load average ${os.loadavg()[0].toFixed(1)}\n`);
+  console.log(table(['db_update', 'updates/s', '÷ manual'], setups.map((s, i) => [s.name, fmt(med(rates[i])), fmt(med(rates[i]) / manual, 2)])));
+}
+
 async function main() {
   const rx = await receiver();
+  if (ONLY === 'batches') {
+    try { await batches(rx.uri); } finally { await rx.close(); }
+    return;
+  }
   const setups: Setup[] = [
     { name: '1 notifier subscribed, 10 items (base)', notifiers: 1, subscribed: 1, items: 10, db: 'manual' },
     { name: '50 notifiers subscribed, 10 items', notifiers: 50, subscribed: 50, items: 10, db: 'manual' },
@@ -130,10 +196,10 @@ async function main() {
       await stopChild(c.proc);
       fs.rmSync(c.dir, { recursive: true, force: true });
     }
-    await rx.close();
   }
   console.log(`\n\`update\` cost by notifiers and items, JSON RPC, wrk (1 thread, 32 connections), ${ROUNDS} alternating rounds of ${SECONDS} s, medians; load average ${os.loadavg()[0].toFixed(1)}\n`);
   console.log(table(['controller', 'req/s', 'CPU µs/update (delivery included)', 'cost ÷ base', 'events delivered per update'], rows));
+  try { await batches(rx.uri); } finally { await rx.close(); }
 }
 
 main().catch((err) => { console.error(err); process.exit(1); });

@@ -3,6 +3,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { makeDir, startController, spawnController, Keys, type Client } from '../helpers/controller';
+import { readItemsState } from '../helpers/items-file';
+import { Dispatcher } from '../../core/dispatch';
+import type { ApiError } from '../../core/errors';
 
 const k = Keys.master;
 
@@ -127,4 +130,46 @@ skipIfNotRoot('on a full disk, an update under db_update instant answers an erro
   t.is((await ctl.client.ok('state', { k, i: 'sensor:g/a' })).value, long, 'the next write carried the failed change');
   t.is((await ctl.client.ok('state', { k, i: 'sensor:g/b' })).value, 'later');
   await ctl.stop();
+});
+
+skipIfNotRoot('on a full disk, a failed items journal write answers error 10 to exactly its own callers, alone or in a batch; the writes after carry its changes', async (t) => {
+  // one state per write, so that each caller has a write of its own
+  const base = makeDir(t, { ini: { server: { db_update: 'instant', items_write_max: 1 } } });
+  const dir = path.join(base, 'mnt');
+  mountSmall(t, dir, '1m');
+  fs.cpSync(path.join(base, 'etc'), path.join(dir, 'etc'), { recursive: true });
+  const ctl = await startController(t, { dir });
+  const c = ctl.client;
+  await c.ok('create', { k, i: 'sensor:g/a' });
+  await c.ok('create', { k, i: 'sensor:g/b' });
+  const d = ctl.ctl.get(Dispatcher);
+  const meta = { ip: '127.0.0.1', transport: 'test', headers: {} };
+  const settled = (p: unknown) => (p as Promise<unknown>).then(() => 'ok', (err: ApiError) => err.code);
+
+  const filler = fill(dir);
+  // longer than a page: it cannot be written; a short state still fits in the journal's last page
+  const long = 'while full '.repeat(1000);
+  const a = settled(d.call('update', { k, i: 'sensor:g/a', v: long }, meta));
+  for (let n = 0; n < 10; n++) await Promise.resolve(); // a's write is under way: b waits for the next one
+  const b = settled(d.call('update', { k, i: 'sensor:g/b', v: 'short' }, meta));
+  t.deepEqual([await a, await b], [10, 'ok'], 'the failed write told its own caller only');
+  t.is(readItemsState(path.join(dir, 'runtime', 'uc_items.json')).items['sensor:g/b'].value, 'short');
+
+  // a batch: each update is answered by the write that carried it
+  const r = await fetch(`${ctl.url}/jrpc`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify([
+    { jsonrpc: '2.0', method: 'update', params: { k, i: 'sensor:g/a', v: `${long}2` }, id: 1 },
+    { jsonrpc: '2.0', method: 'update', params: { k, i: 'sensor:g/b', v: 'short2' }, id: 2 },
+  ]) });
+  const out = await r.json() as { id: number; result?: unknown; error?: { code: number; message: string } }[];
+  t.deepEqual(out.map((x) => x.id), [1, 2]);
+  t.is(out[0].error?.code, 10, JSON.stringify(out[0]));
+  t.regex(out[0].error!.message, /the change is made but .*uc_items\.json could not be written .*ENOSPC/);
+  t.deepEqual(out[1].result, { ok: true });
+  t.is((await c.ok('state', { k, i: 'sensor:g/a' })).value, `${long}2`, 'the change is made');
+
+  fs.rmSync(filler);
+  await c.ok('update', { k, i: 'sensor:g/b', v: 'later' });
+  const disk = readItemsState(path.join(dir, 'runtime', 'uc_items.json')).items;
+  t.is(disk['sensor:g/a'].value, `${long}2`, 'the write after carried the failed change');
+  t.is(disk['sensor:g/b'].value, 'later');
 });

@@ -1,5 +1,6 @@
 import test from 'ava';
 import { encode, decode } from '@msgpack/msgpack';
+import { bigPlugin } from '../helpers/big-plugin';
 import { startController } from '../helpers/controller';
 import { FunctionRegistry } from '../../core/functions';
 import { Dispatcher } from '../../core/dispatch';
@@ -11,16 +12,7 @@ import { Dispatcher } from '../../core/dispatch';
  * encoded once.
  */
 
-/** A drop-in: `big` answers a string of n characters (no key needed) and counts its calls; `calls` tells the count. */
-const BIG_PLUGIN = `
-module.exports.plugin = { name: 'big', kind: 'sysapi', version: '1.0.0',
-  start(ctx) {
-    let calls = 0;
-    ctx.register({ name: 'big', permission: 'none', description: 'n characters',
-      params: { n: { type: 'integer', required: true, description: 'length' } },
-      handler: (p) => { calls++; return 'x'.repeat(p.n); } });
-    ctx.register({ name: 'calls', permission: 'none', description: 'calls of big', params: {}, handler: () => ({ calls }) });
-  } };`;
+const BIG_PLUGIN = bigPlugin(false);
 
 const MAX = 10_000;
 const start = (t: any) => startController(t, { files: { 'plugins/big.js': BIG_PLUGIN }, ini: { webapi: { max_answer_size: MAX } } });

@@ -1,5 +1,6 @@
 import net from 'node:net';
 import test from 'ava';
+import { bigPlugin } from '../helpers/big-plugin';
 import { startController } from '../helpers/controller';
 
 /**
@@ -8,15 +9,7 @@ import { startController } from '../helpers/controller';
  * the client reads; past max_waiting waiting requests the connection ends.
  */
 
-const BIG_PLUGIN = `
-module.exports.plugin = { name: 'big', kind: 'sysapi', version: '1.0.0',
-  start(ctx) {
-    let calls = 0;
-    ctx.register({ name: 'big', permission: 'none', description: 'n characters',
-      params: { n: { type: 'integer', required: true, description: 'length' } },
-      handler: (p) => { calls++; return 'x'.repeat(p.n) + calls; } });
-    ctx.register({ name: 'calls', permission: 'none', description: 'calls of big', params: {}, handler: () => ({ calls }) });
-  } };`;
+const BIG_PLUGIN = bigPlugin(true);
 
 const ANSWER = 1_000_000;
 const PIPELINED = 100;

@@ -58,7 +58,7 @@ needs('sqlite3', 'python3')('rows reach the file with the 3.3 schema; sqlite3 an
   t.deepEqual(await python(file, 'SELECT oid, status, value FROM state_history ORDER BY t'), [
     ['sensor:env/temp', 1, '21.5'], ['unit:hall/lamp', 0, null],
   ]);
-  // decisions.md: primary key (space, t, oid), indexes on (space, t, oid) and (space, oid)
+  // plugins/notifiers/README.md: primary key (space, t, oid), indexes on (space, t, oid) and (space, oid)
   const pk = await sqlite3(file, "SELECT name FROM pragma_table_info('state_history') WHERE pk > 0 ORDER BY pk");
   t.deepEqual(pk, ['space', 't', 'oid']);
   const idx = await sqlite3(file, "SELECT il.name, group_concat(ii.name) FROM pragma_index_list('state_history') il, pragma_index_info(il.name) ii WHERE il.origin = 'c' GROUP BY il.name ORDER BY il.name");

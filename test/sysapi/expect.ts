@@ -1,7 +1,7 @@
 import type { ExecutionContext } from 'ava';
 import type { Client } from '../helpers/controller';
 
-/** The (JSON RPC code, HTTP status) pairs of decisions.md's error table. */
+/** The (JSON RPC code, HTTP status) pairs of the errors of core/README.md (Using the API) and core/errors.ts. */
 export const Err = {
   notFound: { code: 1, status: 404 },
   denied: { code: 2, status: 403 },

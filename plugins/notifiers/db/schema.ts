@@ -1,5 +1,5 @@
 /**
- * The state history table (decisions.md "Notifiers"): the layout EVA ICS 3.3
+ * The state history table (plugins/notifiers/README.md): the layout EVA ICS 3.3
  * history databases have, so existing readers and files keep working.
  */
 export const HistorySchema = [

@@ -1,3 +1,4 @@
+import { RepeatLog } from '../../../core/log-repeat';
 import crypto from 'node:crypto';
 import type { Subject } from '../api';
 import { invalidParams } from '../../../core/errors';
@@ -45,15 +46,19 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
   /** the catch-up under way: new publications wait for it, so an old value never lands after a new one */
   private catching: Promise<void> = Promise.resolve();
 
+  /** updates, controls and log records refused from the broker: logged once, then counted per interval */
+  private readonly refused: RepeatLog;
+
   constructor(readonly s: MqttSettings, private readonly ctx: PluginContext, private readonly log: ModuleLogger) {
     this.self = { system: ctx.config.server.name, product: ctx.paths.product };
     // unique per run: two controllers (or a restarted one) never take each other's session
     const clientId = `${this.self.product}-${this.self.system}-${s.id}-${crypto.randomBytes(4).toString('hex')}`.slice(0, 64);
     this.conn = new Connection(s, log, clientId);
     this.topics = new StateTopics(s.prefix, MqttDefaults.state_topics_max);
-    this.link = new ItemLink(this.conn, s, () => this.items(), this.echo, log);
+    this.refused = new RepeatLog(log, () => ctx.config.server.log_repeat_interval);
+    this.link = new ItemLink(this.conn, s, () => this.items(), this.echo, log, this.refused);
     if (s.collectLogs) {
-      if (this.self.product === 'sfa') this.logs = new LogCollector(this.conn, s, ctx.logger, this.self, log);
+      if (this.self.product === 'sfa') this.logs = new LogCollector(this.conn, s, ctx.logger, this.self, this.refused);
       else log.warning(`mqtt ${s.id}: collect_logs works on an sfa controller only, ignored on ${this.self.product}`);
     }
     if (s.apiEnabled) this.api = new MqttApi(this.conn, s, ctx, ctx.keys, this.self, log);
@@ -120,6 +125,7 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
     }
     // the connection first: dropping the routes then sends no unsubscribe for each
     await this.conn.stop();
+    this.refused.flush();
     this.link.stop();
     this.api?.stop();
     this.logs?.stop();

@@ -1,4 +1,5 @@
-import type { Logger, LogRecord, ModuleLogger } from '../../../core/log';
+import type { Logger, LogRecord } from '../../../core/log';
+import type { RepeatLog } from '../../../core/log-repeat';
 import type { Connection } from './connection';
 import type { MqttSettings } from './settings';
 import { Topics } from './topics';
@@ -29,7 +30,8 @@ export class LogCollector {
     private readonly s: MqttSettings,
     private readonly logger: Logger,
     private readonly self: { system: string; product: string },
-    private readonly log: ModuleLogger,
+    /** records refused: whoever can publish to the broker must not grow the log */
+    private readonly refused: RepeatLog,
   ) {}
 
   start(): void {
@@ -44,7 +46,7 @@ export class LogCollector {
     const text = payload.toString('utf8');
     const rec = readRecord(text);
     if (!rec) {
-      this.log.warning(`mqtt ${this.s.id}: log message ${shown(text)} dropped: not a log record`);
+      this.refused.note(`mqtt ${this.s.id}: log messages dropped (not a log record)`, '', `mqtt ${this.s.id}: log message ${shown(text)} dropped: not a log record`);
       return;
     }
     if (rec.h === this.self.system && rec.p === this.self.product) return;

@@ -1,3 +1,4 @@
+import type { RepeatLog } from '../../../core/log-repeat';
 import type { ModuleLogger } from '../../../core/log';
 import { describe } from '../../../core/log';
 import type { ItemsService } from '../../items/api';
@@ -40,15 +41,28 @@ function textControl(body: string): Control | string {
   return control(words[0], words[1] === 'none' || words[1] === 'None' ? undefined : words[1], words[2]);
 }
 
-function jsonControl(body: string): Control | string {
+/**
+ * A reason without the input it quotes (`status "on" is not an integer` ->
+ * `status … is not an integer`): one kind of refusal, logged once then
+ * counted, whatever the sender puts in the quotes.
+ */
+export const reasonKind = (reason: string): string => reason.replace(/"(?:[^"\\]|\\.)*"/g, '…').slice(0, 100);
+
+/** A payload that must be one JSON object: the object, or what is wrong with it. */
+function jsonObject(body: string): Record<string, unknown> | string {
   let o: unknown;
   try {
     o = JSON.parse(body);
   } catch {
     return 'not valid JSON';
   }
-  if (!o || typeof o !== 'object' || Array.isArray(o)) return 'not a JSON object';
-  const { status, value, priority, ...rest } = o as Record<string, unknown>;
+  return !o || typeof o !== 'object' || Array.isArray(o) ? 'not a JSON object' : o as Record<string, unknown>;
+}
+
+function jsonControl(body: string): Control | string {
+  const o = jsonObject(body);
+  if (typeof o === 'string') return o;
+  const { status, value, priority, ...rest } = o;
   const extra = Object.keys(rest);
   if (extra.length) return `unknown field ${extra[0]}`;
   const word = (v: unknown) => (typeof v === 'string' || typeof v === 'number' ? String(v) : v === null || v === undefined ? undefined : null);
@@ -90,14 +104,9 @@ const markOf = (e: { status: number; value?: string | null; t: number }): Mark =
  */
 export function parseState(body: string): { status?: number; value?: string | null; t?: number } | string | undefined {
   if (!body.trim()) return undefined;
-  let o: unknown;
-  try {
-    o = JSON.parse(body);
-  } catch {
-    return 'not valid JSON';
-  }
-  if (!o || typeof o !== 'object' || Array.isArray(o)) return 'not a JSON object';
-  const { status, value, t } = o as Record<string, unknown>;
+  const o = jsonObject(body);
+  if (typeof o === 'string') return o;
+  const { status, value, t } = o;
   const out: { status?: number; value?: string | null; t?: number } = {};
   if (status !== undefined && status !== null) {
     if (!/^-?\d+$/.test(String(status).trim()) || (typeof status !== 'number' && typeof status !== 'string')) return `status ${JSON.stringify(status)} is not an integer`;
@@ -138,6 +147,8 @@ export class ItemLink {
     private readonly items: () => ItemsService | undefined,
     private readonly echo: EchoFilter,
     private readonly log: ModuleLogger,
+    /** messages refused from the broker: whoever can publish there must not grow the log */
+    private readonly refused: RepeatLog,
   ) {}
 
   /**
@@ -254,7 +265,7 @@ export class ItemLink {
     try {
       items.update(oid, change, this.s.id);
     } catch (err) {
-      this.log.warning(`mqtt ${this.s.id}: update of ${oid} failed: ${describe(err)}`);
+      this.refused.note(`mqtt ${this.s.id}: updates failed`, '', `mqtt ${this.s.id}: update of ${oid} failed: ${describe(err)}`);
       return;
     }
     if (this.marks.has(oid)) this.mark(items, oid);
@@ -275,7 +286,7 @@ export class ItemLink {
     let change: { status?: number; value?: string | null };
     if (field === 'status') {
       if (!/^-?\d+$/.test(text.trim())) {
-        this.log.warning(`mqtt ${this.s.id}: update of ${oid} dropped: status ${shown(text)} is not an integer`);
+        this.refused.note(`mqtt ${this.s.id}: updates dropped (a status that is not an integer)`, topic, `mqtt ${this.s.id}: update of ${oid} dropped: status ${shown(text)} is not an integer`);
         return;
       }
       change = { status: Number(text.trim()) };
@@ -297,7 +308,7 @@ export class ItemLink {
     const st = parseState(text);
     if (st === undefined) return;
     if (typeof st === 'string') {
-      this.log.warning(`mqtt ${this.s.id}: update of ${oid} dropped: ${shown(text)} on ${topic}: ${st}`);
+      this.refused.note(`mqtt ${this.s.id}: state messages dropped: ${reasonKind(st)}`, topic, `mqtt ${this.s.id}: update of ${oid} dropped: ${shown(text)} on ${topic}: ${st}`);
       return;
     }
     const { t, ...change } = st;
@@ -314,11 +325,11 @@ export class ItemLink {
     const text = payload.toString('utf8');
     const c = parseControl(text);
     if (typeof c === 'string') {
-      this.log.warning(`mqtt ${this.s.id}: control message ${shown(text)} on ${topic} dropped: ${c}`);
+      this.refused.note(`mqtt ${this.s.id}: control messages dropped: ${reasonKind(c)}`, topic, `mqtt ${this.s.id}: control message ${shown(text)} on ${topic} dropped: ${c}`);
       return;
     }
     Promise.resolve().then(() => items.action(oid, c, this.s.id)).catch((err) => {
-      this.log.warning(`mqtt ${this.s.id}: control of ${oid} (${shown(text)}) refused: ${describe(err)}`);
+      this.refused.note(`mqtt ${this.s.id}: controls refused`, topic, `mqtt ${this.s.id}: control of ${oid} (${shown(text)}) refused: ${describe(err)}`);
     });
   }
 }

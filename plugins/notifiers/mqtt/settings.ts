@@ -35,7 +35,7 @@ export const QosSubjects = ['action', 'log', 'state', 'system'] as const;
 export type QosSubject = (typeof QosSubjects)[number];
 export type QosMap = Record<QosSubject, Qos>;
 
-/** The type's own settings (decisions.md "Notifiers"); readSettings checks what a schema cannot (TLS files go together). */
+/** The type's own settings (plugins/notifiers/README.md); readSettings checks what a schema cannot (TLS files go together). */
 export const MqttSettingsSchema: SettingsSchema = {
   host: { type: 'string', required: true, description: 'broker host name or address' },
   port: { type: 'integer', default: MqttDefaults.port, min: 1, max: 65535, description: 'broker port' },

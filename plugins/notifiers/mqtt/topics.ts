@@ -41,7 +41,7 @@ export class StateTopics {
 export const Topics = {
   state: (prefix: string, type: string, fullId: string, field: string) => `${itemTopic(prefix, type, fullId)}/${field}`,
   action: (prefix: string, type: string, fullId: string) => `${itemTopic(prefix, type, fullId)}/action`,
-  /** unit control as decisions.md reads it, beside the action topic */
+  /** unit control as plugins/notifiers/README.md reads it, beside the action topic */
   control: (prefix: string, fullId: string) => `${prefix}unit/${fullId}/control`,
   /** unit control as the spec's table writes it: no type level */
   controlShort: (prefix: string, fullId: string) => `${prefix}${fullId}/control`,

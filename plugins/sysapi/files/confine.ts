@@ -10,7 +10,7 @@ import { accessDenied, ApiError, functionFailed, invalidParams, notFound } from 
  * folder, whatever has been renamed or swapped on the way since. Every
  * folder and file opened is checked after opening, by its real path
  * (readlink of /proc/self/fd/<n>), to be inside runtime/: symbolic links
- * that stay inside are followed (decisions.md "files"), one that leads out
+ * that stay inside are followed (plugins/sysapi/README.md, cmd and runtime files), one that leads out
  * is refused, and a link swapped in after the check changes nothing, since
  * everything afterwards goes through the descriptor that was checked.
  */

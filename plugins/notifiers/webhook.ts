@@ -152,13 +152,16 @@ interface KeyLookup { get(id: string): { key: string } | undefined }
 class WebhookEndpoint implements Endpoint {
   private readonly stopping = new AbortController();
 
-  constructor(private readonly spec: WebhookSpec, private readonly cfg: NotifierConfig, private readonly keys?: KeyLookup) {}
+  constructor(private readonly spec: WebhookSpec, private readonly cfg: NotifierConfig, private readonly keys?: () => KeyLookup) {}
 
   /** The config a request is made from: a notify key `$ID` is the API key with that id, now (3.3; none when unknown). */
   private current(): NotifierConfig {
     const nk = this.cfg.notify_key;
     if (typeof nk !== 'string' || !nk.startsWith('$') || !this.keys) return this.cfg;
-    return { ...this.cfg, notify_key: this.keys.get(nk.slice(1))?.key };
+    let key: string | undefined;
+    // the command line has no key store: there `$ID` names no key
+    try { key = this.keys().get(nk.slice(1))?.key; } catch { key = undefined; }
+    return { ...this.cfg, notify_key: key };
   }
 
   stop(): void {
@@ -214,6 +217,6 @@ export function webhookType(spec: WebhookSpec): NotifierType {
       checkUri(cfg.uri);
       spec.validate?.(cfg);
     },
-    create: (cfg, env) => new WebhookEndpoint(spec, cfg, env?.ctx.keys),
+    create: (cfg, env) => new WebhookEndpoint(spec, cfg, env && (() => env.ctx.keys)),
   };
 }

@@ -1,6 +1,6 @@
 import type { PluginContext, PluginDefinition } from '../../core/plugin';
 import type { ModuleLogger } from '../../core/log';
-import type { Subject } from '../../core/bus';
+import type { Subject as BusSubject } from '../../core/bus';
 import type { HistoryBackend } from './db/backend';
 
 import type { StateEvent, ActionEvent } from '../items/api';
@@ -17,13 +17,22 @@ import type { LogRecord } from '../../core/log';
  * for `props`, `set` and the help) without starting anything.
  */
 
-export type { Subject, StateEvent, ActionEvent, LogRecord };
+export type { StateEvent, ActionEvent, LogRecord };
+
+/**
+ * The subjects a notifier subscribes to: the bus's, and `server`, the
+ * controller's own events (EVA ICS 3.3: `restart` when it stops or on
+ * notify_restart), which the host sends itself.
+ */
+export type Subject = BusSubject | 'server';
 
 /** What each subject's events are: the objects the items and the log put on the bus. */
 export interface NotifierEvents {
   state: StateEvent;
   action: ActionEvent;
   log: LogRecord;
+  /** what the controller does: `restart` */
+  server: string;
 }
 
 /** The kinds of value a setting takes. */
@@ -190,6 +199,8 @@ export interface NotifierHost {
   setEnabled(id: string, enabled: boolean): Promise<boolean>;
   /** test_notifier: the endpoint test within the notifier's timeout; false when the id is unknown; rejects (ApiError) when it fails */
   test(id: string): Promise<boolean>;
+  /** a `server` event (`restart`) to every enabled notifier subscribed to `server` */
+  notifyServer(event: string): void;
   /** list_notifier_types: what a notifier file holds, from the declarations the files are checked by */
   settings(): NotifierFileSettings;
 }

@@ -57,6 +57,8 @@ export const plugin = definePlugin({
     ctx.metrics(() => notifierMetrics(host));
     ctx.health('notifiers', () => host.health());
     ctx.onReady(() => host.ready());
+    // before any plugin stops, so every notifier's drain delivers it (3.3's notify_restart at shutdown)
+    ctx.onStopping(() => host.notifyServer('restart'));
     ctx.onStop(() => host.stop());
   },
 });

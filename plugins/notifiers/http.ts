@@ -9,9 +9,10 @@ function queryValue(v: unknown): string | undefined {
   return String(v);
 }
 
-/** One GET query: k, s (subject), space, then the event's own fields (never overriding those). */
+/** One GET query: k, s (subject), space, then the event's own fields (never overriding those); a `server` event as `data`. */
 function query(head: Record<string, string>, event: unknown): Record<string, string> {
   const q: Record<string, string> = {};
+  if (typeof event === 'string') q.data = event;
   if (event && typeof event === 'object') {
     for (const [k, v] of Object.entries(event)) {
       const s = queryValue(v);

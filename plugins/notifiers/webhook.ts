@@ -1,4 +1,4 @@
-import type { Subject } from '../../core/bus';
+import type { Subject } from './api';
 import { describe } from '../../core/log';
 import type { DeliveryError, Endpoint, NotifierConfig, NotifierType, SettingsSchema } from './api';
 import { shownUri } from './host/config';
@@ -20,6 +20,8 @@ export interface HookRequest {
   /** body and its content type (POST) */
   body?: string;
   contentType?: string;
+  /** whether the answer means success (absent: answerIsSuccess) */
+  accepts?: (status: number, body: string) => boolean;
 }
 
 /** Requests of one send, each with the events it carries (so a failed one names its events). */
@@ -35,6 +37,10 @@ export interface WebhookSpec {
   encode(cfg: NotifierConfig, subject: Subject, events: unknown[]): HookChunk[];
   /** the test request (subject `test`) */
   encodeTest(cfg: NotifierConfig): HookRequest;
+  /** the type's own checks of its settings, normalizing them */
+  validate?(cfg: NotifierConfig): void;
+  /** CLI PROPS beyond a bare uri (absent: PROPS is the uri) */
+  parseProps?(props: string): Record<string, unknown>;
 }
 
 /** The members every frame starts with: key (when set), subject, space (when set). */
@@ -119,7 +125,7 @@ export async function sendHook(cfg: NotifierConfig, req: HookRequest, signal: Ab
     throw new Error(cause ? describe(cause) : describe(err));
   }
   if (body === undefined) throw new Error(`answer longer than ${WebhookDefaults.max_answer_bytes} bytes`);
-  if (!answerIsSuccess(r.status, body)) throw new Error(`answer HTTP ${r.status}: ${body.slice(0, 200)}`);
+  if (!(req.accepts ?? answerIsSuccess)(r.status, body)) throw new Error(`answer HTTP ${r.status}: ${body.slice(0, 200)}`);
 }
 
 function checkUri(uri: unknown): string {
@@ -134,27 +140,40 @@ function checkUri(uri: unknown): string {
 /** The settings every web hook type has. */
 const HookSettings: SettingsSchema = {
   uri: { type: 'string', required: true, description: 'the receiver, http:// or https:// (credentials in it go as basic authorization)' },
-  notify_key: { type: 'string', description: 'sent as `k` with every request' },
+  notify_key: { type: 'string', description: 'sent as `k` with every request; `$ID`: the API key with that id (as 3.3)' },
   username: { type: 'string', description: 'basic authorization user (with password; else those in uri)' },
   password: { type: 'string', secret: true, description: 'basic authorization password' },
 };
+
+/** Where a `$ID` notify key is looked up: the controller's API keys. */
+interface KeyLookup { get(id: string): { key: string } | undefined }
 
 /** One notifier's endpoint: requests one after the other, partial failures reported as DeliveryError. */
 class WebhookEndpoint implements Endpoint {
   private readonly stopping = new AbortController();
 
-  constructor(private readonly spec: WebhookSpec, private readonly cfg: NotifierConfig) {}
+  constructor(private readonly spec: WebhookSpec, private readonly cfg: NotifierConfig, private readonly keys?: () => KeyLookup) {}
+
+  /** The config a request is made from: a notify key `$ID` is the API key with that id, now (3.3; none when unknown). */
+  private current(): NotifierConfig {
+    const nk = this.cfg.notify_key;
+    if (typeof nk !== 'string' || !nk.startsWith('$') || !this.keys) return this.cfg;
+    let key: string | undefined;
+    // the command line has no key store: there `$ID` names no key
+    try { key = this.keys().get(nk.slice(1))?.key; } catch { key = undefined; }
+    return { ...this.cfg, notify_key: key };
+  }
 
   stop(): void {
     this.stopping.abort(new Error('stopped')); // a request still hanging at stop is not waited for
   }
 
   test(signal: AbortSignal): Promise<void> {
-    return sendHook(this.cfg, this.spec.encodeTest(this.cfg), AbortSignal.any([signal, this.stopping.signal]));
+    return sendHook(this.cfg, this.spec.encodeTest(this.current()), AbortSignal.any([signal, this.stopping.signal]));
   }
 
   async send(subject: Subject, events: unknown[], signal: AbortSignal): Promise<void> {
-    const chunks = this.spec.encode(this.cfg, subject, events);
+    const chunks = this.spec.encode(this.current(), subject, events);
     const remaining: unknown[] = [];
     let first: unknown;
     const either = AbortSignal.any([signal, this.stopping.signal]);
@@ -186,12 +205,18 @@ export function webhookType(spec: WebhookSpec): NotifierType {
     description: spec.description,
     settings: { ...HookSettings, ...(spec.settings ?? {}) },
     parseProps(props) {
+      if (spec.parseProps) {
+        const out = spec.parseProps(props);
+        checkUri(out.uri);
+        return out;
+      }
       return { uri: checkUri(props) };
     },
     target: (cfg) => shownUri(cfg.uri),
     validate(cfg) {
       checkUri(cfg.uri);
+      spec.validate?.(cfg);
     },
-    create: (cfg) => new WebhookEndpoint(spec, cfg),
+    create: (cfg, env) => new WebhookEndpoint(spec, cfg, env && (() => env.ctx.keys)),
   };
 }

@@ -51,6 +51,17 @@ export const plugin = definePlugin({
         return true;
       },
     });
+    // EVA ICS 3.3 (its SFA API): tell the clients a restart is coming without one
+    ctx.register({
+      name: 'notify_restart',
+      permission: 'master',
+      params: {},
+      description: 'Send the server restart event (subject server, data restart) to every notifier subscribed to server, without a restart.',
+      handler: () => {
+        host.notifyServer('restart');
+        return true;
+      },
+    });
     for (const [name, enabled] of [['enable_notifier', true], ['disable_notifier', false]] as const) {
       ctx.register({
         name,

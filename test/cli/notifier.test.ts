@@ -131,7 +131,8 @@ test('subscribe builds the subscriptions of the spec table; a new one replaces t
     [['subscribe', 'state', 'n', '-I', 'x', '-a', '#'], /-a is for action/],
     [['subscribe', 'log', 'n', '-l', 'loud'], /bad log level/],
     [['subscribe', 'log', 'n', '-g', '#'], /-g is for state and action/],
-    [['subscribe', 'things', 'n', '-I', 'x'], /subject must be state, action or log/],
+    [['subscribe', 'things', 'n', '-I', 'x'], /subject must be state, action, log or server/],
+    [['subscribe', 'server', 'n', '-l', '20'], /-l is not for server subscriptions/],
     [['subscribe', 'state', 'missing', '-I', 'x'], /notifier missing not found/],
   ];
   for (const [args, message] of bad) {
@@ -143,6 +144,23 @@ test('subscribe builds the subscriptions of the spec table; a new one replaces t
   t.deepEqual(notifierFile(dir, 'n').events.map((e: any) => e.subject), ['action', 'state']);
   await ok(t, ['--dir', dir, 'unsubscribe', 'n']);
   t.deepEqual(notifierFile(dir, 'n').events, []);
+});
+
+test('3.3\'s forms: json PROPS with the notify key in the user part and the method in the fragment; a server subscription', async (t) => {
+  const dir = makeDir(t);
+  await ok(t, ['--dir', dir, 'create', '-s', 'plant1', 'rpc', 'json:http://KEY1@127.0.0.1:8080/hook#jsonrpc']);
+  t.like(notifierFile(dir, 'rpc'), { type: 'json', uri: 'http://127.0.0.1:8080/hook', notify_key: 'KEY1', method: 'jsonrpc', space: 'plant1' });
+  await ok(t, ['--dir', dir, 'create', 'lst', 'json:https://h.example/x#list']);
+  t.like(notifierFile(dir, 'lst'), { uri: 'https://h.example/x', method: 'list' });
+  t.false('notify_key' in notifierFile(dir, 'lst'));
+  const r = await cli(['--dir', dir, 'create', 'bad', 'json:http://h/x#soap']);
+  t.is(r.code, 1);
+  t.regex(r.err, /jsonrpc or list/);
+  await ok(t, ['--dir', dir, 'subscribe', 'server', 'rpc']);
+  t.deepEqual(notifierFile(dir, 'rpc').events, [{ subject: 'server' }]);
+  t.false((await ok(t, ['--dir', dir, 'list'])).includes('KEY1'), 'the key is not shown');
+  await ok(t, ['--dir', dir, 'unsubscribe', 'server', 'rpc']);
+  t.deepEqual(notifierFile(dir, 'rpc').events, []);
 });
 
 test('set changes a property with its type, unsets with no value, refuses unknown or bad ones', async (t) => {

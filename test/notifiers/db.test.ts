@@ -17,7 +17,10 @@ test('db props: file and keep, URIs and bad keep refused', (t) => {
   t.throws(() => parseDbProps('history.db:-5'), { message: /keep/ });
   t.throws(() => parseDbProps('history.db:1.5'), { message: /keep/ });
   t.throws(() => parseDbProps('history.db:0'), { message: /keep/ });
-  t.throws(() => parseDbProps('sqlite:///x.db'), { message: /only an SQLite file/ });
+  // 3.3's forms: SQLAlchemy's sqlite:/// prefix is optional (four slashes: an absolute path); other engines are not here
+  t.deepEqual(parseDbProps('sqlite:///runtime/db/history1.db'), { db: 'runtime/db/history1.db' });
+  t.deepEqual(parseDbProps('sqlite:////srv/eva/runtime/h.db'), { db: '/srv/eva/runtime/h.db' });
+  t.throws(() => parseDbProps('mysql+pymysql://u:p@h/db'), { message: /only an SQLite file/ });
 });
 
 test('db file: relative to runtime/, or to the controller folder as 3.3 wrote it, never outside the controller folder', (t) => {

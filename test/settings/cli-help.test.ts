@@ -10,7 +10,7 @@ test('the notifier command line help lists the common settings and each loaded t
   t.is(r.code, 0, r.err);
   const lines = r.out.split('\n');
   for (const [name, s] of Object.entries(CommonSettings)) t.true(lines.includes(`  ${describeSetting(name, s)}`), name);
-  t.true(lines.includes('  events: subscriptions: a list of {subject: state|action|log, ...} (the command line\'s subscribe)'));
+  t.true(lines.includes('  events: subscriptions: a list of {subject: state|action|log|server, ...} (the command line\'s subscribe)'));
   t.regex(r.out, /^ {4}uri \(string, required\): the receiver/m);
   t.regex(r.out, /^ {4}max_rows \(integer, default 1000000, at least 1\): most rows kept$/m);
 });

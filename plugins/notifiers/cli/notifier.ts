@@ -3,7 +3,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { Paths } from '../../../core/paths';
 import { Products, type Product } from '../../../core/defaults';
 import { describe } from '../../../core/log';
-import type { Subscription } from '../api';
+import type { Subject, Subscription } from '../api';
 import { normalizeSubscription, withoutSecrets } from '../host/config';
 import { DefaultLogLevel } from '../host/filter';
 import { loadTypes, type TypeCatalogue } from './notifier-types';
@@ -14,7 +14,7 @@ import { parseProps, targetOf, typeHelp } from '../host/settings';
 import { PackageVersion } from '../../../core/version';
 import { checkIniFiles, configErrorText } from '../../../core/settings/check';
 import { CONFIG_EXIT_CODE, ConfigError, describeSetting } from '../../../core/settings/schema';
-import { CommonSettings, FileFields } from '../host/defaults';
+import { CommonSettings, FileFields, NotifierSubjects } from '../host/defaults';
 
 /**
  * The notifier command line (uc-notifier, lm-notifier, sfa-notifier): edits
@@ -40,6 +40,8 @@ export interface Io { out(text: string): void; err(text: string): void }
 
 interface Globals { dir: string; product: Product }
 
+const SubjectWords = 'state, action, log or server';
+
 /** Align columns of text rows. */
 function table(rows: string[][]): string {
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
@@ -52,9 +54,14 @@ function splitComma(v: string): string[] {
 
 /** The subscription `subscribe` builds from its options; throws CliError when they do not fit the subject. */
 export function subscriptionOf(subject: string, o: { level?: string; types?: string; groups?: string; items?: string; statuses?: string }): Subscription {
-  if (!['state', 'action', 'log'].includes(subject)) throw new CliError(`subject must be state, action or log, not ${subject}`);
+  if (!NotifierSubjects.includes(subject as Subject)) throw new CliError(`subject must be ${SubjectWords}, not ${subject}`);
   const raw: Record<string, unknown> = { subject };
-  if (subject === 'log') {
+  if (subject === 'server') {
+    // the controller's own events (restart): nothing to select
+    for (const [flag, v] of [['-l', o.level], ['-v', o.types], ['-g', o.groups], ['-I', o.items], ['-a', o.statuses]] as const) {
+      if (v !== undefined) throw new CliError(`${flag} is not for server subscriptions`);
+    }
+  } else if (subject === 'log') {
     for (const [flag, v] of [['-v', o.types], ['-g', o.groups], ['-I', o.items], ['-a', o.statuses]] as const) {
       if (v !== undefined) throw new CliError(`${flag} is for state and action subscriptions, not log`);
     }
@@ -224,8 +231,8 @@ function program(io: Io, defaultProduct: Product, catalogue: TypeCatalogue): Com
     });
 
   cmd.command('subscribe')
-    .description('Subscribe a notifier to a subject (state, action, log); replaces its subscription to that subject')
-    .argument('<subject>', 'state, action or log')
+    .description('Subscribe a notifier to a subject (state, action, log, server: the controller\'s restart); replaces its subscription to that subject')
+    .argument('<subject>', SubjectWords)
     .argument('<id>', 'notifier id')
     .option('-l, --level <level>', 'log: lowest level (10, 20, 30, 40, 50 or a name; default 20)')
     .option('-v, --types <types>', 'state/action: item types, comma separated, or #')
@@ -241,11 +248,11 @@ function program(io: Io, defaultProduct: Product, catalogue: TypeCatalogue): Com
 
   cmd.command('unsubscribe')
     .description('Remove the subscription to a subject, or every subscription when no subject is given')
-    .argument('<subject-or-id>', 'subject (state, action, log), or the notifier id')
+    .argument('<subject-or-id>', `subject (${SubjectWords}), or the notifier id`)
     .argument('[id]', 'notifier id, when a subject is given')
     .action((first: string, second: string | undefined) => {
       const [subject, id] = second === undefined ? [undefined, first] : [first, second];
-      if (subject !== undefined && !['state', 'action', 'log'].includes(subject)) throw new CliError(`subject must be state, action or log, not ${subject}`);
+      if (subject !== undefined && !NotifierSubjects.includes(subject as Subject)) throw new CliError(`subject must be ${SubjectWords}, not ${subject}`);
       return edit(id, (raw) => {
         const events = Array.isArray(raw.events) ? (raw.events as Record<string, unknown>[]) : [];
         raw.events = subject === undefined ? [] : events.filter((e) => e?.subject !== subject);

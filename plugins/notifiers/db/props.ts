@@ -9,7 +9,8 @@ import path from 'node:path';
 
 /** `db:<file>[:keep]` without the `db:` prefix -> fields; throws a readable message when malformed. */
 export function parseDbProps(props: string): { db: string; keep?: number } {
-  const text = props.trim();
+  // 3.3 took an SQLite file with or without SQLAlchemy's sqlite:/// prefix (sqlite:////abs for an absolute one)
+  const text = props.trim().replace(/^sqlite:\/\/\//i, '');
   if (!text) throw new Error('db notifier props: expected <file>[:keep], got nothing');
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text) && !/^postgres(ql)?:\/\//i.test(text)) {
     throw new Error('db notifier props: only an SQLite file in the runtime folder or a postgresql:// URI is supported');

@@ -1,11 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseLevel } from '../../../core/log';
-import { Subjects, type Subject } from '../../../core/bus';
 import { describe } from '../../../core/log';
 import { parseValue, suggest, type Finding } from '../../../core/settings/schema';
-import type { NotifierConfig, NotifierType, Subscription } from '../api';
-import { CommonSettings, DeliveryDefaults, Eva33NotifierFields, FileFields, type DeliveryOptions } from './defaults';
+import type { NotifierConfig, NotifierType, Subject, Subscription } from '../api';
+import { CommonSettings, DeliveryDefaults, Eva33NotifierFields, FileFields, NotifierSubjects, type DeliveryOptions } from './defaults';
 import { checkSettings } from './settings';
 
 /** A notifier id is also a file name: keep it to safe characters. */
@@ -26,8 +25,9 @@ export function normalizeSubscription(raw: unknown): Subscription {
   if (!raw || typeof raw !== 'object') throw new Error('a subscription must be an object');
   const r = raw as Record<string, unknown>;
   const subject = r.subject as Subject;
-  if (!Subjects.includes(subject)) throw new Error(`unknown subscription subject: ${String(r.subject)}`);
+  if (!NotifierSubjects.includes(subject)) throw new Error(`unknown subscription subject: ${String(r.subject)}`);
   const sub: Subscription = { subject };
+  if (subject === 'server') return sub; // the controller's own events: nothing to select
   if (subject === 'log') {
     if (r.level !== undefined && r.level !== null) {
       const level = parseLevel(r.level);

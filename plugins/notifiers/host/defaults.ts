@@ -1,3 +1,5 @@
+import { Subjects } from '../../../core/bus';
+import type { Subject } from '../api';
 import { bool, bound, defaults, int, seconds, text, type Values } from '../../../core/settings/schema';
 
 /**
@@ -32,6 +34,7 @@ export const CommonSettings = {
   space: text('', 'notification space: a prefix the type puts on what it sends (topic, subject); empty: none'),
   timeout: seconds(0, 'seconds a send or a test may take; 0 or absent: [server] timeout'),
   skip_test: bool(false, 'start without the endpoint test'),
+  interval: seconds(0, 'every this many seconds, send the state of every subscribed item again, changed or not (EVA ICS 3.3); 0 or absent: never; at least 0.1 s'),
   ...DeliverySettings,
 };
 
@@ -39,7 +42,7 @@ export const CommonSettings = {
 export const FileFields: Record<string, string> = {
   id: 'the notifier id: the file name without .json',
   type: 'the notifier type (one of the types below)',
-  events: 'subscriptions: a list of {subject: state|action|log, ...} (the command line\'s subscribe)',
+  events: 'subscriptions: a list of {subject: state|action|log|server, ...} (the command line\'s subscribe)',
 };
 
 /**
@@ -53,3 +56,6 @@ export const Eva33NotifierFields: readonly string[] = [
   'ping_interval', 'ca_certs', 'certfile', 'keyfile', 'retain_enabled', 'subscribe_all', 'timestamp_enabled',
   'apikey', 'mapfile', 'project', 'region', 'registry', 'token_expire',
 ];
+
+/** The subjects a notifier file may subscribe to: the bus's and `server` (api.ts Subject). */
+export const NotifierSubjects: readonly Subject[] = [...Subjects, 'server'];

@@ -1,4 +1,4 @@
-import type { Subject } from '../../../core/bus';
+import type { Subject } from '../api';
 import { describe, type ModuleLogger } from '../../../core/log';
 import type { DeliveryError, Endpoint, NotifierStats } from '../api';
 import type { DeliveryOptions } from './defaults';
@@ -63,6 +63,11 @@ export class Delivery {
   /** The type's own batch size (NotifierType.maxBatch), used when no config names one. */
   setMaxBatch(size: number): void {
     this.opts.max_batch = Math.max(1, size);
+  }
+
+  /** most events the queue holds */
+  get queueBound(): number {
+    return this.opts.queue_size;
   }
 
   /** seconds a stop may take, drain and endpoint stop together */

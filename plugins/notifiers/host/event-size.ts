@@ -1,4 +1,4 @@
-import type { Subject } from '../../../core/bus';
+import type { Subject } from '../api';
 
 /**
  * What an event holds besides its variable texts: the object, its keys, the

@@ -1,5 +1,4 @@
-import type { Subject } from '../../../core/bus';
-import type { Subscription } from '../api';
+import type { Subject, Subscription } from '../api';
 
 /** A group pattern as MQTT topics have them: `#` all below, `+` one level, else equal. */
 export function groupMatches(pattern: string, group: string): boolean {
@@ -45,7 +44,9 @@ export const DefaultLogLevel = 20;
 
 /** Whether an event of `subject` falls under the subscription (spec: Notifier command-line management). */
 export function subscribed(sub: Subscription, subject: Subject, event: unknown): boolean {
-  if (sub.subject !== subject || !event || typeof event !== 'object') return false;
+  if (sub.subject !== subject) return false;
+  if (subject === 'server') return typeof event === 'string';
+  if (!event || typeof event !== 'object') return false;
   const e = event as Record<string, unknown>;
   if (subject === 'log') return typeof e.l === 'number' && e.l >= (sub.level ?? DefaultLogLevel);
   const item = itemOf(subject, e);

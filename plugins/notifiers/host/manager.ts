@@ -1,5 +1,5 @@
 import type { PluginContext } from '../../../core/plugin';
-import type { Subject } from '../../../core/bus';
+import type { Subject } from '../api';
 import { describe, type ModuleLogger } from '../../../core/log';
 import { functionFailed } from '../../../core/errors';
 import type { Endpoint, NotifierConfig, NotifierFileSettings, NotifierHost, NotifierType } from '../api';
@@ -9,6 +9,7 @@ import { Delivery } from './delivery';
 import { EventRouter, type Routed } from './router';
 import { withDeadline } from './deadline';
 import { hideSecrets, serializeSettings } from './settings';
+import { IntervalResend, MIN_INTERVAL, type ItemStates } from './interval';
 import { degradedLine, isBad, publicState, stateOf, type NotifierHealth } from './health';
 
 type TestResult = 'passed' | 'failed' | 'skipped' | 'not run';
@@ -30,6 +31,8 @@ interface Managed {
   timeout: number;
   /** the stop under way or done: a notifier stops once */
   stopped?: Promise<void>;
+  /** `interval` rounds (3.3): the subscribed states sent again */
+  resend?: IntervalResend;
 }
 
 /**
@@ -67,13 +70,39 @@ export class Notifiers implements NotifierHost {
       const n: Managed = { config: cfg, enabled: cfg.enabled, delivery, test: 'not run', timeout };
       this.all.set(f.id, n);
       this.routes.push({ events: cfg.events, accepts: () => n.enabled && !n.problem, push: (subject, data) => delivery.push(subject, data) });
+      this.intervalOf(n);
     }
     this.router.reset();
+  }
+
+  /** 3.3 `interval`: a notifier with one and a state subscription gets every subscribed state again each interval. */
+  private intervalOf(n: Managed): void {
+    const every = typeof n.config.interval === 'number' ? n.config.interval : 0;
+    const sub = n.config.events.find((s) => s.subject === 'state');
+    if (every <= 0 || !sub) return;
+    const items = (): ItemStates | undefined => (this.ctx.hasService('items') ? this.ctx.service('items') : undefined);
+    n.resend = new IntervalResend(sub, {
+      accepts: () => n.enabled && !n.problem && !!n.endpoint,
+      queued: () => ({ size: n.delivery.stats().queued, bound: n.delivery.queueBound }),
+      push: (event) => n.delivery.push('state', event),
+    }, items);
+    const resend = n.resend;
+    this.ctx.interval(() => resend.tick(), Math.max(every, MIN_INTERVAL) * 1000);
   }
 
   /** A bus event: into the queue of every enabled notifier subscribed to it (router.ts: the cost follows those). */
   onEvent(subject: Subject, data: unknown): void {
     this.router.route(subject, data);
+  }
+
+  /**
+   * A `server` event (3.3: `restart` as the controller stops, or on
+   * notify_restart) to every enabled notifier subscribed to `server`; it
+   * queues like any event, so a stop's drain delivers it.
+   */
+  notifyServer(event: string): void {
+    if (this.routes.some((r) => r.events.some((s) => s.subject === 'server'))) this.log.warning(`sending server ${event} event`);
+    this.router.route('server', event);
   }
 
   registerType(ctx: PluginContext, type: NotifierType): void {
@@ -268,7 +297,7 @@ export class Notifiers implements NotifierHost {
       let extra: Record<string, unknown> = {};
       try { extra = n.endpoint?.info?.() ?? {}; } catch (err) { extra = { info_error: describe(err) }; }
       const { state, since, error } = this.stateOf(id, n);
-      out.stats = { ...extra, ...n.delivery.stats(), test: n.test, state, since: since ?? null, last_error: error ?? extra.last_error ?? (n.delivery.failure.error || null) };
+      out.stats = { ...extra, ...n.delivery.stats(), ...(n.resend ? { interval_rounds: n.resend.figures.rounds, interval_skipped: n.resend.figures.skipped } : {}), test: n.test, state, since: since ?? null, last_error: error ?? extra.last_error ?? (n.delivery.failure.error || null) };
     }
     return out;
   }

@@ -1,4 +1,5 @@
-import { Subjects, type Subject } from '../../../core/bus';
+import type { Subject } from '../api';
+import { NotifierSubjects } from './defaults';
 
 /** A first-in first-out list that takes from the head without shifting the array each time. */
 class Fifo<T> {
@@ -49,7 +50,7 @@ interface Queued { seq: number; event: unknown; bytes: number }
  * value and log message bounds keep that from happening with the defaults).
  */
 export class EventQueue {
-  private readonly lists = new Map<Subject, Fifo<Queued>>(Subjects.map((s) => [s, new Fifo<Queued>()]));
+  private readonly lists = new Map<Subject, Fifo<Queued>>(NotifierSubjects.map((s) => [s, new Fifo<Queued>()]));
   private seq = 0;
   private count = 0;
   private held = 0;

@@ -1,5 +1,4 @@
-import type { Subject } from '../../../core/bus';
-import type { Subscription } from '../api';
+import type { Subject, Subscription } from '../api';
 import { itemOf, itemSelected, subscribed, type ItemRef } from './filter';
 
 /** A notifier as the router sees it: its subscriptions, and where its events go. */
@@ -43,7 +42,7 @@ export class EventRouter<N extends Routed> {
   }
 
   private candidates(subject: Subject, event: unknown): readonly N[] {
-    if (subject === 'log') return this.subjectList(subject);
+    if (subject === 'log' || subject === 'server') return this.subjectList(subject);
     if (!event || typeof event !== 'object') return [];
     // read in place: an event per update must not cost a new key string or object
     const e = event as Record<string, unknown>;

@@ -6,6 +6,7 @@ import { onFirstUse } from '../../../core/lazy';
 import { describe } from '../../../core/log';
 import { MqttDefaults, type MqttSettings, type Qos } from './settings';
 import { Routes } from './routes';
+import { hasWildcard, topicMatches } from './topics';
 import type { Message } from './publish';
 
 /** The MQTT client library, loaded with the first connection: a controller without an mqtt notifier never loads it. */
@@ -42,9 +43,20 @@ export class Connection {
   /** run after every successful (re)connect, once the subscriptions are sent */
   onConnect: () => void = () => {};
 
+  /**
+   * subscribe_all (3.3): the broker is asked for SPACE/unit/# and
+   * SPACE/sensor/# once, not for each item topic under them (one
+   * subscription for any number of items; messages of topics nobody routes
+   * are dropped on arrival).
+   */
+  private readonly allFilters: string[];
+
   constructor(private readonly s: MqttSettings, private readonly log: ModuleLogger, private readonly clientId: string) {
+    // 3.3 wrote SPACE + '/' after a prefix that already ends with one ("sp//unit/#"): the intended filters are used
+    this.allFilters = s.subscribeAll ? ['unit', 'sensor'].map((t) => `${s.prefix}${t}/#`) : [];
     this.routes.onFilter = (filter, qos) => {
       if (!this.connected) return; // the next connect subscribes what the routes hold then
+      if (this.covered(filter)) return;
       if (qos === undefined) this.client!.unsubscribe(filter, (err) => err && this.fail(`unsubscribe ${filter}`, err));
       else this.client!.subscribe(filter, { qos }, (err, subs, packet) => this.subscribed(err, subs, packet as { granted?: number[] }));
     };
@@ -101,7 +113,8 @@ export class Connection {
       if (this.lastError || this.stats.connects > 1) this.log.info(`mqtt ${s.id}: connected to ${s.host}:${s.port}`);
       this.lastError = '';
       this.downSince = 0;
-      const subs = Object.fromEntries([...this.routes.all()].map(([f, qos]) => [f, { qos }]));
+      const subs = Object.fromEntries([...this.routes.all()].filter(([f]) => !this.covered(f)).map(([f, qos]) => [f, { qos }]));
+      for (const f of this.allFilters) subs[f] = { qos: s.qos.state };
       if (Object.keys(subs).length) client.subscribe(subs, (err, subs, packet) => this.subscribed(err, subs, packet as { granted?: number[] }));
       for (const w of this.waiters.splice(0)) w();
       try { this.onConnect(); } catch (err) { this.fail('on connect', err); }
@@ -120,6 +133,11 @@ export class Connection {
       for (const fail of [...this.volatile]) fail();
       this.scheduleReconnect();
     });
+  }
+
+  /** An exact topic the subscribe_all filters already bring. */
+  private covered(filter: string): boolean {
+    return this.allFilters.length > 0 && !hasWildcard(filter) && this.allFilters.some((f) => topicMatches(f, filter));
   }
 
   /** A broker may refuse a subscription (its ACL): say which, since nothing will arrive on it. */

@@ -1,6 +1,6 @@
 import { RepeatLog } from '../../../core/log-repeat';
 import crypto from 'node:crypto';
-import type { Subject } from '../../../core/bus';
+import type { Subject } from '../api';
 import { invalidParams } from '../../../core/errors';
 import type { PluginContext } from '../../../core/plugin';
 import type { ModuleLogger } from '../../../core/log';
@@ -151,7 +151,7 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
 
   /** A batch of a subject published with QoS 1 or 2 waits for the broker to be back; QoS 0 does not (send drops it). */
   async waitReady(subject: Subject): Promise<void> {
-    if (this.broken || this.conn.connected || this.s.qos[subject] === 0) return;
+    if (this.broken || this.conn.connected || this.s.qos[subject === 'server' ? 'system' : subject] === 0) return;
     await this.conn.waitConnected();
   }
 
@@ -180,7 +180,7 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
    * the connection drops are sent again on reconnect.
    */
   async send(subject: Subject, events: unknown[], _signal?: AbortSignal): Promise<void> {
-    const messages = messagesOf(this.s, this.topics, subject, events);
+    const messages = messagesOf(this.s, this.topics, subject, events, this.self);
     if (!messages.length) return;
     if (this.broken) throw new Error(this.broken);
     if (!this.conn.connected) {

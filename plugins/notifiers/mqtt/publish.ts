@@ -1,4 +1,4 @@
-import type { Subject } from '../../../core/bus';
+import type { Subject } from '../api';
 import { EventSource } from '../../items/api';
 import type { MqttSettings, Qos } from './settings';
 import { StateFields, Topics, type StateTopics } from './topics';
@@ -12,6 +12,11 @@ function fieldPayload(v: unknown): string {
   return typeof v === 'string' ? v : String(v);
 }
 
+/** An action or log record as JSON; `timestamp_enabled: false` sends its `t` as null, as 3.3 did. */
+function stamped(s: MqttSettings, e: Record<string | symbol, unknown>): string {
+  return JSON.stringify(s.timestampEnabled ? e : { ...e, t: null });
+}
+
 const str = (v: unknown) => (typeof v === 'string' ? v : '');
 
 /**
@@ -19,11 +24,24 @@ const str = (v: unknown) => (typeof v === 'string' ? v : '');
  * as retained subtopics (status, value; units also nstatus, nvalue,
  * action_enabled, each when the event has it: a sensor in error sends no
  * value), an action as JSON on its item's action topic, a log
- * record as JSON on SPACE/log. A state change this notifier itself
+ * record as JSON on SPACE/log, a server event as 3.3's JSON on the
+ * controller's events topic. States are retained unless `retain_enabled`
+ * is false. A state change this notifier itself
  * received is not sent back. `topics` holds the notifier's state topics.
  */
-export function messagesOf(s: MqttSettings, topics: StateTopics, subject: Subject, events: readonly unknown[]): Message[] {
+export function messagesOf(
+  s: MqttSettings, topics: StateTopics, subject: Subject, events: readonly unknown[], self: { product: string; system: string },
+): Message[] {
   const out: Message[] = [];
+  if (subject === 'server') {
+    // 3.3: {e: <event>, t, c} on SPACE/controller/<product>/<system>/events, the system QoS, never retained
+    for (const e of events) {
+      if (typeof e !== 'string') continue;
+      const payload = JSON.stringify({ e, t: s.timestampEnabled ? Date.now() / 1000 : null, c: `${self.product}/${self.system}` });
+      out.push({ topic: Topics.serverEvents(s.prefix, self.product, self.system), payload, qos: s.qos.system, retain: false });
+    }
+    return out;
+  }
   for (const event of events) {
     if (!event || typeof event !== 'object') continue;
     const e = event as Record<string | symbol, unknown>;
@@ -36,18 +54,18 @@ export function messagesOf(s: MqttSettings, topics: StateTopics, subject: Subjec
         const names = topics.of(str(e.oid) || `${type}:${fullId}`, type, fullId);
         for (let i = 0; i < StateFields.length; i++) {
           const f = StateFields[i];
-          if (f in e) out.push({ topic: names[i], payload: fieldPayload(e[f]), qos: s.qos.state, retain: true });
+          if (f in e) out.push({ topic: names[i], payload: fieldPayload(e[f]), qos: s.qos.state, retain: s.retainEnabled });
         }
         break;
       }
       case 'action': {
         const type = str(e.item_type);
         if (!type || !str(e.item_group) || !str(e.item_id)) break;
-        out.push({ topic: Topics.action(s.prefix, type, `${str(e.item_group)}/${str(e.item_id)}`), payload: JSON.stringify(e), qos: s.qos.action, retain: false });
+        out.push({ topic: Topics.action(s.prefix, type, `${str(e.item_group)}/${str(e.item_id)}`), payload: stamped(s, e), qos: s.qos.action, retain: false });
         break;
       }
       case 'log':
-        out.push({ topic: Topics.log(s.prefix), payload: JSON.stringify(e), qos: s.qos.log, retain: false });
+        out.push({ topic: Topics.log(s.prefix), payload: stamped(s, e), qos: s.qos.log, retain: false });
         break;
       default:
         break;

@@ -50,6 +50,9 @@ export const MqttSettingsSchema: SettingsSchema = {
   api_enabled: { type: 'boolean', default: false, description: 'answer API calls over MQTT' },
   api_plain_json: { type: 'boolean', default: false, description: 'also take plain JSON API requests (the key in clear text)' },
   collect_logs: { type: 'boolean', default: false, description: "take other controllers' log records" },
+  subscribe_all: { type: 'boolean', default: false, description: 'subscribe SPACE/unit/# and SPACE/sensor/# once instead of each item topic (as 3.3)' },
+  retain_enabled: { type: 'boolean', default: true, description: 'publish states retained (as 3.3)' },
+  timestamp_enabled: { type: 'boolean', default: true, description: 'actions, log records and server events carry their time `t` (false: t null, as 3.3)' },
   ca_certs: { type: 'string', default: '', description: 'CA file; set, it enables TLS' },
   certfile: { type: 'string', default: '', description: 'client certificate file (with keyfile)' },
   keyfile: { type: 'string', default: '', description: 'client key file (with certfile)' },
@@ -72,6 +75,12 @@ export interface MqttSettings {
   /** also take plain JSON RPC requests, the key in clear text (opt-in: every subscriber of the broker sees it) */
   apiPlainJson: boolean;
   collectLogs: boolean;
+  /** one subscription to SPACE/unit/# and SPACE/sensor/# instead of each item topic (3.3 subscribe_all) */
+  subscribeAll: boolean;
+  /** states published retained (3.3 retain_enabled) */
+  retainEnabled: boolean;
+  /** `t` in actions, log records, server events; false: null (3.3 timestamp_enabled) */
+  timestampEnabled: boolean;
   /** absolute paths; ca set means TLS */
   tls?: { ca: string; cert?: string; key?: string };
   /** seconds to wait for the broker on start and test */
@@ -156,6 +165,9 @@ export function readSettings(cfg: NotifierConfig, dir: string): MqttSettings {
     apiEnabled: bool(cfg.api_enabled, 'api_enabled'),
     apiPlainJson: bool(cfg.api_plain_json, 'api_plain_json'),
     collectLogs: bool(cfg.collect_logs, 'collect_logs'),
+    subscribeAll: bool(cfg.subscribe_all, 'subscribe_all'),
+    retainEnabled: unset(cfg.retain_enabled) ? true : bool(cfg.retain_enabled, 'retain_enabled'),
+    timestampEnabled: unset(cfg.timestamp_enabled) ? true : bool(cfg.timestamp_enabled, 'timestamp_enabled'),
     tls: ca ? { ca: abs(ca)!, cert: abs(cert), key: abs(key) } : undefined,
     timeout: unset(cfg.timeout) ? 5 : num(cfg.timeout, 'timeout', 0.1, 3600, false),
   };

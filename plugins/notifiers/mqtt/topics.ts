@@ -47,6 +47,8 @@ export const Topics = {
   controlShort: (prefix: string, fullId: string) => `${prefix}${fullId}/control`,
   log: (prefix: string) => `${prefix}log`,
   test: (prefix: string) => `${prefix}test`,
+  /** 3.3's server events (restart) */
+  serverEvents: (prefix: string, product: string, system: string) => `${prefix}controller/${product}/${system}/events`,
   discovery: (prefix: string) => `${prefix}controller/discovery`,
   apiRequest: (prefix: string, product: string, system: string) => `${prefix}controller/${product}/${system}/api/request`,
   apiResponse: (prefix: string, product: string, system: string, requestId: string) =>

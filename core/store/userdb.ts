@@ -49,8 +49,8 @@ export class UserDb {
     return db;
   }
 
-  /** The database, opened on first use; a failed open is tried again by the next change. */
-  private ready(): Promise<SqliteFile> {
+  /** The database, opened on first use (the file is made by the next change); a failed open is tried again by the next call. */
+  ready(): Promise<SqliteFile> {
     this.opening ??= SqliteFile.open(this.file, 0o600).then((store) => {
       this.store = store;
       this.ensure('apikeys', ApikeysColumns);

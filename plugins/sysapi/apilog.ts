@@ -1,4 +1,3 @@
-import crypto from 'node:crypto';
 import { definePlugin } from '../../core/plugin';
 import { any, int, str } from '../../core/params';
 import { bound, int as intSetting, seconds } from '../../core/settings/schema';
@@ -41,7 +40,7 @@ export const plugin = definePlugin({
       ctx.onCall((fn, params, meta, who, started, error) => {
         const http = HTTP_TRANSPORTS.has(meta.transport);
         store.add({
-          id: crypto.randomUUID(),
+          id: '', // made when it reaches the table
           t: (performance.timeOrigin + started) / 1000,
           tf: (performance.timeOrigin + performance.now()) / 1000,
           gw: http ? 'http' : meta.transport,

@@ -3,6 +3,9 @@ import type { ModuleLogger } from '../../../core/log';
 import { describe } from '../../../core/log';
 import { ApiLogColumns, insert, rowBytes, select, trim, type ApiLogRecord, type Query } from './table';
 
+/** records inserted per turn of the event loop (a few ms of sql.js) */
+const CHUNK = 500;
+
 export interface ApiLogLimits {
   /** seconds a record is kept (0: the log is off) */
   keep: number;
@@ -18,7 +21,9 @@ export interface ApiLogLimits {
  * oldest, which the table would drop anyway (counted in `dropped`).
  */
 export class ApiLogStore {
+  /** the buffer: records from `head` on (dropping the oldest is a step of `head`, not a shift of the array) */
   private pending: ApiLogRecord[] = [];
+  private head = 0;
   private pendingBytes = 0;
   /** records dropped from the buffer before they reached the table */
   dropped = 0;
@@ -33,26 +38,38 @@ export class ApiLogStore {
   add(r: ApiLogRecord): void {
     this.pending.push(r);
     this.pendingBytes += rowBytes(r);
-    if (this.pending.length > this.limits.maxRows || this.pendingBytes > this.limits.maxBytes) this.shed();
+    while (this.pending.length - this.head > this.limits.maxRows || this.pendingBytes > this.limits.maxBytes) {
+      this.pendingBytes -= rowBytes(this.pending[this.head]);
+      this.pending[this.head++] = undefined as never; // gone now, not at the next compaction
+      this.dropped++;
+    }
+    if (this.head > 4096 && this.head * 2 > this.pending.length) this.compact();
   }
 
-  private shed(): void {
-    let n = 0;
-    while (this.pending.length - n > this.limits.maxRows || this.pendingBytes > this.limits.maxBytes) {
-      this.pendingBytes -= rowBytes(this.pending[n]);
-      n++;
+  private compact(): void {
+    this.pending = this.pending.slice(this.head);
+    this.head = 0;
+  }
+
+  /** The oldest `n` records, out of the buffer. */
+  private take(n: number): ApiLogRecord[] {
+    const out = this.pending.slice(this.head, this.head + n);
+    this.head += out.length;
+    for (const r of out) this.pendingBytes -= rowBytes(r);
+    if (this.head === this.pending.length) {
+      this.pending = [];
+      this.head = 0;
     }
-    this.pending.splice(0, n);
-    this.dropped += n;
+    return out;
   }
 
   get buffered(): number {
-    return this.pending.length;
+    return this.pending.length - this.head;
   }
 
   /** Whether a write is due: records wait, or the table has rows that may have aged (once a minute, as 3.3 cleaned). */
   due(now: number): boolean {
-    return this.pending.length > 0 || (this.stored > 0 && now - this.lastTrim >= 60_000);
+    return this.buffered > 0 || (this.stored > 0 && now - this.lastTrim >= 60_000);
   }
 
   /** Move the buffer into the table, trim it and write the user db; resolves once on disk (one write at a time). */
@@ -63,16 +80,16 @@ export class ApiLogStore {
 
   private async writeNow(): Promise<void> {
     try {
+      const sql = await this.db.ready();
+      this.db.ensure('api_log', ApiLogColumns);
+      // a few hundred rows per turn of the event loop: calls are answered between them
+      while (this.buffered > 0) {
+        insert(sql, this.take(CHUNK));
+        if (this.buffered > 0) await new Promise((resolve) => setImmediate(resolve));
+      }
       await this.db.change(() => {
-        const sql = this.db.sqlite!;
-        this.db.ensure('api_log', ApiLogColumns);
-        const batch = this.pending;
-        this.pending = [];
-        this.pendingBytes = 0;
-        if (batch.length) insert(sql, batch);
         const now = Date.now();
-        const left = trim(sql, this.limits.keep > 0 ? now / 1000 - this.limits.keep : 0, this.limits.maxRows, this.limits.maxBytes);
-        this.stored = left.rows;
+        this.stored = trim(sql, this.limits.keep > 0 ? now / 1000 - this.limits.keep : 0, this.limits.maxRows, this.limits.maxBytes);
         this.lastTrim = now;
       });
       if (this.failing) this.log.info('the API call log is written again');
@@ -87,7 +104,7 @@ export class ApiLogStore {
   /** Records (api_log_get): the buffer goes to the table first, so every answered call is there. */
   async query(q: Query): Promise<Record<string, unknown>[]> {
     // twice at most: a write under way may have taken its rows before the last ones came
-    for (let i = 0; i < 2 && this.pending.length; i++) await this.write();
+    for (let i = 0; i < 2 && this.buffered > 0; i++) await this.write();
     const sql = this.db.sqlite;
     if (!sql || sql.columns('api_log').length === 0) return [];
     return select(sql, q);

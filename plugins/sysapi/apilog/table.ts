@@ -1,6 +1,12 @@
+import crypto from 'node:crypto';
 import type { SqliteFile } from '../../../core/store/sqljs';
 
-/** One API call as the log keeps it (EVA ICS 3.3's api_log row); times in Unix seconds. */
+/**
+ * One API call as the log keeps it (EVA ICS 3.3's api_log row); times in
+ * Unix seconds. `id` (a UUID, as 3.3) is made when the record reaches the
+ * table: most of the cost of a record a call makes, and under a flood most
+ * records never get there (the bounds drop them first).
+ */
 export interface ApiLogRecord {
   id: string; t: number; tf: number; gw: string; ip: string | null; auth: string; u: string | null; utp: string | null;
   ki: string | null; func: string; params: string; status: string;
@@ -14,9 +20,11 @@ export const ApiLogColumns: [string, string][] = [
 ];
 const COLUMNS = ApiLogColumns.map(([n]) => n);
 
+const ID_LENGTH = 36;
+
 /** What a row weighs for the byte bound: its text plus 16 for the two times. */
 export function rowBytes(r: ApiLogRecord): number {
-  return 16 + r.id.length + r.gw.length + (r.ip?.length ?? 0) + r.auth.length + (r.u?.length ?? 0) + (r.utp?.length ?? 0)
+  return 16 + ID_LENGTH + r.gw.length + (r.ip?.length ?? 0) + r.auth.length + (r.u?.length ?? 0) + (r.utp?.length ?? 0)
     + (r.ki?.length ?? 0) + r.func.length + r.params.length + r.status.length;
 }
 const ROW_BYTES_SQL = `16 + ${COLUMNS.filter((c) => c !== 't' && c !== 'tf').map((c) => `ifnull(length(${c}), 0)`).join(' + ')}`;
@@ -27,47 +35,50 @@ export type Filter = Partial<Record<(typeof FilterFields)[number], string | numb
 
 export interface Query { start?: number; end?: number; limit?: number; filter: Filter }
 
-/** Add records (one prepared statement for the batch). */
+/** A value as an SQL literal (NUL cannot pass through sql.js's C string: it goes). */
+function literal(v: string | number | null): string {
+  if (v === null) return 'NULL';
+  if (typeof v === 'number') return Number.isFinite(v) ? String(v) : 'NULL';
+  return `'${v.replace(/\0/g, '').replace(/'/g, "''")}'`;
+}
+
+/** rows per INSERT statement: sql.js costs per statement and per bound value, so a batch is a few long statements of literals */
+const ROWS_PER_STATEMENT = 100;
+
+/** Add records, in one transaction. */
 export function insert(db: SqliteFile, records: readonly ApiLogRecord[]): void {
-  const st = db.db.prepare(`INSERT OR REPLACE INTO api_log (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map(() => '?').join(', ')})`);
+  db.run('BEGIN');
   try {
-    for (const r of records) st.run([r.id, r.t, r.tf, r.gw, r.ip, r.auth, r.u, r.utp, r.ki, r.func, r.params, r.status]);
-  } finally {
-    st.free();
+    for (let i = 0; i < records.length; i += ROWS_PER_STATEMENT) {
+      let sql = `INSERT OR REPLACE INTO api_log (${COLUMNS.join(', ')}) VALUES `;
+      const end = Math.min(records.length, i + ROWS_PER_STATEMENT);
+      for (let j = i; j < end; j++) {
+        const r = records[j];
+        if (!r.id) r.id = crypto.randomUUID();
+        sql += `${j > i ? ',' : ''}(${literal(r.id)},${literal(r.t)},${literal(r.tf)},${literal(r.gw)},${literal(r.ip)},${literal(r.auth)},`
+          + `${literal(r.u)},${literal(r.utp)},${literal(r.ki)},${literal(r.func)},${literal(r.params)},${literal(r.status)})`;
+      }
+      db.db.exec(sql);
+    }
+    db.run('COMMIT');
+  } catch (err) {
+    db.run('ROLLBACK');
+    throw err;
   }
 }
 
 /**
  * Trim: records older than `before` (Unix seconds; 0: none by age), then the
- * oldest while more than `maxRows` or `maxBytes` remain. Returns what is left.
+ * oldest (by the order they were added) while more than `maxRows` or
+ * `maxBytes` remain. Returns the rows left.
  */
-export function trim(db: SqliteFile, before: number, maxRows: number, maxBytes: number): { rows: number; bytes: number } {
+export function trim(db: SqliteFile, before: number, maxRows: number, maxBytes: number): number {
   if (before > 0) db.run('DELETE FROM api_log WHERE t < ?', [before]);
-  let { rows, bytes } = stats(db);
-  if (rows <= maxRows && bytes <= maxBytes) return { rows, bytes };
-  // the oldest first, until both bounds hold
-  const st = db.db.prepare(`SELECT rowid AS r, ${ROW_BYTES_SQL} AS n FROM api_log ORDER BY t, rowid`);
-  const drop: number[] = [];
-  try {
-    while ((rows > maxRows || bytes > maxBytes) && st.step()) {
-      const [r, n] = st.get() as number[];
-      drop.push(r);
-      rows--;
-      bytes -= n;
-    }
-  } finally {
-    st.free();
-  }
-  for (let i = 0; i < drop.length; i += 500) {
-    const part = drop.slice(i, i + 500);
-    db.run(`DELETE FROM api_log WHERE rowid IN (${part.map(() => '?').join(', ')})`, part);
-  }
-  return { rows, bytes };
-}
-
-export function stats(db: SqliteFile): { rows: number; bytes: number } {
-  const r = db.rows(`SELECT count(*) AS rows, total(${ROW_BYTES_SQL}) AS bytes FROM api_log`)[0];
-  return { rows: Number(r.rows), bytes: Number(r.bytes) };
+  db.run('DELETE FROM api_log WHERE rowid <= (SELECT rowid FROM api_log ORDER BY rowid DESC LIMIT 1 OFFSET ?)', [maxRows]);
+  // the newest row whose running total of bytes (from the newest back) passes the bound: it and every older one go
+  db.run(`DELETE FROM api_log WHERE rowid <= (SELECT rowid FROM (SELECT rowid, sum(${ROW_BYTES_SQL}) OVER (ORDER BY rowid DESC) AS acc FROM api_log)
+    WHERE acc > ? ORDER BY rowid DESC LIMIT 1)`, [maxBytes]);
+  return Number(db.rows('SELECT count(*) AS n FROM api_log')[0].n);
 }
 
 /** Records by time (oldest first); with `limit`, the newest that many (3.3's api_log_get). */

@@ -82,6 +82,8 @@ export class ApiLogStore {
     try {
       const sql = await this.db.ready();
       this.db.ensure('api_log', ApiLogColumns);
+      // the buffer alone fills the table (a flood): every stored row would be trimmed, one statement ends them all
+      if (this.buffered >= this.limits.maxRows || this.pendingBytes >= this.limits.maxBytes) sql.run('DELETE FROM api_log');
       // a few hundred rows per turn of the event loop: calls are answered between them
       while (this.buffered > 0) {
         insert(sql, this.take(CHUNK));

@@ -32,15 +32,26 @@ export interface CallMeta {
   hold?: (written: Promise<unknown>) => void;
 }
 
+/**
+ * Told of every call once it has its answer (ApiLog): the function (as
+ * declared, or as asked when unknown), the raw parameters, the transport's
+ * meta, the caller (undefined when the key was refused), when it started
+ * (performance.now()) and its error (undefined: success). Called
+ * synchronously on the call's path: it should only note, never wait.
+ */
+export type CallObserver = (
+  fn: string, params: Record<string, unknown>, meta: CallMeta, who: ResolvedKey | undefined, started: number, error: ApiError | undefined,
+) => void;
+
 /** A call's context; a class, so the lazy `signal` getter is one shared accessor, not one per call. */
 class Call implements CallContext {
-  readonly key; readonly token; readonly user; readonly assigned;
+  readonly key; readonly token; readonly user; readonly assigned; readonly readonly;
   readonly ip: string; readonly transport: string; readonly headers: CallMeta['headers'];
   readonly holdAnswer?: (written: Promise<unknown>) => void;
   /** the write the handler handed to holdAnswer */
   held?: Promise<unknown>;
   constructor(who: ReturnType<Dispatcher['identify']>, private readonly meta: CallMeta) {
-    this.key = who?.key; this.token = who?.token; this.user = who?.user; this.assigned = who?.assigned;
+    this.key = who?.key; this.token = who?.token; this.user = who?.user; this.assigned = who?.assigned; this.readonly = who?.readonly;
     this.ip = meta.ip; this.transport = meta.transport; this.headers = meta.headers;
     // a closure only where answers can be held (a batch's calls)
     if (meta.hold) this.holdAnswer = (written) => { this.held = this.held ? Promise.all([this.held, written]) : written; };
@@ -62,6 +73,8 @@ export class Dispatcher {
   readonly throttle: LoginThrottle;
   /** refused keys in the log: one line per interval */
   private readonly refusals: RepeatLog;
+  /** told of every call (one at most: PluginContext.onCall); unset, a call pays one check of it */
+  observer: CallObserver | undefined;
 
   constructor(
     private readonly functions: FunctionRegistry, private readonly keys: KeyStore, logger: Logger,
@@ -110,48 +123,58 @@ export class Dispatcher {
     const started = performance.now();
     let fn = UNKNOWN_FUNCTION;
     let out: unknown;
+    let who: ResolvedKey | undefined;
     let call: Call;
     try {
       const decl = this.functions.get(name, meta.space);
       fn = decl.name;
-      const who = this.identify(params.k ?? meta.headerKey, meta.ip, meta.assign !== false);
+      who = this.identify(params.k ?? meta.headerKey, meta.ip, meta.assign !== false);
       call = new Call(who, meta);
       out = this.functions.invoke(decl, params, call);
     } catch (err) {
       // a wrong key past its free failures: the answer is held (the tarpit)
-      if (err instanceof KeyRefused && err.hold > 0) return this.throttle.hold(err.hold).then(() => { throw this.failed(name, fn, started, err); });
-      throw this.failed(name, fn, started, err);
+      if (err instanceof KeyRefused && err.hold > 0) {
+        return this.throttle.hold(err.hold).then(() => { throw this.failed(name, fn, started, err, params, meta, who); });
+      }
+      throw this.failed(name, fn, started, err, params, meta, who);
     }
     if (!isThenable(out)) {
-      this.succeeded(call, meta, name, fn, started);
+      this.succeeded(call, params, meta, who, name, fn, started);
       return out;
     }
     return Promise.resolve(out).then((r) => {
-      this.succeeded(call, meta, name, fn, started);
+      this.succeeded(call, params, meta, who, name, fn, started);
       return r;
     }, (err: unknown) => {
-      throw this.failed(name, fn, started, err);
+      throw this.failed(name, fn, started, err, params, meta, who);
     });
   }
 
-  /** A call answered: counted now, or once the write its answer is held for settles (failing with its ApiError, counted as such). */
-  private succeeded(call: Call, meta: CallMeta, name: string, fn: string, started: number): void {
-    if (!call.held) {
+  /**
+   * A call answered: counted (and observed) now, or once the write its
+   * answer is held for settles (failing with its ApiError, counted as such).
+   */
+  private succeeded(
+    call: Call, params: Record<string, unknown>, meta: CallMeta, who: ResolvedKey | undefined, name: string, fn: string, started: number,
+  ): void {
+    const ok = () => {
       this.metrics.call(fn, CALL_OK, (performance.now() - started) / 1000);
-      return;
-    }
-    meta.hold!(call.held.then(() => {
-      this.metrics.call(fn, CALL_OK, (performance.now() - started) / 1000);
-    }, (err: unknown) => {
-      throw this.failed(name, fn, started, err);
+      if (this.observer !== undefined) this.observer(fn, params, meta, who, started, undefined);
+    };
+    if (!call.held) return ok();
+    meta.hold!(call.held.then(ok, (err: unknown) => {
+      throw this.failed(name, fn, started, err, params, meta, who);
     }));
   }
 
-  /** A call's failure as its ApiError, counted; an internal one logged with its stack. */
-  private failed(name: string, fn: string, started: number, err: unknown): ApiError {
+  /** A call's failure as its ApiError, counted (and observed); an internal one logged with its stack. */
+  private failed(
+    name: string, fn: string, started: number, err: unknown, params: Record<string, unknown>, meta: CallMeta, who: ResolvedKey | undefined,
+  ): ApiError {
     const { error, internal } = toApiError(err);
     if (internal) this.log.error(`${name} failed: ${(err as Error)?.stack ?? String(err)}`);
     this.metrics.call(fn, error.kind, (performance.now() - started) / 1000);
+    if (this.observer !== undefined) this.observer(fn === UNKNOWN_FUNCTION ? name : fn, params, meta, who, started, error);
     return error;
   }
 }

@@ -12,6 +12,8 @@ export const ErrorKinds = {
   already_exists: { code: 12, status: 409 },
   busy: { code: 13, status: 409 },
   not_implemented: { code: 14, status: 405 },
+  /** a read-only token (set_token_readonly) calling a function that may change something (EVA ICS 3.3: result_token_restricted) */
+  token_restricted: { code: 15, status: 403 },
   /** an answer past [webapi] max_answer_size: the code of busy, the status of a body too large */
   too_large: { code: 13, status: 413 },
 } as const;
@@ -40,6 +42,7 @@ export const invalidParams = (msg: string) => new ApiError('invalid_params', msg
 export const alreadyExists = (what: string) => new ApiError('already_exists', `${what} already exists`);
 export const busy = (msg: string) => new ApiError('busy', msg);
 export const functionFailed = (msg: string) => new ApiError('function_failed', msg);
+export const tokenRestricted = () => new ApiError('token_restricted', 'token restricted');
 export const methodNotFound = (name: string) => new ApiError('method_not_found', `method not found: ${name}`);
 
 /**

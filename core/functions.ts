@@ -1,5 +1,5 @@
 import { ApiKey } from './auth/apikey';
-import { accessDenied, ApiError, methodNotFound } from './errors';
+import { accessDenied, ApiError, methodNotFound, tokenRestricted } from './errors';
 import { ParamSpec, ParamTypes, schemaOf, validate } from './params';
 import { Version } from './defaults';
 
@@ -23,6 +23,8 @@ export interface CallContext {
   user?: string;
   /** the key came from hosts_assign, not from the caller */
   assigned?: boolean;
+  /** the token is read-only (set_token_readonly) */
+  readonly?: boolean;
   ip: string;
   transport: string;
   /** request headers, lower-case names (login reads Authorization) */
@@ -72,6 +74,12 @@ export interface FunctionDecl<P = any> {
   description: string;
   /** what the result is, in words, for the description */
   returns?: string;
+  /**
+   * A function of permission `none` or `any` that may change something: a
+   * read-only token may not call it (every function of another permission
+   * is refused to one anyway; see restricted()).
+   */
+  changes?: boolean;
   handler: (params: P, call: CallContext) => unknown;
 }
 
@@ -91,6 +99,7 @@ export function checkDecl(d: FunctionDecl): string | undefined {
   if (d.api !== undefined && d.api !== 'sys' && d.api !== 'product') return `${what}: api must be sys or product`;
   if (!(Permissions as readonly string[]).includes(d.permission)) return `${what}: permission must be one of ${Permissions.join(', ')}`;
   if (typeof d.handler !== 'function') return `${what}: handler must be a function`;
+  if (d.changes !== undefined && typeof d.changes !== 'boolean') return `${what}: changes must be true or false`;
   if (!d.params || typeof d.params !== 'object' || Array.isArray(d.params)) return `${what}: params must be an object`;
   for (const [name, p] of Object.entries(d.params)) {
     if (!p || !(ParamTypes as readonly string[]).includes(p.type)) return `${what}: parameter ${name}: type must be one of ${ParamTypes.join(', ')}`;
@@ -107,6 +116,18 @@ export function permits(key: ApiKey | undefined, permission: Permission): boolea
     case 'sysfunc': return key.master || key.sysfunc;
     default: return key.allows(permission);
   }
+}
+
+/**
+ * Whether a read-only token is refused this function (15, token restricted).
+ * As in EVA ICS 3.3, where every permission check but the read-only ones
+ * refused such a token: every function that needs more than a valid key
+ * (master, sysfunc, cmd, lock, device), even one that only reads, and the
+ * functions of any key that change something (`changes`). test, login,
+ * logout, set_token_readonly, api_log_get and item reads still answer.
+ */
+export function restricted(decl: FunctionDecl): boolean {
+  return decl.changes === true || (decl.permission !== 'none' && decl.permission !== 'any');
 }
 
 /**
@@ -166,6 +187,7 @@ export class FunctionRegistry {
    */
   invoke(decl: FunctionDecl, params: Record<string, unknown>, call: CallContext): unknown {
     if (!permits(call.key, decl.permission)) throw accessDenied();
+    if (call.readonly && restricted(decl)) throw tokenRestricted();
     // the key is the transport's, never a parameter of the function
     return decl.handler(validate(decl.params, params, 'k'), call);
   }

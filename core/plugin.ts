@@ -7,7 +7,7 @@ import type { KeyStore, ResolvedKey } from './auth/keys';
 import type { ApiError, ErrorKind } from './errors';
 import type { MetricSource } from './metrics';
 import type { HealthSource } from './health';
-import type { CallMeta } from './dispatch';
+import type { CallMeta, CallObserver } from './dispatch';
 
 import type { SectionSettings } from './settings/registry';
 import type { Finding } from './settings/schema';
@@ -120,6 +120,12 @@ export interface PluginContext {
   authenticate(k: string, ip: string): Promise<ResolvedKey | undefined>;
   /** call a function as a transport does (key, permission, validation): the MQTT API */
   call(name: string, params: Record<string, unknown>, meta: CallMeta): Promise<unknown>;
+  /**
+   * be told of every call once it has its answer (the API call log): one
+   * observer per controller (a second one throws); it runs on every call's
+   * path, so it only notes. Removed when the plugin stops.
+   */
+  onCall(observer: CallObserver): void;
   /** the OpenRPC description of every function declared now (rpc.discover) */
   describeFunctions(title: string): Record<string, unknown>;
   /** write everything modified (every plugin's onSave); the failures, by owner */

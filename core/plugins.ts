@@ -362,6 +362,12 @@ export class PluginHost {
       },
       authenticate: (k, ip) => this.dispatcher.authenticate(k, ip),
       call: async (fn, params, meta) => this.dispatcher.call(fn, params, meta),
+      onCall: (observer) => {
+        open();
+        if (this.dispatcher.observer) throw new Error('another plugin already observes the calls');
+        this.dispatcher.observer = observer;
+        cleanups.push(() => { if (this.dispatcher.observer === observer) this.dispatcher.observer = undefined; });
+      },
       describeFunctions: (title) => this.functions.describe(title),
       saveAll: () => this.saves.saveAll(),
       plugins: () => this.list(),

@@ -21,8 +21,11 @@ export function generateKeyValue(): string {
 /** one-shot SHA-256 (hex): keys are indexed and looked up by it */
 const digest = (s: string): string => crypto.hash('sha256', s, 'hex');
 
-/** `assigned`: no key was presented, hosts_assign gave this one (login tells the two apart). */
-export interface ResolvedKey { key: ApiKey; token?: string; user?: string; assigned?: boolean }
+/**
+ * `assigned`: no key was presented, hosts_assign gave this one (login tells
+ * the two apart); `readonly`: the token was made read-only (set_token_readonly).
+ */
+export interface ResolvedKey { key: ApiKey; token?: string; user?: string; assigned?: boolean; readonly?: boolean }
 
 /**
  * All API keys: static ones from etc/<product>_apikeys.ini and dynamic ones
@@ -142,7 +145,7 @@ export class KeyStore {
     if (value.startsWith('token:')) {
       const info = this.tokens.resolve(value);
       const key = info && this.byId.get(info.keyId);
-      return key ? { key, token: value, user: info.user } : undefined;
+      return key ? { key, token: value, user: info.user, readonly: info.readonly } : undefined;
     }
     // the map is keyed by digests: how long the lookup takes depends on the
     // digest of the guess, which says nothing about how close the guess was

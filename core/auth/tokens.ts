@@ -2,7 +2,8 @@ import { injectable } from 'tsyringe';
 import crypto from 'node:crypto';
 import { Config } from '../config';
 
-export interface TokenInfo { keyId: string; user?: string; created: number; used: number }
+/** `readonly`: set_token_readonly was called; only functions that change nothing answer (core/functions.ts restricted()). */
+export interface TokenInfo { keyId: string; user?: string; created: number; used: number; readonly: boolean }
 
 /**
  * Login tokens: `token:` + 64 hex characters, in memory only (a restart ends
@@ -44,15 +45,14 @@ export class TokenStore {
     }
     const token = 'token:' + crypto.randomBytes(32).toString('hex');
     const now = Date.now();
-    this.tokens.set(token, { keyId, user, created: now, used: now });
+    this.tokens.set(token, { keyId, user, created: now, used: now, readonly: false });
     index(this.byKey, keyId, token);
     if (user !== undefined) index(this.byUser, user, token);
     return token;
   }
 
   private expired(info: TokenInfo, now: number): boolean {
-    const since = this.config.webapi.session_no_prolong ? info.created : info.used;
-    return now - since > this.config.webapi.session_timeout * 1000;
+    return now - this.since(info) > this.config.webapi.session_timeout * 1000;
   }
 
   /** End every expired token. */
@@ -84,14 +84,37 @@ export class TokenStore {
     return true;
   }
 
-  /** End every token of a key (the key changed, was regenerated or destroyed). */
-  dropKey(keyId: string): void {
-    for (const t of [...(this.byKey.get(keyId) ?? [])]) this.drop(t);
+  /** End every token of a key (the key changed, was regenerated or destroyed); how many ended. */
+  dropKey(keyId: string): number {
+    const list = [...(this.byKey.get(keyId) ?? [])];
+    for (const t of list) this.drop(t);
+    return list.length;
   }
 
-  /** End every token of a user (password, key or account changed). */
-  dropUser(user: string): void {
-    for (const t of [...(this.byUser.get(user) ?? [])]) this.drop(t);
+  /** End every token of a user (password, key or account changed); how many ended. */
+  dropUser(user: string): number {
+    const list = [...(this.byUser.get(user) ?? [])];
+    for (const t of list) this.drop(t);
+    return list.length;
+  }
+
+  /** Every valid token with its info (list_tokens); expired ones end first. */
+  list(): [string, Readonly<TokenInfo>][] {
+    this.purge();
+    return [...this.tokens];
+  }
+
+  /** The time a token's lifetime counts from (its creation with session_no_prolong, else its last use), in ms. */
+  since(info: TokenInfo): number {
+    return this.config.webapi.session_no_prolong ? info.created : info.used;
+  }
+
+  /** Make a token read-only or normal again; false when it is not valid. */
+  setReadonly(token: string, readonly: boolean): boolean {
+    const info = this.tokens.get(token);
+    if (!info) return false;
+    info.readonly = readonly;
+    return true;
   }
 
   get size(): number {

@@ -49,8 +49,8 @@ export class UserDb {
     return db;
   }
 
-  /** The database, opened on first use; a failed open is tried again by the next change. */
-  private ready(): Promise<SqliteFile> {
+  /** The database, opened on first use (the file is made by the next change); a failed open is tried again by the next call. */
+  ready(): Promise<SqliteFile> {
     this.opening ??= SqliteFile.open(this.file, 0o600).then((store) => {
       this.store = store;
       this.ensure('apikeys', ApikeysColumns);
@@ -86,8 +86,16 @@ export class UserDb {
     await store.write(undo && (() => { undo(); sync(); }));
   }
 
+  /**
+   * The open database, for a table another owner keeps in the user db
+   * (api_log); undefined until opened (change() opens it).
+   */
+  get sqlite(): SqliteFile | undefined {
+    return this.store;
+  }
+
   /** Create a table, or add the columns an older file lacks (files from before items_deny etc.). */
-  private ensure(table: string, columns: [string, string][]): void {
+  ensure(table: string, columns: [string, string][]): void {
     const have = this.db.columns(table);
     if (have.length === 0) {
       const cols = columns.map(([n, t]) => `${n} ${t}`).join(', ');

@@ -105,7 +105,7 @@ export function registerFunctions(ctx: PluginContext, reg: ItemRegistry): void {
   });
 
   ctx.register({
-    name: 'update', api: 'product', permission: 'any',
+    name: 'update', api: 'product', permission: 'any', changes: true,
     params: { i: str('item oid').req(), s: int('status'), v: str('value; "" or "null" for no value') },
     description: 'Set item status and/or value; a state event goes out when that changed something.',
     handler(p: { i: string; s?: number; v?: string }, call) {

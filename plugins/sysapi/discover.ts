@@ -1,9 +1,14 @@
 import { definePlugin } from '../../core/plugin';
 import { Product_names } from '../../core/defaults';
 import { sharedResult } from '../../core/http/encode';
+import { ErrorKinds } from '../../core/errors';
+
+/** The error catalogue (core/errors.ts): the codes an answer may carry, with the HTTP status of the direct API. */
+const errors = Object.entries(ErrorKinds).map(([kind, e]) => ({ kind, code: e.code, status: e.status }));
 
 /**
- * `rpc.discover`: the OpenRPC description of every declared function, and
+ * `rpc.discover`: the OpenRPC description of every declared function, the
+ * error codes (`x-errors`), and
  * (`x-settings`) every declared setting of etc/<product>.ini by section, from
  * the same declarations that parse and check them. It needs no key and is
  * about 70 KB: made once (again only when a function comes or goes) and
@@ -28,7 +33,7 @@ export const plugin = definePlugin({
         const functions = ctx.describeFunctions(title);
         const { schema } = ctx.config;
         if (made?.functions !== functions || made.schema !== schema) {
-          made = { functions, schema, answer: sharedResult({ ...functions, 'x-settings': schema.describe() }) };
+          made = { functions, schema, answer: sharedResult({ ...functions, 'x-settings': schema.describe(), 'x-errors': errors }) };
         }
         return made.answer;
       },

@@ -29,13 +29,14 @@ export const plugin = definePlugin({
           uptime: Math.floor((Date.now() - started) / 1000),
           version: Version,
         };
-        if (key.master || key.sysfunc) {
+        // a read-only token is told what any key is told (3.3: its master and sysfunc checks answered "restricted")
+        if ((key.master || key.sysfunc) && !call.readonly) {
           info.db_update = config.dbUpdateCode;
           info.debug = logger.debugMode;
           info.polldelay = config.server.polldelay;
           info.setup_mode = config.sysapi.setup_mode;
         }
-        if (key.master) info.file_management = config.sysapi.file_management;
+        if (key.master && !call.readonly) info.file_management = config.sysapi.file_management;
         return withStatus(info);
       },
     });

@@ -156,7 +156,8 @@ export const plugin = definePlugin({
       return userName === undefined ? { key: key.id, token } : { key: key.id, token, user: userName };
     };
 
-    const userLogin = async (u: string, pw: string, call: CallContext) => {
+    /** A user's account when the password is right (an old hash is upgraded on the way); else denied. */
+    const checkUser = async (u: string, pw: string): Promise<UserRecord> => {
       const rec = users.get(u);
       if (!rec) {
         await dummyVerify(pw); // as long as a real check: the answer must not tell which logins exist
@@ -176,18 +177,42 @@ export const plugin = definePlugin({
           log.error(`password hash of user ${u} not upgraded: ${describe(err)}`);
         }
       }
-      return issue(keyOf(users.get(u) ?? rec), call, u);
+      return users.get(u) ?? rec;
     };
 
-    /** A token check (login a=..., or a token as k): its information when it is valid. */
-    const tokenInfo = (token: string, call: CallContext) => {
+    const userLogin = async (u: string, pw: string, call: CallContext) => issue(keyOf(await checkUser(u, pw)), call, u);
+
+    /** A valid token usable from the caller's address, or denied. */
+    const validToken = (token: string, call: CallContext) => {
       const found = token.startsWith('token:') ? keys.resolve(token) : undefined;
       if (!found || !found.key.hostsAllow.has(call.ip)) throw denied();
-      return found.user === undefined ? { key: found.key.id, token } : { key: found.key.id, token, user: found.user };
+      return found;
+    };
+
+    /** A token check (login a=..., or a token as k): its information when it is valid; `mode` as EVA ICS 3.3 names it. */
+    const tokenInfo = (token: string, call: CallContext) => {
+      const found = validToken(token, call);
+      const mode = found.readonly ? 'readonly' : 'normal';
+      return found.user === undefined ? { key: found.key.id, token, mode } : { key: found.key.id, token, mode, user: found.user };
+    };
+
+    /**
+     * login a=token with credentials (a key as k, or u and p) of the token's
+     * key: the token becomes normal again (set_token_readonly undone).
+     */
+    const restore = async (p: { u?: string; p?: string; a: string }, call: CallContext) => {
+      const found = validToken(p.a, call);
+      if (p.u !== undefined) {
+        if (keyOf(await checkUser(p.u, p.p ?? ''))?.id !== found.key.id) throw denied();
+      } else if (call.token || call.key!.id !== found.key.id) {
+        throw denied(); // another key, or a token (a token cannot vouch for itself)
+      }
+      tokens.setReadonly(p.a, false);
+      return tokenInfo(p.a, call);
     };
 
     const attempt = (p: { u?: string; p?: string; a?: string }, call: CallContext) => {
-      if (p.a !== undefined) return tokenInfo(p.a, call);
+      if (p.a !== undefined) return p.u !== undefined || (call.key && !call.assigned) ? restore({ ...p, a: p.a }, call) : tokenInfo(p.a, call);
       if (p.u !== undefined) return userLogin(p.u, p.p ?? '', call);
       if (call.key && !call.assigned) return call.token ? tokenInfo(call.token, call) : issue(call.key, call);
       const basic = basicCredentials(call.headers);
@@ -199,9 +224,10 @@ export const plugin = definePlugin({
     ctx.register({
       name: 'login',
       permission: 'none',
-      params: { u: str('login'), p: str('password'), a: str('token to check') },
-      description: 'Exchange a key, a login and password (also as HTTP basic authorization) for a token, or check a token.',
-      returns: '{key: key id, token, user}',
+      params: { u: str('login'), p: str('password'), a: str('token to check; with k, or u and p, of its key: made normal again') },
+      description: 'Exchange a key, a login and password (also as HTTP basic authorization) for a token, or check a token '
+        + '(with the credentials of its key: a read-only token becomes normal again).',
+      returns: '{key: key id, token, user}; a token check: {key, token, mode: normal or readonly, user}',
       async handler(p: { u?: string; p?: string; a?: string }, call) {
         // the credentials are checked first: valid ones pass at once; an
         // address with too many wrong ones booked is refused unchecked

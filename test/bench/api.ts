@@ -18,8 +18,8 @@ type Runner = (o: { url: string; method: 'GET' | 'POST'; body?: Buffer; headers:
  * headers, in one run, with wrk (C, one thread) and with autocannon (Node.js).
  * The two servers alternate over ROUNDS rounds; the medians and their ratio
  * are printed, with the CPU time each server spent per request (user+system,
- * from /proc/<pid>/stat over the wrk rounds). Then `realWork`. BENCH_API=transport
- * or =work runs one of the two.
+ * from /proc/<pid>/stat over the wrk rounds). Then `realWork` and `apiLog`.
+ * BENCH_API=transport, =work or =apilog runs one of them.
  */
 async function main() {
   const dir = makeDir(undefined, { ini: { server: { log_file: path.join(os.tmpdir(), `bench-api-${process.pid}.log`) } } });
@@ -144,8 +144,64 @@ async function realWork() {
   console.log(table(['call', 'encoding', 'req/s', 'p99 ms', 'CPU µs/req', 'errors'], rows));
 }
 
+/**
+ * The cost of the API call log ([server] keep_api_log): two controllers, one
+ * with the log off (0) and one with it on (its default bounds and write
+ * interval), the same calls through JSON RPC with wrk (one thread, 32
+ * keep-alive connections), alternating over ROUNDS rounds: median req/s,
+ * p99 and the controller's CPU time per call, and what the log adds to it.
+ */
+async function apiLog() {
+  const settings = { off: { keep_api_log: 0 }, on: { keep_api_log: 3600 } };
+  const ctls: Record<string, { proc: import('node:child_process').ChildProcess; port: number; dir: string }> = {};
+  const rows: (string | number)[][] = [];
+  try {
+    for (const [name, server] of Object.entries(settings)) {
+      const dir = makeDir(undefined, { ini: { server: { ...server, log_file: path.join(os.tmpdir(), `bench-apilog-${process.pid}-${name}.log`) } } });
+      ctls[name] = { ...await startChild(MAIN, ['--dir', dir]), dir };
+    }
+    const k = Keys.master;
+    const calls: [string, object][] = [
+      ['test', { jsonrpc: '2.0', method: 'test', params: { k }, id: 1 }],
+      ['get_cvar i=bench (not found)', { jsonrpc: '2.0', method: 'get_cvar', params: { k, i: 'bench' }, id: 1 }],
+    ];
+    for (const [call, payload] of calls) {
+      const body = Buffer.from(JSON.stringify(payload));
+      const opts = (port: number, seconds: number) => ({ url: `http://127.0.0.1:${port}/jrpc`, method: 'POST' as const, headers: { 'Content-Type': 'application/json' }, body, seconds });
+      const runs: Record<string, { loads: Load[]; cpu: number; n: number }> = { off: { loads: [], cpu: 0, n: 0 }, on: { loads: [], cpu: 0, n: 0 } };
+      for (const name of Object.keys(settings)) await wrkLoad(opts(ctls[name].port, 2));
+      for (let i = 0; i < ROUNDS; i++) {
+        for (const name of Object.keys(settings)) {
+          const before = cpuSeconds(ctls[name].proc.pid!);
+          const l = await wrkLoad(opts(ctls[name].port, SECONDS));
+          runs[name].cpu += cpuSeconds(ctls[name].proc.pid!) - before;
+          runs[name].n += l.rps * SECONDS;
+          runs[name].loads.push(l);
+        }
+      }
+      const us = (name: string) => (runs[name].cpu / runs[name].n) * 1e6;
+      for (const name of Object.keys(settings)) {
+        const m = median(runs[name].loads);
+        rows.push([call, name, fmt(m.rps), fmt(m.p99, 2), fmt(us(name), 1), name === 'on' ? `${fmt(us('on') - us('off'), 1)} (${fmt(((us('on') - us('off')) / us('off')) * 100, 1)} %)` : '',
+          runs[name].loads.reduce((n, l) => n + l.errors, 0)]);
+      }
+    }
+    const kept = await fetch(`http://127.0.0.1:${ctls.on.port}/jrpc`, {
+      method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', method: 'api_log_get', params: { k, n: 1_000_000 }, id: 1 }),
+    }).then((r) => r.json()) as { result: unknown[] };
+    console.log(`\nAPI call log, JSON RPC, wrk (1 thread): keep-alive, 32 connections, keep_api_log off and on alternating over ${ROUNDS} rounds of ${SECONDS} s, medians (the log held ${kept.result.length} records at the end: its bound)\n`);
+    console.log(table(['call', 'keep_api_log', 'req/s', 'p99 ms', 'CPU µs/req', 'the log adds, µs/req', 'errors'], rows));
+  } finally {
+    for (const c of Object.values(ctls)) {
+      await stopChild(c.proc);
+      fs.rmSync(c.dir, { recursive: true, force: true });
+    }
+  }
+}
+
 const only = process.env.BENCH_API;
 (async () => {
   if (!only || only === 'transport') await main();
   if (!only || only === 'work') await realWork();
+  if (!only || only === 'apilog') await apiLog();
 })().catch((err) => { console.error(err); process.exit(1); });

@@ -40,6 +40,7 @@ export function standaloneContext(paths: Paths): { ctx: PluginContext; close(): 
     register: unavailable('registering functions'),
     authenticate: unavailable('checking keys'),
     call: unavailable('calling functions'),
+    onCall: unavailable('observing calls'),
     describeFunctions: unavailable('the function registry'),
     saveAll: unavailable('saving'),
     plugins: () => [],

@@ -10,7 +10,6 @@ import { ABSENT } from './replay';
 import { ANY, ANY_TEXT, type Listed } from './match';
 
 /** 3.3 functions this controller does not have yet: 405 / JSON RPC 6 wherever 3.3 answered. */
-const MISSING = ['api_log_get', 'drop_tokens', 'list_tokens', 'set_token_readonly'];
 const NO_CACHE = 'no-cache, no-store, must-revalidate';
 
 /** The differences of every answer (headers, error texts): a call differing only by these is alike. */
@@ -28,17 +27,10 @@ export const DIFFERENCES: readonly Listed[] = [
   ...GENERAL,
 
   // functions of 3.3 beyond the specification
-  { call: MISSING, transport: 'direct', path: 'outcome', eva332: ANY, ours: '405', why: 'not yet: 3.3 functions beyond the specification (list_tokens, drop_tokens, set_token_readonly, api_log_get)' },
+  { call: 'notify_restart:ok', transport: 'direct', path: 'outcome', eva332: '405', ours: '200', why: 'improvement: notify_restart (3.3.2 has it on SFA only) on every product: the server restart event to the notifiers subscribed to it' },
+  { call: 'notify_restart:ok', transport: 'rpc', path: 'outcome', eva332: 'error 6', ours: 'result', why: 'improvement: as above' },
   { call: 'list_plugins:ok', transport: 'all', path: 'result', eva332: [], ours: ANY, why: 'improvement: this controller\'s plugins are its built-in parts, listed (name, kind, version, state; author and license null); 3.3.2\'s UC had no plugin loaded' },
-  { call: MISSING, transport: 'rpc', path: 'outcome', eva332: ANY, ours: 'error 6', why: 'not yet: as above' },
-  { call: 'test:dropped-token', transport: 'direct', path: 'outcome', eva332: '403', ours: '200', why: 'not yet: drop_tokens (the token stays valid)' },
-  { call: 'test:dropped-token', transport: 'rpc', path: 'outcome', eva332: 'error 2', ours: 'result', why: 'not yet: drop_tokens' },
   { call: ['test:token', 'test:readonly-token'], transport: 'all', path: 'result.aci', eva332: ANY, ours: ABSENT, why: 'not yet: 3.3\'s test has aci (the caller: key_id, and for a token auth, u, token_mode)' },
-  { call: 'login:token', transport: 'all', path: 'result.mode', eva332: 'normal', ours: ABSENT, why: 'not yet: login with a token says the token mode (set_token_readonly)' },
-  { call: 'test:readonly-token', transport: 'all', path: 'result.db_update', eva332: ABSENT, ours: 1, why: 'not yet: a read-only token (set_token_readonly missing) sees what its key sees' },
-  { call: 'test:readonly-token', transport: 'all', path: 'result.debug', eva332: ABSENT, ours: false, why: 'not yet: as above' },
-  { call: 'test:readonly-token', transport: 'all', path: 'result.polldelay', eva332: ABSENT, ours: 0.01, why: 'not yet: as above' },
-  { call: 'test:readonly-token', transport: 'all', path: 'result.setup_mode', eva332: ABSENT, ours: true, why: 'not yet: as above' },
 
   // test
   { call: 'test', transport: 'all', path: 'result.aci', eva332: ANY, ours: ABSENT, why: 'not yet: aci (the calling key\'s id) of 3.3\'s test' },
@@ -110,9 +102,6 @@ export const DIFFERENCES: readonly Listed[] = [
 
 /** How this controller's web hook requests and MQTT messages differ from 3.3.2's (frames.test.ts). */
 export const FRAME_DIFFERENCES: readonly Listed[] = [
-  { call: 'frames:start', transport: 'all', path: 'start', eva332: 'starts', ours: ANY_TEXT, why: 'not yet (3.3-client-breaking): a notifier file with a server subscription (3.3.2\'s `subscribe server`) stops this controller from starting ("unknown subscription subject: server"); the test goes on without it' },
-  { call: 'frames:hook', transport: 'all', path: 'hook.server', eva332: ['restart'], ours: ABSENT, why: 'not yet: server events (3.3.2 sends subject server, data ["restart"], when it stops)' },
-  { call: 'frames:mqtt', transport: 'all', path: 'mqtt.plant1/controller/uc/eva33-uc/events', eva332: ANY, ours: ABSENT, why: 'not yet: as above; 3.3.2 publishes {c, e: "restart", t} on SPACE/controller/<product>/<system>/events' },
   { call: 'frames:hook', transport: 'all', path: 'hook.state', eva332: ANY, ours: ANY, why: 'not yet: ours sends a state event when an item is created (status 0, value null; 3.3 sends none) and adds t; 3.3 sends value "42" as text, ours too; the unit events follow from the action below' },
   { call: 'frames:hook', transport: 'all', path: 'hook.action', eva332: ANY, ours: ANY, why: 'not yet: 3.3 refuses the action (a new unit has action_enabled false: created, pending, refused); ours runs it (created, queued, running, completed); 3.3 events also carry c (controller), finished, finished_in, t' },
   { call: 'frames:hook', transport: 'all', path: 'hook.log', eva332: ANY, ours: ANY, why: 'not yet: 3.3 log events carry c, dt, lvl; 3.3 also sends its own warning "sending server restart event" (mod notify) when it stops' },
@@ -144,15 +133,10 @@ export const SAVED_DIFFERENCES: readonly Listed[] = [
 
 /** How our notifier command line differs from 3.3.2's uc-notifier on notifier-commands.ts (notifier-cli-332.test.ts). */
 export const FILE_DIFFERENCES: readonly Listed[] = [
-  { call: 'cli:subscribe server', transport: 'all', path: 'subscribe server hj', eva332: 'ok', ours: 'failed', why: 'not yet: server event subscriptions' },
-  { call: 'cli:subscribe server', transport: 'all', path: 'subscribe server eva_1', eva332: 'ok', ours: 'failed', why: 'not yet: as above' },
-  { call: ['file:hj', 'file:eva_1'], transport: 'all', path: 'events', eva332: ANY, ours: ANY, why: 'not yet: as above (3.3.2\'s files have a {subject: server} subscription)' },
   { call: 'cli:create -y', transport: 'all', path: 'create -y -s plant1 hp http-post:http://127.0.0.1:28813/post', eva332: 'failed', ours: 'ok', why: 'improvement: the specification\'s http-post type (3.3.2 no longer has it: "Operation failed", and cannot load such a file)' },
   { call: 'cli:create -y', transport: 'all', path: 'create -y hg http:http://127.0.0.1:28813/get', eva332: 'failed', ours: 'ok', why: 'improvement: the specification\'s http type (as above)' },
   { call: 'file:hp', transport: 'all', path: '', eva332: '<no file>', ours: ANY, why: 'improvement: as above' },
   { call: 'file:hg', transport: 'all', path: '', eva332: '<no file>', ours: ANY, why: 'improvement: as above' },
-  { call: 'cli:set eva_1', transport: 'all', path: 'set eva_1 retain_enabled 0', eva332: 'ok', ours: 'failed', why: 'not yet: retain_enabled of 3.3.2\'s MQTT notifier (ours retains no state)' },
-  { call: 'file:eva_1', transport: 'all', path: 'retain_enabled', eva332: false, ours: ABSENT, why: 'not yet: as above' },
   { call: 'file:hj', transport: 'all', path: 'type', eva332: 'http-json', ours: 'json', why: 'not yet (3.3.2 cannot load our file): 3.3.2 writes the json web hook as type http-json and loads only that name; ours loads both, writes json' },
   { call: 'file:db_1', transport: 'all', path: 'db', eva332: 'history1.db:3600', ours: 'history1.db', why: 'improvement: db:FILE:KEEP gives the keep time; 3.3.2\'s uc-notifier writes it into the file name (and then keeps 86400 s)' },
   { call: 'file:db_1', transport: 'all', path: 'keep', eva332: ABSENT, ours: 3600, why: 'improvement: as above' },

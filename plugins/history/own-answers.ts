@@ -1,5 +1,5 @@
 import type { HistoryBackend } from '../notifiers/db/backend';
-import type { Point } from './series';
+import type { Point, SeriesQuery } from './series';
 import type { Fill } from './time';
 
 /**
@@ -10,15 +10,8 @@ import type { Fill } from './time';
  * answer; without these, it answers from `query` as for a db notifier.
  */
 
-export interface OwnHistoryQuery {
-  oid: string;
-  /** unix seconds; undefined: none */
-  start?: number;
-  end?: number;
-  /** most records (state_history without fill: the newest) */
-  limit?: number;
-  status: boolean;
-  value: boolean;
+/** A series query of one item (series.ts; the space is the notifier's own), with the fill and the call's `o`. */
+export interface OwnHistoryQuery extends Omit<SeriesQuery, 'space'> {
   fill?: Fill;
   /** `o` of the call: options for the store (influxdb: `rp`, the retention policy) */
   options?: Record<string, unknown>;

@@ -1,6 +1,6 @@
 import type { DeliveryError, Endpoint, NotifierConfig, NotifierType } from './api';
 import { notifierPlugin } from './type-plugin';
-import { HiddenPassword, shownUri } from './host/config';
+import { checkHttpUri, HiddenPassword, shownUri } from './host/config';
 import { InfluxClient } from './influxdb/client';
 import { InfluxDefaults, InfluxHistory, WriteFailure } from './influxdb/history';
 import { measurementOf, testLine, unwritable, type InfluxPoint } from './influxdb/lines';
@@ -14,15 +14,6 @@ import { measurementOf, testLine, unwritable, type InfluxPoint } from './influxd
 
 /** Most states in one send: InfluxDB takes thousands of lines a request well. */
 const MAX_BATCH = 5000;
-
-function checkUri(uri: unknown): string {
-  if (typeof uri !== 'string' || !uri) throw new Error('uri missing');
-  let u: URL;
-  // the uri may hold a password: messages name only what is wrong with it
-  try { u = new URL(uri); } catch { throw new Error('uri is not a URL'); }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`uri must be http or https, not ${u.protocol}`);
-  return uri;
-}
 
 function checkDb(db: unknown): string {
   if (typeof db !== 'string' || !db) throw new Error('db (the database name) is missing');
@@ -109,11 +100,11 @@ export const influxdbType: NotifierType = {
     if (at < 0) throw new Error('database not specified: influxdb:http(s)://host:port#database');
     const uri = props.slice(0, at);
     if (uri.split('/').length < 3) throw new Error('uri must be http(s)://host:port');
-    return { uri: checkUri(uri), db: checkDb(props.slice(at + 1)) };
+    return { uri: checkHttpUri(uri), db: checkDb(props.slice(at + 1)) };
   },
   target: (cfg) => `${shownUri(cfg.uri)}#${String(cfg.db ?? '')}`,
   validate(cfg) {
-    checkUri(cfg.uri);
+    checkHttpUri(cfg.uri);
     checkDb(cfg.db);
   },
   serialize(cfg) {

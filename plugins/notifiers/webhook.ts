@@ -1,7 +1,7 @@
 import type { Subject } from './api';
 import { describe } from '../../core/log';
 import type { DeliveryError, Endpoint, NotifierConfig, NotifierType, SettingsSchema } from './api';
-import { shownUri } from './host/config';
+import { checkHttpUri, shownUri } from './host/config';
 
 /**
  * The shared sender of the web hook notifier types (json, http-post, http):
@@ -128,15 +128,6 @@ export async function sendHook(cfg: NotifierConfig, req: HookRequest, signal: Ab
   if (!(req.accepts ?? answerIsSuccess)(r.status, body)) throw new Error(`answer HTTP ${r.status}: ${body.slice(0, 200)}`);
 }
 
-function checkUri(uri: unknown): string {
-  if (typeof uri !== 'string' || !uri) throw new Error('uri missing');
-  let u: URL;
-  // the uri may hold a password: messages name only what is wrong with it
-  try { u = new URL(uri); } catch { throw new Error('uri is not a URL'); }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`uri must be http or https, not ${u.protocol}`);
-  return uri;
-}
-
 /** The settings every web hook type has. */
 const HookSettings: SettingsSchema = {
   uri: { type: 'string', required: true, description: 'the receiver, http:// or https:// (credentials in it go as basic authorization)' },
@@ -207,14 +198,14 @@ export function webhookType(spec: WebhookSpec): NotifierType {
     parseProps(props) {
       if (spec.parseProps) {
         const out = spec.parseProps(props);
-        checkUri(out.uri);
+        checkHttpUri(out.uri);
         return out;
       }
-      return { uri: checkUri(props) };
+      return { uri: checkHttpUri(props) };
     },
     target: (cfg) => shownUri(cfg.uri),
     validate(cfg) {
-      checkUri(cfg.uri);
+      checkHttpUri(cfg.uri);
       spec.validate?.(cfg);
     },
     create: (cfg, env) => new WebhookEndpoint(spec, cfg, env && (() => env.ctx.keys)),

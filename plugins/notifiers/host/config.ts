@@ -230,6 +230,15 @@ export function shownUri(uri: unknown): string {
   }
 }
 
+/** An http(s) uri of a notifier file, as given; throws naming only what is wrong with it (it may hold a password). */
+export function checkHttpUri(uri: unknown): string {
+  if (typeof uri !== 'string' || !uri) throw new Error('uri missing');
+  let u: URL;
+  try { u = new URL(uri); } catch { throw new Error('uri is not a URL'); }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`uri must be http or https, not ${u.protocol}`);
+  return uri;
+}
+
 /** Notifier fields as they are shown: a `password` set reads HiddenPassword, a `uri` loses its password. */
 export function withoutSecrets(fields: Record<string, unknown>): Record<string, unknown> {
   const out = { ...fields };

@@ -75,6 +75,7 @@ test('health: an unreadable user db says degraded, with the reason and nothing o
   t.like(h.body, { ok: true, state: 'serving' });
   t.deepEqual(h.body.degraded, [
     'plugin sysapi-keys: not started, start failed: user db runtime/db/uc.db cannot be read: dynamic keys and users are refused',
+    'plugin sysapi-apilog: not started, a service it needs did not start',
     'plugin sysapi-users: not started, a service it needs did not start',
   ]);
   t.false(JSON.stringify(h.body).includes(dir), 'no path outside the controller folder');

@@ -219,7 +219,8 @@ test('parallel guesses cannot all start before the first fails', async (t) => {
   for (const p of all) void p.catch(() => undefined);
 });
 
-test('remembered addresses are bounded: at login_clients_max the oldest is forgotten', async (t) => {
+// serial: password checks are bounded process-wide, and the other tests' floods would answer this one busy (13)
+test.serial('remembered addresses are bounded: at login_clients_max the oldest is forgotten', async (t) => {
   // no free failure and one booking: a wrong login books it (answered in a minute: not awaited), the address is then refused unchecked
   const { client } = await withUser(t, { webapi: { x_real_ip: true, login_free_failures: 0, login_pending_max: 1, login_delay: 60, login_clients_max: 2 } });
   const bad = (ip: string) => { void from(client, ip)({ u: 'op', p: 'bad' }).catch(() => undefined); };

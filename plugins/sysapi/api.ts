@@ -21,7 +21,7 @@ export interface LocksService {
   acquire(id: string, timeout?: number, expires?: number): Promise<void>;
   /** release; false when the lock is unknown */
   release(id: string): boolean;
-  get(id: string): { id: string; locked: boolean; type: 'value' } | undefined;
+  get(id: string): { id: string; locked: boolean; type: 'lock' } | undefined;
 }
 
 /**

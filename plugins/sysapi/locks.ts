@@ -149,9 +149,10 @@ export class LockTable implements LocksService {
     return true;
   }
 
-  get(id: string): { id: string; locked: boolean; type: 'value' } | undefined {
+  /** type `lock`, as the specification's lock table and EVA ICS 3.3 say */
+  get(id: string): { id: string; locked: boolean; type: 'lock' } | undefined {
     const lock = this.locks.get(id);
-    return lock && { id, locked: lock.locked, type: 'value' };
+    return lock && { id, locked: lock.locked, type: 'lock' };
   }
 
   stats(): LockStats {

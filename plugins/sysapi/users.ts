@@ -75,7 +75,8 @@ export const plugin = definePlugin({
         users.set(p.u, rec);
         // a failed write takes the account back out: an error answer leaves no user behind
         await save(p.u, () => { if (users.get(p.u) === rec) users.delete(p.u); });
-        return { key: p.a, user: p.u };
+        // key as the specification names it, key_id as EVA ICS 3.3 answered (its clients read that)
+        return { key: p.a, key_id: p.a, user: p.u };
       },
     });
 
@@ -98,10 +99,11 @@ export const plugin = definePlugin({
       permission: 'master',
       params: { u: str('login').req() },
       description: 'A user account.',
-      returns: '{key, user}',
+      returns: '{key, key_id (the same, as EVA ICS 3.3 named it), user}',
       handler(p: { u: string }) {
         const rec = user(p.u);
-        return { key: rec.keys.join(','), user: rec.user };
+        const key = rec.keys.join(',');
+        return { key, key_id: key, user: rec.user };
       },
     });
 

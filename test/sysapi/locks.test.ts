@@ -12,10 +12,10 @@ const stats = (client: Client) => client.ok('probe_locks', { k: m }) as Promise<
 test('lock, get_lock, unlock and their aliases through both transports', async (t) => {
   const { client } = await startController(t);
   t.deepEqual(await client.ok('lock', { k, l: 'a' }), { ok: true });
-  t.deepEqual(await client.ok('get_lock', { k, l: 'a' }), { id: 'a', locked: true, type: 'value' });
-  t.deepEqual((await client.get('lock_get', { k, l: 'a' })).body, { id: 'a', locked: true, type: 'value' });
+  t.deepEqual(await client.ok('get_lock', { k, l: 'a' }), { id: 'a', locked: true, type: 'lock' });
+  t.deepEqual((await client.get('lock_get', { k, l: 'a' })).body, { id: 'a', locked: true, type: 'lock' });
   t.deepEqual((await client.get('unlock', { k, l: 'a' })).body, { result: 'OK' });
-  t.deepEqual((await client.post('get_lock', { k, l: 'a' })).body, { id: 'a', locked: false, type: 'value' });
+  t.deepEqual((await client.post('get_lock', { k, l: 'a' })).body, { id: 'a', locked: false, type: 'lock' });
   t.deepEqual((await client.post('lock_acquire', { k, l: 'a', t: 1 })).body, { result: 'OK' });
   t.deepEqual(await client.ok('lock_release', { k, l: 'a' }), { ok: true });
   // unlock of an unlocked known lock is fine

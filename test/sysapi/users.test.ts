@@ -14,7 +14,7 @@ for (const tr of Transports) {
   needs('sqlite3', 'python3')(`user accounts: create, get, list, set key, set password, destroy over ${tr}`, async (t) => {
     const { client, dir } = await startController(t);
     const m = { k: Keys.master };
-    t.deepEqual(await okVia(client, tr, 'create_user', { ...m, u: 'alice', p: 'wonderland', a: 'ops' }), { key: 'ops', user: 'alice' });
+    t.deepEqual(await okVia(client, tr, 'create_user', { ...m, u: 'alice', p: 'wonderland', a: 'ops' }), { key: 'ops', key_id: 'ops', user: 'alice' });
     await okVia(client, tr, 'create_user', { ...m, u: 'bob', p: 'builder', a: 'plain' });
     t.is((await via(client, tr, 'create_user', { ...m, u: 'alice', p: 'x', a: 'ops' })).error, errOf(tr, Exists));
     t.is((await via(client, tr, 'create_user', { ...m, u: 'carol', p: 'x', a: 'nokey' })).error, errOf(tr, Err.notFound));
@@ -22,8 +22,8 @@ for (const tr of Transports) {
     t.is((await via(client, tr, 'create_user', { ...m, u: 'carol', p: '', a: 'ops' })).error, errOf(tr, Err.invalid));
     t.is((await via(client, tr, 'create_user', { ...m, u: 'carol', a: 'ops' })).error, errOf(tr, Err.invalid));
 
-    t.deepEqual(await okVia(client, tr, 'get_user', { ...m, u: 'alice' }), { key: 'ops', user: 'alice' });
-    t.deepEqual(await okVia(client, tr, 'user_get', { ...m, u: 'bob' }), { key: 'plain', user: 'bob' });
+    t.deepEqual(await okVia(client, tr, 'get_user', { ...m, u: 'alice' }), { key: 'ops', key_id: 'ops', user: 'alice' });
+    t.deepEqual(await okVia(client, tr, 'user_get', { ...m, u: 'bob' }), { key: 'plain', key_id: 'plain', user: 'bob' });
     t.is((await via(client, tr, 'get_user', { ...m, u: 'nobody' })).error, errOf(tr, Err.notFound));
     const list = [{ key_id: 'ops', user: 'alice' }, { key_id: 'plain', user: 'bob' }];
     t.deepEqual(await okVia(client, tr, 'list_users', m), list);
@@ -90,5 +90,5 @@ test('a user whose key was destroyed cannot log in', async (t) => {
   t.is((await client.ok('login', { u: 'eve', p: 'pw' })).key, 'temp');
   await client.ok('destroy_key', { ...m, i: 'temp' });
   t.is((await client.rpc('login', { u: 'eve', p: 'pw' })).error?.code, 2);
-  t.deepEqual(await client.ok('get_user', { ...m, u: 'eve' }), { key: 'temp', user: 'eve' });
+  t.deepEqual(await client.ok('get_user', { ...m, u: 'eve' }), { key: 'temp', key_id: 'temp', user: 'eve' });
 });

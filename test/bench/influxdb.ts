@@ -4,7 +4,7 @@ import http from 'node:http';
 import { startController, Keys } from '../helpers/controller';
 import { influxUnavailable, startInflux, type Influx } from '../helpers/influxdb';
 import { encodeLine } from '../../plugins/notifiers/influxdb/lines';
-import { table, fmt } from './lib';
+import { table, fmt, benchEmitFunction } from './lib';
 
 /**
  * Points per second into a real InfluxDB 1.x (test/helpers/influxdb.ts)
@@ -46,15 +46,7 @@ module.exports.plugin = {
         while (ctx.service('notifiers').describe(p.i, true).stats.sent < p.n) await new Promise((r) => setTimeout(r, 2));
         return true;
       } });
-    ctx.register({ name: 'bench_emit', permission: 'master', description: 'n state events',
-      params: { n: { type: 'integer', required: true, description: 'events' }, from: { type: 'integer', required: true, description: 'first' } },
-      async handler(p) {
-        for (let i = p.from; i < p.from + p.n; i++) {
-          ctx.emit('state', { oid: '${OID}', full_id: 'bench/s', group: 'bench', id: 's', type: 'sensor', status: 1, value: String(20 + (i % 100) / 10), t: ${T0} + i / 1000 });
-          if (i % 1000 === 999) await new Promise((r) => setImmediate(r));
-        }
-        return true;
-      } });
+    ${benchEmitFunction(OID, T0)}
   },
 };
 `;

@@ -158,3 +158,20 @@ export async function postBatches(url: string, bodies: string[]): Promise<void> 
     if (failed) throw new Error(`update batch: ${JSON.stringify(failed)}`);
   }
 }
+
+/**
+ * The `bench_emit` function of a drop-in bench plugin (the text of one
+ * ctx.register call): n state events of `oid` on the bus, values 20.0–29.9,
+ * times from t0 in steps of 1 ms, yielding every 1000 so delivery runs.
+ */
+export function benchEmitFunction(oid: string, t0: number): string {
+  return `ctx.register({ name: 'bench_emit', permission: 'master', description: 'n state events',
+      params: { n: { type: 'integer', required: true, description: 'events' }, from: { type: 'integer', required: true, description: 'first' } },
+      async handler(p) {
+        for (let i = p.from; i < p.from + p.n; i++) {
+          ctx.emit('state', { oid: '${oid}', full_id: 'bench/s', group: 'bench', id: 's', type: 'sensor', status: 1, value: String(20 + (i % 100) / 10), t: ${t0} + i / 1000 });
+          if (i % 1000 === 999) await new Promise((r) => setImmediate(r));
+        }
+        return true;
+      } });`;
+}

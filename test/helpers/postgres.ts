@@ -1,3 +1,4 @@
+import { sharedServer } from './shared-server';
 import fs from 'node:fs';
 import os from 'node:os';
 import net from 'node:net';
@@ -168,18 +169,15 @@ export interface SharedPostgres {
 }
 
 export function sharedPostgres(): SharedPostgres {
-  const downs: (() => unknown)[] = [];
-  let server: Promise<Postgres> | undefined;
-  let n = 0;
-  const get = () => (server ??= startPostgres({ teardown: (fn) => downs.push(fn) }));
+  const shared = sharedServer(startPostgres, 'h');
   return {
-    server: get,
+    server: shared.get,
     async database() {
-      const pg = await get();
-      const name = `h${++n}`;
+      const pg = await shared.get();
+      const name = shared.nextName();
       await pg.createDatabase(name);
       return pg.uri(name);
     },
-    async stop() { for (const fn of downs.reverse()) await fn(); },
+    stop: shared.stop,
   };
 }

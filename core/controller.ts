@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import fs from 'node:fs';
 import path from 'node:path';
-import { sweepTemps } from './store/sweep';
+import { sweepTemps } from './toolkit/temp-sweep';
 import { container as root, type DependencyContainer, type InjectionToken } from 'tsyringe';
 import { Paths } from './paths';
 import { Config } from './config';

@@ -1,7 +1,7 @@
 import { injectable } from 'tsyringe';
 import type * as PromClient from 'prom-client';
 import type { Metric, MetricValueWithName, Registry } from 'prom-client';
-import { onFirstUse } from './lazy';
+import { onFirstUse } from './toolkit/lazy-module';
 import { Config } from './config';
 import type { ResolvedKey } from './auth/keys';
 import { permits, type Permission } from './functions';

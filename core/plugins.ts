@@ -19,7 +19,7 @@ import { Lifecycle } from './lifecycle';
 import { HttpHooks } from './http/hooks';
 import { ApiError, SkipCodes, type SkipCode } from './errors';
 import { Health, reasonOf } from './health';
-import { within } from './within';
+import { within } from './toolkit/time-limit';
 import { MAX_TIMER_SECONDS } from './defaults';
 import { KERNEL_API, type PluginContext, type PluginInfo, type PluginDefinition, PluginKinds, type PluginKind, type ServiceName } from './plugin';
 import { checkDeclaration } from './settings/schema';

@@ -6,7 +6,7 @@ import { parseIni } from '../ini';
 import { ApiKey, KeyListFields, splitList } from './apikey';
 import { TokenStore } from './tokens';
 import { Paths } from '../paths';
-import { writeFileAtomicSync } from '../store/atomic';
+import { writeFileAtomicSync } from '../toolkit/atomic-file';
 import { parseBool } from '../config';
 
 const KEY_CHARS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';

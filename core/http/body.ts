@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type Busboy from 'busboy';
-import { onFirstUse } from '../lazy';
+import { onFirstUse } from '../toolkit/lazy-module';
 
 /** busboy reads multipart uploads only: loaded with the first one. */
 const busboy = onFirstUse<typeof Busboy>('busboy');

@@ -21,7 +21,7 @@ import { directHandler, directRoute } from './direct';
 import { jrpcProcessor, koaJrpc } from './jrpc';
 import { clientGone } from './gone';
 import { JsonHeaders, NoCacheHeaders, replyDirectError, send, sendJson, sendPieces } from './reply';
-import { onFirstUse } from '../lazy';
+import { onFirstUse } from '../toolkit/lazy-module';
 import { rpcError } from '../rpc';
 import { HttpHooks } from './hooks';
 import { Health } from '../health';

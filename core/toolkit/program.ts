@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
-import { MAX_TIMER_SECONDS } from '../defaults';
 import { BoundedCapture } from './capture';
 
 /** The exit code reported for a program the controller stopped (as EVA ICS 3.3 reported it). */
@@ -20,13 +19,16 @@ export interface RunOptions {
   input?: string;
 }
 
+/** The longest delay a node timer can wait (2^31 - 1 ms). */
+const LONGEST_TIMER_MS = 0x7fffffff;
+
 /**
  * A timer delay in ms for `s` seconds. A time past what a node timer can wait
  * would fire at once and stop the program at its start: it waits the longest
  * a timer can (24 days, as good as no limit) instead.
  */
 function seconds(s: number): number {
-  return Math.min(s, MAX_TIMER_SECONDS) * 1000;
+  return Math.min(s * 1000, LONGEST_TIMER_MS);
 }
 
 /** How a program ended. */

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import type { Database, SqlJsStatic } from 'sql.js';
-import { AtomicFile, writeFileAtomicSync } from './atomic';
+import { AtomicFile, writeFileAtomicSync } from './atomic-file';
 
 export type { Database } from 'sql.js';
 
@@ -46,7 +46,7 @@ function readableImage(file: string): Uint8Array {
 
 /**
  * An SQLite database kept in memory by sql.js and written to its file as a
- * whole, atomically (core/store/atomic.ts), so a crash leaves the previous
+ * whole, atomically (core/toolkit/atomic-file.ts), so a crash leaves the previous
  * or the new file and any SQLite reader can open it at any time.
  */
 export class SqliteFile {

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { tempWriter } from './atomic';
+import { tempWriter } from './atomic-file';
 
 /** Most folder entries one sweep looks at: a huge runtime/ must not hold up the start for long. */
 const MAX_ENTRIES = 200_000;

@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { AtomicFile } from '../../core/store/atomic';
+import { AtomicFile } from '../../core/toolkit/atomic-file';
 import { functionFailed, notFound } from '../../core/errors';
 import type { ModuleLogger } from '../../core/log';
 import type { MqttSubscriber } from './api';

@@ -2,7 +2,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { ApiError, functionFailed, notFound } from '../../core/errors';
 import type { ModuleLogger } from '../../core/log';
-import { within } from '../../core/within';
+import { within } from '../../core/toolkit/time-limit';
 import { CoreScript, ScriptError, type RpcDecl } from './script';
 
 /** Script files: *.js, not hidden (editors' and atomic writers' temp files start with a dot). */

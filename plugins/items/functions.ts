@@ -9,7 +9,7 @@ import { PropTypes, type ItemRegistry } from './registry';
 import type { Item, ItemProps } from './item';
 import type { Action } from './actions';
 import { MAX_TIMER_SECONDS } from '../../core/defaults';
-import { within } from '../../core/within';
+import { within } from '../../core/toolkit/time-limit';
 
 /**
  * A value parameter as the API gives it: "" and "null" stand for no value

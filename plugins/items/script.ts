@@ -1,8 +1,8 @@
-import { ProgramRun, type RunOptions } from '../../core/process/run';
+import { ProgramRun, type RunOptions } from '../../core/toolkit/program';
 import type { Outcome } from './actions';
 
 /**
- * A unit script run: the kernel's program run (core/process/run.ts: argv
+ * A unit script run: the program run (core/toolkit/program.ts: argv
  * array, no shell, own process group, SIGTERM then SIGKILL to the group,
  * bounded output), adapted to actions.
  */

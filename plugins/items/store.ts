@@ -1,7 +1,7 @@
 import fs from 'node:fs';
-import { writeFileAtomic } from '../../core/store/atomic';
-import { GroupCommit } from '../../core/store/group-commit';
-import { Journal } from '../../core/store/journal';
+import { writeFileAtomic } from '../../core/toolkit/atomic-file';
+import { GroupCommit } from '../../core/toolkit/group-commit';
+import { Journal } from '../../core/toolkit/journal';
 import type { ModuleLogger } from '../../core/log';
 import { parseOid, type Oid } from './oid';
 import type { ItemProps, StoredItem } from './item';

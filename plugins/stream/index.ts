@@ -1,6 +1,6 @@
 import type * as Ws from 'ws';
 import type { WebSocketServer, WebSocket, RawData } from 'ws';
-import { onFirstUse } from '../../core/lazy';
+import { onFirstUse } from '../../core/toolkit/lazy-module';
 import { definePlugin, type PluginContext } from '../../core/plugin';
 import { Subjects, type Subject } from '../../core/bus';
 import { RepeatLog } from '../../core/log-repeat';

@@ -1,5 +1,5 @@
 /** Services the sys-api plugins offer each other and core scripts. Types only. */
-import type { UserDb } from '../../core/store/userdb';
+import type { UserDb } from './userdb';
 
 /** Service `cvars` (plugin sysapi-cvars). */
 export interface CvarsService {

@@ -4,10 +4,10 @@ import { definePlugin } from '../../core/plugin';
 import { bound, int, seconds } from '../../core/settings/schema';
 import { functionFailed, invalidParams, notFound } from '../../core/errors';
 import { describe } from '../../core/log';
-import { within } from '../../core/within';
+import { within } from '../../core/toolkit/time-limit';
 import { any, secs, str } from '../../core/params';
 import type { CallContext } from '../../core/functions';
-import { CommandLineError, splitArgv } from '../../core/process/argv';
+import { CommandLineError, splitArgv } from '../../core/toolkit/argv';
 import { Command } from './cmd/command';
 import { CommandTable } from './cmd/table';
 

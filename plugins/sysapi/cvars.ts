@@ -3,7 +3,7 @@ import { definePlugin } from '../../core/plugin';
 import { bound } from '../../core/settings/schema';
 import { str } from '../../core/params';
 import { functionFailed, invalidParams, notFound } from '../../core/errors';
-import { AtomicFile } from '../../core/store/atomic';
+import { AtomicFile } from '../../core/toolkit/atomic-file';
 import { describe, type ModuleLogger } from '../../core/log';
 import type { CvarsService } from './api';
 

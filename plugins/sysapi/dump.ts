@@ -6,7 +6,7 @@ import { definePlugin, type PluginContext } from '../../core/plugin';
 import { functionFailed } from '../../core/errors';
 import { Levels } from '../../core/log';
 import { PackageVersion } from '../../core/version';
-import { writeFileAtomic } from '../../core/store/atomic';
+import { writeFileAtomic } from '../../core/toolkit/atomic-file';
 import type { NotifierHost } from '../notifiers/api';
 
 const gzip = promisify(zlib.gzip);

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { definePlugin } from '../../core/plugin';
 import { bound } from '../../core/settings/schema';
 import { accessDenied, ApiError, busy, functionFailed, invalidParams, notFound } from '../../core/errors';
-import { writeFileAtomic } from '../../core/store/atomic';
+import { writeFileAtomic } from '../../core/toolkit/atomic-file';
 import { bool, str } from '../../core/params';
 import { inFolder, RuntimeFolder, type OpenFile } from './files/confine';
 

@@ -4,7 +4,7 @@ import { str, bool, any } from '../../core/params';
 import { ApiKey } from '../../core/auth/apikey';
 import { generateKeyValue } from '../../core/auth/keys';
 import { alreadyExists, functionFailed, invalidParams, notFound } from '../../core/errors';
-import { UserDb } from '../../core/store/userdb';
+import { UserDb } from './userdb';
 import { describe } from '../../core/log';
 import { healthReason } from '../../core/health';
 import { AllNetworks, KeyProps, setKeyProp } from './keyprops';
@@ -26,7 +26,7 @@ export const plugin = definePlugin({
   async start(ctx) {
     const { keys, log } = ctx;
     // a damaged file makes start fail (logged, plugin skipped): never overwrite what we could not read;
-    // without a file, nothing is opened until the first key or user is created (core/store/userdb.ts)
+    // without a file, nothing is opened until the first key or user is created (plugins/sysapi/userdb.ts)
     // /health tells it too (degraded): only an ERROR line would leave every dynamic key and user refused unnoticed
     const db = await UserDb.open(ctx.paths.userDb).catch((err: unknown) => {
       throw healthReason(err, `user db ${path.relative(ctx.paths.dir, ctx.paths.userDb)} cannot be read: dynamic keys and users are refused`);

@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { busy } from '../errors';
+import { busy } from '../../core/errors';
 
 /**
  * Password hashes of user accounts. New ones are node's scrypt with a random

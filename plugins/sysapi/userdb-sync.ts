@@ -2,7 +2,7 @@ import type { ModuleLogger } from '../../core/log';
 import { describe } from '../../core/log';
 import { functionFailed } from '../../core/errors';
 import type { KeyStore } from '../../core/auth/keys';
-import type { UserDb } from '../../core/store/userdb';
+import type { UserDb } from './userdb';
 
 /**
  * Make the user db's rows follow memory (`sync`) and write it now; a failure

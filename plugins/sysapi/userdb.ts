@@ -1,6 +1,6 @@
 import fs from 'node:fs';
-import { ApiKey, ApiKeyProps, KeyListField, splitList } from '../auth/apikey';
-import { SqliteFile } from './sqljs';
+import { ApiKey, ApiKeyProps, KeyListField, splitList } from '../../core/auth/apikey';
+import { SqliteFile } from '../../core/toolkit/sqlite-file';
 
 /**
  * Columns of table `apikeys` that hold a key's lists (plugins/sysapi/README.md, "API

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import fs from 'node:fs';
 import { Controller } from '../../core/controller';
-import { setGroupCommit } from '../../core/store/group-commit';
+import { setGroupCommit } from '../../core/toolkit/group-commit';
 import { makeDir } from '../helpers/controller';
 
 /**

@@ -10,7 +10,7 @@ import { startController, Keys } from '../helpers/controller';
 import { History } from '../../plugins/notifiers/db/history';
 import { HistorySchema, type HistoryRow } from '../../plugins/notifiers/db/schema';
 import { ROLLUP_TABLE } from '../../plugins/notifiers/db/rollup';
-import { writeFileAtomic } from '../../core/store/atomic';
+import { writeFileAtomic } from '../../core/toolkit/atomic-file';
 import type { ModuleLogger } from '../../core/log';
 import { table, fmt, benchUpdatePlugin, updateBatches, postBatches } from './lib';
 

@@ -6,7 +6,7 @@ import { HistoryStore } from '../../plugins/notifiers/db/store';
 import { CheckpointPolicy } from '../../plugins/notifiers/db/policy';
 import { HistorySchema, type HistoryRow } from '../../plugins/notifiers/db/schema';
 import { DbDefaults } from '../../plugins/notifiers/db';
-import { writeFileAtomic } from '../../core/store/atomic';
+import { writeFileAtomic } from '../../core/toolkit/atomic-file';
 import type { HistoryOptions } from '../../plugins/notifiers/db/history';
 import { table, fmt } from './lib';
 

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFileSync, spawnSync } from 'node:child_process';
 
-const ATOMIC = path.resolve(__dirname, '..', '..', 'core', 'store', 'atomic.js');
+const ATOMIC = path.resolve(__dirname, '..', '..', 'core', 'toolkit', 'atomic-file.js');
 const LIMIT = 64 * 1024;
 
 /** A real process whose file size limit (RLIMIT_FSIZE) makes writes past LIMIT bytes fail with EFBIG, as a full disk would. */

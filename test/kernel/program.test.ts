@@ -2,7 +2,7 @@ import test, { type ExecutionContext } from 'ava';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ProgramRun, runProgram, TERMINATED_EXITCODE, type RunOptions } from '../../core/process/run';
+import { ProgramRun, runProgram, TERMINATED_EXITCODE, type RunOptions } from '../../core/toolkit/program';
 import { until } from '../helpers/wait';
 
 const node = process.execPath;

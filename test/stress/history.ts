@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { History, type HistoryOptions } from '../../plugins/notifiers/db/history';
-import { Journal } from '../../core/store/journal';
+import { Journal } from '../../core/toolkit/journal';
 import type { HistoryRow } from '../../plugins/notifiers/db/schema';
 
 /**

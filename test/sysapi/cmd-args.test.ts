@@ -2,7 +2,7 @@ import test, { type ExecutionContext } from 'ava';
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { CommandLineError, splitArgv } from '../../core/process/argv';
+import { CommandLineError, splitArgv } from '../../core/toolkit/argv';
 import { Keys, makeDir, startController } from '../helpers/controller';
 import { needs } from '../helpers/tools';
 

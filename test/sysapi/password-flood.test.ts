@@ -1,5 +1,5 @@
 import test from 'ava';
-import { hashPassword, PasswordDefaults } from '../../core/auth/passwords';
+import { hashPassword, PasswordDefaults } from '../../plugins/sysapi/passwords';
 import { ApiError } from '../../core/errors';
 import { makeDir, spawnController, Keys } from '../helpers/controller';
 

@@ -5,7 +5,7 @@ import os from 'node:os';
 import net from 'node:net';
 import { spawn, spawnSync } from 'node:child_process';
 import { startController, spawnController, makeDir, Keys, Client, MAIN } from '../helpers/controller';
-import { splitArgv } from '../../core/process/argv';
+import { splitArgv } from '../../core/toolkit/argv';
 import { nextDelay, WatchdogDefaults } from '../../core/watchdog';
 import { failsBoth, Err } from './expect';
 import { until } from '../helpers/wait';

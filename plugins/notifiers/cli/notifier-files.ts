@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { writeFileAtomic } from '../../../core/store/atomic';
+import { writeFileAtomic } from '../../../core/toolkit/atomic-file';
 import { parseBool } from '../../../core/config';
 import type { NotifierConfig, NotifierType, SettingDecl } from '../api';
 import { settingDefaults, settingValue } from '../host/settings';

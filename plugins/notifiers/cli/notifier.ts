@@ -9,7 +9,7 @@ import { DefaultLogLevel } from '../host/filter';
 import { loadTypes, type TypeCatalogue } from './notifier-types';
 import { CliError, NotifierFiles, checked, knownFields, setField, type RawConfig } from './notifier-files';
 import { standaloneContext } from './notifier-env';
-import { withDeadline } from '../host/deadline';
+import { withDeadline } from '../../../core/toolkit/deadline';
 import { parseProps, targetOf, typeHelp } from '../host/settings';
 import { PackageVersion } from '../../../core/version';
 import { checkIniFiles, configErrorText } from '../../../core/settings/check';

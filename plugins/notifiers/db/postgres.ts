@@ -1,5 +1,5 @@
 import type * as Pg from 'pg';
-import { onFirstUse } from '../../../core/lazy';
+import { onFirstUse } from '../../../core/toolkit/lazy-module';
 import type { ModuleLogger } from '../../../core/log';
 import type { HistoryBackend, HistoryQuery } from './backend';
 import type { HistoryRow } from './schema';

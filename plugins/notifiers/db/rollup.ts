@@ -1,4 +1,4 @@
-import type { SqliteFile } from '../../../core/store/sqljs';
+import type { SqliteFile } from '../../../core/toolkit/sqlite-file';
 import type { HistoryRow } from './schema';
 import { numeric, type Bucket } from '../../history/resample';
 

@@ -1,10 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Statement } from 'sql.js';
-import { SqliteFile } from '../../../core/store/sqljs';
-import { writeFileAtomic } from '../../../core/store/atomic';
+import { SqliteFile } from '../../../core/toolkit/sqlite-file';
+import { writeFileAtomic } from '../../../core/toolkit/atomic-file';
 import { HistorySchema, type HistoryRow } from './schema';
-import { Journal } from '../../../core/store/journal';
+import { Journal } from '../../../core/toolkit/journal';
 import { CheckpointPolicy } from './policy';
 import type { HistoryQuery } from './backend';
 import { numeric, mergeBuckets, type Bucket } from '../../history/resample';

@@ -4,7 +4,7 @@ import type { DeliveryError, Endpoint, NotifierStats } from '../api';
 import type { DeliveryOptions } from './defaults';
 import { EventQueue } from './queue';
 import { eventSize } from './event-size';
-import { unlessAborted, withDeadline } from './deadline';
+import { unlessAborted, withDeadline } from '../../../core/toolkit/deadline';
 
 /** Retry delay before retry number `attempt` (0-based): doubling, capped, with jitter so peers do not retry in step. */
 export function backoff(attempt: number, opts: Pick<DeliveryOptions, 'retry_delay' | 'retry_max_delay'>): number {

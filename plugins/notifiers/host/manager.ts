@@ -7,7 +7,7 @@ import { commonConfig, configProblem, deliveryOptions, readNotifierFiles } from 
 import { CommonSettings, DeliverySettings, FileFields } from './defaults';
 import { Delivery } from './delivery';
 import { EventRouter, type Routed } from './router';
-import { withDeadline } from './deadline';
+import { withDeadline } from '../../../core/toolkit/deadline';
 import { hideSecrets, serializeSettings } from './settings';
 import { IntervalResend, MIN_INTERVAL, type ItemStates } from './interval';
 import { degradedLine, isBad, publicState, stateOf, type NotifierHealth } from './health';

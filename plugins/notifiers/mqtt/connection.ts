@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import type * as Mqtt from 'mqtt';
 import type { IClientOptions, ISubscriptionGrant, MqttClient } from 'mqtt';
 import type { ModuleLogger } from '../../../core/log';
-import { onFirstUse } from '../../../core/lazy';
+import { onFirstUse } from '../../../core/toolkit/lazy-module';
 import { describe } from '../../../core/log';
 import { MqttDefaults, type MqttSettings, type Qos } from './settings';
 import { Routes } from './routes';

@@ -2,9 +2,9 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import type { ModuleLogger } from '../../../core/log';
 import { describe } from '../../../core/log';
-import { writeFileAtomic } from '../../../core/store/atomic';
-import { GroupCommit } from '../../../core/store/group-commit';
-import { Journal } from '../../../core/store/journal';
+import { writeFileAtomic } from '../../../core/toolkit/atomic-file';
+import { GroupCommit } from '../../../core/toolkit/group-commit';
+import { Journal } from '../../../core/toolkit/journal';
 
 /** What a remembered id is kept as: 132 bits of its SHA-256, so every entry has the same small size. */
 const digest = (id: string): string => crypto.createHash('sha256').update(id).digest('base64url').slice(0, 22);
@@ -15,11 +15,11 @@ const DIGEST = /^[A-Za-z0-9_-]{22}$/;
  * in memory and, given a file, on disk, so a recorded frame is refused
  * after a restart too.
  *
- * On disk: a snapshot written whole and atomically (core/store/atomic.ts),
+ * On disk: a snapshot written whole and atomically (core/toolkit/atomic-file.ts),
  * `{"held": <last journal segment it holds>, "ids": [...]}`, and a journal
- * (core/store/journal.ts) each new id is appended to, fsync'd, before the
+ * (core/toolkit/journal.ts) each new id is appended to, fsync'd, before the
  * frame it belongs to runs (`written`): a frame that ran has its id on disk.
- * Appends are grouped (core/store/group-commit.ts): the ids that arrive
+ * Appends are grouped (core/toolkit/group-commit.ts): the ids that arrive
  * during one append go together in the next. After `max / 2` appended ids
  * the snapshot is rewritten and the journal folded into it, so the disk
  * holds at most about 1.5 × `max` digests (22 characters each).

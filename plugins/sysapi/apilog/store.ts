@@ -1,4 +1,4 @@
-import type { UserDb } from '../../../core/store/userdb';
+import type { UserDb } from '../userdb';
 import type { ModuleLogger } from '../../../core/log';
 import { describe } from '../../../core/log';
 import { ApiLogColumns, insert, rowBytes, select, trim, type ApiLogRecord, type Query } from './table';

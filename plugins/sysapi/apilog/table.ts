@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import type { SqliteFile } from '../../../core/store/sqljs';
+import type { SqliteFile } from '../../../core/toolkit/sqlite-file';
 
 /**
  * One API call as the log keeps it (EVA ICS 3.3's api_log row); times in

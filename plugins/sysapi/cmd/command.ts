@@ -1,11 +1,11 @@
 import crypto from 'node:crypto';
-import { ProgramRun, type ProgramExit, type RunOptions } from '../../../core/process/run';
+import { ProgramRun, type ProgramExit, type RunOptions } from '../../../core/toolkit/program';
 
 export type CommandStatus = 'running' | ProgramExit['status'];
 
 /**
  * One run of a command script, as cmd and cmd_result show it: the program
- * run (core/process/run.ts: no shell, own process group, time limit, bounded
+ * run (core/toolkit/program.ts: no shell, own process group, time limit, bounded
  * output) with its id, owner and the times of its statuses.
  */
 export class Command {

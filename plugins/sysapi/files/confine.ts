@@ -25,7 +25,7 @@ const PATH_MAX = 4095;
 const ENCODED = /%(2f|5c|2e)/i;
 /** The first bytes of every SQLite file: the user db and history files are never runtime text files. */
 const SQLITE = Buffer.from('SQLite format 3\0', 'latin1');
-/** The journal segments of the controller's stores (core/store/journal.ts), wherever a store keeps its file. */
+/** The journal segments of the controller's stores (core/toolkit/journal.ts), wherever a store keeps its file. */
 const JOURNAL = /\.journal\.\d+$/;
 
 /** What lies in the open folder `fd` under `name`, as a path the kernel resolves from that folder. */

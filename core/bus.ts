@@ -1,5 +1,3 @@
-import type { LogRecord } from './log';
-
 /**
  * The kernel event bus. Subjects: state, action, log. Publishers never see a
  * listener's failure: each listener runs in its own try/catch and a failure
@@ -8,13 +6,14 @@ import type { LogRecord } from './log';
  */
 
 /**
- * What each subject carries. The kernel publishes `log`; the plugin that
- * publishes another subject declares its event type by declaration merging,
- * e.g. `declare module '../../core/bus' { interface BusEvents { state: StateEvent } }`.
+ * What each subject carries. Empty here: whoever publishes a subject declares
+ * its event type by declaration merging, next to that type (the log's `log`
+ * in core/log.ts; a plugin's e.g.
+ * `declare module '../../core/bus' { interface BusEvents { state: StateEvent } }`),
+ * so the bus imports none of its publishers.
  */
-export interface BusEvents {
-  log: LogRecord;
-}
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface BusEvents {}
 export type Subject = keyof BusEvents;
 /** The subjects notifiers subscribe to (spec); `state` and `action` are typed by the items plugin. */
 export const Subjects: readonly Subject[] = ['state', 'action', 'log'];

@@ -6,6 +6,13 @@ import { Config } from './config';
 /** A log record as the API and the `log` event carry it (spec "Log record"). */
 export interface LogRecord { h: string; l: number; mod: string; msg: string; p: string; t: number; th: string }
 
+declare module './bus' {
+  interface BusEvents {
+    /** the kernel publishes each record of the controller log */
+    log: LogRecord;
+  }
+}
+
 export const Levels = { debug: 10, info: 20, warning: 30, error: 40, critical: 50 } as const;
 export type LevelName = keyof typeof Levels;
 

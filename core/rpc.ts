@@ -1,6 +1,6 @@
 import { CallMeta, isThenable } from './dispatch';
 import { ApiError } from './errors';
-import { rpcResult } from './http/reply';
+import { rpcResult } from './results';
 
 export type RpcResponse = { jsonrpc: '2.0'; id: unknown; result?: unknown; error?: { code: number; message: string } };
 

@@ -1,6 +1,7 @@
 import type { DeliveryError, Endpoint, NotifierConfig, NotifierType } from './api';
 import { notifierPlugin } from './type-plugin';
-import { checkHttpUri, HiddenPassword, shownUri } from './host/config';
+import { checkHttpUri } from './host/config';
+import { HiddenPassword, shownUri } from './host/redaction';
 import { InfluxClient } from './influxdb/client';
 import { InfluxDefaults, InfluxHistory, WriteFailure } from './influxdb/history';
 import { measurementOf, testLine, unwritable, type InfluxPoint } from './influxdb/lines';

@@ -1,7 +1,7 @@
 import type { PluginContext } from '../../core/plugin';
 import type { NotifierConfig, NotifierType } from './api';
 import { MqttEndpoint } from './mqtt/endpoint';
-import { withoutSecrets } from './host/config';
+import { withoutSecrets } from './host/redaction';
 import { MqttDefaults, MqttSettingsSchema, parseProps, parseQos, readSettings } from './mqtt/settings';
 import { notifierPlugin } from './type-plugin';
 

@@ -1,7 +1,8 @@
 import type { Subject } from './api';
 import { describe } from '../../core/log';
 import type { DeliveryError, Endpoint, NotifierConfig, NotifierType, SettingsSchema } from './api';
-import { checkHttpUri, shownUri } from './host/config';
+import { checkHttpUri } from './host/config';
+import { shownUri } from './host/redaction';
 
 /**
  * The shared sender of the web hook notifier types (json, http-post, http):

@@ -214,22 +214,6 @@ export function checkNotifierFiles(dir: string, types: ReadonlyMap<string, Notif
   return findings;
 }
 
-/** What a shown password reads (get_notifier, the CLI): that one is set, never what it is. */
-export const HiddenPassword = '<hidden>';
-
-/** A uri without its password (the file holds it; a screen or a pasted listing need not). */
-export function shownUri(uri: unknown): string {
-  const text = String(uri ?? '');
-  try {
-    const u = new URL(text);
-    if (!u.password) return text;
-    u.password = '';
-    return u.toString();
-  } catch {
-    return text;
-  }
-}
-
 /** An http(s) uri of a notifier file, as given; throws naming only what is wrong with it (it may hold a password). */
 export function checkHttpUri(uri: unknown): string {
   if (typeof uri !== 'string' || !uri) throw new Error('uri missing');
@@ -237,12 +221,4 @@ export function checkHttpUri(uri: unknown): string {
   try { u = new URL(uri); } catch { throw new Error('uri is not a URL'); }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`uri must be http or https, not ${u.protocol}`);
   return uri;
-}
-
-/** Notifier fields as they are shown: a `password` set reads HiddenPassword, a `uri` loses its password. */
-export function withoutSecrets(fields: Record<string, unknown>): Record<string, unknown> {
-  const out = { ...fields };
-  if (typeof out.password === 'string' && out.password) out.password = HiddenPassword;
-  if (typeof out.uri === 'string') out.uri = shownUri(out.uri);
-  return out;
 }

@@ -1,6 +1,6 @@
 import { parseBool } from '../../../core/config';
 import type { NotifierConfig, NotifierType, SettingDecl, SettingsSchema } from '../api';
-import { HiddenPassword, shownUri } from './config';
+import { HiddenPassword, shownUri } from './redaction';
 import { CommonSettings, FileFields } from './defaults';
 
 /**

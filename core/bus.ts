@@ -14,21 +14,21 @@
  */
 // eslint-disable-next-line @typescript-eslint/no-empty-object-type
 export interface BusEvents {}
-export type Subject = keyof BusEvents;
+export type BusSubject = keyof BusEvents;
 /** The subjects notifiers subscribe to (spec); `state` and `action` are typed by the items plugin. */
-export const Subjects: readonly Subject[] = ['state', 'action', 'log'];
+export const Subjects: readonly BusSubject[] = ['state', 'action', 'log'];
 
 /** A listener may be async: a rejection is reported like a throw. */
-export type Listener<S extends Subject = Subject> = (data: BusEvents[S], subject: S) => void | Promise<unknown>;
+export type Listener<S extends BusSubject = BusSubject> = (data: BusEvents[S], subject: S) => void | Promise<unknown>;
 
 interface Entry { owner: string; listener: Listener<never> }
 
 export class EventBus {
-  private readonly listeners = new Map<Subject, Entry[]>(Subjects.map((s) => [s, []]));
+  private readonly listeners = new Map<BusSubject, Entry[]>(Subjects.map((s) => [s, []]));
   /** where listener failures are reported; set by the logger at wiring time */
-  onListenerError: (owner: string, subject: Subject, err: unknown) => void = () => {};
+  onListenerError: (owner: string, subject: BusSubject, err: unknown) => void = () => {};
 
-  on<S extends Subject>(owner: string, subject: S, listener: Listener<S>): void {
+  on<S extends BusSubject>(owner: string, subject: S, listener: Listener<S>): void {
     const list = this.listeners.get(subject);
     if (!list) throw new Error(`unknown event subject: ${subject}`);
     list.push({ owner, listener });
@@ -41,7 +41,7 @@ export class EventBus {
     }
   }
 
-  emit<S extends Subject>(subject: S, data: BusEvents[S]): void {
+  emit<S extends BusSubject>(subject: S, data: BusEvents[S]): void {
     const list = this.listeners.get(subject);
     if (!list) return;
     for (const { owner, listener } of list) {
@@ -58,11 +58,11 @@ export class EventBus {
     }
   }
 
-  private report(owner: string, subject: Subject, err: unknown): void {
+  private report(owner: string, subject: BusSubject, err: unknown): void {
     try { this.onListenerError(owner, subject, err); } catch { /* the sink must not throw into publishers */ }
   }
 
-  count(subject: Subject): number {
+  count(subject: BusSubject): number {
     return this.listeners.get(subject)?.length ?? 0;
   }
 }

@@ -6,8 +6,8 @@ import { Defaults, DefaultPorts, KernelSettings } from './defaults';
 import { Paths } from './paths';
 import { ConfigError, readSection, type Finding, type Settings, type Values } from './settings/schema';
 import { eva33Values } from './settings/registry';
-import { checkSettingsFiles, readIniFile, schemaOf, type SettingsOwner } from './settings/check';
-import type { SettingsSchema } from './settings/registry';
+import { checkSettingsFiles, readIniFile, registryOf, type SettingsOwner } from './settings/check';
+import type { SettingsRegistry } from './settings/registry';
 import { parseListenAddress } from './settings/listen';
 
 export { parseBool } from './settings/schema';
@@ -35,7 +35,7 @@ export class Config {
   /** info and warning findings of the last check, for the log once it exists */
   notes: Finding[] = [];
   /** every declared setting of this controller, known once checkAll has run (the plugins are loaded then) */
-  schema: SettingsSchema = schemaOf([]);
+  schema: SettingsRegistry = registryOf([]);
 
   constructor(readonly paths: Paths) {
     this.doc = readIniFile(paths.configFile);
@@ -56,7 +56,7 @@ export class Config {
   /** Check the whole file against the kernel's and these plugins' settings; throws ConfigError on any error. */
   checkAll(owners: SettingsOwner[]): void {
     // the key store warns of its own skipped keys: only key file errors are taken from there
-    this.schema = schemaOf(owners);
+    this.schema = registryOf(owners);
     const findings = checkSettingsFiles(this.paths, owners, this.doc)
       .filter((f) => f.file !== this.paths.apikeysFile || f.level === 'error');
     this.notes = findings.filter((f) => f.level !== 'error');

@@ -1,6 +1,6 @@
 import type { Config } from './config';
 import type { Paths } from './paths';
-import type { BusEvents, Listener, Subject } from './bus';
+import type { BusEvents, Listener, BusSubject } from './bus';
 import type { Logger, ModuleLogger } from './log';
 import type { FunctionDecl } from './functions';
 import type { KeyStore, ResolvedKey } from './auth/keys';
@@ -108,8 +108,8 @@ export interface PluginContext {
   error(kind: ErrorKind, message: string): ApiError;
   /** a logger whose records never become `log` events (the notification system's own) */
   quietLog(mod?: string): ModuleLogger;
-  on<S extends Subject>(subject: S, listener: Listener<S>): void;
-  emit<S extends Subject>(subject: S, data: BusEvents[S]): void;
+  on<S extends BusSubject>(subject: S, listener: Listener<S>): void;
+  emit<S extends BusSubject>(subject: S, data: BusEvents[S]): void;
   /** declare a function; returns the way to withdraw it before the plugin stops */
   register(decl: FunctionDecl): () => void;
   /**

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { readIni, type IniDocument } from '../ini';
 import type { Paths } from '../paths';
 import { KernelSettings } from '../defaults';
-import { SettingsSchema, type SectionSettings } from './registry';
+import { SettingsRegistry, type SectionSettings } from './registry';
 import { formatFinding, type ConfigError, type Finding } from './schema';
 import { checkUsable } from './usable';
 
@@ -19,8 +19,8 @@ export interface SettingsOwner {
 }
 
 /** The settings schema of a controller: the kernel's sections and those of `owners`. */
-export function schemaOf(owners: SettingsOwner[]): SettingsSchema {
-  const schema = new SettingsSchema().add('the kernel', KernelSettings);
+export function registryOf(owners: SettingsOwner[]): SettingsRegistry {
+  const schema = new SettingsRegistry().add('the kernel', KernelSettings);
   for (const o of owners) if (o.settings) schema.add(`plugin ${o.name}`, o.settings, o.file);
   return schema;
 }
@@ -51,7 +51,7 @@ const byLine = (a: Finding, b: Finding) => (a.line ?? 0) - (b.line ?? 0);
 
 /** The findings about etc/<product>.ini and the API key file (what the notifier command line checks too). */
 export function checkIniFiles(paths: Paths, owners: SettingsOwner[], doc = readIniFile(paths.configFile)): Finding[] {
-  return [...schemaOf(owners).check(doc).sort(byLine), ...checkKeyFile(paths.apikeysFile).sort(byLine)];
+  return [...registryOf(owners).check(doc).sort(byLine), ...checkKeyFile(paths.apikeysFile).sort(byLine)];
 }
 
 /**

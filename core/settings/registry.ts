@@ -13,7 +13,7 @@ export type SectionSettings = Record<string, Settings>;
  * it is a 3.3 one. A setting two owners declare is an error too (the first
  * keeps it): a plugin may add keys to a section, never take one over.
  */
-export class SettingsSchema {
+export class SettingsRegistry {
   private readonly parts = new Map<string, { owner: string; settings: Settings }[]>();
   /** where each owner is declared (a plugin's file), for the clash finding */
   private readonly files = new Map<string, string>();

@@ -4,7 +4,7 @@ import type { ScriptSet } from './runner';
 import type { TopicRegistry } from './registry';
 
 /** The sys-api functions of core scripts (spec "Core scripts"): all need a master key. */
-export function registerFunctions(ctx: PluginContext, scripts: ScriptSet, topics: TopicRegistry): void {
+export function registerCorescriptFunctions(ctx: PluginContext, scripts: ScriptSet, topics: TopicRegistry): void {
   const save = bool('write runtime/<product>_cs.json now (it is written at once anyway when db_update is instant)');
   ctx.register({
     name: 'reload_corescripts',

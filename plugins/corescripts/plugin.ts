@@ -7,11 +7,11 @@ import { holdListener } from './rejections';
 import { ScriptSet, type ScriptEvent } from './runner';
 import { scriptGlobals } from './globals';
 import { RpcFunctions } from './rpc';
-import { EventQueue } from './queue';
+import { ScriptEventQueue } from './queue';
 import { TopicRegistry } from './registry';
 import { mqttTarget } from './endpoints';
 import { watchFolder } from './watcher';
-import { registerFunctions } from './functions';
+import { registerCorescriptFunctions } from './functions';
 
 /**
  * Core scripts: the JavaScript files of xc/<product>/cs/, each in its own
@@ -57,7 +57,7 @@ export const plugin = definePlugin({
     const offer = (event: ScriptEvent) => {
       if (scripts.handles(event.type)) queue.push(event);
     };
-    const queue = new EventQueue<ScriptEvent>(opts.queue_size, async (event) => {
+    const queue = new ScriptEventQueue<ScriptEvent>(opts.queue_size, async (event) => {
       if (event.type === 'tick') tickQueued = false;
       await scripts.run(event);
     }, log);
@@ -80,7 +80,7 @@ export const plugin = definePlugin({
     });
     // the state event's own `type` is the item type: the script gets the state as event.data
     ctx.on('state', (state) => offer({ type: 'state', data: state }));
-    registerFunctions(ctx, scripts, topics);
+    registerCorescriptFunctions(ctx, scripts, topics);
 
     /** the folder watcher: resolves to its stop once it runs (undefined when it could not start) */
     let watching: Promise<(() => Promise<void>) | undefined> = Promise.resolve(undefined);

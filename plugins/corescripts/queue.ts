@@ -6,7 +6,7 @@ import type { ModuleLogger } from '../../core/log';
  * waiting events, new ones are dropped; the drops are counted and logged
  * once when the queue fills and once when it has emptied again.
  */
-export class EventQueue<T> {
+export class ScriptEventQueue<T> {
   private readonly items: T[] = [];
   private running = false;
   private closed = false;

@@ -1,5 +1,6 @@
 import type { ApiKey } from '../../core/auth/apikey';
 import type { Oid } from './oid';
+import { groupMatches } from '../../core/toolkit/group-pattern';
 
 /**
  * Which items a key reaches, from its lists (plugins/items/README.md):
@@ -9,19 +10,6 @@ import type { Oid } from './oid';
  * entry is a group with MQTT-style wildcards: `#` all, `a/#` a and below,
  * `+` one level. A master key reaches everything.
  */
-
-/** Does a group pattern cover a group? */
-export function groupMatches(pattern: string, group: string): boolean {
-  if (pattern === '#') return true;
-  const p = pattern.split('/');
-  const g = group.split('/');
-  for (let i = 0; i < p.length; i++) {
-    if (p[i] === '#') return i <= g.length; // `a/#` covers `a` itself too
-    if (i >= g.length) return false;
-    if (p[i] !== '+' && p[i] !== g[i]) return false;
-  }
-  return p.length === g.length;
-}
 
 function listed(items: string[], groups: string[], o: Oid): boolean {
   return items.some((e) => e === '#' || e === o.oid || e === o.full_id) || groups.some((p) => groupMatches(p, o.group));

@@ -3,7 +3,8 @@ import { answerWhenWritten, type CallContext } from '../../core/functions';
 import { accessDenied, invalidParams, notFound } from '../../core/errors';
 import { bool, int, secs, str, any } from '../../core/params';
 import { parseBool } from '../../core/config';
-import { canRead, canWrite, groupMatches } from './access';
+import { groupMatches } from '../../core/toolkit/group-pattern';
+import { canRead, canWrite } from './access';
 import { parseOid, ItemTypes } from './oid';
 import { PropTypes, type ItemRegistry } from './registry';
 import type { Item, ItemProps } from './item';
@@ -45,7 +46,7 @@ function propValue(prop: keyof ItemProps, v: unknown): ItemProps[keyof ItemProps
 }
 
 /** The items API, at /<product>-api/<function> and on /jrpc. */
-export function registerFunctions(ctx: PluginContext, reg: ItemRegistry): void {
+export function registerItemFunctions(ctx: PluginContext, reg: ItemRegistry): void {
   const readable = (call: CallContext, oid: string): Item => {
     const o = parseOid(oid);
     // the key's lists speak of names, so access is decided before existence: no probing

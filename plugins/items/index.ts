@@ -1,7 +1,7 @@
 import { definePlugin } from '../../core/plugin';
 import { ItemsSettings, itemsLimits } from './defaults';
 import { ItemRegistry } from './registry';
-import { registerFunctions } from './functions';
+import { registerItemFunctions } from './functions';
 import { checkMqttUpdateDefault } from './check';
 import { itemsMetrics } from './metrics';
 
@@ -22,7 +22,7 @@ export const plugin = definePlugin({
     const reg = new ItemRegistry(ctx, limits);
     reg.load();
     ctx.provide('items', reg);
-    registerFunctions(ctx, reg);
+    registerItemFunctions(ctx, reg);
     ctx.metrics(() => itemsMetrics(reg.fileStats()));
     ctx.onSave(() => reg.save());
     ctx.interval(() => reg.actions.purge(), Math.max(1, limits.action_cleaner_interval) * 1000);

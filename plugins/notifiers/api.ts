@@ -1,6 +1,6 @@
 import type { PluginContext, PluginDefinition } from '../../core/plugin';
 import type { ModuleLogger } from '../../core/log';
-import type { Subject as BusSubject } from '../../core/bus';
+import type { BusSubject } from '../../core/bus';
 import type { HistoryBackend } from './db/backend';
 
 import type { StateEvent, ActionEvent } from '../items/api';

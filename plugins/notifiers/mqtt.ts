@@ -2,7 +2,7 @@ import type { PluginContext } from '../../core/plugin';
 import type { NotifierConfig, NotifierType } from './api';
 import { MqttEndpoint } from './mqtt/endpoint';
 import { withoutSecrets } from './host/redaction';
-import { MqttDefaults, MqttSettingsSchema, parseProps, parseQos, readSettings } from './mqtt/settings';
+import { MqttDefaults, MqttSettingsSchema, parseMqttProps, parseQosMap, readSettings } from './mqtt/settings';
 import { notifierPlugin } from './type-plugin';
 
 /**
@@ -22,7 +22,7 @@ export const mqttType: NotifierType = {
   description: 'publishes to an MQTT broker; takes unit control, updates, logs and API calls from it',
   maxBatch: MqttDefaults.max_batch,
   settings: MqttSettingsSchema,
-  parseProps,
+  parseProps: parseMqttProps,
   target(cfg: NotifierConfig) {
     const user = typeof cfg.username === 'string' && cfg.username ? `${cfg.username}@` : '';
     const scheme = cfg.ca_certs ? 'mqtts' : 'mqtt';
@@ -34,7 +34,7 @@ export const mqttType: NotifierType = {
   serialize(cfg) {
     // also for a refused config: show what the file holds, normalized where it can be
     let qos: unknown = cfg.qos;
-    try { qos = parseQos(cfg.qos); } catch { /* the problem field says why */ }
+    try { qos = parseQosMap(cfg.qos); } catch { /* the problem field says why */ }
     const out: Record<string, unknown> = {};
     for (const [f, d] of Object.entries(MqttSettingsSchema)) out[f] = cfg[f] ?? d.default;
     out.qos = qos;

@@ -1,6 +1,6 @@
 import type WebSocket from 'ws';
 import type { RawData } from 'ws';
-import type { Subject } from '../../core/bus';
+import type { BusSubject } from '../../core/bus';
 import type { ResolvedKey } from '../../core/auth/keys';
 import type { Subscription } from '../notifiers/api';
 import { subscribed } from '../notifiers/host/filter';
@@ -9,7 +9,7 @@ import type { Oid } from '../items/oid';
 import { throttleKey } from '../../core/auth/throttle';
 
 /** The item an event is about, as the access rules take it; undefined when it names none. */
-function itemOf(subject: Subject, e: Record<string, unknown>): Oid | undefined {
+function itemOf(subject: BusSubject, e: Record<string, unknown>): Oid | undefined {
   if (subject === 'state' && typeof e.oid === 'string') {
     return { oid: e.oid, type: e.type, group: e.group, id: e.id, full_id: `${String(e.group)}/${String(e.id)}` } as Oid;
   }
@@ -41,7 +41,7 @@ export class StreamClient {
   }
 
   /** May this client see the event (its subscriptions and its key's rights)? */
-  wants(subject: Subject, event: unknown): boolean {
+  wants(subject: BusSubject, event: unknown): boolean {
     const key = this.auth?.key;
     if (!key || this.closing) return false;
     if (!this.subs.some((s) => subscribed(s, subject, event))) return false;

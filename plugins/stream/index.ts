@@ -2,7 +2,7 @@ import type * as Ws from 'ws';
 import type { WebSocketServer, WebSocket, RawData } from 'ws';
 import { onFirstUse } from '../../core/toolkit/lazy-module';
 import { definePlugin, type PluginContext } from '../../core/plugin';
-import { Subjects, type Subject } from '../../core/bus';
+import { Subjects, type BusSubject } from '../../core/bus';
 import { RepeatLog } from '../../core/log-repeat';
 import { ApiError, accessDenied, invalidParams } from '../../core/errors';
 import { Defaults } from '../../core/defaults';
@@ -225,7 +225,7 @@ function startStream(ctx: PluginContext): void {
   });
 
   for (const subject of Subjects) {
-    ctx.on(subject, (event: unknown, subj: Subject) => {
+    ctx.on(subject, (event: unknown, subj: BusSubject) => {
       let text: string | undefined; // one serialization for every client
       for (const c of clients) {
         if (!c.wants(subj, event)) continue;

@@ -3,7 +3,7 @@ import { any, int, str } from '../../core/params';
 import { bound, int as intSetting, seconds } from '../../core/settings/schema';
 import { ApiLogStore } from './apilog/store';
 import { summarize } from './apilog/params';
-import { isoTime, parseFilter, parseTime, StatusNames } from './apilog/query';
+import { apiLogIsoTime, parseFilter, parseApiLogTime, StatusNames } from './apilog/query';
 
 /** `[server]` settings of the API call log. */
 export const ApiLogSettings = {
@@ -77,8 +77,8 @@ export const plugin = definePlugin({
       returns: 'array of {id, t, tf, gw, ip, auth, u, utp, ki, func, params (JSON, cut at 512 characters), status}, oldest first',
       async handler(p: { s?: unknown; e?: unknown; n?: number; t?: string; f?: unknown }, call) {
         const now = Date.now() / 1000;
-        let start = parseTime('s', p.s, now);
-        const end = parseTime('e', p.e, now);
+        let start = parseApiLogTime('s', p.s, now);
+        const end = parseApiLogTime('e', p.e, now);
         if (p.n !== undefined && p.n < 0) throw ctx.error('invalid_params', 'n: at least 0');
         const filter = parseFilter(p.f);
         const key = call.key!;
@@ -93,7 +93,7 @@ export const plugin = definePlugin({
         // records past keep_api_log that the next write will trim are not shown
         if (keep > 0) start = Math.max(start ?? 0, now - keep);
         const rows = await store.query({ start, end, limit: p.n, filter });
-        if (p.t === 'iso') for (const r of rows) { r.t = isoTime(r.t); r.tf = isoTime(r.tf); }
+        if (p.t === 'iso') for (const r of rows) { r.t = apiLogIsoTime(r.t); r.tf = apiLogIsoTime(r.tf); }
         return rows;
       },
     });

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { groupMatches } from '../../plugins/items/access';
+import { groupMatches } from '../../core/toolkit/group-pattern';
 
 test('group patterns: # all, a/# a and below, + one level, else exact', (t) => {
   const cases: [string, string, boolean][] = [

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
 import { discoverPlugins } from '../../core/plugins';
-import { schemaOf } from '../../core/settings/check';
+import { registryOf } from '../../core/settings/check';
 import { bool, bound, choice, int, parseSetting, seconds, text, MAX_TIMER_SECONDS } from '../../core/settings/schema';
 import { readIni } from '../../core/ini';
 import { checkDefinition } from '../../core/plugins';
@@ -14,7 +14,7 @@ async function builtinSections(): Promise<Map<string, string[]>> {
   const skipped: string[] = [];
   const defs = (await discoverPlugins(path.join(ETC, 'no-drop-ins-here'), (file, reason) => skipped.push(`${file}: ${reason}`))).map((l) => l.def);
   if (skipped.length) throw new Error(skipped.join('\n'));
-  return new Map([...schemaOf(defs).sections()].map(([name, s]) => [name, Object.keys(s)]));
+  return new Map([...registryOf(defs).sections()].map(([name, s]) => [name, Object.keys(s)]));
 }
 
 /** The settings an etc sample lists, set or commented out (`; key = value`), by section. */

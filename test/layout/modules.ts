@@ -34,7 +34,7 @@ export function sourceFiles(root: string, dirs: string[]): string[] {
   const out: string[] = [];
   const walk = (rel: string) => {
     for (const e of fs.readdirSync(path.join(root, rel), { withFileTypes: true })) {
-      const r = `${rel}/${e.name}`;
+      const r = rel === '.' ? e.name : `${rel}/${e.name}`;
       if (e.isDirectory()) walk(r);
       else if (e.isFile() && r.endsWith('.ts') && !r.endsWith('.d.ts')) out.push(r);
     }
@@ -49,6 +49,12 @@ function resolve(root: string, from: string, spec: string): string | undefined {
   const base = path.posix.normalize(path.posix.join(path.posix.dirname(from), spec)).replace(/\.js$/, '');
   for (const f of [`${base}.ts`, `${base}/index.ts`]) if (fs.existsSync(path.join(root, f))) return f;
   return undefined;
+}
+
+/** Every name a declaration binds (`x`, `{ a, b: [c] }`). */
+function bound(name: ts.BindingName, into: Set<string>): void {
+  if (ts.isIdentifier(name)) into.add(name.text);
+  else for (const el of name.elements) if (!ts.isOmittedExpression(el)) bound(el.name, into);
 }
 
 const has = (node: ts.Node, kind: ts.SyntaxKind) => ts.canHaveModifiers(node) && !!ts.getModifiers(node)?.some((m) => m.kind === kind);
@@ -102,10 +108,7 @@ export function readModule(root: string, file: string, text: string): Module {
       // `export default` / `export =`: no name of its own
     } else if (has(st, ts.SyntaxKind.ExportKeyword) && !has(st, ts.SyntaxKind.DefaultKeyword)) {
       if (ts.isVariableStatement(st)) {
-        for (const d of st.declarationList.declarations) {
-          if (ts.isIdentifier(d.name)) defines.add(d.name.text);
-          else for (const el of d.name.elements) if (!ts.isOmittedExpression(el) && ts.isIdentifier(el.name)) defines.add(el.name.text);
-        }
+        for (const d of st.declarationList.declarations) bound(d.name, defines);
       } else if ((ts.isFunctionDeclaration(st) || ts.isClassDeclaration(st) || ts.isInterfaceDeclaration(st)
         || ts.isTypeAliasDeclaration(st) || ts.isEnumDeclaration(st) || ts.isModuleDeclaration(st)) && st.name && ts.isIdentifier(st.name)) {
         defines.add(st.name.text);

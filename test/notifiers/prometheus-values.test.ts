@@ -1,5 +1,5 @@
 import test from 'ava';
-import { formatValue, itemFamilies, metricStem, valueNumber } from '../../plugins/notifiers/prometheus/exposition';
+import { sampleText, itemFamilies, metricStem, valueNumber } from '../../plugins/notifiers/prometheus/exposition';
 
 test('item values are numbers as Python float() read them for 3.3; the rest are not exported', (t) => {
   const cases: [string | null, number | undefined][] = [
@@ -24,7 +24,7 @@ test('a long value costs linear time', (t) => {
 });
 
 test('values, names and families in the text format', (t) => {
-  t.deepEqual([NaN, Infinity, -Infinity, 0, -0, 1e21, 2.5e-7].map(formatValue), ['NaN', '+Inf', '-Inf', '0', '0', '1e+21', '2.5e-7']);
+  t.deepEqual([NaN, Infinity, -Infinity, 0, -0, 1e21, 2.5e-7].map(sampleText), ['NaN', '+Inf', '-Inf', '0', '0', '1e+21', '2.5e-7']);
   t.is(metricStem('sensor:env/temp1'), 'sensor:env:temp1');
   t.is(metricStem('unit:a/b/c-d.e'), 'unit:a:b:c_d_e');
   t.is(itemFamilies('sensor:env:x', 1, 'open'), '# TYPE sensor:env:x:status gauge\nsensor:env:x:status 1\n');

@@ -1,11 +1,11 @@
 import test from 'ava';
-import type { Subject } from '../../core/bus';
+import type { BusSubject } from '../../core/bus';
 import type { Subscription } from '../../plugins/notifiers/api';
 import { EventRouter, ROUTE_CACHE_MAX, type Routed } from '../../plugins/notifiers/host/router';
 
 /** A notifier as the router sees it, recording what it got and how often it was asked whether it takes events. */
 function notifier(events: Subscription[], on = true) {
-  const n = { events, on, asked: 0, got: [] as [Subject, unknown][], accepts() { n.asked++; return n.on; }, push(s: Subject, e: unknown) { n.got.push([s, e]); } };
+  const n = { events, on, asked: 0, got: [] as [BusSubject, unknown][], accepts() { n.asked++; return n.on; }, push(s: BusSubject, e: unknown) { n.got.push([s, e]); } };
   return n satisfies Routed;
 }
 

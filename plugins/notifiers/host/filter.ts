@@ -1,17 +1,5 @@
+import { groupMatches } from '../../../core/toolkit/group-pattern';
 import type { Subject, Subscription } from '../api';
-
-/** A group pattern as MQTT topics have them: `#` all below, `+` one level, else equal. */
-export function groupMatches(pattern: string, group: string): boolean {
-  if (pattern === '#' || pattern === group) return true;
-  const p = pattern.split('/');
-  const g = group.split('/');
-  for (let i = 0; i < p.length; i++) {
-    if (p[i] === '#') return true;
-    if (i >= g.length) return false;
-    if (p[i] !== '+' && p[i] !== g[i]) return false;
-  }
-  return p.length === g.length;
-}
 
 export interface ItemRef { oid: string; type: string; group: string; id: string }
 

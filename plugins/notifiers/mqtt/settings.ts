@@ -94,7 +94,7 @@ function qosValue(v: unknown, what: string): Qos {
 }
 
 /** `qos` as a number (every subject) or an object of subjects; missing subjects take the default. */
-export function parseQos(v: unknown): QosMap {
+export function parseQosMap(v: unknown): QosMap {
   if (v === undefined || v === null || v === '') return Object.fromEntries(QosSubjects.map((s) => [s, MqttDefaults.qos])) as QosMap;
   if (typeof v === 'object' && !Array.isArray(v)) {
     const o = v as Record<string, unknown>;
@@ -159,7 +159,7 @@ export function readSettings(cfg: NotifierConfig, dir: string): MqttSettings {
     port,
     username: username || undefined,
     password: username ? password : undefined,
-    qos: parseQos(cfg.qos),
+    qos: parseQosMap(cfg.qos),
     keepalive: unset(cfg.keepalive) ? MqttDefaults.keepalive : num(cfg.keepalive, 'keepalive', 0, 65535),
     announceInterval: unset(cfg.announce_interval) ? 0 : num(cfg.announce_interval, 'announce_interval', 0, 86400 * 365, false),
     apiEnabled: bool(cfg.api_enabled, 'api_enabled'),
@@ -178,7 +178,7 @@ export function readSettings(cfg: NotifierConfig, dir: string): MqttSettings {
  * password may hold ':' and '@'; the host part is after the last '@'; an
  * IPv6 host goes in brackets).
  */
-export function parseProps(props: string): Record<string, unknown> {
+export function parseMqttProps(props: string): Record<string, unknown> {
   const at = props.lastIndexOf('@');
   const creds = at >= 0 ? props.slice(0, at) : '';
   const hostPort = at >= 0 ? props.slice(at + 1) : props;

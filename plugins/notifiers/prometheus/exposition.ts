@@ -33,7 +33,7 @@ export function valueNumber(value: string | null | undefined): number | undefine
 }
 
 /** A sample value as the text format writes it. */
-export function formatValue(n: number): string {
+export function sampleText(n: number): string {
   if (Number.isNaN(n)) return 'NaN';
   if (n === Infinity) return '+Inf';
   if (n === -Infinity) return '-Inf';
@@ -56,7 +56,7 @@ export function metricStem(oid: string): string {
  * have, and it would double the page.
  */
 export function gauge(name: string, value: number): string {
-  return `# TYPE ${name} gauge\n${name} ${formatValue(value)}\n`;
+  return `# TYPE ${name} gauge\n${name} ${sampleText(value)}\n`;
 }
 
 /** The families of one item state: status always, value when it is a number or none (NaN). */

@@ -20,7 +20,7 @@ export const StatusNames: Record<ErrorKind, string> = {
 const Periods: Record<string, number> = { S: 1, T: 60, H: 3600, D: 86400, W: 604800 };
 
 /** s or e of api_log_get: Unix seconds, an ISO date, or n units ago (`1D`: a day ago; S, T minutes, H, D, W). */
-export function parseTime(name: string, v: unknown, now: number): number | undefined {
+export function parseApiLogTime(name: string, v: unknown, now: number): number | undefined {
   if (v === undefined || v === null || v === '') return undefined;
   if (typeof v === 'number' && Number.isFinite(v)) return v;
   if (typeof v === 'string') {
@@ -72,7 +72,7 @@ export function parseFilter(f: unknown): Filter {
 }
 
 /** Unix seconds as ISO 8601 in the controller's time zone (3.3's t=iso), e.g. 2026-11-25T19:33:32.123+01:00. */
-export function isoTime(t: unknown): unknown {
+export function apiLogIsoTime(t: unknown): unknown {
   if (typeof t !== 'number') return t;
   const d = new Date(t * 1000);
   const off = -d.getTimezoneOffset();

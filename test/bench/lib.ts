@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
+import { keysIni, type KeyFields } from '../helpers/keys';
 
 /** Shared pieces of the benchmarks: child servers, load runs, the table. */
 
@@ -101,9 +102,9 @@ export function stopChild(proc: ChildProcess): Promise<void> {
 
 /** An apikeys.ini: the master key (test/helpers' Keys.master) and `n` more keys, `allow = lock`, from 127.0.0.1. */
 export function manyKeys(master: string, n: number): string {
-  const lines = [`[masterkey]\nkey = ${master}\nmaster = yes\nhosts_allow = 0.0.0.0/0, ::/0\n`];
-  for (let i = 0; i < n; i++) lines.push(`[k${i}]\nkey = ${`bench${i}`.padEnd(64, 'x')}\nallow = lock\nhosts_allow = 127.0.0.1\n`);
-  return lines.join('\n');
+  const keys: Record<string, KeyFields> = { masterkey: { key: master, master: true, hosts_allow: ['0.0.0.0/0', '::/0'] } };
+  for (let i = 0; i < n; i++) keys[`k${i}`] = { key: `bench${i}`.padEnd(64, 'x'), allow: 'lock', hosts_allow: '127.0.0.1' };
+  return keysIni(keys);
 }
 
 /** Print a markdown table. */

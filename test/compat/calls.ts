@@ -9,6 +9,8 @@
  * own objects); `@name` is a value an earlier call captured on that transport.
  */
 
+import { keysIni } from '../helpers/keys';
+
 export const TRANSPORTS = ['get', 'post', 'jrpc', 'msgpack'] as const;
 export type Transport = typeof TRANSPORTS[number];
 
@@ -38,22 +40,11 @@ export interface Call {
 /** What both controller folders hold before the first call (besides the keys below). */
 export const SETUP = {
   /** etc/uc_apikeys.ini of both sides (3.3's setup plus a key without rights) */
-  keysIni: `[masterkey]
-key = mastersecret
-master = yes
-hosts_allow = 127.0.0.1
-
-[operator]
-key = opsecret
-groups = #
-sysfunc = yes
-allow = cmd, lock
-hosts_allow = 127.0.0.0/8
-
-[plain]
-key = plainsecret
-hosts_allow = 127.0.0.0/8
-`,
+  keysIni: keysIni({
+    masterkey: { key: 'mastersecret', master: true, hosts_allow: '127.0.0.1' },
+    operator: { key: 'opsecret', groups: '#', sysfunc: true, allow: ['cmd', 'lock'], hosts_allow: '127.0.0.0/8' },
+    plain: { key: 'plainsecret', hosts_allow: '127.0.0.0/8' },
+  }),
   secrets: { master: 'mastersecret', op: 'opsecret', plain: 'plainsecret' },
   /** xc/cmd/compat_cmd, mode 0755 */
   cmdScript: '#!/bin/sh\necho "args: $@"\necho "to stderr" >&2\nexit 3\n',

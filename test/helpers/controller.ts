@@ -5,6 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { ExecutionContext } from 'ava';
 import { Controller } from '../../core/controller';
 import type { Product } from '../../core/defaults';
+import { keysIni } from './keys';
 
 /** Keys every test controller has; values are fixed so tests can name them. */
 export const Keys = {
@@ -13,23 +14,11 @@ export const Keys = {
   plain: 'plainplainplainplainplainplainplainplainplainplainplainplainpl12',
 };
 
-const KEYS_INI = `
-[masterkey]
-key = ${Keys.master}
-master = yes
-hosts_allow = 0.0.0.0/0, ::/0
-
-[ops]
-key = ${Keys.ops}
-sysfunc = yes
-allow = cmd, lock, device
-groups = #
-hosts_allow = 127.0.0.1, ::1
-
-[plain]
-key = ${Keys.plain}
-hosts_allow = 127.0.0.0/8, ::1
-`;
+const KEYS_INI = keysIni({
+  masterkey: { key: Keys.master, master: true, hosts_allow: ['0.0.0.0/0', '::/0'] },
+  ops: { key: Keys.ops, sysfunc: true, allow: ['cmd', 'lock', 'device'], groups: '#', hosts_allow: ['127.0.0.1', '::1'] },
+  plain: { key: Keys.plain, hosts_allow: ['127.0.0.0/8', '::1'] },
+});
 
 export interface DirOptions {
   product?: Product;

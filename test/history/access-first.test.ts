@@ -1,5 +1,6 @@
 import test from 'ava';
 import { startController, Keys } from '../helpers/controller';
+import { keysIni } from '../helpers/keys';
 import { notifierFiles } from '../notifiers/helpers';
 
 /*
@@ -9,17 +10,10 @@ import { notifierFiles } from '../notifiers/helpers';
  */
 
 const ONE = 'oneoneoneoneoneoneoneoneoneoneoneoneoneoneoneoneoneoneoneoneone1';
-const KEYS_INI = `
-[masterkey]
-key = ${Keys.master}
-master = yes
-hosts_allow = 127.0.0.1
-
-[one]
-key = ${ONE}
-items = sensor:env/t1
-hosts_allow = 127.0.0.1
-`;
+const KEYS_INI = keysIni({
+  masterkey: { key: Keys.master, master: true, hosts_allow: '127.0.0.1' },
+  one: { key: ONE, items: 'sensor:env/t1', hosts_allow: '127.0.0.1' },
+});
 
 test('state_history: a key without rights to the item gets 2 / 403 whether the history notifier or the item exists or not', async (t) => {
   const { client } = await startController(t, {

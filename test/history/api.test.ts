@@ -1,5 +1,6 @@
 import test, { type ExecutionContext } from 'ava';
 import { startController, Keys, type Running } from '../helpers/controller';
+import { keysIni } from '../helpers/keys';
 import { notifierFiles, stateEvent, stats } from '../notifiers/helpers';
 import { until } from '../helpers/wait';
 import { postgresUnavailable, sharedPostgres } from '../helpers/postgres';
@@ -20,28 +21,12 @@ const Backends: Backend[] = [
   { name: 'sql.js', db: async () => 'history.db' },
 ];
 
-const KEYS_INI = `
-[masterkey]
-key = ${Keys.master}
-master = yes
-hosts_allow = 127.0.0.1
-
-[env]
-key = envenvenvenvenvenvenvenvenvenvenvenvenvenvenvenvenvenvenvenvenv1
-groups = env/#
-hosts_allow = 127.0.0.1
-
-[one]
-key = oneoneoneoneoneoneoneoneoneoneoneoneoneoneoneoneoneoneoneoneone1
-items = sensor:env/t1
-hosts_allow = 127.0.0.1
-
-[denied]
-key = deniedenieddeniedenieddeniedenieddeniedenieddeniedenieddenied12
-groups = #
-items_deny = sensor:env/t2
-hosts_allow = 127.0.0.1
-`;
+const KEYS_INI = keysIni({
+  masterkey: { key: Keys.master, master: true, hosts_allow: '127.0.0.1' },
+  env: { key: 'envenvenvenvenvenvenvenvenvenvenvenvenvenvenvenvenvenvenvenvenv1', groups: 'env/#', hosts_allow: '127.0.0.1' },
+  one: { key: 'oneoneoneoneoneoneoneoneoneoneoneoneoneoneoneoneoneoneoneoneone1', items: 'sensor:env/t1', hosts_allow: '127.0.0.1' },
+  denied: { key: 'deniedenieddeniedenieddeniedenieddeniedenieddeniedenieddenied12', groups: '#', items_deny: 'sensor:env/t2', hosts_allow: '127.0.0.1' },
+});
 const K = {
   env: 'envenvenvenvenvenvenvenvenvenvenvenvenvenvenvenvenvenvenvenvenv1',
   one: 'oneoneoneoneoneoneoneoneoneoneoneoneoneoneoneoneoneoneoneoneone1',

@@ -5,7 +5,7 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { SaveRegistry } from '../../core/save';
 import { makeDir, Keys, spawnController } from '../helpers/controller';
-import { start, KEYS_INI } from './setup';
+import { start, ITEM_KEYS_INI } from './setup';
 import { readItemsState } from '../helpers/items-file';
 import { until } from '../helpers/wait';
 
@@ -15,7 +15,7 @@ const readItems = (dir: string) => JSON.parse(fs.readFileSync(itemsFile(dir), 'u
 const onDisk = (dir: string) => readItemsState(itemsFile(dir));
 
 test('instant: a change is on disk (in the journal) when the call answers; a stop folds the journal into one whole file; a restart restores both', async (t) => {
-  const dir = makeDir(t, { keysIni: KEYS_INI });
+  const dir = makeDir(t, { keysIni: ITEM_KEYS_INI });
   const first = await start(t, { dir });
   await first.ok('create', { i: 'unit:g/u' });
   t.truthy(onDisk(dir).items['unit:g/u'], 'written before the answer');
@@ -42,7 +42,7 @@ test('instant: a change is on disk (in the journal) when the call answers; a sto
 });
 
 test('instant: the journal is folded into the file once it holds more item states than 1000 (or the number of items)', async (t) => {
-  const dir = makeDir(t, { keysIni: KEYS_INI });
+  const dir = makeDir(t, { keysIni: ITEM_KEYS_INI });
   const c = await start(t, { dir });
   await c.ok('create', { i: 'sensor:g/a' });
   await c.ok('create', { i: 'sensor:g/b' });
@@ -69,7 +69,7 @@ test('the journal is replayed at start after the file: segments the file holds a
     return Buffer.concat([head, payload]);
   };
   const state = (value: string) => ({ status: 1, value, t: 1 });
-  const dir = makeDir(t, { keysIni: KEYS_INI, files: {
+  const dir = makeDir(t, { keysIni: ITEM_KEYS_INI, files: {
     'runtime/uc_items.json': JSON.stringify({ version: 1, journal: 2, items: { 'sensor:g/a': state('file'), 'sensor:g/b': state('file'), 'sensor:g/c': state('file') } }),
   } });
   const rt = path.join(dir, 'runtime');
@@ -95,7 +95,7 @@ test('the journal is replayed at start after the file: segments the file holds a
 });
 
 test('manual: nothing is written until save; unsaved changes are gone after a restart', async (t) => {
-  const dir = makeDir(t, { keysIni: KEYS_INI, ini: { server: { db_update: 'manual' } } });
+  const dir = makeDir(t, { keysIni: ITEM_KEYS_INI, ini: { server: { db_update: 'manual' } } });
   const first = await start(t, { dir });
   await first.ok('create', { i: 'lvar:g/a' });
   await first.ok('update', { i: 'lvar:g/a', v: 'saved' });
@@ -114,7 +114,7 @@ test('manual: nothing is written until save; unsaved changes are gone after a re
 });
 
 test('on_exit: written at stop', async (t) => {
-  const dir = makeDir(t, { keysIni: KEYS_INI, ini: { server: { db_update: 'on_exit' } } });
+  const dir = makeDir(t, { keysIni: ITEM_KEYS_INI, ini: { server: { db_update: 'on_exit' } } });
   const first = await start(t, { dir });
   await first.ok('create', { i: 'sensor:g/s' });
   await first.ok('update', { i: 'sensor:g/s', s: -1, v: 'x' });
@@ -126,7 +126,7 @@ test('on_exit: written at stop', async (t) => {
 });
 
 test('an unreadable items file is kept aside with its journal, not overwritten; a malformed entry is skipped', async (t) => {
-  const dir = makeDir(t, { keysIni: KEYS_INI, files: {
+  const dir = makeDir(t, { keysIni: ITEM_KEYS_INI, files: {
     'runtime/uc_items.json': '{"items": {"unit:g/u": {"status": 1',
     'runtime/uc_items.json.journal.4': 'journal of the broken file',
   } });
@@ -151,7 +151,7 @@ test('an unreadable items file is kept aside with its journal, not overwritten; 
 });
 
 test('a failed fold is reported, never crashes; changes go on to the journal meanwhile, and the next fold catches up', async (t) => {
-  const dir = makeDir(t, { keysIni: KEYS_INI });
+  const dir = makeDir(t, { keysIni: ITEM_KEYS_INI });
   const c = await start(t, { dir });
   await c.ok('create', { i: 'sensor:g/a' });
   // a folder where the file goes: the rename over it fails
@@ -171,7 +171,7 @@ test('a failed fold is reported, never crashes; changes go on to the journal mea
 });
 
 test('instant: an update from a plugin or a notifier (nobody waits for it) reaches the journal too', async (t) => {
-  const dir = makeDir(t, { keysIni: KEYS_INI, files: {
+  const dir = makeDir(t, { keysIni: ITEM_KEYS_INI, files: {
     'plugins/feeder.js': `module.exports.plugin = { name: 'feeder', kind: 'sysapi', version: '1.0.0', needs: ['items'],
       start(ctx) { ctx.register({ name: 'feed', permission: 'master', description: 'n service updates', params: { n: { type: 'integer', required: true, description: 'updates' } },
         handler(p) { for (let i = 1; i <= p.n; i++) ctx.service('items').update('sensor:g/fed', { status: 1, value: String(i) }); return true; } }); } };`,

@@ -1,6 +1,7 @@
 import type { ExecutionContext } from 'ava';
 import { EventBus } from '../../core/bus';
 import { startController, Keys, type DirOptions } from '../helpers/controller';
+import { keysIni } from '../helpers/keys';
 
 /** Keys of the item tests: the fixed ones plus keys limited by the item lists. */
 export const ItemKeys = {
@@ -13,44 +14,18 @@ export const ItemKeys = {
   ro: 'rorororororororororororororororororororororororororororororororo',
 };
 
-export const KEYS_INI = `
-[masterkey]
-key = ${Keys.master}
-master = yes
-hosts_allow = 127.0.0.1
-
-[ops]
-key = ${Keys.ops}
-allow = cmd, lock, device
-groups = #
-hosts_allow = 127.0.0.1
-
-[plain]
-key = ${Keys.plain}
-hosts_allow = 127.0.0.1
-
-[g1]
-key = ${ItemKeys.g1}
-groups = g1/#
-items_ro = sensor:g2/ro
-hosts_allow = 127.0.0.1
-
-[g1dev]
-key = ${ItemKeys.g1dev}
-groups = g1/#
-items_deny = sensor:g1/secret
-allow = device
-hosts_allow = 127.0.0.1
-
-[ro]
-key = ${ItemKeys.ro}
-groups_ro = #
-hosts_allow = 127.0.0.1
-`;
+export const ITEM_KEYS_INI = keysIni({
+  masterkey: { key: Keys.master, master: true, hosts_allow: '127.0.0.1' },
+  ops: { key: Keys.ops, allow: ['cmd', 'lock', 'device'], groups: '#', hosts_allow: '127.0.0.1' },
+  plain: { key: Keys.plain, hosts_allow: '127.0.0.1' },
+  g1: { key: ItemKeys.g1, groups: 'g1/#', items_ro: 'sensor:g2/ro', hosts_allow: '127.0.0.1' },
+  g1dev: { key: ItemKeys.g1dev, groups: 'g1/#', items_deny: 'sensor:g1/secret', allow: 'device', hosts_allow: '127.0.0.1' },
+  ro: { key: ItemKeys.ro, groups_ro: '#', hosts_allow: '127.0.0.1' },
+});
 
 /** A uc controller with the item test keys; `events` collects every bus event in order. */
 export async function start(t: ExecutionContext, opts: DirOptions & { dir?: string } = {}) {
-  const run = await startController(t, { keysIni: KEYS_INI, ...opts });
+  const run = await startController(t, { keysIni: ITEM_KEYS_INI, ...opts });
   const events: { subject: string; data: any }[] = [];
   const bus = run.ctl.get(EventBus);
   bus.on('items-test', 'state', (data) => { events.push({ subject: 'state', data }); });

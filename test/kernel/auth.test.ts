@@ -2,51 +2,25 @@ import fs from 'node:fs';
 import test from 'ava';
 import { startController, Keys, Client } from '../helpers/controller';
 import { ECHO_PLUGIN } from '../helpers/echo-plugin';
+import { keysIni } from '../helpers/keys';
 
 const files = { 'plugins/echo.js': ECHO_PLUGIN };
-
-const KEYS_INI = `
-[masterkey]
-key = ${Keys.master}
-master = yes
-hosts_allow = 127.0.0.1, ::1
-
-[ops]
-key = ${Keys.ops}
-sysfunc = yes
-allow = cmd, lock
-groups = g1, g2
-items = sensor:g1/t1
-hosts_allow = 127.0.0.0/8
-
-[v6only]
-key = v6onlyv6onlyv6onlyv6onlyv6onlyv6onlyv6onlyv6onlyv6onlyv6onlyv6o1
-hosts_allow = ::1/128
-
-[v4only]
-key = v4onlyv4onlyv4onlyv4onlyv4onlyv4onlyv4onlyv4onlyv4onlyv4onlyv4o1
-hosts_allow = 127.0.0.1
-
-[faraway]
-key = farawayfarawayfarawayfarawayfarawayfarawayfarawayfarawayfaraway1
-hosts_allow = 10.0.0.0/8, fd00::/8
-
-[nowhere]
-key = nowherenowherenowherenowherenowherenowherenowherenowherenowhere1
-
-[assigned]
-key = assignedassignedassignedassignedassignedassignedassignedassigned
-hosts_allow = 127.0.0.1
-hosts_assign = 127.0.0.1
-
-[nokey]
-master = yes
-`;
 
 const V6 = 'v6onlyv6onlyv6onlyv6onlyv6onlyv6onlyv6onlyv6onlyv6onlyv6onlyv6o1';
 const V4 = 'v4onlyv4onlyv4onlyv4onlyv4onlyv4onlyv4onlyv4onlyv4onlyv4onlyv4o1';
 const FAR = 'farawayfarawayfarawayfarawayfarawayfarawayfarawayfarawayfaraway1';
 const NOWHERE = 'nowherenowherenowherenowherenowherenowherenowherenowherenowhere1';
+
+const KEYS_INI = keysIni({
+  masterkey: { key: Keys.master, master: true, hosts_allow: ['127.0.0.1', '::1'] },
+  ops: { key: Keys.ops, sysfunc: true, allow: ['cmd', 'lock'], groups: ['g1', 'g2'], items: 'sensor:g1/t1', hosts_allow: '127.0.0.0/8' },
+  v6only: { key: V6, hosts_allow: '::1/128' },
+  v4only: { key: V4, hosts_allow: '127.0.0.1' },
+  faraway: { key: FAR, hosts_allow: ['10.0.0.0/8', 'fd00::/8'] },
+  nowhere: { key: NOWHERE },
+  assigned: { key: 'assignedassignedassignedassignedassignedassignedassignedassigned', hosts_allow: '127.0.0.1', hosts_assign: '127.0.0.1' },
+  nokey: { master: true },
+});
 
 test('the key may come in k, in X-Auth-Key, or from hosts_assign', async (t) => {
   const { client } = await startController(t, { keysIni: KEYS_INI, files });

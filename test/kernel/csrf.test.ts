@@ -1,6 +1,7 @@
 import http from 'node:http';
 import test from 'ava';
 import { startController, Keys } from '../helpers/controller';
+import { keysIni } from '../helpers/keys';
 
 /**
  * No cross-site request forgery through hosts_assign: a request a browser
@@ -10,18 +11,10 @@ import { startController, Keys } from '../helpers/controller';
  * (none of those headers) and the controller's own pages keep working.
  */
 
-const KEYS = `
-[masterkey]
-key = ${Keys.master}
-master = yes
-hosts_allow = 0.0.0.0/0, ::/0
-
-[assigned]
-key = assignedassignedassignedassignedassignedassignedassignedassign12
-sysfunc = yes
-hosts_allow = 127.0.0.1
-hosts_assign = 127.0.0.1
-`;
+const KEYS = keysIni({
+  masterkey: { key: Keys.master, master: true, hosts_allow: ['0.0.0.0/0', '::/0'] },
+  assigned: { key: 'assignedassignedassignedassignedassignedassignedassignedassign12', sysfunc: true, hosts_allow: '127.0.0.1', hosts_assign: '127.0.0.1' },
+});
 
 interface Answer { status: number; body: any }
 

@@ -5,6 +5,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { encode, decode } from '@msgpack/msgpack';
+import { keysIni } from '../helpers/keys';
 
 /**
  * `npm run soak`: a controller as a child process takes CALLS (100,000) mixed
@@ -36,11 +37,11 @@ function makeDir(hookUri: string): string {
     '[server]', `log_file = ${path.join(dir, 'controller.log')}`, 'db_update = instant',
     '[webapi]', 'listen = 127.0.0.1:0', 'max_body_size = 65536', '',
   ].join('\n'));
-  fs.writeFileSync(path.join(dir, 'etc', 'uc_apikeys.ini'), [
-    '[master]', `key = ${MASTER}`, 'master = yes', 'hosts_allow = 127.0.0.1',
-    '[ops]', `key = ${OPS}`, 'sysfunc = yes', 'allow = cmd, lock, device', 'groups = #', 'hosts_allow = 127.0.0.1',
-    '[plain]', `key = ${PLAIN}`, 'hosts_allow = 127.0.0.1', '',
-  ].join('\n'));
+  fs.writeFileSync(path.join(dir, 'etc', 'uc_apikeys.ini'), keysIni({
+    master: { key: MASTER, master: true, hosts_allow: '127.0.0.1' },
+    ops: { key: OPS, sysfunc: true, allow: ['cmd', 'lock', 'device'], groups: '#', hosts_allow: '127.0.0.1' },
+    plain: { key: PLAIN, hosts_allow: '127.0.0.1' },
+  }));
   const state = [{ subject: 'state', types: ['#'], groups: ['#'] }];
   const notifiers = {
     hook: { id: 'hook', type: 'json', enabled: true, uri: hookUri, skip_test: true, events: [...state, { subject: 'log', level: 30 }] },

@@ -1,6 +1,7 @@
 import WebSocket from 'ws';
 import type { ExecutionContext } from 'ava';
 import { startController, Keys, type DirOptions } from '../helpers/controller';
+import { keysIni } from '../helpers/keys';
 
 /** A stream client for tests: the ws package's own client, with its messages queued for `next`. */
 export class TestStream {
@@ -73,24 +74,19 @@ module.exports.plugin = {
 };
 `;
 
-/** Keys of the stream tests: the master and one limited to group home and below. */
+/** Keys of the stream tests: the master and one limited to group home and below, both from `from`. */
 export const HOME = 'homehomehomehomehomehomehomehomehomehomehomehomehomehomehome1234';
-export const KEYS_INI = `
-[masterkey]
-key = ${Keys.master}
-master = yes
-hosts_allow = 127.0.0.1
-
-[home]
-key = ${HOME}
-groups = home/#
-hosts_allow = 127.0.0.1
-`;
+export function streamKeysIni(from = '127.0.0.1'): string {
+  return keysIni({
+    masterkey: { key: Keys.master, master: true, hosts_allow: from },
+    home: { key: HOME, groups: 'home/#', hosts_allow: from },
+  });
+}
 export const ALL = [{ subject: 'state', types: ['#'], groups: ['#'] }, { subject: 'action', types: ['#'], groups: ['#'] }, { subject: 'log', level: 20 }];
 
 /** A controller with the stream probe and three items: sensor:home/t1, sensor:other/t2, lvar:home/l1. */
-export async function start(t: ExecutionContext, webapi: DirOptions['ini'] = {}, keysIni = KEYS_INI) {
-  const r = await startController(t, { keysIni, ini: webapi, files: { 'plugins/streamprobe.js': STATS_PLUGIN } });
+export async function start(t: ExecutionContext, webapi: DirOptions['ini'] = {}, keys = streamKeysIni()) {
+  const r = await startController(t, { keysIni: keys, ini: webapi, files: { 'plugins/streamprobe.js': STATS_PLUGIN } });
   for (const i of ['sensor:home/t1', 'sensor:other/t2', 'lvar:home/l1']) await r.client.ok('create', { i, k: Keys.master });
   return r;
 }

@@ -1,10 +1,10 @@
 import test from 'ava';
 import { Keys } from '../helpers/controller';
-import { TestStream, start, KEYS_INI } from './client';
+import { TestStream, start, streamKeysIni } from './client';
 import { until, sleep } from '../helpers/wait';
 
 /** The stream tests' keys, allowed from any address: these clients claim theirs with X-Real-IP. */
-const ANYWHERE = KEYS_INI.replace(/hosts_allow = 127\.0\.0\.1/g, 'hosts_allow = 0.0.0.0/0');
+const ANYWHERE = streamKeysIni('0.0.0.0/0');
 const ip = (a: string) => ({ 'X-Real-IP': a });
 const stats = async (client: any) => client.ok('stream_stats', { k: Keys.master });
 

@@ -1,5 +1,6 @@
 import test from 'ava';
 import { startController, Keys, Client } from '../helpers/controller';
+import { keysIni } from '../helpers/keys';
 import { Err } from './expect';
 import { Transports, errOf, okVia, via } from './accounts-helpers';
 import { sleep, until } from '../helpers/wait';
@@ -67,18 +68,10 @@ test('login refuses a key or user whose key is not allowed from the caller', asy
 });
 
 test('a key given by hosts_assign logs in without credentials; basic authorization comes first', async (t) => {
-  const keysIni = `
-[masterkey]
-key = ${Keys.master}
-master = yes
-hosts_allow = 127.0.0.1
-
-[local]
-key = ${Keys.plain}
-hosts_allow = 127.0.0.1
-hosts_assign = 127.0.0.1
-`;
-  const { client } = await startController(t, { keysIni });
+  const { client } = await startController(t, { keysIni: keysIni({
+    masterkey: { key: Keys.master, master: true, hosts_allow: '127.0.0.1' },
+    local: { key: Keys.plain, hosts_allow: '127.0.0.1', hosts_assign: '127.0.0.1' },
+  }) });
   await client.ok('create_user', { k: Keys.master, u: 'op', p: 'secret', a: 'masterkey' });
   t.is((await client.ok('login', {})).key, 'local');
   t.like(await okVia(client, 'jrpc', 'login', {}, basic('op', 'secret')), { key: 'masterkey', user: 'op' });

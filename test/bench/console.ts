@@ -3,7 +3,7 @@ import http from 'node:http';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { startController } from '../helpers/controller';
-/** Debian's Chromium, as the console tests use (test/console/chromium.ts, which needs ava and so is not imported here). */
+/** Debian's Chromium, as the console tests use (test/helpers/chromium.ts, which needs ava and so is not imported here). */
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 import { consoleFiles } from '../../plugins/console/index';
 

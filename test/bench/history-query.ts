@@ -9,7 +9,7 @@ import pg from 'pg';
 import { startController, makeDir, Keys, type Running } from '../helpers/controller';
 import { startPostgres, postgresUnavailable } from '../helpers/postgres';
 import { table, fmt } from './lib';
-import { EVA33_SCHEMA } from '../history/eva33';
+import { EVA33_SCHEMA } from '../helpers/eva33-history';
 
 /**
  * The history API over a big history, on both backends, beside a raw loop:

@@ -5,7 +5,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import WebSocket, { WebSocketServer } from 'ws';
 import { startController, Keys } from '../helpers/controller';
-import { STATS_PLUGIN } from '../stream/client';
+import { STATS_PLUGIN } from '../helpers/stream-client';
 import { table, fmt, benchUpdatePlugin } from './lib';
 
 /**

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { execFile } from 'node:child_process';
 import { makeDir, startController, Keys } from '../helpers/controller';
 import { startBroker, Subscriber } from '../helpers/broker';
-import { Receiver } from '../notifiers/receiver';
+import { Receiver } from '../helpers/receiver';
 
 /** The built command line, as the package bins run it. */
 const BIN = path.resolve(__dirname, '..', '..', 'plugins', 'notifiers', 'cli', 'notifier-bin.js');

@@ -4,7 +4,7 @@ import crypto from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import test from 'ava';
 import { makeDir, startController, Keys } from '../helpers/controller';
-import { sqlite3, pySqlite, userDbOf } from '../sysapi/accounts-helpers';
+import { sqlite3, pySqlite, userDbOf } from '../helpers/accounts';
 import { needs } from '../helpers/tools';
 
 /** The tables as EVA ICS 3.3 (SQLAlchemy) created them in runtime/db/<product>.db. */

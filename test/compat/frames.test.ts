@@ -2,7 +2,7 @@ import test from 'ava';
 import fs from 'node:fs';
 import { startBroker, Subscriber } from '../helpers/broker';
 import { until } from '../helpers/wait';
-import { Receiver } from '../notifiers/receiver';
+import { Receiver } from '../helpers/receiver';
 import { startLike332 } from './ours';
 import { compareFrames, FRAMES, hookFrame, mqttFrame, notifierFiles, trigger, type Frames } from './frames';
 import { reconcile } from './match';

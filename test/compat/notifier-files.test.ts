@@ -4,8 +4,8 @@ import path from 'node:path';
 import { execFile } from 'node:child_process';
 import { Keys, startController } from '../helpers/controller';
 import { startBroker } from '../helpers/broker';
-import { Receiver } from '../notifiers/receiver';
-import { controllerLog } from '../notifiers/helpers';
+import { Receiver } from '../helpers/receiver';
+import { controllerLog } from '../helpers/notifiers';
 import { until } from '../helpers/wait';
 
 const k = Keys.master;

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { makeDir, startController, Keys } from '../helpers/controller';
-import { browserTest, launch } from './chromium';
+import { browserTest, launch } from '../helpers/chromium';
 import { until } from '../helpers/wait';
 import type { Page } from 'playwright-core';
 

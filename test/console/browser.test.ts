@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { startController, Keys } from '../helpers/controller';
-import { browserTest, launch, SHOTS } from './chromium';
+import { browserTest, launch, SHOTS } from '../helpers/chromium';
 
 const btest = browserTest();
 

@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { startController, Keys } from '../helpers/controller';
-import { browserTest, launch, SHOTS } from './chromium';
-import { Receiver } from '../notifiers/receiver';
+import { browserTest, launch, SHOTS } from '../helpers/chromium';
+import { Receiver } from '../helpers/receiver';
 
 const btest = browserTest();
 

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { makeDir, startController, Keys } from '../helpers/controller';
-import { browserTest, launch } from './chromium';
+import { browserTest, launch } from '../helpers/chromium';
 
 const btest = browserTest();
 const WAIT = { timeout: 30_000 };

@@ -1,9 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { startController, Keys } from '../helpers/controller';
-import { Receiver, subjectOf } from '../notifiers/receiver';
-import { notifierFiles } from '../notifiers/helpers';
-import { browserTest, launch, SHOTS } from './chromium';
+import { Receiver, subjectOf } from '../helpers/receiver';
+import { notifierFiles } from '../helpers/notifiers';
+import { browserTest, launch, SHOTS } from '../helpers/chromium';
 
 /** The Notifiers page's Test button: test_notifier's answer in words. Chromium, a real controller, real receivers. */
 const btest = browserTest();

@@ -5,7 +5,7 @@ import path from 'node:path';
 import WebSocket from 'ws';
 import { spawnListening } from '../helpers/controller';
 import { checkoutRoot, packRelease, tarballFiles, installRelease, nodeOnlyPath, freshControllerDir, masterKey } from '../release/release';
-import { browserTest, launch } from './chromium';
+import { browserTest, launch } from '../helpers/chromium';
 
 /**
  * The console and the stream as an operator gets them: from the packed

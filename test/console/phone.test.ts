@@ -1,5 +1,5 @@
 import { startController, Keys } from '../helpers/controller';
-import { browserTest, launch } from './chromium';
+import { browserTest, launch } from '../helpers/chromium';
 
 const btest = browserTest();
 

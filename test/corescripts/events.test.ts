@@ -5,7 +5,7 @@ import { MAX_TIMER_SECONDS } from '../../core/defaults';
 import { EventBus } from '../../core/bus';
 import type { StateEvent } from '../../plugins/items/api';
 import { Keys, startController } from '../helpers/controller';
-import { CS, call, controllerLog, untilLogged } from './helpers';
+import { CS, call, controllerLog, untilLogged } from '../helpers/corescripts';
 import { until } from '../helpers/wait';
 
 /** limits generous enough that no script here runs over on a loaded machine, unless it is meant to */

@@ -1,7 +1,7 @@
 import test from 'ava';
 import { startBroker, Subscriber } from '../helpers/broker';
-import { controllerWith, mqttNotifier } from '../notifiers/mqtt-setup';
-import { CS, call } from './helpers';
+import { controllerWith, mqttNotifier } from '../helpers/mqtt-notifier';
+import { CS, call } from '../helpers/corescripts';
 import { until } from '../helpers/wait';
 
 const SCRIPT = `

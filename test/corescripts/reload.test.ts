@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
 import { Keys, makeDir, spawnController, startController } from '../helpers/controller';
-import { CS, call, controllerLog, untilLogged, writeScript } from './helpers';
+import { CS, call, controllerLog, untilLogged, writeScript } from '../helpers/corescripts';
 import { until } from '../helpers/wait';
 
 const ini = { corescripts: { timeout: 0.5 } };

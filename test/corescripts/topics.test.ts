@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
 import { Keys, startController } from '../helpers/controller';
-import { call, controllerLog } from './helpers';
+import { call, controllerLog } from '../helpers/corescripts';
 
 const FILE = 'runtime/uc_cs.json';
 const readFile = (dir: string) => JSON.parse(fs.readFileSync(path.join(dir, FILE), 'utf8'));

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
 import { makeDir, spawnController, startController, Keys, Client } from '../helpers/controller';
-import { sqlite3, pySqlite, userDbOf } from '../sysapi/accounts-helpers';
+import { sqlite3, pySqlite, userDbOf } from '../helpers/accounts';
 import { needs } from '../helpers/tools';
 import { until } from '../helpers/wait';
 

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
-import type { Client } from '../helpers/controller';
+import type { Client } from './controller';
 
 export type Transport = 'direct' | 'jrpc';
 export const Transports: Transport[] = ['direct', 'jrpc'];

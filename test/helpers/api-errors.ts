@@ -1,5 +1,5 @@
 import type { ExecutionContext } from 'ava';
-import type { Client } from '../helpers/controller';
+import type { Client } from './controller';
 
 /** The (JSON RPC code, HTTP status) pairs of the errors of core/README.md (Using the API) and core/errors.ts. */
 export const Err = {

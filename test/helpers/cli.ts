@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { execFile } from 'node:child_process';
 import type { ExecutionContext } from 'ava';
-import { MAIN } from '../helpers/controller';
+import { MAIN } from './controller';
 
 export interface Ended { code: number | null; out: string; err: string }
 

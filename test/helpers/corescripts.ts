@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { Keys, type Client } from '../helpers/controller';
-import { controllerLog } from '../notifiers/helpers';
-import { until } from '../helpers/wait';
+import { Keys, type Client } from './controller';
+import { controllerLog } from './notifiers';
+import { until } from './wait';
 
 export { controllerLog };
 

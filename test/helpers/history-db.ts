@@ -12,7 +12,7 @@ import type { ModuleLogger } from '../../core/log';
 export const run = promisify(execFile);
 
 /** Rows of a query through the sqlite3 tool, read-only, as lines of `|`-separated text. */
-export async function sqlite3(file: string, sql: string): Promise<string[]> {
+export async function sqlite3Lines(file: string, sql: string): Promise<string[]> {
   const { stdout } = await run('sqlite3', ['-readonly', file, sql], { timeout: 30_000 });
   return stdout.split('\n').filter((l) => l !== '');
 }
@@ -57,5 +57,5 @@ export function history(t: ExecutionContext, opts: Partial<HistoryOptions> & { f
 }
 
 export const now = () => Date.now() / 1000;
-export { sleep } from '../helpers/wait';
+export { sleep } from './wait';
 

@@ -3,7 +3,7 @@
  * plugins/ folder) that uses the `items` service the way notifiers and core
  * scripts do, and exposes it through functions the tests can call.
  */
-export const PROBE_PLUGIN = `
+export const ITEM_PROBE_PLUGIN = `
 const p = (type, required = false) => ({ type, required, description: '' });
 module.exports.plugin = {
   name: 'itemsprobe', kind: 'service', version: '1.0.0', needs: ['items'],

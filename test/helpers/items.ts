@@ -1,7 +1,7 @@
 import type { ExecutionContext } from 'ava';
 import { EventBus } from '../../core/bus';
-import { startController, Keys, type DirOptions } from '../helpers/controller';
-import { keysIni } from '../helpers/keys';
+import { startController, Keys, type DirOptions } from './controller';
+import { keysIni } from './keys';
 
 /** Keys of the item tests: the fixed ones plus keys limited by the item lists. */
 export const ItemKeys = {
@@ -24,7 +24,7 @@ export const ITEM_KEYS_INI = keysIni({
 });
 
 /** A uc controller with the item test keys; `events` collects every bus event in order. */
-export async function start(t: ExecutionContext, opts: DirOptions & { dir?: string } = {}) {
+export async function startItemsController(t: ExecutionContext, opts: DirOptions & { dir?: string } = {}) {
   const run = await startController(t, { keysIni: ITEM_KEYS_INI, ...opts });
   const events: { subject: string; data: any }[] = [];
   const bus = run.ctl.get(EventBus);

@@ -1,7 +1,7 @@
 import type { ExecutionContext } from 'ava';
-import { startController, Keys, type DirOptions } from '../helpers/controller';
-import type { Broker } from '../helpers/broker';
-import { notifierFiles } from './helpers';
+import { startController, Keys, type DirOptions } from './controller';
+import type { Broker } from './broker';
+import { notifierFiles } from './notifiers';
 
 export const everything = [
   { subject: 'state', types: ['#'], groups: ['#'] },

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Client } from '../helpers/controller';
+import type { Client } from './controller';
 
 /**
  * A drop-in plugin that puts events on the controller's bus and writes log

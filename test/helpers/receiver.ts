@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { ExecutionContext } from 'ava';
 
 /** A request as a receiver got it. */
-export interface Received {
+export interface ReceivedRequest {
   method: string;
   url: URL;
   contentType: string;
@@ -23,8 +23,8 @@ export interface Answer { status?: number; body?: string }
  * takes it down and `listen()` brings it back on the same port.
  */
 export class Receiver {
-  readonly requests: Received[] = [];
-  answer: (r: Received, n: number) => Answer = () => ({ body: '{"result":"OK"}' });
+  readonly requests: ReceivedRequest[] = [];
+  answer: (r: ReceivedRequest, n: number) => Answer = () => ({ body: '{"result":"OK"}' });
   private server: http.Server;
   private gate: Promise<void> | undefined;
   private openGate: (() => void) | undefined;
@@ -42,7 +42,7 @@ export class Receiver {
       req.on('end', async () => {
         const body = Buffer.concat(chunks).toString('utf8');
         const contentType = String(req.headers['content-type'] ?? '');
-        const r: Received = {
+        const r: ReceivedRequest = {
           method: req.method ?? '', url: new URL(req.url ?? '/', 'http://x'), contentType, body, authorization: req.headers.authorization,
         };
         if (contentType.includes('json')) { try { r.json = JSON.parse(body); } catch { /* left undefined */ } }
@@ -100,7 +100,7 @@ export class Receiver {
   }
 
   /** Resolve once `n` requests have arrived (all of them), or fail after `ms`. */
-  async waitFor(n: number, ms = 15_000): Promise<Received[]> {
+  async waitFor(n: number, ms = 15_000): Promise<ReceivedRequest[]> {
     const deadline = Date.now() + ms;
     while (this.requests.length < n) {
       const left = deadline - Date.now();
@@ -114,12 +114,12 @@ export class Receiver {
   }
 
   /** Requests other than start-up tests. */
-  events(): Received[] {
+  events(): ReceivedRequest[] {
     return this.requests.filter((r) => subjectOf(r) !== 'test');
   }
 }
 
 /** The subject of a request of any web hook type. */
-export function subjectOf(r: Received): string | null {
+export function subjectOf(r: ReceivedRequest): string | null {
   return r.json?.subject ?? r.form?.get('subject') ?? r.url.searchParams.get('s');
 }

@@ -1,7 +1,7 @@
 import WebSocket from 'ws';
 import type { ExecutionContext } from 'ava';
-import { startController, Keys, type DirOptions } from '../helpers/controller';
-import { keysIni } from '../helpers/keys';
+import { startController, Keys, type DirOptions } from './controller';
+import { keysIni } from './keys';
 
 /** A stream client for tests: the ws package's own client, with its messages queued for `next`. */
 export class TestStream {
@@ -85,7 +85,7 @@ export function streamKeysIni(from = '127.0.0.1'): string {
 export const ALL = [{ subject: 'state', types: ['#'], groups: ['#'] }, { subject: 'action', types: ['#'], groups: ['#'] }, { subject: 'log', level: 20 }];
 
 /** A controller with the stream probe and three items: sensor:home/t1, sensor:other/t2, lvar:home/l1. */
-export async function start(t: ExecutionContext, webapi: DirOptions['ini'] = {}, keys = streamKeysIni()) {
+export async function startStreamController(t: ExecutionContext, webapi: DirOptions['ini'] = {}, keys = streamKeysIni()) {
   const r = await startController(t, { keysIni: keys, ini: webapi, files: { 'plugins/streamprobe.js': STATS_PLUGIN } });
   for (const i of ['sensor:home/t1', 'sensor:other/t2', 'lvar:home/l1']) await r.client.ok('create', { i, k: Keys.master });
   return r;

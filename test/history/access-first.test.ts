@@ -1,7 +1,7 @@
 import test from 'ava';
 import { startController, Keys } from '../helpers/controller';
 import { keysIni } from '../helpers/keys';
-import { notifierFiles } from '../notifiers/helpers';
+import { notifierFiles } from '../helpers/notifiers';
 
 /*
  * state_history decides access to the items before it looks for the

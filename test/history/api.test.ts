@@ -1,7 +1,7 @@
 import test, { type ExecutionContext } from 'ava';
 import { startController, Keys, type Running } from '../helpers/controller';
 import { keysIni } from '../helpers/keys';
-import { notifierFiles, stateEvent, stats } from '../notifiers/helpers';
+import { notifierFiles, stateEvent, stats } from '../helpers/notifiers';
 import { until } from '../helpers/wait';
 import { postgresUnavailable, sharedPostgres } from '../helpers/postgres';
 

@@ -1,9 +1,9 @@
 import test from 'ava';
 import pg from 'pg';
 import { startController, Keys } from '../helpers/controller';
-import { notifierFiles } from '../notifiers/helpers';
+import { notifierFiles } from '../helpers/notifiers';
 import { postgresUnavailable, sharedPostgres } from '../helpers/postgres';
-import { EVA33_SCHEMA } from './eva33';
+import { EVA33_SCHEMA } from '../helpers/eva33-history';
 
 /**
  * A PostgreSQL history as EVA ICS 3.3 left it (its state_history table and

@@ -1,7 +1,7 @@
 import test, { type ExecutionContext } from 'ava';
 import { Keys, startController } from '../helpers/controller';
 import { influxUnavailable, sharedInflux, type Influx } from '../helpers/influxdb';
-import { notifierFiles } from '../notifiers/helpers';
+import { notifierFiles } from '../helpers/notifiers';
 import { isoTime } from '../../plugins/history/time';
 
 /**

@@ -2,7 +2,7 @@ import test from 'ava';
 import path from 'node:path';
 import type { HistoryRow } from '../../plugins/notifiers/db/schema';
 import { bucketize } from '../../plugins/history/resample';
-import { history, tmpDir, now } from '../notifiers/db-helpers';
+import { history, tmpDir, now } from '../helpers/history-db';
 
 /**
  * The sql.js history computes a fill's intervals in its own thread (SQLite's

@@ -4,8 +4,8 @@ import path from 'node:path';
 import type { HistoryRow } from '../../plugins/notifiers/db/schema';
 import type { History } from '../../plugins/notifiers/db/history';
 import { bucketize } from '../../plugins/history/resample';
-import { history, tmpDir, now, run, sqlite3 } from '../notifiers/db-helpers';
-import { EVA33_SCHEMA } from './eva33';
+import { history, tmpDir, now, run, sqlite3Lines } from '../helpers/history-db';
+import { EVA33_SCHEMA } from '../helpers/eva33-history';
 
 /**
  * The sql.js history's per-minute rollup (rollup.ts) must leave every fill
@@ -43,18 +43,18 @@ test('an EVA ICS 3.3 file without the rollup gets it built at open; its fill equ
     inserts.push(`('', ${t0 + i * 4.3 + (i % 3) / 10}, '${OID}', ${s ?? 'NULL'}, ${v === null ? 'NULL' : `'${v}'`})`);
   }
   await run('sqlite3', [file, `${EVA33_SCHEMA}\nINSERT INTO state_history VALUES ${inserts.join(',\n')};`]);
-  t.deepEqual(await sqlite3(file, "SELECT count(*) FROM sqlite_master WHERE name = 'state_history_minute'"), ['0']);
+  t.deepEqual(await sqlite3Lines(file, "SELECT count(*) FROM sqlite_master WHERE name = 'state_history_minute'"), ['0']);
   const h = history(t, { file });
   await h.start();
   // written to the file at once, so it is built only once
-  t.true(Number((await sqlite3(file, 'SELECT count(*) FROM state_history_minute'))[0]) > 50);
+  t.true(Number((await sqlite3Lines(file, 'SELECT count(*) FROM state_history_minute'))[0]) > 50);
   await sameAsRows(t, h, t0 + 61.5, t0 + 6000);
   await h.write([['', t0 + 6001, OID, 1, '40']]);
   await sameAsRows(t, h, t0 - 100, t0 + 7000);
   await h.flush();
   // the rollup is in the file, beside 3.3's table left as it was
-  t.true(Number((await sqlite3(file, 'SELECT count(*) FROM state_history_minute'))[0]) > 50);
-  t.deepEqual(await sqlite3(file, "SELECT count(*) FROM sqlite_master WHERE sql LIKE '%NUMERIC(20, 8)%'"), ['1']);
+  t.true(Number((await sqlite3Lines(file, 'SELECT count(*) FROM state_history_minute'))[0]) > 50);
+  t.deepEqual(await sqlite3Lines(file, "SELECT count(*) FROM sqlite_master WHERE sql LIKE '%NUMERIC(20, 8)%'"), ['1']);
 });
 
 test('the rollup follows replaced rows, the row bound and keep', async (t) => {

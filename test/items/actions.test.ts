@@ -2,7 +2,7 @@ import test from 'ava';
 import { MAX_TIMER_SECONDS } from '../../core/defaults';
 import fs from 'node:fs';
 import path from 'node:path';
-import { start, ItemKeys } from './setup';
+import { startItemsController, ItemKeys } from '../helpers/items';
 import { until } from '../helpers/wait';
 
 /** Write an executable unit script xc/uc/<id>. */
@@ -15,7 +15,7 @@ function script(dir: string, id: string, body: string): void {
 const alive = (pid: number) => { try { process.kill(pid, 0); return true; } catch { return false; } };
 
 test('the unit script runs with status and value as arguments; exit 0 completes and sets the state', async (t) => {
-  const { ok, dir, states } = await start(t);
+  const { ok, dir, states } = await startItemsController(t);
   script(dir, 'heater', 'printf "%s|" "$@" > "$EVA_DIR/runtime/args"; echo "$EVA_ITEM_OID" > "$EVA_DIR/runtime/oid"; echo done; echo warn >&2');
   await ok('create', { i: 'unit:home/heater' });
   // a value with spaces and shell syntax stays one argument: no shell in between
@@ -34,7 +34,7 @@ test('the unit script runs with status and value as arguments; exit 0 completes 
 });
 
 test('a script that exits non-zero fails the action and leaves the state', async (t) => {
-  const { ok, dir, states } = await start(t);
+  const { ok, dir, states } = await startItemsController(t);
   script(dir, 'pump', 'echo broken >&2; exit 3');
   await ok('create', { i: 'unit:water/pump' });
   const a = await ok('action', { i: 'unit:water/pump', s: 1, w: 20 });
@@ -52,7 +52,7 @@ test('a script that exits non-zero fails the action and leaves the state', async
 });
 
 test('a script past its timeout is terminated with everything it started', async (t) => {
-  const { ok, dir } = await start(t, { ini: { server: { term_kill_interval: 1 } } });
+  const { ok, dir } = await startItemsController(t, { ini: { server: { term_kill_interval: 1 } } });
   script(dir, 'slow', 'sleep 60 & echo $! > "$EVA_DIR/runtime/child.pid"; wait');
   // ignores SIGTERM, so only SIGKILL (term_kill_interval later) ends it
   script(dir, 'stubborn', 'trap "" TERM; sleep 60 & echo $! > "$EVA_DIR/runtime/child2.pid"; wait; wait');
@@ -74,14 +74,14 @@ test('a script past its timeout is terminated with everything it started', async
 });
 
 test('the [server] timeout applies when the unit has no action_timeout', async (t) => {
-  const { ok, dir } = await start(t, { ini: { server: { timeout: 0.5 } } });
+  const { ok, dir } = await startItemsController(t, { ini: { server: { timeout: 0.5 } } });
   script(dir, 'slow', 'exec sleep 60');
   await ok('create', { i: 'unit:g/slow' });
   t.like(await ok('action', { i: 'unit:g/slow', s: 1, w: 30 }), { status: 'terminated', exitcode: -15 });
 });
 
 test('script output is kept up to its bound, then cut and marked', async (t) => {
-  const { ok, dir } = await start(t, { ini: { server: { max_script_output: 100 } } });
+  const { ok, dir } = await startItemsController(t, { ini: { server: { max_script_output: 100 } } });
   script(dir, 'chatty', 'i=0; while [ $i -lt 500 ]; do echo "line $i"; i=$((i+1)); done');
   await ok('create', { i: 'unit:g/chatty' });
   const a = await ok('action', { i: 'unit:g/chatty', s: 1, w: 20 });
@@ -92,7 +92,7 @@ test('script output is kept up to its bound, then cut and marked', async (t) => 
 });
 
 test('one action at a time per unit, waiting ones by priority, refused past the queue bound', async (t) => {
-  const { ok, dir, client, actions } = await start(t, { ini: { server: { max_queued_actions: 2 } } });
+  const { ok, dir, client, actions } = await startItemsController(t, { ini: { server: { max_queued_actions: 2 } } });
   const gate = path.join(dir, 'runtime', 'gate');
   script(dir, 'door', `while [ ! -e "${gate}" ]; do sleep 0.05; done; echo "$1" >> "${dir}/runtime/order"`);
   await ok('create', { i: 'unit:g/door' });
@@ -117,7 +117,7 @@ test('one action at a time per unit, waiting ones by priority, refused past the 
 });
 
 test('w that runs out answers the current status; the result comes later', async (t) => {
-  const { ok, dir } = await start(t);
+  const { ok, dir } = await startItemsController(t);
   const gate = path.join(dir, 'runtime', 'gate');
   script(dir, 'lift', `while [ ! -e "${gate}" ]; do sleep 0.05; done`);
   await ok('create', { i: 'unit:g/lift' });
@@ -129,7 +129,7 @@ test('w that runs out answers the current status; the result comes later', async
 });
 
 test('a unit with actions disabled refuses them', async (t) => {
-  const { ok } = await start(t);
+  const { ok } = await startItemsController(t);
   await ok('create', { i: 'unit:g/u' });
   await ok('set_prop', { i: 'unit:g/u', p: 'action_enabled', v: false });
   t.like(await ok('action', { i: 'unit:g/u', s: 1, w: 5 }), { status: 'refused' });
@@ -137,7 +137,7 @@ test('a unit with actions disabled refuses them', async (t) => {
 });
 
 test('kept results are bounded by count', async (t) => {
-  const { ok } = await start(t, { ini: { server: { max_action_results: 3 } } });
+  const { ok } = await startItemsController(t, { ini: { server: { max_action_results: 3 } } });
   await ok('create', { i: 'unit:g/u' });
   const uuids: string[] = [];
   for (let s = 0; s < 6; s++) uuids.push((await ok('action', { i: 'unit:g/u', s, w: 10 })).uuid);
@@ -147,7 +147,7 @@ test('kept results are bounded by count', async (t) => {
 });
 
 test('kept results are bounded by age (keep_action_history)', async (t) => {
-  const { ok, client } = await start(t, { ini: { server: { keep_action_history: 2 } } });
+  const { ok, client } = await startItemsController(t, { ini: { server: { keep_action_history: 2 } } });
   await ok('create', { i: 'unit:g/u' });
   const a = await ok('action', { i: 'unit:g/u', s: 1, w: 10 });
   await until('the result to be forgotten', async () => (await client.rpc('result', { k: ItemKeys.master, u: a.uuid })).error?.code === 1);
@@ -160,7 +160,7 @@ test('a cleaner interval longer than a timer can wait is as good as none, not a 
   const onWarning = (w: Error) => { if (w.name === 'TimeoutOverflowWarning') overflows.push(w.message); };
   process.on('warning', onWarning);
   t.teardown(() => { process.off('warning', onWarning); });
-  const { ok } = await start(t, { ini: { server: { action_cleaner_interval: MAX_TIMER_SECONDS } } });
+  const { ok } = await startItemsController(t, { ini: { server: { action_cleaner_interval: MAX_TIMER_SECONDS } } });
   await ok('create', { i: 'unit:g/u' });
   t.is((await ok('action', { i: 'unit:g/u', s: 1, w: 10 })).status, 'completed');
   await new Promise((r) => setTimeout(r, 100));
@@ -168,7 +168,7 @@ test('a cleaner interval longer than a timer can wait is as good as none, not a 
 });
 
 test('stopping the controller stops a running script and cancels waiting actions', async (t) => {
-  const { ok, dir, actions, stop } = await start(t);
+  const { ok, dir, actions, stop } = await startItemsController(t);
   script(dir, 'long', 'exec sleep 60');
   await ok('create', { i: 'unit:g/long' });
   const a = await ok('action', { i: 'unit:g/long', s: 1 });
@@ -180,7 +180,7 @@ test('stopping the controller stops a running script and cancels waiting actions
 });
 
 test('cvars reach the unit script as environment variables; those an environment cannot hold are left out', async (t) => {
-  const { ok, dir } = await start(t);
+  const { ok, dir } = await startItemsController(t);
   script(dir, 'env', 'echo "$SITE|$X|${NULVAL-unset}" > "$EVA_DIR/runtime/site"');
   await ok('set_cvar', { i: 'SITE', v: 'plant 1' });
   // as an entry "X=Y=z" this would reach the script as X; a NUL cannot be passed at all
@@ -192,7 +192,7 @@ test('cvars reach the unit script as environment variables; those an environment
 });
 
 test('max_queued_actions 0: an action that finds the unit busy is refused, an idle unit runs it', async (t) => {
-  const { ok, dir } = await start(t, { ini: { server: { max_queued_actions: 0 } } });
+  const { ok, dir } = await startItemsController(t, { ini: { server: { max_queued_actions: 0 } } });
   const gate = path.join(dir, 'runtime', 'gate');
   script(dir, 'gate', `while [ ! -e "${gate}" ]; do sleep 0.05; done`);
   await ok('create', { i: 'unit:g/gate' });

@@ -1,13 +1,13 @@
 import test from 'ava';
 import { EventSource } from '../../plugins/items/api';
-import { start, ItemKeys, NOTIFIER_FILES } from './setup';
+import { startItemsController, ItemKeys, NOTIFIER_FILES } from '../helpers/items';
 import { until } from '../helpers/wait';
-import { PROBE_PLUGIN } from './probe-plugin';
+import { ITEM_PROBE_PLUGIN } from '../helpers/item-probe-plugin';
 
-const withProbe = (t: any) => start(t, { files: { 'plugins/probe.js': PROBE_PLUGIN, ...NOTIFIER_FILES } });
+const withProbe = (t: any) => startItemsController(t, { files: { 'plugins/probe.js': ITEM_PROBE_PLUGIN, ...NOTIFIER_FILES } });
 
 test('a state event goes out for every change and only then', async (t) => {
-  const { ok, states } = await start(t);
+  const { ok, states } = await startItemsController(t);
   await ok('create', { i: 'lvar:g/v' });
   t.is(states('lvar:g/v').length, 1, 'creation shows the new item');
   t.like(states()[0], { oid: 'lvar:g/v', full_id: 'g/v', group: 'g', id: 'v', type: 'lvar', status: 0, value: null });
@@ -93,7 +93,7 @@ test('service get / list / state / action / watch as the contract says', async (
 });
 
 test('a unit action without a script sets the state directly; every step is an event, in order', async (t) => {
-  const { ok, events } = await start(t);
+  const { ok, events } = await startItemsController(t);
   await ok('create', { i: 'unit:lights/hall' });
   events.length = 0;
   const a = await ok('action', { i: 'unit:lights/hall', s: 1, v: '70', w: 10 });

@@ -1,10 +1,10 @@
 import test from 'ava';
 import fs from 'node:fs';
-import { start, ItemKeys, NOTIFIER_FILES } from './setup';
+import { startItemsController, ItemKeys, NOTIFIER_FILES } from '../helpers/items';
 import { readItemsState } from '../helpers/items-file';
 
 test('create, list, state, update and destroy through JSON RPC and /uc-api/', async (t) => {
-  const { ok, direct, client } = await start(t);
+  const { ok, direct, client } = await startItemsController(t);
   const created = await ok('create', { i: 'sensor:env/temp' });
   t.like(created, { oid: 'sensor:env/temp', type: 'sensor', group: 'env', id: 'temp', full_id: 'env/temp', status: 0, value: null });
 
@@ -32,7 +32,7 @@ test('create, list, state, update and destroy through JSON RPC and /uc-api/', as
 });
 
 test('bad input gets the right error codes', async (t) => {
-  const { ok, direct, client } = await start(t);
+  const { ok, direct, client } = await startItemsController(t);
   await ok('create', { i: 'unit:g/u1' });
   const code = async (fn: string, p: Record<string, unknown>) => (await client.rpc(fn, { k: ItemKeys.master, ...p })).error?.code;
   for (const bad of ['unit:g/', 'unit:/u', 'motor:g/u', 'unit:g/../x', 'unit:g/.hidden', 'unit:g/#', 'unit:g+/x', 'unit g/x', 'unit:g//x']) {
@@ -60,7 +60,7 @@ test('bad input gets the right error codes', async (t) => {
 });
 
 test('permissions: master creates; items/groups lists decide reading and writing; allow=device acts', async (t) => {
-  const { ok, client } = await start(t);
+  const { ok, client } = await startItemsController(t);
   for (const i of ['unit:g1/u', 'unit:g1/sub/u2', 'sensor:g1/secret', 'sensor:g2/ro', 'sensor:g2/other']) await ok('create', { i });
   const code = async (k: string, fn: string, p: Record<string, unknown>) => (await client.rpc(fn, { k, ...p })).error?.code;
   const ids = async (k: string) => (await client.ok('list', { k })).map((i: any) => i.oid).sort();
@@ -99,7 +99,7 @@ test('permissions: master creates; items/groups lists decide reading and writing
 });
 
 test('set_prop: known properties, their types, mqtt_update_default for new items', async (t) => {
-  const { ok, client } = await start(t, { ini: { server: { mqtt_update_default: 'm1:2' } }, files: NOTIFIER_FILES });
+  const { ok, client } = await startItemsController(t, { ini: { server: { mqtt_update_default: 'm1:2' } }, files: NOTIFIER_FILES });
   const code = async (p: Record<string, unknown>) => (await client.rpc('set_prop', { k: ItemKeys.master, ...p })).error?.code;
   const u = await ok('create', { i: 'unit:g/u' });
   t.is(u.mqtt_update, 'm1:2');
@@ -132,7 +132,7 @@ test('set_prop: known properties, their types, mqtt_update_default for new items
 });
 
 test('the functions are served at /lm-api/ for an lm controller, items in runtime/lm_items.json', async (t) => {
-  const { client, dir } = await start(t, { product: 'lm' });
+  const { client, dir } = await startItemsController(t, { product: 'lm' });
   const r = await client.get('create', { k: ItemKeys.master, i: 'lvar:plant/flag' }, {}, 'lm-api');
   t.is(r.status, 200);
   const u = await client.get('update', { k: ItemKeys.master, i: 'lvar:plant/flag', s: 1, v: 'on' }, {}, 'lm-api');

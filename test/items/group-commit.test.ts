@@ -6,7 +6,7 @@ import zlib from 'node:zlib';
 import { Dispatcher } from '../../core/dispatch';
 import { makeDir, Keys } from '../helpers/controller';
 import { readItemsState } from '../helpers/items-file';
-import { start, ITEM_KEYS_INI } from './setup';
+import { startItemsController, ITEM_KEYS_INI } from '../helpers/items';
 
 /**
  * Group commit of item updates under db_update instant: what arrives
@@ -60,7 +60,7 @@ async function post(url: string, body: unknown): Promise<any[]> {
 
 test('instant: a JSON RPC batch of 1,000 updates of 1,000 items is one journal append, answered once all are on disk, each with its state event', async (t) => {
   const dir = makeDir(t, { keysIni: ITEM_KEYS_INI, files: preloaded(1000) });
-  const c = await start(t, { dir });
+  const c = await startItemsController(t, { dir });
   const before = await writes(c.url);
   const out = await post(c.url, batch(Array.from({ length: 1000 }, (_, i) => ['update', { i: `sensor:g/s${i}`, v: `b${i}` }])));
   const disk = onDisk(dir); // read at once: the answer came after the fsync
@@ -76,7 +76,7 @@ test('instant: a JSON RPC batch of 1,000 updates of 1,000 items is one journal a
 
 test('instant: 1,000 updates of one item in a batch are one write (its last state); an unchanged update in it waits for the same write', async (t) => {
   const dir = makeDir(t, { keysIni: ITEM_KEYS_INI, files: preloaded(1) });
-  const c = await start(t, { dir });
+  const c = await startItemsController(t, { dir });
   const before = await writes(c.url);
   const calls: [string, Record<string, unknown>][] = Array.from({ length: 999 }, (_, i) => ['update', { i: 'sensor:g/s0', v: String(i + 1) }]);
   calls.push(['update', { i: 'sensor:g/s0', v: '999' }]); // the state it already has
@@ -90,7 +90,7 @@ test('instant: 1,000 updates of one item in a batch are one write (its last stat
 
 test('instant: concurrent calls share a write; calls arriving while it is under way share the next one', async (t) => {
   const dir = makeDir(t, { keysIni: ITEM_KEYS_INI, files: preloaded(10) });
-  const c = await start(t, { dir });
+  const c = await startItemsController(t, { dir });
   const d = c.ctl.get(Dispatcher);
   const update = (i: number, v: string) => {
     const answered = d.call('update', { k, i: `sensor:g/s${i}`, v }, meta) as Promise<unknown>;
@@ -115,7 +115,7 @@ test('instant: concurrent calls share a write; calls arriving while it is under 
 
 test('instant: a write carries at most items_write_max states; the rest wait for the writes after, nothing lost', async (t) => {
   const dir = makeDir(t, { keysIni: ITEM_KEYS_INI, files: preloaded(25), ini: { server: { items_write_max: 10 } } });
-  const c = await start(t, { dir });
+  const c = await startItemsController(t, { dir });
   const before = await writes(c.url);
   const out = await post(c.url, batch(Array.from({ length: 25 }, (_, i) => ['update', { i: `sensor:g/s${i}`, v: 'x' }])));
   t.true(out.every((x) => x.result?.ok === true));
@@ -135,7 +135,7 @@ test('instant: a write carries at most items_write_max states; the rest wait for
 test('instant: a write carries at most items_write_max_bytes of states; a larger state goes alone', async (t) => {
   const bound = 4096;
   const dir = makeDir(t, { keysIni: ITEM_KEYS_INI, files: preloaded(10), ini: { server: { items_write_max_bytes: bound } } });
-  const c = await start(t, { dir });
+  const c = await startItemsController(t, { dir });
   const v = 'v'.repeat(1000);
   const out = await post(c.url, batch(Array.from({ length: 10 }, (_, i) => ['update', { i: `sensor:g/s${i}`, v: `${i}${v}` }])));
   t.true(out.every((x) => x.result?.ok === true));

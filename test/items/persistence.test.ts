@@ -5,7 +5,7 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { SaveRegistry } from '../../core/save';
 import { makeDir, Keys, spawnController } from '../helpers/controller';
-import { start, ITEM_KEYS_INI } from './setup';
+import { startItemsController, ITEM_KEYS_INI } from '../helpers/items';
 import { readItemsState } from '../helpers/items-file';
 import { until } from '../helpers/wait';
 
@@ -16,7 +16,7 @@ const onDisk = (dir: string) => readItemsState(itemsFile(dir));
 
 test('instant: a change is on disk (in the journal) when the call answers; a stop folds the journal into one whole file; a restart restores both', async (t) => {
   const dir = makeDir(t, { keysIni: ITEM_KEYS_INI });
-  const first = await start(t, { dir });
+  const first = await startItemsController(t, { dir });
   await first.ok('create', { i: 'unit:g/u' });
   t.truthy(onDisk(dir).items['unit:g/u'], 'written before the answer');
   await first.ok('set_prop', { i: 'unit:g/u', p: 'action_timeout', v: 7 });
@@ -32,7 +32,7 @@ test('instant: a change is on disk (in the journal) when the call answers; a sto
   t.deepEqual(Object.keys(doc.items).sort(), ['sensor:env/t', 'unit:g/u']);
   t.deepEqual(onDisk(dir).segments, [], 'the stop folded the journal into the file');
 
-  const second = await start(t, { dir });
+  const second = await startItemsController(t, { dir });
   t.like(await second.ok('state', { i: 'sensor:env/t' }), { status: 1, value: '20.5', t: t1 });
   t.like(await second.ok('state', { i: 'unit:g/u' }), { status: 0, action_timeout: 7, action_enabled: true });
   await second.ok('destroy', { i: 'unit:g/u' });
@@ -43,7 +43,7 @@ test('instant: a change is on disk (in the journal) when the call answers; a sto
 
 test('instant: the journal is folded into the file once it holds more item states than 1000 (or the number of items)', async (t) => {
   const dir = makeDir(t, { keysIni: ITEM_KEYS_INI });
-  const c = await start(t, { dir });
+  const c = await startItemsController(t, { dir });
   await c.ok('create', { i: 'sensor:g/a' });
   await c.ok('create', { i: 'sensor:g/b' });
   let v = 0;
@@ -81,7 +81,7 @@ test('the journal is replayed at start after the file: segments the file holds a
     record({ 'sensor:g/d': null, 'sensor:g/e': state('e') }),
     torn.subarray(0, torn.length - 3),
   ]));
-  const c = await start(t, { dir });
+  const c = await startItemsController(t, { dir });
   const values = Object.fromEntries((await c.ok('list')).map((i: any) => [i.oid, i.value]));
   t.deepEqual(values, { 'sensor:g/a': 'file', 'sensor:g/b': 'journal', 'sensor:g/c': 'file', 'sensor:g/e': 'e' });
   t.false(fs.existsSync(path.join(rt, 'uc_items.json.journal.2')), 'the held segment is removed');
@@ -96,7 +96,7 @@ test('the journal is replayed at start after the file: segments the file holds a
 
 test('manual: nothing is written until save; unsaved changes are gone after a restart', async (t) => {
   const dir = makeDir(t, { keysIni: ITEM_KEYS_INI, ini: { server: { db_update: 'manual' } } });
-  const first = await start(t, { dir });
+  const first = await startItemsController(t, { dir });
   await first.ok('create', { i: 'lvar:g/a' });
   await first.ok('update', { i: 'lvar:g/a', v: 'saved' });
   t.false(fs.existsSync(itemsFile(dir)));
@@ -109,19 +109,19 @@ test('manual: nothing is written until save; unsaved changes are gone after a re
   t.is(readItems(dir).items['lvar:g/a'].value, 'unsaved', 'a save writes everything');
   await first.ok('update', { i: 'lvar:g/a', v: 'lost' });
   await first.stop();
-  const second = await start(t, { dir });
+  const second = await startItemsController(t, { dir });
   t.is((await second.ok('state', { i: 'lvar:g/a' })).value, 'unsaved');
 });
 
 test('on_exit: written at stop', async (t) => {
   const dir = makeDir(t, { keysIni: ITEM_KEYS_INI, ini: { server: { db_update: 'on_exit' } } });
-  const first = await start(t, { dir });
+  const first = await startItemsController(t, { dir });
   await first.ok('create', { i: 'sensor:g/s' });
   await first.ok('update', { i: 'sensor:g/s', s: -1, v: 'x' });
   t.false(fs.existsSync(itemsFile(dir)));
   await first.stop();
   t.like(readItems(dir).items['sensor:g/s'], { status: -1, value: 'x' });
-  const second = await start(t, { dir });
+  const second = await startItemsController(t, { dir });
   t.like(await second.ok('state', { i: 'sensor:g/s' }), { status: -1, value: 'x' });
 });
 
@@ -130,7 +130,7 @@ test('an unreadable items file is kept aside with its journal, not overwritten; 
     'runtime/uc_items.json': '{"items": {"unit:g/u": {"status": 1',
     'runtime/uc_items.json.journal.4': 'journal of the broken file',
   } });
-  const first = await start(t, { dir });
+  const first = await startItemsController(t, { dir });
   t.deepEqual(await first.ok('list'), []);
   const aside = fs.readdirSync(path.join(dir, 'runtime')).filter((f) => f.startsWith('uc_items.json.corrupt-')).sort();
   t.is(aside.length, 2);
@@ -145,14 +145,14 @@ test('an unreadable items file is kept aside with its journal, not overwritten; 
     'unit:g/bad': { status: 'on' },
     'nonsense': { status: 1, value: null },
   } }));
-  const second = await start(t, { dir });
+  const second = await startItemsController(t, { dir });
   t.deepEqual((await second.ok('list')).map((i: any) => i.oid), ['unit:g/u']);
   t.regex(fs.readFileSync(path.join(dir, 'controller.log'), 'utf8'), /unit:g\/bad is malformed/);
 });
 
 test('a failed fold is reported, never crashes; changes go on to the journal meanwhile, and the next fold catches up', async (t) => {
   const dir = makeDir(t, { keysIni: ITEM_KEYS_INI });
-  const c = await start(t, { dir });
+  const c = await startItemsController(t, { dir });
   await c.ok('create', { i: 'sensor:g/a' });
   // a folder where the file goes: the rename over it fails
   fs.mkdirSync(itemsFile(dir));

@@ -1,13 +1,13 @@
 import test from 'ava';
-import { start, ItemKeys, NOTIFIER_FILES } from './setup';
-import { PROBE_PLUGIN } from './probe-plugin';
+import { startItemsController, ItemKeys, NOTIFIER_FILES } from '../helpers/items';
+import { ITEM_PROBE_PLUGIN } from '../helpers/item-probe-plugin';
 
 const MAX = 100;
 
 test('[server] item_value_max_size bounds a value: update, action and the items service take it at the bound and refuse one character more with 11 / 400', async (t) => {
-  const { ok, direct, client, states, actions } = await start(t, {
+  const { ok, direct, client, states, actions } = await startItemsController(t, {
     ini: { server: { item_value_max_size: MAX } },
-    files: { 'plugins/probe.js': PROBE_PLUGIN, ...NOTIFIER_FILES },
+    files: { 'plugins/probe.js': ITEM_PROBE_PLUGIN, ...NOTIFIER_FILES },
   });
   await ok('create', { i: 'sensor:g/s' });
   await ok('create', { i: 'unit:g/u' });

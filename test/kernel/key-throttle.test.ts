@@ -2,7 +2,7 @@ import test from 'ava';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startController, Keys, type Client } from '../helpers/controller';
-import { Err } from '../sysapi/expect';
+import { Err } from '../helpers/api-errors';
 import { until } from '../helpers/wait';
 
 const m = { k: Keys.master };

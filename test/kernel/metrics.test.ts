@@ -2,8 +2,8 @@ import { Registry } from 'prom-client';
 import test from 'ava';
 import { startController, Keys, type Running } from '../helpers/controller';
 import { startBroker } from '../helpers/broker';
-import { Receiver } from '../notifiers/receiver';
-import { notifierFiles } from '../notifiers/helpers';
+import { Receiver } from '../helpers/receiver';
+import { notifierFiles } from '../helpers/notifiers';
 import { until } from '../helpers/wait';
 
 /**

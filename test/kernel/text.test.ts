@@ -1,7 +1,7 @@
 import test from 'ava';
 import { Encoder, Decoder } from '@msgpack/msgpack';
 import { startController, Keys } from '../helpers/controller';
-import { Err, failsBoth } from '../sysapi/expect';
+import { Err, failsBoth } from '../helpers/api-errors';
 
 const LONE = 'x\ud800y';
 const m = { k: Keys.master };

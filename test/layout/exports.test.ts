@@ -28,6 +28,11 @@ test('no two modules of core/ or plugins/ export things of the same name (passin
   t.deepEqual(clashes.map(([name, files]) => `${name}: ${files.join(', ')}`), []);
 });
 
+test('no two test helpers export things of the same name', (t) => {
+  const clashes = sameNames(readModules(ROOT, ['test/helpers']));
+  t.deepEqual(clashes.map(([name, files]) => `${name}: ${files.join(', ')}`), []);
+});
+
 test('the check tells a name defined twice from one passed on', (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'exports-'));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));

@@ -13,6 +13,10 @@ test('no module of core/ or plugins/ reaches itself through its imports (type-on
   t.deepEqual(found.map((c) => c.join(' -> ')), []);
 });
 
+test('no test module reaches itself through its imports', (t) => {
+  t.deepEqual(circles(readModules(ROOT, ['test'])).map((c) => c.join(' -> ')), []);
+});
+
 test('core/toolkit/ imports nothing of the rest of the tree: it knows nothing of the kernel or a plugin', (t) => {
   const outside = modules().filter((m) => m.file.startsWith('core/toolkit/'))
     .flatMap((m) => m.imports.filter((f) => !f.startsWith('core/toolkit/')).map((f) => `${m.file} -> ${f}`));

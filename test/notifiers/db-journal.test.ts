@@ -2,11 +2,11 @@ import test from 'ava';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { HistoryRow } from '../../plugins/notifiers/db/schema';
-import { run, sqlite3, python, keepingLog, tmpDir, history, now, sleep } from './db-helpers';
+import { run, sqlite3Lines, python, keepingLog, tmpDir, history, now, sleep } from '../helpers/history-db';
 import { until } from '../helpers/wait';
 import { startController, makeDir, Keys } from '../helpers/controller';
 import { needs } from '../helpers/tools';
-import { EVA33_SCHEMA } from '../history/eva33';
+import { EVA33_SCHEMA } from '../helpers/eva33-history';
 
 const segments = (file: string) => fs.readdirSync(path.dirname(file)).filter((n) => n.startsWith(`${path.basename(file)}.journal.`)).sort();
 const rowsOf = (n: number, from = 0, t0 = now()): HistoryRow[] =>
@@ -16,9 +16,9 @@ needs('sqlite3')('a stored batch is in the journal before the file is rewritten,
   const file = path.join(tmpDir(t), 'h.db');
   const a = history(t, { file, flushInterval: 3600 });
   await a.start();
-  t.deepEqual(await sqlite3(file, 'SELECT count(*) FROM state_history'), ['0']); // written before start resolved
+  t.deepEqual(await sqlite3Lines(file, 'SELECT count(*) FROM state_history'), ['0']); // written before start resolved
   await a.write(rowsOf(50));
-  t.deepEqual(await sqlite3(file, 'SELECT count(*) FROM state_history'), ['0']);
+  t.deepEqual(await sqlite3Lines(file, 'SELECT count(*) FROM state_history'), ['0']);
   t.is(segments(file).length, 1);
   t.true(fs.statSync(path.join(path.dirname(file), segments(file)[0])).size > 50 * 20);
   // a second history of a copy of the file and journal, as a crashed controller leaves them
@@ -29,7 +29,7 @@ needs('sqlite3')('a stored batch is in the journal before the file is rewritten,
   t.deepEqual((await b.query({ space: '' })).map((r) => r[4]), rowsOf(50).map((r) => r[4]));
   t.like(b.stats, { replayed: 50, rows: 50 });
   await b.flush();
-  t.deepEqual(await sqlite3(copy, 'SELECT count(*) FROM state_history'), ['50']);
+  t.deepEqual(await sqlite3Lines(copy, 'SELECT count(*) FROM state_history'), ['50']);
   t.is(segments(copy).length, 1); // the replayed segments are gone, a new empty one is open
   t.is(fs.statSync(path.join(path.dirname(copy), segments(copy)[0])).size, 0);
 });
@@ -50,8 +50,8 @@ needs('sqlite3')('a crash between the file rewrite and the journal cut replays r
   for (const [name, data] of kept) fs.writeFileSync(path.join(dir, name), data);
   const b = history(t, { file, flushInterval: 3600 });
   await b.flush();
-  t.deepEqual(await sqlite3(file, 'SELECT count(*), count(DISTINCT oid || t) FROM state_history'), ['31|31']);
-  t.deepEqual(await sqlite3(file, "SELECT value FROM state_history WHERE oid = 'sensor:g/same'"), ['second']);
+  t.deepEqual(await sqlite3Lines(file, 'SELECT count(*), count(DISTINCT oid || t) FROM state_history'), ['31|31']);
+  t.deepEqual(await sqlite3Lines(file, "SELECT value FROM state_history WHERE oid = 'sensor:g/same'"), ['second']);
   t.is(b.stats?.replayed, 0); // the file says it holds that segment
 });
 
@@ -87,10 +87,10 @@ needs('sqlite3')('the write budget holds checkpoints back; a journal past its sh
   const t0 = now();
   await h.write(rowsOf(100, 0, t0));
   await sleep(1500);
-  t.deepEqual(await sqlite3(file, 'SELECT count(*) FROM state_history'), ['0']);
+  t.deepEqual(await sqlite3Lines(file, 'SELECT count(*) FROM state_history'), ['0']);
   t.is(h.stats?.flushes, 1); // the new empty file only
   await h.flush();
-  t.deepEqual(await sqlite3(file, 'SELECT count(*) FROM state_history'), ['100']);
+  t.deepEqual(await sqlite3Lines(file, 'SELECT count(*) FROM state_history'), ['100']);
 
   // the same budget, but the journal may hold only a tenth of the file: it forces a checkpoint within the flush interval
   const file2 = path.join(tmpDir(t), 'h.db');
@@ -99,7 +99,7 @@ needs('sqlite3')('the write budget holds checkpoints back; a journal past its sh
   const size = fs.statSync(file2).size;
   let n = 0;
   while ((h2.stats?.journal_bytes ?? 0) <= size * 0.1) await h2.write(rowsOf(10, (n += 10), t0));
-  t.true(await until('every row in the new file', async () => (await sqlite3(file2, 'SELECT count(*) FROM state_history'))[0] === String(n), 10_000));
+  t.true(await until('every row in the new file', async () => (await sqlite3Lines(file2, 'SELECT count(*) FROM state_history'))[0] === String(n), 10_000));
 });
 
 test('queries: oids, prefixes, time range, limit, newest; values are bound, never spliced', async (t) => {
@@ -168,7 +168,7 @@ INSERT INTO state_history VALUES ('', ${old + 90}, 'unit:hall/lamp', 0, NULL);`]
   t.true(rows.some((r) => r[1] === '21.9'));
   t.false(fs.existsSync(path.join(dir, 'runtime', 'runtime')));
   // still 3.3's table: its schema text, unchanged
-  t.deepEqual(await sqlite3(file, "SELECT count(*) FROM sqlite_master WHERE sql LIKE '%NUMERIC(20, 8)%'"), ['1']);
+  t.deepEqual(await sqlite3Lines(file, "SELECT count(*) FROM sqlite_master WHERE sql LIKE '%NUMERIC(20, 8)%'"), ['1']);
 });
 
 test('journal commits are spaced by the commit interval (few fsyncs a second, whatever the event rate)', async (t) => {

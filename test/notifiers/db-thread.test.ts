@@ -2,7 +2,7 @@ import test from 'ava';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { history, keepingLog, tmpDir, now } from './db-helpers';
+import { history, keepingLog, tmpDir, now } from '../helpers/history-db';
 
 /**
  * The history thread ends itself, never terminated from outside while it

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { parseDbProps, resolveDbFile } from '../../plugins/notifiers/db/props';
 import { dbType, historyOptions, DbDefaults } from '../../plugins/notifiers/db';
 import type { HistoryRow } from '../../plugins/notifiers/db/schema';
-import { run, sqlite3, python, keepingLog, tmpDir, history, now, sleep } from './db-helpers';
+import { run, sqlite3Lines, python, keepingLog, tmpDir, history, now, sleep } from '../helpers/history-db';
 import { until } from '../helpers/wait';
 import { startController, Keys } from '../helpers/controller';
 import { needs } from '../helpers/tools';
@@ -52,16 +52,16 @@ needs('sqlite3', 'python3')('rows reach the file with the 3.3 schema; sqlite3 an
   const t0 = now();
   await h.write([['plant1', t0, 'sensor:env/temp', 1, '21.5'], ['plant1', t0 + 0.001, 'unit:hall/lamp', 0, null]]);
   await h.flush();
-  t.deepEqual(await sqlite3(file, 'SELECT space, oid, status, value FROM state_history ORDER BY t'), [
+  t.deepEqual(await sqlite3Lines(file, 'SELECT space, oid, status, value FROM state_history ORDER BY t'), [
     'plant1|sensor:env/temp|1|21.5', 'plant1|unit:hall/lamp|0|',
   ]);
   t.deepEqual(await python(file, 'SELECT oid, status, value FROM state_history ORDER BY t'), [
     ['sensor:env/temp', 1, '21.5'], ['unit:hall/lamp', 0, null],
   ]);
   // plugins/notifiers/README.md: primary key (space, t, oid), indexes on (space, t, oid) and (space, oid)
-  const pk = await sqlite3(file, "SELECT name FROM pragma_table_info('state_history') WHERE pk > 0 ORDER BY pk");
+  const pk = await sqlite3Lines(file, "SELECT name FROM pragma_table_info('state_history') WHERE pk > 0 ORDER BY pk");
   t.deepEqual(pk, ['space', 't', 'oid']);
-  const idx = await sqlite3(file, "SELECT il.name, group_concat(ii.name) FROM pragma_index_list('state_history') il, pragma_index_info(il.name) ii WHERE il.origin = 'c' GROUP BY il.name ORDER BY il.name");
+  const idx = await sqlite3Lines(file, "SELECT il.name, group_concat(ii.name) FROM pragma_index_list('state_history') il, pragma_index_info(il.name) ii WHERE il.origin = 'c' GROUP BY il.name ORDER BY il.name");
   t.deepEqual(idx, ['i_oid|space,oid', 'i_t_oid|space,t,oid']);
 });
 
@@ -72,7 +72,7 @@ needs('sqlite3')('two states of an item at one instant: the later one is kept', 
   await h.write([['', t0, 'sensor:g/s', 1, 'first'], ['', t0, 'sensor:g/s', 1, 'second']]);
   await h.write([['', t0, 'sensor:g/s', -1, null]]);
   await h.flush();
-  t.deepEqual(await sqlite3(file, "SELECT status, quote(value) FROM state_history"), ['-1|NULL']);
+  t.deepEqual(await sqlite3Lines(file, "SELECT status, quote(value) FROM state_history"), ['-1|NULL']);
   t.like(h.stats, { received: 3, inserted: 1, replaced: 2, rows: 1 });
 });
 
@@ -84,7 +84,7 @@ needs('sqlite3')('the row bound drops the oldest rows first', async (t) => {
   await h.write(rows.slice(0, 120));
   await h.write(rows.slice(120));
   await h.flush();
-  t.deepEqual(await sqlite3(file, 'SELECT count(*), min(CAST(value AS INT)), max(CAST(value AS INT)) FROM state_history'), ['100|150|249']);
+  t.deepEqual(await sqlite3Lines(file, 'SELECT count(*), min(CAST(value AS INT)), max(CAST(value AS INT)) FROM state_history'), ['100|150|249']);
   t.is(h.stats?.trimmed, 150);
   t.is(h.stats?.rows, 100);
 });
@@ -99,10 +99,10 @@ needs('sqlite3')('the size bound holds when values are long', async (t) => {
     await h.write(Array.from({ length: 100 }, (_, i): HistoryRow => ['', t0 + (b * 100 + i) / 1000, `sensor:g/s${b * 100 + i}`, 1, long]));
   }
   await h.flush();
-  const [count, newest] = (await sqlite3(file, "SELECT count(*), max(CAST(substr(oid, 11) AS INT)) FROM state_history"))[0].split('|').map(Number);
+  const [count, newest] = (await sqlite3Lines(file, "SELECT count(*), max(CAST(substr(oid, 11) AS INT)) FROM state_history"))[0].split('|').map(Number);
   t.true(count > 0 && count < 1000, `${count} rows kept`);
   t.is(newest, 999); // the newest rows stay
-  const used = Number((await sqlite3(file, 'SELECT (c.page_count - f.freelist_count) * s.page_size FROM pragma_page_count() c, pragma_freelist_count() f, pragma_page_size() s'))[0]);
+  const used = Number((await sqlite3Lines(file, 'SELECT (c.page_count - f.freelist_count) * s.page_size FROM pragma_page_count() c, pragma_freelist_count() f, pragma_page_size() s'))[0]);
   t.true(used <= maxBytes, `${used} bytes in use`);
   t.is(h.stats?.trimmed, 1000 - count);
 });
@@ -120,7 +120,7 @@ needs('sqlite3')('rows older than keep are deleted, other spaces are left alone'
   const h = history(t, { file, keep: 3600 });
   await h.write([['', now(), 'sensor:g/new', 1, 'n']]);
   await h.flush();
-  t.deepEqual(await sqlite3(file, 'SELECT oid FROM state_history ORDER BY oid'), ['sensor:g/new', 'sensor:g/recent', 'sensor:g/theirs']);
+  t.deepEqual(await sqlite3Lines(file, 'SELECT oid FROM state_history ORDER BY oid'), ['sensor:g/new', 'sensor:g/recent', 'sensor:g/theirs']);
   t.is(h.stats?.expired, 1);
 });
 
@@ -131,8 +131,8 @@ needs('sqlite3')('retention cleaning runs by itself, without new events', async 
   // stamped seconds ahead so that it is certainly there at the first read (on a busy machine too), and expires soon after
   await h.write([['', now() + 8, 'sensor:g/s1', 1, '1']]);
   await h.flush();
-  t.deepEqual(await sqlite3(file, 'SELECT count(*) FROM state_history'), ['1']);
-  t.true(await until('the history emptied', async () => (await sqlite3(file, 'SELECT count(*) FROM state_history'))[0] === '0', 40_000));
+  t.deepEqual(await sqlite3Lines(file, 'SELECT count(*) FROM state_history'), ['1']);
+  t.true(await until('the history emptied', async () => (await sqlite3Lines(file, 'SELECT count(*) FROM state_history'))[0] === '0', 40_000));
 });
 
 needs('sqlite3')('stop writes what the last flush did not', async (t) => {
@@ -141,9 +141,9 @@ needs('sqlite3')('stop writes what the last flush did not', async (t) => {
   await h.start();
   t.true(await until('the new file', async () => fs.existsSync(file))); // a new file is written at once, empty
   await h.write([['', now(), 'sensor:g/s1', 1, 'last']]);
-  t.deepEqual(await sqlite3(file, 'SELECT count(*) FROM state_history'), ['0']);
+  t.deepEqual(await sqlite3Lines(file, 'SELECT count(*) FROM state_history'), ['0']);
   await h.stop();
-  t.deepEqual(await sqlite3(file, 'SELECT value FROM state_history'), ['last']);
+  t.deepEqual(await sqlite3Lines(file, 'SELECT value FROM state_history'), ['last']);
   await t.throwsAsync(h.write([['', now(), 'sensor:g/s1', 1, 'late']]), { message: /stopped/ });
 });
 
@@ -155,7 +155,7 @@ needs('sqlite3')('a damaged file is kept aside and an empty history starts', asy
   const h = history(t, { file }, log);
   await h.write([['', now(), 'sensor:g/s1', 1, '1']]);
   await h.flush();
-  t.deepEqual(await sqlite3(file, 'SELECT oid FROM state_history'), ['sensor:g/s1']);
+  t.deepEqual(await sqlite3Lines(file, 'SELECT oid FROM state_history'), ['sensor:g/s1']);
   const aside = fs.readdirSync(dir).filter((n) => n.startsWith('h.db.damaged-'));
   t.is(aside.length, 1);
   t.is(fs.readFileSync(path.join(dir, aside[0]), 'utf8'), 'this is not a database, but it is somebody\'s data');
@@ -171,7 +171,7 @@ needs('sqlite3')('batches beyond the pending bound are refused, not queued witho
   t.is(refused.length, 16);
   t.regex(String((refused[0] as PromiseRejectedResult).reason), /busy/);
   await h.flush();
-  t.deepEqual(await sqlite3(file, 'SELECT count(*) FROM state_history'), ['4']);
+  t.deepEqual(await sqlite3Lines(file, 'SELECT count(*) FROM state_history'), ['4']);
 });
 
 /**
@@ -205,8 +205,8 @@ async function streamWithReaders(t: ExecutionContext, file: string, lag: number,
       const expected = written.filter((w) => w.t < opened - lag).map((w) => w.key);
       const useSqlite = reads % 2 === 0;
       const sql = "SELECT oid || '|' || value FROM state_history";
-      const keys = useSqlite ? await sqlite3(file, sql) : (await python(file, sql)).map((r) => String(r[0]));
-      if (useSqlite) t.deepEqual(await sqlite3(file, 'PRAGMA quick_check'), ['ok']);
+      const keys = useSqlite ? await sqlite3Lines(file, sql) : (await python(file, sql)).map((r) => String(r[0]));
+      if (useSqlite) t.deepEqual(await sqlite3Lines(file, 'PRAGMA quick_check'), ['ok']);
       const have = new Set(keys);
       t.deepEqual(expected.filter((k) => !have.has(k)), [], `${useSqlite ? 'sqlite3' : 'python'} read ${reads} misses events`);
       reads++;
@@ -260,7 +260,7 @@ needs('sqlite3', 'python3')('readers during a stream of item updates through the
     return [`${i}|v${n}`];
   });
   await c.stop();
-  const all = new Set(await sqlite3(file, "SELECT oid || '|' || value FROM state_history"));
+  const all = new Set(await sqlite3Lines(file, "SELECT oid || '|' || value FROM state_history"));
   t.deepEqual(written.filter((w) => !all.has(w)), []);
 });
 
@@ -276,7 +276,7 @@ needs('sqlite3', 'python3')('item updates through the controller end up in the h
   let values: string[] = [];
   t.true(await until('the saved values in the file', async () => {
     await c.client.ok('save', { k });
-    values = await sqlite3(file, "SELECT value FROM state_history WHERE oid = 'sensor:env/temp' AND value IS NOT NULL ORDER BY t");
+    values = await sqlite3Lines(file, "SELECT value FROM state_history WHERE oid = 'sensor:env/temp' AND value IS NOT NULL ORDER BY t");
     return values.length >= 3;
   }));
   t.deepEqual(values.slice(-3), ['20', '21', '22']);
@@ -302,7 +302,7 @@ needs('sqlite3')('the last events reach the file at controller stop; actions and
   await c.client.ok('log_info', { k, m: 'a log record' });
   await c.client.ok('update', { k, i: 'unit:hall/lamp', s: 0 });
   await c.stop();
-  const rows = await sqlite3(file, 'SELECT oid, status FROM state_history ORDER BY t');
+  const rows = await sqlite3Lines(file, 'SELECT oid, status FROM state_history ORDER BY t');
   t.true(rows.length >= 2);
   t.true(rows.every((r) => r.startsWith('unit:hall/lamp|')), rows.join(', '));
   t.is(rows[rows.length - 1], 'unit:hall/lamp|0');
@@ -314,7 +314,7 @@ needs('sqlite3')('a db file in a folder that does not exist yet: the folder is m
   await c.client.ok('create', { k: Keys.master, i: 'sensor:env/t' });
   await c.client.ok('update', { k: Keys.master, i: 'sensor:env/t', s: 1, v: '21' });
   await c.stop();
-  t.deepEqual(await sqlite3(file, "SELECT oid || '|' || value FROM state_history WHERE value = '21'"), ['sensor:env/t|21']);
+  t.deepEqual(await sqlite3Lines(file, "SELECT oid || '|' || value FROM state_history WHERE value = '21'"), ['sensor:env/t|21']);
 });
 
 test('a db notifier pointing outside runtime is refused with a reason', async (t) => {

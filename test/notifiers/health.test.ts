@@ -1,8 +1,8 @@
 import test from 'ava';
 import { startBroker } from '../helpers/broker';
 import { until } from '../helpers/wait';
-import { Receiver } from './receiver';
-import { controllerWith, mqttNotifier } from './mqtt-setup';
+import { Receiver } from '../helpers/receiver';
+import { controllerWith, mqttNotifier } from '../helpers/mqtt-notifier';
 
 /**
  * A failing notifier shows where an operator looks: /health lists each

@@ -1,14 +1,14 @@
 import test from 'ava';
 import { Keys, startController } from '../helpers/controller';
 import { backoff } from '../../plugins/notifiers/host/delivery';
-import { Receiver, type Received } from './receiver';
-import { actionEvent, controllerLog, notifierFiles, stateEvent, stats, subscribeAll } from './helpers';
+import { Receiver, type ReceivedRequest } from '../helpers/receiver';
+import { actionEvent, controllerLog, notifierFiles, stateEvent, stats, subscribeAll } from '../helpers/notifiers';
 import { until } from '../helpers/wait';
 
 const k = Keys.master;
 
 /** The events a notifier's requests carried (json frames), in order. */
-function dataOf(reqs: Received[], id: string, subject?: string): any[] {
+function dataOf(reqs: ReceivedRequest[], id: string, subject?: string): any[] {
   return reqs
     .filter((r) => r.url.searchParams.get('n') === id && r.json?.subject !== 'test' && (!subject || r.json?.subject === subject))
     .flatMap((r) => r.json.data);

@@ -1,7 +1,7 @@
 import test from 'ava';
 import { Keys, startController } from '../helpers/controller';
-import { Receiver } from './receiver';
-import { notifierFiles, stateEvent, stats, subscribeAll } from './helpers';
+import { Receiver } from '../helpers/receiver';
+import { notifierFiles, stateEvent, stats, subscribeAll } from '../helpers/notifiers';
 import { until } from '../helpers/wait';
 
 const k = Keys.master;

@@ -8,7 +8,7 @@ import test from 'ava';
 import { needs } from '../helpers/tools';
 import { Keys, startController } from '../helpers/controller';
 import { influxUnavailable, sharedInflux, startInflux } from '../helpers/influxdb';
-import { controllerLog, notifierFiles, stateEvent, stats } from './helpers';
+import { controllerLog, notifierFiles, stateEvent, stats } from '../helpers/notifiers';
 import { until } from '../helpers/wait';
 import { influxdbType } from '../../plugins/notifiers/influxdb';
 import { InfluxClient } from '../../plugins/notifiers/influxdb/client';

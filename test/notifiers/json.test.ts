@@ -1,8 +1,8 @@
 import test from 'ava';
 import { Keys, startController } from '../helpers/controller';
-import { Receiver } from './receiver';
+import { Receiver } from '../helpers/receiver';
 import { WebhookDefaults } from '../../plugins/notifiers/webhook';
-import { notifierFiles, stateEvent, stats, subscribeAll } from './helpers';
+import { notifierFiles, stateEvent, stats, subscribeAll } from '../helpers/notifiers';
 import { until } from '../helpers/wait';
 
 const k = Keys.master;

@@ -5,11 +5,11 @@ import mqtt from 'mqtt';
 import { decode, encode } from '@msgpack/msgpack';
 import { startBroker } from '../helpers/broker';
 import { Keys } from '../helpers/controller';
-import { controllerLog } from './helpers';
+import { controllerLog } from '../helpers/notifiers';
 import { until } from '../helpers/wait';
 import { ReplayGuard } from '../../plugins/notifiers/mqtt/replay';
-import { controllerWith, mqttNotifier } from './mqtt-setup';
-import { binaryFrame, fernet33, open33 } from './mqtt-api-client';
+import { controllerWith, mqttNotifier } from '../helpers/mqtt-notifier';
+import { binaryFrame, fernet33, open33 } from '../helpers/mqtt-api-client';
 
 // the 3.3 client: ./mqtt-api-client.ts
 

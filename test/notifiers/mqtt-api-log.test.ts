@@ -2,9 +2,9 @@ import test from 'ava';
 import crypto from 'node:crypto';
 import mqtt from 'mqtt';
 import { startBroker } from '../helpers/broker';
-import { controllerLog } from './helpers';
+import { controllerLog } from '../helpers/notifiers';
 import { until } from '../helpers/wait';
-import { controllerWith, mqttNotifier } from './mqtt-setup';
+import { controllerWith, mqttNotifier } from '../helpers/mqtt-notifier';
 
 const REQUEST = 'sp/controller/uc/testhost/api/request';
 

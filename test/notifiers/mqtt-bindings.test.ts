@@ -1,8 +1,8 @@
 import test from 'ava';
 import { startBroker, Subscriber } from '../helpers/broker';
-import { controllerLog } from './helpers';
+import { controllerLog } from '../helpers/notifiers';
 import { until } from '../helpers/wait';
-import { controllerWith, mqttNotifier } from './mqtt-setup';
+import { controllerWith, mqttNotifier } from '../helpers/mqtt-notifier';
 
 test('mqtt_control and mqtt_update take <id>, <id>:<qos> and <id>;<qos> through set_prop and from the items file', async (t) => {
   const broker = await startBroker(t);

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { startBroker, Subscriber } from '../helpers/broker';
-import { controllerWith, everything, mqttNotifier } from './mqtt-setup';
+import { controllerWith, everything, mqttNotifier } from '../helpers/mqtt-notifier';
 import { until } from '../helpers/wait';
 
 test('server subject: restart as 3.3\'s {e, t, c} on SPACE/controller/<product>/<system>/events, not retained', async (t) => {

@@ -3,9 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import { startBroker, Subscriber, selfSignedCert } from '../helpers/broker';
-import { controllerLog, stats } from './helpers';
+import { controllerLog, stats } from '../helpers/notifiers';
 import { until } from '../helpers/wait';
-import { controllerWith, mqttNotifier } from './mqtt-setup';
+import { controllerWith, mqttNotifier } from '../helpers/mqtt-notifier';
 import { plugin as mqttPlugin } from '../../plugins/notifiers/mqtt';
 import { needs } from '../helpers/tools';
 

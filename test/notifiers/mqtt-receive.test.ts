@@ -1,9 +1,9 @@
 import test from 'ava';
 import { brokerKind, startBroker, Subscriber } from '../helpers/broker';
 import { Keys } from '../helpers/controller';
-import { controllerLog } from './helpers';
+import { controllerLog } from '../helpers/notifiers';
 import { until } from '../helpers/wait';
-import { controllerWith, mqttNotifier } from './mqtt-setup';
+import { controllerWith, mqttNotifier } from '../helpers/mqtt-notifier';
 
 test('unit control through mqtt_control: status [value [priority]], none for no value; malformed dropped', async (t) => {
   const broker = await startBroker(t);

@@ -9,9 +9,9 @@ import { startBroker, type Broker } from '../helpers/broker';
 import { Keys, makeDir, spawnController, type Child } from '../helpers/controller';
 import { until } from '../helpers/wait';
 import { SeenIds } from '../../plugins/notifiers/mqtt/seen-ids';
-import { controllerLog, notifierFiles } from './helpers';
-import { mqttNotifier } from './mqtt-setup';
-import { binaryFrame, fernet33, open33 } from './mqtt-api-client';
+import { controllerLog, notifierFiles } from '../helpers/notifiers';
+import { mqttNotifier } from '../helpers/mqtt-notifier';
+import { binaryFrame, fernet33, open33 } from '../helpers/mqtt-api-client';
 
 const BASE = 'sp/controller/uc/testhost/api';
 const k = Keys.master;

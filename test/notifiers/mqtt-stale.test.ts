@@ -1,7 +1,7 @@
 import test from 'ava';
 import { startBroker, Subscriber } from '../helpers/broker';
 import { until } from '../helpers/wait';
-import { controllerWith, mqttNotifier } from './mqtt-setup';
+import { controllerWith, mqttNotifier } from '../helpers/mqtt-notifier';
 
 // m1 publishes the state of group g only: items of group mk keep what the test's own client retained
 const stateOfG = [{ subject: 'state', types: ['#'], groups: ['g'] }];

@@ -1,9 +1,9 @@
 import net from 'node:net';
 import test from 'ava';
 import { startBroker, Subscriber } from '../helpers/broker';
-import { stats } from './helpers';
+import { stats } from '../helpers/notifiers';
 import { until } from '../helpers/wait';
-import { controllerWith, mqttNotifier } from './mqtt-setup';
+import { controllerWith, mqttNotifier } from '../helpers/mqtt-notifier';
 
 const VALUE = 'sp/lvar/g/v/value';
 const stateOnly = [{ subject: 'state', types: ['#'], groups: ['#'] }];

@@ -2,7 +2,7 @@ import test, { type ExecutionContext } from 'ava';
 import fs from 'node:fs';
 import pg from 'pg';
 import { startController, Keys, type Running } from '../helpers/controller';
-import { notifierFiles, stateEvent, stats, controllerLog } from './helpers';
+import { notifierFiles, stateEvent, stats, controllerLog } from '../helpers/notifiers';
 import { until } from '../helpers/wait';
 import { postgresUnavailable, sharedPostgres, PG_PASSWORD } from '../helpers/postgres';
 import { PostgresHistory } from '../../plugins/notifiers/db/postgres';

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import { execFile } from 'node:child_process';
 import { PAGE_CHUNK } from '../../plugins/notifiers/prometheus/page';
 import { Keys, makeDir, startController } from '../helpers/controller';
-import { controllerLog, notifierFiles, stats } from './helpers';
+import { controllerLog, notifierFiles, stats } from '../helpers/notifiers';
 import { until } from '../helpers/wait';
 
 const k = Keys.master;

@@ -2,8 +2,8 @@ import test from 'ava';
 import { Keys, startController } from '../helpers/controller';
 import { EventQueue } from '../../plugins/notifiers/host/queue';
 import { EVENT_OVERHEAD, eventSize } from '../../plugins/notifiers/host/event-size';
-import { Receiver } from './receiver';
-import { actionEvent, notifierFiles, stateEvent, stats, subscribeAll } from './helpers';
+import { Receiver } from '../helpers/receiver';
+import { actionEvent, notifierFiles, stateEvent, stats, subscribeAll } from '../helpers/notifiers';
 import { until } from '../helpers/wait';
 
 const k = Keys.master;

@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import test from 'ava';
 import { Keys, makeDir, spawnController } from '../helpers/controller';
-import { Receiver } from './receiver';
-import { controllerLog, notifierFiles, stats } from './helpers';
+import { Receiver } from '../helpers/receiver';
+import { controllerLog, notifierFiles, stats } from '../helpers/notifiers';
 import { DeliveryDefaults } from '../../plugins/notifiers/host/defaults';
 import { BATCH_SHARE } from '../../plugins/notifiers/host/delivery';
 

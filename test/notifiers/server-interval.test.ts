@@ -1,7 +1,7 @@
 import test from 'ava';
 import { Keys, startController } from '../helpers/controller';
-import { Receiver, subjectOf } from './receiver';
-import { notifierFiles, stats, subscribeAll } from './helpers';
+import { Receiver, subjectOf } from '../helpers/receiver';
+import { notifierFiles, stats, subscribeAll } from '../helpers/notifiers';
 import { until } from '../helpers/wait';
 
 const k = Keys.master;

@@ -1,9 +1,9 @@
 import test from 'ava';
 import { Keys, startController } from '../helpers/controller';
-import { Receiver, subjectOf } from './receiver';
-import { notifierFiles, stats } from './helpers';
+import { Receiver, subjectOf } from '../helpers/receiver';
+import { notifierFiles, stats } from '../helpers/notifiers';
 import { startBroker, Subscriber } from '../helpers/broker';
-import { controllerWith, mqttNotifier } from './mqtt-setup';
+import { controllerWith, mqttNotifier } from '../helpers/mqtt-notifier';
 
 const k = Keys.master;
 

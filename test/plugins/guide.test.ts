@@ -5,10 +5,10 @@ import path from 'node:path';
 import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { Keys, makeDir, startController } from '../helpers/controller';
 import { checkoutRoot, packRelease } from '../release/release';
-import { Receiver } from '../notifiers/receiver';
-import { EMIT_PLUGIN, stateEvent, stats } from '../notifiers/helpers';
+import { Receiver } from '../helpers/receiver';
+import { EMIT_PLUGIN, stateEvent, stats } from '../helpers/notifiers';
 import { until } from '../helpers/wait';
-import { runMain } from '../settings/run';
+import { runMain } from '../helpers/cli';
 
 /**
  * The plugin guide (plugins/README.md) as a third party uses it: its two

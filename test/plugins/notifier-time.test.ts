@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
 import { Keys, startController } from '../helpers/controller';
-import { notifierFiles, stateEvent, stats, subscribeAll } from '../notifiers/helpers';
+import { notifierFiles, stateEvent, stats, subscribeAll } from '../helpers/notifiers';
 import { until } from '../helpers/wait';
 
 const k = Keys.master;

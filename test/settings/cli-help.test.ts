@@ -2,7 +2,7 @@ import test from 'ava';
 import { makeDir } from '../helpers/controller';
 import { CommonSettings } from '../../plugins/notifiers/host/defaults';
 import { describeSetting } from '../../core/settings/schema';
-import { runCli } from './run';
+import { runCli } from '../helpers/cli';
 
 test('the notifier command line help lists the common settings and each loaded type\'s settings from their schemas', async (t) => {
   const dir = makeDir(t, {});

@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
 import { Keys, makeDir, startController } from '../helpers/controller';
-import { controllerLog } from '../notifiers/helpers';
-import { lineOf, runCli, runMain } from './run';
+import { controllerLog } from '../helpers/notifiers';
+import { lineOf, runCli, runMain } from '../helpers/cli';
 
 /**
  * Notifier files are settings files too: the common fields (declared once,

@@ -1,7 +1,7 @@
 import test from 'ava';
 import { Keys, makeDir, startController } from '../helpers/controller';
-import { runCli } from './run';
-import { controllerLog } from '../notifiers/helpers';
+import { runCli } from '../helpers/cli';
+import { controllerLog } from '../helpers/notifiers';
 import { until } from '../helpers/wait';
 
 /**

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
 import { Keys, makeDir, startController } from '../helpers/controller';
-import { lineOf, runCli, runMain } from './run';
+import { lineOf, runCli, runMain } from '../helpers/cli';
 
 /**
  * The `[notifiers]` section of etc/<product>.ini is declared by the notifiers

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import test from 'ava';
 import { makeDir } from '../helpers/controller';
-import { lineOf, runMain } from './run';
+import { lineOf, runMain } from '../helpers/cli';
 
 /** A drop-in plugin declaring `section.key` (an int setting). */
 const declaring = (name: string, section: string, key: string) => `module.exports.plugin = {

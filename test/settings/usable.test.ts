@@ -7,7 +7,7 @@ import test, { type ExecutionContext } from 'ava';
 import { MAIN, makeDir } from '../helpers/controller';
 import { selfSignedCert } from '../helpers/broker';
 import { parseListenAddress } from '../../core/settings/listen';
-import { lineOf, runMain } from './run';
+import { lineOf, runMain } from '../helpers/cli';
 
 /**
  * Settings that parse as their type but can never work are refused before

@@ -3,13 +3,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import WebSocket from 'ws';
 import { Keys, type Client } from '../helpers/controller';
-import { TestStream, start, HOME } from './client';
+import { TestStream, startStreamController, HOME } from '../helpers/stream-client';
 import { until, sleep } from '../helpers/wait';
 
 const stats = async (client: Client) => client.ok('stream_stats', { k: Keys.master });
 
 test('action events: the action_status filter, and only the units the key may read', async (t) => {
-  const { url, client } = await start(t);
+  const { url, client } = await startStreamController(t);
   for (const i of ['unit:home/u1', 'unit:other/u2']) await client.ok('create', { i, k: Keys.master });
   const sub = [{ subject: 'action', types: ['#'], groups: ['#'], action_status: ['completed'] }];
   const master = await TestStream.open(t, url, Keys.master, sub);
@@ -26,7 +26,7 @@ test('action events: the action_status filter, and only the units the key may re
 });
 
 test('an oversized message closes that connection (1009) and releases it; the others go on', async (t) => {
-  const { url, client } = await start(t);
+  const { url, client } = await startStreamController(t);
   const other = await TestStream.open(t, url, Keys.master, [{ subject: 'log', level: 'info' }]);
   const big = await TestStream.open(t, url, Keys.master);
   big.send({ m: 'subscribe', events: [{ subject: 'log', level: 'info', pad: 'x'.repeat(100 * 1024) }] });
@@ -40,7 +40,7 @@ test('an oversized message closes that connection (1009) and releases it; the ot
 });
 
 test('clients that go away (closed or cut) release their place at once', async (t) => {
-  const { url, client } = await start(t, { webapi: { ws_max_clients: 10 } });
+  const { url, client } = await startStreamController(t, { webapi: { ws_max_clients: 10 } });
   const all = [];
   for (let i = 0; i < 10; i++) all.push(await TestStream.open(t, url, Keys.master, [{ subject: 'state', types: ['#'], groups: ['#'] }]));
   await t.throwsAsync(new TestStream(t, url).opened, { message: 'HTTP 503' });
@@ -55,7 +55,7 @@ test('clients that go away (closed or cut) release their place at once', async (
 });
 
 test('keys and tokens are taken from the first message only and never logged, even in debug', async (t) => {
-  const { url, client, dir } = await start(t);
+  const { url, client, dir } = await startStreamController(t);
   await client.ok('set_debug', { debug: true, k: Keys.master });
   const { token } = await client.ok('login', { k: Keys.master });
   // a key in the URL is not taken
@@ -86,7 +86,7 @@ test('keys and tokens are taken from the first message only and never logged, ev
 });
 
 test('GET /metrics carries the stream figures', async (t) => {
-  const { url, client } = await start(t, { webapi: { ws_max_clients: 1 } });
+  const { url, client } = await startStreamController(t, { webapi: { ws_max_clients: 1 } });
   await TestStream.open(t, url, Keys.master);
   await t.throwsAsync(new TestStream(t, url).opened, { message: 'HTTP 503' });
   await until('one refusal counted', async () => (await stats(client)).refused === 1);

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { Keys } from '../helpers/controller';
-import { start } from './client';
+import { startStreamController } from '../helpers/stream-client';
 import { until } from '../helpers/wait';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -20,7 +20,7 @@ function readmeExample(): string {
 test('the stream README client example runs as written and prints live state', async (t) => {
   const code = readmeExample();
   t.true(code.split('\n').filter(Boolean).length <= 12, 'a short example');
-  const { url, client } = await start(t);
+  const { url, client } = await startStreamController(t);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'readme-ws-'));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   const file = path.join(dir, 'client.js');

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { Keys } from '../helpers/controller';
-import { TestStream, start } from './client';
+import { TestStream, startStreamController } from '../helpers/stream-client';
 import { sleep } from '../helpers/wait';
 
 const m = { k: Keys.master };
@@ -35,7 +35,7 @@ for (const [what, change] of [
   ['destroy_key', (client: any, id: string) => client.ok('destroy_key', { ...m, i: id })],
 ] as const) {
   test(`${what}: a stream opened with the key closes at once (4001)`, async (t) => {
-    const { url, client } = await start(t);
+    const { url, client } = await startStreamController(t);
     const { s } = await streamOfNewKey(t, url, client, 'k1');
     const other = await TestStream.open(t, url, Keys.master, STATE); // another key's stream goes on
     await other.next((x) => x.s === 'state');
@@ -48,7 +48,7 @@ for (const [what, change] of [
 }
 
 test('a change that takes nothing away (groups) keeps the stream; the new rights apply', async (t) => {
-  const { url, client } = await start(t);
+  const { url, client } = await startStreamController(t);
   const { s } = await streamOfNewKey(t, url, client, 'k1');
   await client.ok('set_key_prop', { ...m, i: 'k1', p: 'groups', v: 'other/#' });
   await client.ok('update', { ...m, i: 'sensor:home/t1', v: '1' });
@@ -58,7 +58,7 @@ test('a change that takes nothing away (groups) keeps the stream; the new rights
 });
 
 test('logout ends a stream opened with the token at once; a stream with the key itself goes on', async (t) => {
-  const { url, client } = await start(t);
+  const { url, client } = await startStreamController(t);
   const { token } = await client.ok('login', m);
   const byToken = await TestStream.open(t, url, token, STATE);
   const byKey = await TestStream.open(t, url, Keys.master, STATE);

@@ -1,13 +1,13 @@
 import test from 'ava';
 import { Keys } from '../helpers/controller';
 import { Logger } from '../../core/log';
-import { TestStream, start } from './client';
+import { TestStream, startStreamController } from '../helpers/stream-client';
 import { until } from '../helpers/wait';
 
 // alone in its file (its own process): the flood keeps the event loop busy, which other tests' pings would feel
 
 test('a client that stops reading while 50,000 events flow is told and dropped; the others get every event', async (t) => {
-  const { ctl, url, client } = await start(t, { webapi: { ws_max_buffer: 256 * 1024, ws_ping_interval: 600 } });
+  const { ctl, url, client } = await startStreamController(t, { webapi: { ws_max_buffer: 256 * 1024, ws_ping_interval: 600 } });
   const sub = [{ subject: 'log', level: 'info' }];
   const slow = await TestStream.open(t, url, Keys.master, sub);
   const fast = await TestStream.open(t, url, Keys.master, sub);

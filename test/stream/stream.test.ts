@@ -1,10 +1,10 @@
 import test from 'ava';
 import { Keys } from '../helpers/controller';
-import { TestStream, start, HOME, ALL } from './client';
+import { TestStream, startStreamController, HOME, ALL } from '../helpers/stream-client';
 import { until, sleep } from '../helpers/wait';
 
 test('state first, then live changes; a key sees only the items it may read and no log without sysfunc', async (t) => {
-  const { url, client } = await start(t);
+  const { url, client } = await startStreamController(t);
   await client.ok('update', { i: 'sensor:home/t1', s: 1, v: '20', k: Keys.master });
   const master = await TestStream.open(t, url, Keys.master, ALL);
   const home = await TestStream.open(t, url, HOME, ALL);
@@ -27,7 +27,7 @@ test('state first, then live changes; a key sees only the items it may read and 
 });
 
 test('filters are the notifiers: item ids, groups, log level; a new subscribe replaces the old', async (t) => {
-  const { url, client } = await start(t);
+  const { url, client } = await startStreamController(t);
   const s = await TestStream.open(t, url, Keys.master, [{ subject: 'state', items: ['sensor:other/t2'] }, { subject: 'log', level: 'error' }]);
   t.deepEqual((await s.next((m) => m.s === 'state')).d.map((e: any) => e.oid), ['sensor:other/t2']);
   await client.ok('update', { i: 'sensor:home/t1', s: 1, k: Keys.master });
@@ -52,7 +52,7 @@ test('filters are the notifiers: item ids, groups, log level; a new subscribe re
 });
 
 test('authentication: first message only, never the URL; a bad key, a token, an expired token', async (t) => {
-  const { url, client } = await start(t, { webapi: { session_timeout: 5, session_no_prolong: 'yes', ws_ping_interval: 0.3 } });
+  const { url, client } = await startStreamController(t, { webapi: { session_timeout: 5, session_no_prolong: 'yes', ws_ping_interval: 0.3 } });
   const noAuth = new TestStream(t, url);
   await noAuth.opened;
   noAuth.send({ m: 'subscribe', events: ALL });
@@ -76,7 +76,7 @@ test('authentication: first message only, never the URL; a bad key, a token, an 
 });
 
 test('ws_max_clients: one more is refused with 503 until one leaves; other paths are 404', async (t) => {
-  const { url, client } = await start(t, { webapi: { ws_max_clients: 2 } });
+  const { url, client } = await startStreamController(t, { webapi: { ws_max_clients: 2 } });
   const a = await TestStream.open(t, url, Keys.master);
   await TestStream.open(t, url, Keys.master);
   await t.throwsAsync(new TestStream(t, url).opened, { message: 'HTTP 503' });
@@ -90,7 +90,7 @@ test('ws_max_clients: one more is refused with 503 until one leaves; other paths
 });
 
 test('pings find a peer that stopped answering and drop it', async (t) => {
-  const { url, client } = await start(t, { webapi: { ws_ping_interval: 0.5 } });
+  const { url, client } = await startStreamController(t, { webapi: { ws_ping_interval: 0.5 } });
   const dead = await TestStream.open(t, url, Keys.master);
   const live = await TestStream.open(t, url, Keys.master);
   dead.ws.pause(); // reads nothing more, so answers no ping
@@ -101,7 +101,7 @@ test('pings find a peer that stopped answering and drop it', async (t) => {
 });
 
 test('the stream ends its connections when the controller stops', async (t) => {
-  const { url, stop } = await start(t);
+  const { url, stop } = await startStreamController(t);
   const s = await TestStream.open(t, url, Keys.master);
   await stop();
   t.is((await s.closed).code, 1001);
@@ -109,7 +109,7 @@ test('the stream ends its connections when the controller stops', async (t) => {
 
 test('a client that does not authenticate in time is closed; others keep streaming', async (t) => {
   // (a zero ws_max_buffer or ws_ping_interval stops the start: test/kernel/config-start.test.ts)
-  const { url, client } = await start(t, { webapi: { ws_auth_timeout: 0.3 } });
+  const { url, client } = await startStreamController(t, { webapi: { ws_auth_timeout: 0.3 } });
   const quiet = new TestStream(t, url);
   await quiet.opened;
   t.is((await quiet.closed).code, 4001);

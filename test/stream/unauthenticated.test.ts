@@ -1,6 +1,6 @@
 import test from 'ava';
 import { Keys } from '../helpers/controller';
-import { TestStream, start, streamKeysIni } from './client';
+import { TestStream, startStreamController, streamKeysIni } from '../helpers/stream-client';
 import { until, sleep } from '../helpers/wait';
 
 /** The stream tests' keys, allowed from any address: these clients claim theirs with X-Real-IP. */
@@ -24,7 +24,7 @@ function keyless(t: any, url: string, n: number, addresses: string[]) {
 }
 
 test('100 keyless connections cannot take the places of authenticated clients: a client with a key gets in 5 of 5 times', async (t) => {
-  const { url, client } = await start(t, { webapi: { x_real_ip: true, ws_auth_timeout: 3 } }, ANYWHERE);
+  const { url, client } = await startStreamController(t, { webapi: { x_real_ip: true, ws_auth_timeout: 3 } }, ANYWHERE);
   // 100 connections that never send a key, from 25 addresses, reopened as soon as they are closed
   const flood = keyless(t, url, 100, Array.from({ length: 25 }, (_, i) => `10.8.0.${i + 1}`));
   await until('the flood running', () => flood.opened >= 100);
@@ -48,7 +48,7 @@ test('100 keyless connections cannot take the places of authenticated clients: a
 });
 
 test('per address: past ws_max_unauthenticated_per_address that address\'s oldest is closed (1013); other addresses keep theirs', async (t) => {
-  const { url, client } = await start(t, { webapi: { x_real_ip: true, ws_max_unauthenticated: 10, ws_max_unauthenticated_per_address: 3 } }, ANYWHERE);
+  const { url, client } = await startStreamController(t, { webapi: { x_real_ip: true, ws_max_unauthenticated: 10, ws_max_unauthenticated_per_address: 3 } }, ANYWHERE);
   const other = [];
   for (let i = 0; i < 3; i++) { const s = new TestStream(t, url, ip('10.8.1.2')); await s.opened; other.push(s); }
   const mine = [];
@@ -68,7 +68,7 @@ test('per address: past ws_max_unauthenticated_per_address that address\'s oldes
 });
 
 test('authenticated clients are counted apart: ws_max_clients reached, a keyless connection is refused 503', async (t) => {
-  const { url, client } = await start(t, { webapi: { ws_max_clients: 2 } });
+  const { url, client } = await startStreamController(t, { webapi: { ws_max_clients: 2 } });
   const waiting = new TestStream(t, url); // not authenticated: takes no place of ws_max_clients
   await waiting.opened;
   await TestStream.open(t, url, Keys.master);
@@ -81,7 +81,7 @@ test('authenticated clients are counted apart: ws_max_clients reached, a keyless
 });
 
 test('the auth message goes through the kernel\'s key throttle: wrong keys on the stream count with those of the API', async (t) => {
-  const { url, client } = await start(t, { webapi: { x_real_ip: true, login_free_failures: 2, login_pending_max: 1, login_delay: 30 } }, ANYWHERE);
+  const { url, client } = await startStreamController(t, { webapi: { x_real_ip: true, login_free_failures: 2, login_pending_max: 1, login_delay: 30 } }, ANYWHERE);
   const from = ip('10.8.2.1');
   for (let i = 0; i < 2; i++) {
     const s = new TestStream(t, url, from);

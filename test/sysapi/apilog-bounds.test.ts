@@ -1,6 +1,6 @@
 import test from 'ava';
 import { startController, Keys } from '../helpers/controller';
-import { sqlite3, userDbOf } from './accounts-helpers';
+import { sqlite3, userDbOf } from '../helpers/accounts';
 import { sleep, until } from '../helpers/wait';
 
 const m = { k: Keys.master };

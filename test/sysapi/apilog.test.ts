@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import test from 'ava';
 import { startController, Keys } from '../helpers/controller';
-import { Err } from './expect';
-import { Transports, errOf, okVia, via, sqlite3, userDbOf } from './accounts-helpers';
+import { Err } from '../helpers/api-errors';
+import { Transports, errOf, okVia, via, sqlite3, userDbOf } from '../helpers/accounts';
 import { until } from '../helpers/wait';
 
 const m = { k: Keys.master };

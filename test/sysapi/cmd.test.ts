@@ -2,7 +2,7 @@ import test, { type ExecutionContext } from 'ava';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Keys, makeDir, startController, type DirOptions } from '../helpers/controller';
-import { Err, failsBoth } from './expect';
+import { Err, failsBoth } from '../helpers/api-errors';
 import { until } from '../helpers/wait';
 
 /** A controller whose xc/cmd/ holds these scripts (executable), with extra ini lines. */

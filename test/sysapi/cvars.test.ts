@@ -2,7 +2,7 @@ import test from 'ava';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startController, makeDir, Keys } from '../helpers/controller';
-import { failsBoth, Err } from './expect';
+import { failsBoth, Err } from '../helpers/api-errors';
 
 const k = Keys.master;
 const cvarsFile = (dir: string) => path.join(dir, 'runtime', 'uc_cvars.json');

@@ -2,7 +2,7 @@ import test from 'ava';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Keys, startController } from '../helpers/controller';
-import { Err, failsBoth } from './expect';
+import { Err, failsBoth } from '../helpers/api-errors';
 
 const k = Keys.master;
 const node = JSON.stringify(process.execPath);

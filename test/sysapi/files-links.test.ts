@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { Keys, startController } from '../helpers/controller';
-import { Err, failsBoth } from './expect';
+import { Err, failsBoth } from '../helpers/api-errors';
 
 const k = Keys.master;
 const mode = (file: string) => fs.statSync(file).mode & 0o7777;

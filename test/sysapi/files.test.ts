@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { Keys, startController, type DirOptions } from '../helpers/controller';
-import { Err, failsBoth } from './expect';
+import { Err, failsBoth } from '../helpers/api-errors';
 
 /** A controller with file management on (plus extra [sysapi] lines). */
 function withFiles(t: ExecutionContext, sysapi: Record<string, string | number> = {}, opts: DirOptions = {}) {

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Keys, makeDir, startController, type Running } from '../helpers/controller';
 import { sleep, until } from '../helpers/wait';
-import { withProbe } from './probe';
+import { withProbe } from '../helpers/probe-plugin';
 
 const m = { k: Keys.master };
 

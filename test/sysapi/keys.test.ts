@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import test from 'ava';
 import { startController, Keys } from '../helpers/controller';
 import { SaveRegistry } from '../../core/save';
-import { Err, failsBoth } from './expect';
-import { Exists, Transports, errOf, okVia, via, sqlite3, userDbOf } from './accounts-helpers';
+import { Err, failsBoth } from '../helpers/api-errors';
+import { Exists, Transports, errOf, okVia, via, sqlite3, userDbOf } from '../helpers/accounts';
 import { needs } from '../helpers/tools';
 
 const KeyFunctions: [string, Record<string, unknown>][] = [

@@ -2,7 +2,7 @@ import test from 'ava';
 import fs from 'node:fs';
 import net from 'node:net';
 import { makeDir, spawnController, Keys } from '../helpers/controller';
-import { withProbe } from './probe';
+import { withProbe } from '../helpers/probe-plugin';
 import { until } from '../helpers/wait';
 
 /**

@@ -1,8 +1,8 @@
 import test from 'ava';
 import { startController, Keys, type Client } from '../helpers/controller';
-import { failsBoth, Err } from './expect';
+import { failsBoth, Err } from '../helpers/api-errors';
 import { until } from '../helpers/wait';
-import { withProbe } from './probe';
+import { withProbe } from '../helpers/probe-plugin';
 
 const k = Keys.ops; // allow = lock, not master
 const m = Keys.master;

@@ -1,8 +1,8 @@
 import test from 'ava';
 import { startController, Keys, Client } from '../helpers/controller';
 import { keysIni } from '../helpers/keys';
-import { Err } from './expect';
-import { Transports, errOf, okVia, via } from './accounts-helpers';
+import { Err } from '../helpers/api-errors';
+import { Transports, errOf, okVia, via } from '../helpers/accounts';
 import { sleep, until } from '../helpers/wait';
 
 const TOKEN = /^token:[0-9a-f]{64}$/;

@@ -2,9 +2,9 @@ import test from 'ava';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startController, spawnController, makeDir, Keys } from '../helpers/controller';
-import { failsBoth, Err } from './expect';
+import { failsBoth, Err } from '../helpers/api-errors';
 import { until } from '../helpers/wait';
-import { withProbe } from './probe';
+import { withProbe } from '../helpers/probe-plugin';
 import { LogApiDefaults, LogSettings } from '../../plugins/sysapi/logs';
 
 const k = Keys.ops; // sysfunc, not master

@@ -3,9 +3,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { Keys, startController } from '../helpers/controller';
-import { notifierFiles } from '../notifiers/helpers';
-import { Receiver } from '../notifiers/receiver';
-import { failsBoth, Err } from './expect';
+import { notifierFiles } from '../helpers/notifiers';
+import { Receiver } from '../helpers/receiver';
+import { failsBoth, Err } from '../helpers/api-errors';
 import { DumpDefaults } from '../../plugins/sysapi/dump';
 
 const k = Keys.master;

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { startController, spawnController, makeDir, Keys } from '../helpers/controller';
-import { failsBoth, Err } from './expect';
+import { failsBoth, Err } from '../helpers/api-errors';
 import { sleep } from '../helpers/wait';
 
 const m = Keys.master;

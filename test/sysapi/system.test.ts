@@ -7,7 +7,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { startController, spawnController, makeDir, Keys, Client, MAIN } from '../helpers/controller';
 import { splitArgv } from '../../core/toolkit/argv';
 import { nextDelay, WatchdogDefaults } from '../../core/watchdog';
-import { failsBoth, Err } from './expect';
+import { failsBoth, Err } from '../helpers/api-errors';
 import { until } from '../helpers/wait';
 import { needs } from '../helpers/tools';
 

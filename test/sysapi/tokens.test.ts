@@ -1,8 +1,8 @@
 import test from 'ava';
 import { startController, Keys } from '../helpers/controller';
-import { Err } from './expect';
-import { Transports, errOf, okVia, via } from './accounts-helpers';
-import { TestStream, start } from '../stream/client';
+import { Err } from '../helpers/api-errors';
+import { Transports, errOf, okVia, via } from '../helpers/accounts';
+import { TestStream, startStreamController } from '../helpers/stream-client';
 import { sleep } from '../helpers/wait';
 
 const m = { k: Keys.master };
@@ -71,7 +71,7 @@ test('tokens off (session_timeout = 0): list_tokens, drop_tokens and set_token_r
 });
 
 test('drop_tokens ends the event streams of the tokens at once; a stream of another token goes on', async (t) => {
-  const { url, client } = await start(t);
+  const { url, client } = await startStreamController(t);
   const STATE = [{ subject: 'state', types: ['#'], groups: ['#'] }];
   const { token } = await client.ok('login', m);
   const other = (await client.ok('login', m)).token;

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import test from 'ava';
 import { makeDir, spawnController, Keys, type Child } from '../helpers/controller';
-import { sqlite3, userDbOf } from './accounts-helpers';
+import { sqlite3, userDbOf } from '../helpers/accounts';
 import { needs } from '../helpers/tools';
 
 /** A figure of the controller's GET /metrics (process figures from prom-client). */

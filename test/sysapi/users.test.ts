@@ -1,7 +1,7 @@
 import test from 'ava';
 import { startController, Keys } from '../helpers/controller';
-import { Err, failsBoth } from './expect';
-import { Exists, Transports, errOf, okVia, via, sqlite3, pySqlite, userDbOf } from './accounts-helpers';
+import { Err, failsBoth } from '../helpers/api-errors';
+import { Exists, Transports, errOf, okVia, via, sqlite3, pySqlite, userDbOf } from '../helpers/accounts';
 import { needs } from '../helpers/tools';
 
 const UserFunctions: [string, Record<string, unknown>][] = [

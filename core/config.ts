@@ -8,7 +8,7 @@ import { ConfigError, readSection, type Finding, type Settings, type Values } fr
 import { eva33Values } from './settings/registry';
 import { checkSettingsFiles, readIniFile, registryOf, type SettingsOwner } from './settings/check';
 import type { SettingsRegistry } from './settings/registry';
-import { parseListenAddress } from './settings/listen';
+import { parseListenAddress } from './settings/listen-address';
 
 export { parseBool } from './settings/schema';
 

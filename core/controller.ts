@@ -15,7 +15,7 @@ import { Dispatcher } from './dispatch';
 import { PluginHost } from './plugins';
 import { HttpServer } from './http/server';
 import { HttpHooks } from './http/hooks';
-import { SaveRegistry } from './save';
+import { SaveRegistry } from './save-registry';
 import { Lifecycle } from './lifecycle';
 import { Metrics } from './metrics';
 import { Health } from './health';

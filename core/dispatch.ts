@@ -1,13 +1,13 @@
 import { injectable } from 'tsyringe';
 import { FunctionRegistry, ApiSpace, CallContext } from './functions';
 import { KeyStore } from './auth/keys';
-import { authenticate, KeyRefused } from './auth/authenticate';
+import { authenticate, KeyRefused } from './auth/authentication';
 import { ApiError, toApiError } from './errors';
 import { Logger, ModuleLogger } from './log';
 import { CALL_OK, Metrics, UNKNOWN_FUNCTION } from './metrics';
 import { Config } from './config';
 import { LoginThrottle, webapiLimits } from './auth/throttle';
-import { RepeatLog } from './log-repeat';
+import { RepeatLog } from './repeat-log';
 import type { ResolvedKey } from './auth/keys';
 
 /** Whether a result is a promise (or any thenable, as `await` sees one). */

@@ -11,7 +11,7 @@ import { EventBus } from './bus';
 import { Logger, describe, ModuleLogger } from './log';
 import { FunctionRegistry } from './functions';
 import { KeyStore } from './auth/keys';
-import { SaveRegistry } from './save';
+import { SaveRegistry } from './save-registry';
 import { Metrics } from './metrics';
 import { Dispatcher } from './dispatch';
 import { Lifecycle } from './lifecycle';

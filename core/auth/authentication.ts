@@ -1,5 +1,5 @@
 import { ApiError } from '../errors';
-import type { RepeatLog } from '../log-repeat';
+import type { RepeatLog } from '../repeat-log';
 import { KeyStore, ResolvedKey } from './keys';
 import type { LoginThrottle } from './throttle';
 

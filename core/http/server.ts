@@ -9,7 +9,7 @@ import type { Context } from 'koa';
 import type Router from '@koa/router';
 import { injectable } from 'tsyringe';
 import { Config, parseListen } from '../config';
-import { whereSet } from '../settings/usable';
+import { whereSet } from '../settings/usability';
 import { Paths } from '../paths';
 import { Dispatcher } from '../dispatch';
 import { Logger, ModuleLogger } from '../log';

@@ -4,7 +4,7 @@ import type { Paths } from '../paths';
 import { KernelSettings } from '../defaults';
 import { SettingsRegistry, type SectionSettings } from './registry';
 import { formatFinding, type ConfigError, type Finding } from './schema';
-import { checkUsable } from './usable';
+import { checkUsable } from './usability';
 
 /**
  * Who declares settings besides the kernel: plugin definitions (name,
@@ -56,7 +56,7 @@ export function checkIniFiles(paths: Paths, owners: SettingsOwner[], doc = readI
 
 /**
  * Every finding about a controller's settings files: etc/<product>.ini (with
- * the kernel values that parse but cannot work, ./usable.ts), the
+ * the kernel values that parse but cannot work, ./usability.ts), the
  * API key file and the files plugins own (notifier files), each plugin
  * judging its own (`checkFiles`). A plugin whose check throws is an error
  * naming it, never a crash.

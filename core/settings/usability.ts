@@ -4,7 +4,7 @@ import tls from 'node:tls';
 import type { IniDocument } from '../ini';
 import type { Paths } from '../paths';
 import type { Entry, Finding } from './schema';
-import { parseListenAddress } from './listen';
+import { parseListenAddress } from './listen-address';
 
 /** The entry of `key` in `section` as written (the last, should a section be written twice), or undefined. */
 export function entryOf(doc: IniDocument, section: string, key: string): Entry | undefined {

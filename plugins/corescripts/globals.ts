@@ -4,7 +4,7 @@ import type { ModuleLogger } from '../../core/log';
 import { ParamTypes, type ParamSpec, type ParamType } from '../../core/params';
 import type { ServiceName, Services } from '../../core/plugin';
 import type { MqttTarget } from './endpoints';
-import { lineOf } from './where';
+import { lineOf } from './script-errors';
 import type { CoreScript, RpcDecl, ScriptFn } from './script';
 
 /** What the script API needs from the controller; services are looked up at each use. */

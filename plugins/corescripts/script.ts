@@ -2,7 +2,7 @@ import vm from 'node:vm';
 import { ApiError } from '../../core/errors';
 import type { Permission } from '../../core/functions';
 import type { ParamSpec } from '../../core/params';
-import { isTimeout, lineOf, messageOf } from './where';
+import { isTimeout, lineOf, messageOf } from './script-errors';
 import { watchRealm } from './rejections';
 
 /**

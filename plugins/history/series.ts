@@ -1,7 +1,7 @@
 import { invalidParams } from '../../core/errors';
 import type { HistoryBackend } from '../notifiers/db/backend';
 import type { HistoryRow } from '../notifiers/db/schema';
-import { addFirst, bucketize, canResample, numeric, type Bucket } from './resample';
+import { addFirst, bucketize, canResample, numeric, type Bucket } from './resampling';
 import type { Fill } from './time';
 import { MAX_FILL_POINTS } from './time';
 

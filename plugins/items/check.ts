@@ -1,7 +1,7 @@
 import type { Paths } from '../../core/paths';
 import type { Finding } from '../../core/settings/schema';
 import { readIniFile } from '../../core/settings/check';
-import { entryOf } from '../../core/settings/usable';
+import { entryOf } from '../../core/settings/usability';
 import { readNotifierFiles } from '../notifiers/host/config';
 import { parseBinding } from './binding';
 

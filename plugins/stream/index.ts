@@ -3,7 +3,7 @@ import type { WebSocketServer, WebSocket, RawData } from 'ws';
 import { onFirstUse } from '../../core/toolkit/lazy-module';
 import { definePlugin, type PluginContext } from '../../core/plugin';
 import { Subjects, type BusSubject } from '../../core/bus';
-import { RepeatLog } from '../../core/log-repeat';
+import { RepeatLog } from '../../core/repeat-log';
 import { ApiError, accessDenied, invalidParams } from '../../core/errors';
 import { Defaults } from '../../core/defaults';
 import { normalizeSubscriptions } from '../notifiers/host/config';

@@ -5,7 +5,7 @@ import { bound } from '../../core/settings/schema';
 import { accessDenied, ApiError, busy, functionFailed, invalidParams, notFound } from '../../core/errors';
 import { writeFileAtomic } from '../../core/toolkit/atomic-file';
 import { bool, str } from '../../core/params';
-import { inFolder, RuntimeFolder, type OpenFile } from './files/confine';
+import { inFolder, RuntimeFolder, type OpenFile } from './files/folders';
 
 /** Limits of the runtime file functions; settable in etc/<product>.ini, section [sysapi]. */
 export const FilesSettings = {

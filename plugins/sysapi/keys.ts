@@ -8,7 +8,7 @@ import { UserDb } from './userdb';
 import { describe } from '../../core/log';
 import { healthReason } from '../../core/health';
 import { AllNetworks, KeyProps, setKeyProp } from './keyprops';
-import { DynamicKeysSync, writeOrFail } from './userdb-sync';
+import { DynamicKeysSync, writeOrFail } from './dynamic-keys';
 
 /** A key id: what EVA ICS 3.3 stored (k_id is VARCHAR(64)); no comma, which separates ids in users.k. */
 const KEY_ID = /^[^\s,]{1,64}$/;

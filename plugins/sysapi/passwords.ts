@@ -8,6 +8,8 @@ import { busy } from '../../core/errors';
  *   $scrypt$ln=<log2 N>,r=<r>,p=<p>$<salt, base64>$<hash, base64>
  * A bare 64-hex string is an unsalted SHA-256 from a user db of EVA ICS 3.3:
  * accepted, and reported as needing an upgrade so the caller rewrites it.
+ * Only `login` and the user functions of this plugin check passwords; the
+ * kernel never does.
  */
 export const PasswordDefaults = {
   /** log2 of scrypt's N: 2^15 takes ~0.1 s and 32 MiB, slow enough to make guessing costly */

@@ -33,6 +33,11 @@ const text = (v: unknown) => (v === null || v === undefined ? '' : String(v));
  * A controller without the file has no keys or users to read: the file, and
  * the SQLite engine (sql.js, about 20 MB of WASM memory), wait for the first
  * change, so a controller that never creates a key or a user never loads them.
+ *
+ * It belongs to this plugin, not the kernel: the kernel checks keys and
+ * tokens against the keys it holds (core/auth/keys.ts); this plugin adds the
+ * user db's keys there and keeps the file following them (keys.ts,
+ * dynamic-keys.ts), and logins and accounts are its functions.
  */
 export class UserDb {
   /** true when opening created a table or added columns: the file should be written */

@@ -4,11 +4,11 @@ import type { CallContext } from '../../core/functions';
 import type { ApiKey } from '../../core/auth/apikey';
 import { hashPassword, verifyPassword, dummyVerify } from './passwords';
 import { LoginThrottle, webapiLimits } from '../../core/auth/throttle';
-import { RepeatLog } from '../../core/log-repeat';
+import { RepeatLog } from '../../core/repeat-log';
 import { type UserRecord } from './userdb';
 import { accessDenied, alreadyExists, ApiError, invalidParams, notFound } from '../../core/errors';
 import { describe } from '../../core/log';
-import { writeOrFail } from './userdb-sync';
+import { writeOrFail } from './dynamic-keys';
 import { basicCredentials } from './basic-auth';
 
 /** A login: no whitespace, no colon (HTTP basic authorization splits at the first one); u is VARCHAR(64). */

@@ -3,7 +3,7 @@ import test from 'ava';
 import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import { SaveRegistry } from '../../core/save';
+import { SaveRegistry } from '../../core/save-registry';
 import { makeDir, Keys, spawnController } from '../helpers/controller';
 import { startItemsController, ITEM_KEYS_INI } from '../helpers/items';
 import { readItemsState } from '../helpers/items-file';

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { startController } from '../helpers/controller';
 import { Logger } from '../../core/log';
-import { RepeatLog } from '../../core/log-repeat';
+import { RepeatLog } from '../../core/repeat-log';
 import { until } from '../helpers/wait';
 
 /** A RepeatLog on a real controller's log (interval 0.5 s), and the lines of its module. */

@@ -4,7 +4,7 @@ import { EchoFilter } from '../../plugins/notifiers/mqtt/echo';
 import { LatestRetained } from '../../plugins/notifiers/mqtt/retained';
 import { MQTT_TOPIC_MAX_BYTES, topicMatches, validFilter, validTopic } from '../../plugins/notifiers/mqtt/topics';
 import { parseTopic } from '../../plugins/corescripts/topic';
-import { parseControl } from '../../plugins/notifiers/mqtt/receive';
+import { parseControl } from '../../plugins/notifiers/mqtt/inbound-messages';
 import { parseBinding } from '../../plugins/items/binding';
 
 test('echo filter: own publications come back in order and are recognised; foreign ones pass', (t) => {

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import test, { type ExecutionContext } from 'ava';
 import { MAIN, makeDir } from '../helpers/controller';
 import { selfSignedCert } from '../helpers/broker';
-import { parseListenAddress } from '../../core/settings/listen';
+import { parseListenAddress } from '../../core/settings/listen-address';
 import { lineOf, runMain } from '../helpers/cli';
 
 /**

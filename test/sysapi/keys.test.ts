@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import test from 'ava';
 import { startController, Keys } from '../helpers/controller';
-import { SaveRegistry } from '../../core/save';
+import { SaveRegistry } from '../../core/save-registry';
 import { Err, failsBoth } from '../helpers/api-errors';
 import { Exists, Transports, errOf, okVia, via, sqlite3, userDbOf } from '../helpers/accounts';
 import { needs } from '../helpers/tools';

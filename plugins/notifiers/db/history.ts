@@ -3,7 +3,7 @@ import { Worker } from 'node:worker_threads';
 import type { ModuleLogger } from '../../../core/log';
 import type { HistoryRow } from './schema';
 import type { HistoryBackend, HistoryQuery } from './backend';
-import type { Bucket, Resampling } from '../../history/resample';
+import type { Bucket, Resampling } from '../../history/resampling';
 
 /** What the history thread needs to know; all times in seconds. */
 export interface HistoryOptions {

@@ -3,7 +3,7 @@ import { onFirstUse } from '../../../core/toolkit/lazy-module';
 import type { ModuleLogger } from '../../../core/log';
 import type { HistoryBackend, HistoryQuery } from './backend';
 import type { HistoryRow } from './schema';
-import { mergeBuckets, type Bucket, type Resampling } from '../../history/resample';
+import { mergeBuckets, type Bucket, type Resampling } from '../../history/resampling';
 
 /**
  * The state history in a PostgreSQL database, for fleets: several controllers
@@ -75,7 +75,7 @@ const ROLLUP = `CREATE TABLE IF NOT EXISTS state_history_minute (
      last_value VARCHAR(8192),
      PRIMARY KEY (space, oid, m))`;
 
-/** A value that reads as a number, as a float8, else NULL (the same test as history/resample.ts numeric()). */
+/** A value that reads as a number, as a float8, else NULL (the same test as history/resampling.ts numeric()). */
 const NUMERIC_VALUE = `CASE WHEN value ~ '^\\s*[-+]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?\\s*$' THEN value::float8 END`;
 
 /**
@@ -234,7 +234,7 @@ export class PostgresHistory implements HistoryBackend, Resampling {
   }
 
   /**
-   * The fill's intervals of one item (history/resample.ts), computed by the
+   * The fill's intervals of one item (history/resampling.ts), computed by the
    * server: whole minutes from the rollup, the partial minutes at both ends
    * from the rows. A day of a million rows reads about 1440 rollup rows.
    */

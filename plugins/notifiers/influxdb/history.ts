@@ -5,7 +5,7 @@ import type { HistoryRow } from '../db/schema';
 import type { OwnAnswers, OwnHistoryQuery, OwnLogRecord } from '../../history/own-answers';
 import { cut, MAX_RECORDS, type Point } from '../../history/series';
 import { MAX_FILL_POINTS } from '../../history/time';
-import { numeric } from '../../history/resample';
+import { numeric } from '../../history/resampling';
 import { InfluxClient, InfluxError } from './client';
 import { chunkLines, measurementOf, toNanos, unwritable, type InfluxPoint } from './lines';
 

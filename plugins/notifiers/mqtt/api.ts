@@ -5,7 +5,7 @@ import type { PluginContext } from '../../../core/plugin';
 import type { KeyStore } from '../../../core/auth/keys';
 import type { ModuleLogger } from '../../../core/log';
 import { describe } from '../../../core/log';
-import { RepeatLog } from '../../../core/log-repeat';
+import { RepeatLog } from '../../../core/repeat-log';
 import { rpcCall, rpcError, type RpcResponse } from '../../../core/rpc';
 import { ErrorKinds } from '../../../core/errors';
 import type { Connection } from './connection';

@@ -7,7 +7,7 @@ import { describe } from '../../../core/log';
 import { MqttDefaults, type MqttSettings, type Qos } from './settings';
 import { Routes } from './routes';
 import { hasWildcard, topicMatches } from './topics';
-import type { Message } from './publish';
+import type { Message } from './messages';
 
 /** The MQTT client library, loaded with the first connection: a controller without an mqtt notifier never loads it. */
 const mqtt = onFirstUse<typeof Mqtt>('mqtt');

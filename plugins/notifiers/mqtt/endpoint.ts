@@ -1,4 +1,4 @@
-import { RepeatLog } from '../../../core/log-repeat';
+import { RepeatLog } from '../../../core/repeat-log';
 import crypto from 'node:crypto';
 import type { Subject } from '../api';
 import { invalidParams } from '../../../core/errors';
@@ -9,10 +9,10 @@ import type { MqttSubscriber } from '../../corescripts/api';
 import type { Endpoint } from '../api';
 import { Connection, NotConnected } from './connection';
 import { EchoFilter } from './echo';
-import { ItemLink } from './receive';
+import { ItemLink } from './inbound-messages';
 import { LogCollector } from './logs';
 import { MqttApi } from './api';
-import { messagesOf } from './publish';
+import { messagesOf } from './messages';
 import { LatestRetained } from './retained';
 import { MqttDefaults, type MqttSettings, type Qos } from './settings';
 import { StateTopics, Topics, validFilter, validTopic } from './topics';

@@ -1,4 +1,4 @@
-import type { RepeatLog } from '../../../core/log-repeat';
+import type { RepeatLog } from '../../../core/repeat-log';
 import type { ModuleLogger } from '../../../core/log';
 import { describe } from '../../../core/log';
 import type { ItemsService } from '../../items/api';
@@ -8,7 +8,7 @@ import type { Connection } from './connection';
 import type { MessageHandler } from './routes';
 import type { EchoFilter } from './echo';
 import type { MqttSettings, Qos } from './settings';
-import type { Message } from './publish';
+import type { Message } from './messages';
 import { itemTopic, Topics, UpdateFields, type UpdateField } from './topics';
 
 const OWNER = 'items';

@@ -1,9 +1,9 @@
 import type { Logger, LogRecord } from '../../../core/log';
-import type { RepeatLog } from '../../../core/log-repeat';
+import type { RepeatLog } from '../../../core/repeat-log';
 import type { Connection } from './connection';
 import type { MqttSettings } from './settings';
 import { Topics } from './topics';
-import { shown } from './receive';
+import { shown } from './inbound-messages';
 
 const OWNER = 'logs';
 

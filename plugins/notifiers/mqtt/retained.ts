@@ -1,4 +1,4 @@
-import type { Message } from './publish';
+import type { Message } from './messages';
 
 /**
  * The newest retained message per topic among QoS 0 publications that met

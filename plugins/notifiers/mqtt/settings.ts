@@ -18,7 +18,7 @@ export const MqttDefaults = {
   echo_track_max: 1000,
   /** retained QoS 0 topics whose newest value is kept while the broker is away, to publish on reconnect */
   offline_retained_max: 100_000,
-  /** items whose state topics are kept built (publish.ts); past it the memory starts again */
+  /** items whose state topics are kept built (messages.ts); past it the memory starts again */
   state_topics_max: 100_000,
   /** MQTT API requests being answered at once; more are refused with `busy` */
   api_max_pending: 64,

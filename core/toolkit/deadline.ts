@@ -1,8 +1,8 @@
 /**
- * The host's clock over a notifier call: `fn` gets a signal that aborts
- * after `seconds` (or when `outer` aborts), and the call ends then as a
- * failure whether or not the endpoint honours the signal: a send that never
- * returns cannot hold its queue. An endpoint that ends at the signal fails
+ * A clock over a call (the notifier host's over each send): `fn` gets a
+ * signal that aborts after `seconds` (or when `outer` aborts), and the call
+ * ends then as a failure whether or not `fn` honours the signal: a send that
+ * never returns cannot hold its queue. A call that ends at the signal fails
  * with its own reason.
  */
 export async function withDeadline<T>(seconds: number, fn: (signal: AbortSignal) => Promise<T>, outer?: AbortSignal): Promise<T> {

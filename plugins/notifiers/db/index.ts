@@ -1,14 +1,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { PluginContext } from '../../core/plugin';
-import type { Endpoint, EndpointEnv, NotifierConfig, NotifierType } from './api';
-import { notifierPlugin } from './type-plugin';
-import { num } from '../../core/settings/schema';
-import { History, type HistoryOptions } from './db/history';
-import { checkDbName, checkKeep, parseDbProps, resolveDbFile } from './db/props';
-import type { HistoryRow } from './db/schema';
-import type { HistoryBackend } from './db/backend';
-import { PostgresHistory, checkPostgresUri, isPostgresUri, maskUri } from './db/postgres';
+import type { PluginContext } from '../../../core/plugin';
+import type { Endpoint, EndpointEnv, NotifierConfig, NotifierType } from '../api';
+import { notifierPlugin } from '../type-plugin';
+import { num } from '../../../core/settings/schema';
+import { History, type HistoryOptions } from './history';
+import { checkDbName, checkKeep, parseDbProps, resolveDbFile } from './props';
+import type { HistoryRow } from './schema';
+import type { HistoryBackend } from './backend';
+import { PostgresHistory, checkPostgresUri, isPostgresUri, maskUri } from './postgres';
 
 /**
  * Every default and limit of the db notifier. A notifier file may set

@@ -400,7 +400,7 @@ export class PostgresHistory implements HistoryBackend, Resampling {
 
   /** An error's text with the password taken out, whatever the driver put in it. */
   private clean(err: unknown): string {
-    // not core/log's describe: this module loads without the kernel (the notifier CLI, db.ts's users)
+    // not core/log's describe: this module loads without the kernel (the notifier CLI, the db type's users)
     const text = err instanceof Error ? err.message || String(err) : String(err);
     return this.password ? text.split(this.password).join('***') : text;
   }

@@ -1,12 +1,12 @@
-import { definePlugin } from '../../core/plugin';
-import { Subjects } from '../../core/bus';
-import { Notifiers } from './host/manager';
-import { notifierMetrics } from './host/metrics';
-import { typeProblem } from './host/settings';
-import { checkNotifierFiles } from './host/config';
-import { DeliverySettings } from './host/defaults';
-import type { NotifierPlugin, NotifierType } from './api';
-import type { PluginDefinition } from '../../core/plugin';
+import { definePlugin } from '../../../core/plugin';
+import { Subjects } from '../../../core/bus';
+import { Notifiers } from './manager';
+import { notifierMetrics } from './metrics';
+import { typeProblem } from './settings';
+import { checkNotifierFiles } from './config';
+import { DeliverySettings } from './defaults';
+import type { NotifierPlugin, NotifierType } from '../api';
+import type { PluginDefinition } from '../../../core/plugin';
 
 /**
  * The notifier types the notifier plugins among `plugins` declare, by name
@@ -29,8 +29,8 @@ export function declaredTypes(
 
 /**
  * The notifier host: plugin `notifiers`, service `notifiers` (api.ts
- * NotifierHost). Notifier types are plugins of their own (json.ts,
- * http-post.ts, http.ts, db, mqtt, drop-ins) of kind `notifier`: the host
+ * NotifierHost). Notifier types are plugins of their own (json, http-post,
+ * http, db, mqtt, drop-ins) of kind `notifier`: the host
  * takes the type each declares as `plugin.notifier` when it starts.
  * It owns the `[notifiers]` section (delivery settings for every notifier)
  * and the notifier files, which it checks with the ini (checkFiles).

@@ -1,5 +1,5 @@
-import { notifierPlugin } from './type-plugin';
-import { frameHead, webhookType, type HookRequest } from './webhook';
+import { notifierPlugin } from '../type-plugin';
+import { frameHead, webhookType, type HookRequest } from '../webhook';
 
 const FORM = 'application/x-www-form-urlencoded';
 

@@ -1,5 +1,5 @@
-import { notifierPlugin } from './type-plugin';
-import { frameHead, webhookType } from './webhook';
+import { notifierPlugin } from '../type-plugin';
+import { frameHead, webhookType } from '../webhook';
 
 /** A query string value: text as it is, other scalars as text, objects as JSON; null and absent are left out. */
 function queryValue(v: unknown): string | undefined {

@@ -1,9 +1,9 @@
-import type { DeliveryError, Endpoint, NotifierConfig, NotifierType } from './api';
-import { notifierPlugin } from './type-plugin';
-import { checkHttpUri, HiddenPassword, shownUri } from './host/config';
-import { InfluxClient } from './influxdb/client';
-import { InfluxDefaults, InfluxHistory, WriteFailure } from './influxdb/history';
-import { measurementOf, testLine, unwritable, type InfluxPoint } from './influxdb/lines';
+import type { DeliveryError, Endpoint, NotifierConfig, NotifierType } from '../api';
+import { notifierPlugin } from '../type-plugin';
+import { checkHttpUri, HiddenPassword, shownUri } from '../host/config';
+import { InfluxClient } from './client';
+import { InfluxDefaults, InfluxHistory, WriteFailure } from './history';
+import { measurementOf, testLine, unwritable, type InfluxPoint } from './lines';
 
 /**
  * Notifier type `influxdb` (EVA ICS 3.3's InfluxDB_Notifier): states into

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
-import type { NotifierConfig, Subject } from './api';
-import { notifierPlugin } from './type-plugin';
-import { answerIsSuccess, frameHead, webhookType, type HookChunk, type HookRequest } from './webhook';
+import type { NotifierConfig, Subject } from '../api';
+import { notifierPlugin } from '../type-plugin';
+import { answerIsSuccess, frameHead, webhookType, type HookChunk, type HookRequest } from '../webhook';
 
 /** The frames of EVA ICS 3.3's http-json `method`: absent the default {…, data: [events]}. */
 export const JsonMethods = ['jsonrpc', 'list'] as const;

@@ -1,9 +1,9 @@
-import type { PluginContext } from '../../core/plugin';
-import type { NotifierConfig, NotifierType } from './api';
-import { MqttEndpoint } from './mqtt/endpoint';
-import { withoutSecrets } from './host/config';
-import { MqttDefaults, MqttSettingsSchema, parseProps, parseQos, readSettings } from './mqtt/settings';
-import { notifierPlugin } from './type-plugin';
+import type { PluginContext } from '../../../core/plugin';
+import type { NotifierConfig, NotifierType } from '../api';
+import { MqttEndpoint } from './endpoint';
+import { withoutSecrets } from '../host/config';
+import { MqttDefaults, MqttSettingsSchema, parseProps, parseQos, readSettings } from './settings';
+import { notifierPlugin } from '../type-plugin';
 
 /**
  * Per controller (the plugin's context): endpoints created before every

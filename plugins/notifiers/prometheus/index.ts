@@ -1,12 +1,12 @@
 import type http from 'node:http';
-import type { PluginContext } from '../../core/plugin';
-import { METRICS_CONTENT_TYPE } from '../../core/metrics';
-import type { ModuleLogger } from '../../core/log';
-import type { Endpoint, EndpointEnv, NotifierConfig, NotifierType } from './api';
-import { notifierPlugin } from './type-plugin';
-import { LoginThrottle, webapiLimits } from '../../core/auth/throttle';
-import { BasicCredentials } from './prometheus/auth';
-import { writePage, type PageFigures } from './prometheus/page';
+import type { PluginContext } from '../../../core/plugin';
+import { METRICS_CONTENT_TYPE } from '../../../core/metrics';
+import type { ModuleLogger } from '../../../core/log';
+import type { Endpoint, EndpointEnv, NotifierConfig, NotifierType } from '../api';
+import { notifierPlugin } from '../type-plugin';
+import { LoginThrottle, webapiLimits } from '../../../core/auth/throttle';
+import { BasicCredentials } from './auth';
+import { writePage, type PageFigures } from './page';
 
 export const PrometheusDefaults = {
   /** most items on one metrics page (3.3 had no bound); up to ~180 bytes an item of a long name, so 100 000 make ~18 MB, written in ~1-2 s while other requests go on */

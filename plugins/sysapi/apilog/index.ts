@@ -1,9 +1,9 @@
-import { definePlugin } from '../../core/plugin';
-import { any, int, str } from '../../core/params';
-import { bound, int as intSetting, seconds } from '../../core/settings/schema';
-import { ApiLogStore } from './apilog/store';
-import { summarize } from './apilog/params';
-import { isoTime, parseFilter, parseTime, StatusNames } from './apilog/query';
+import { definePlugin } from '../../../core/plugin';
+import { any, int, str } from '../../../core/params';
+import { bound, int as intSetting, seconds } from '../../../core/settings/schema';
+import { ApiLogStore } from './store';
+import { summarize } from './params';
+import { isoTime, parseFilter, parseTime, StatusNames } from './query';
 
 /** `[server]` settings of the API call log. */
 export const ApiLogSettings = {

@@ -1,15 +1,15 @@
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { definePlugin } from '../../core/plugin';
-import { bound, int, seconds } from '../../core/settings/schema';
-import { functionFailed, invalidParams, notFound } from '../../core/errors';
-import { describe } from '../../core/log';
-import { within } from '../../core/within';
-import { any, secs, str } from '../../core/params';
-import type { CallContext } from '../../core/functions';
-import { CommandLineError, splitArgv } from '../../core/process/argv';
-import { Command } from './cmd/command';
-import { CommandTable } from './cmd/table';
+import { definePlugin } from '../../../core/plugin';
+import { bound, int, seconds } from '../../../core/settings/schema';
+import { functionFailed, invalidParams, notFound } from '../../../core/errors';
+import { describe } from '../../../core/log';
+import { within } from '../../../core/within';
+import { any, secs, str } from '../../../core/params';
+import type { CallContext } from '../../../core/functions';
+import { CommandLineError, splitArgv } from '../../../core/process/argv';
+import { Command } from './command';
+import { CommandTable } from './table';
 
 /**
  * Limits of cmd; each can be set in etc/<product>.ini, section [sysapi].

@@ -1,11 +1,11 @@
 import fs from 'node:fs';
-import { definePlugin } from '../../core/plugin';
-import { bound } from '../../core/settings/schema';
-import { str } from '../../core/params';
-import { functionFailed, invalidParams, notFound } from '../../core/errors';
-import { AtomicFile } from '../../core/store/atomic';
-import { describe, type ModuleLogger } from '../../core/log';
-import type { CvarsService } from './api';
+import { definePlugin } from '../../../core/plugin';
+import { bound } from '../../../core/settings/schema';
+import { str } from '../../../core/params';
+import { functionFailed, invalidParams, notFound } from '../../../core/errors';
+import { AtomicFile } from '../../../core/store/atomic';
+import { describe, type ModuleLogger } from '../../../core/log';
+import type { CvarsService } from '../api';
 
 /** Bounds; `[server] cvars_max` and `[server] cvar_max_size` override them. */
 export const CvarSettings = {

@@ -1,7 +1,7 @@
-import { definePlugin } from '../../core/plugin';
-import { Product_names } from '../../core/defaults';
-import { sharedResult } from '../../core/http/encode';
-import { ErrorKinds } from '../../core/errors';
+import { definePlugin } from '../../../core/plugin';
+import { Product_names } from '../../../core/defaults';
+import { sharedResult } from '../../../core/http/encode';
+import { ErrorKinds } from '../../../core/errors';
 
 /** The error catalogue (core/errors.ts): the codes an answer may carry, with the HTTP status of the direct API. */
 const errors = Object.entries(ErrorKinds).map(([kind, e]) => ({ kind, code: e.code, status: e.status }));

@@ -2,12 +2,12 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
-import { definePlugin, type PluginContext } from '../../core/plugin';
-import { functionFailed } from '../../core/errors';
-import { Levels } from '../../core/log';
-import { PackageVersion } from '../../core/version';
-import { writeFileAtomic } from '../../core/store/atomic';
-import type { NotifierHost } from '../notifiers/api';
+import { definePlugin, type PluginContext } from '../../../core/plugin';
+import { functionFailed } from '../../../core/errors';
+import { Levels } from '../../../core/log';
+import { PackageVersion } from '../../../core/version';
+import { writeFileAtomic } from '../../../core/store/atomic';
+import type { NotifierHost } from '../../notifiers/api';
 
 const gzip = promisify(zlib.gzip);
 

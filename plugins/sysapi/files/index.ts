@@ -1,11 +1,11 @@
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { definePlugin } from '../../core/plugin';
-import { bound } from '../../core/settings/schema';
-import { accessDenied, ApiError, busy, functionFailed, invalidParams, notFound } from '../../core/errors';
-import { writeFileAtomic } from '../../core/store/atomic';
-import { bool, str } from '../../core/params';
-import { inFolder, RuntimeFolder, type OpenFile } from './files/confine';
+import { definePlugin } from '../../../core/plugin';
+import { bound } from '../../../core/settings/schema';
+import { accessDenied, ApiError, busy, functionFailed, invalidParams, notFound } from '../../../core/errors';
+import { writeFileAtomic } from '../../../core/store/atomic';
+import { bool, str } from '../../../core/params';
+import { inFolder, RuntimeFolder, type OpenFile } from './confine';
 
 /** Limits of the runtime file functions; settable in etc/<product>.ini, section [sysapi]. */
 export const FilesSettings = {

@@ -1,14 +1,14 @@
 import path from 'node:path';
-import { definePlugin } from '../../core/plugin';
-import { str, bool, any } from '../../core/params';
-import { ApiKey } from '../../core/auth/apikey';
-import { generateKeyValue } from '../../core/auth/keys';
-import { alreadyExists, functionFailed, invalidParams, notFound } from '../../core/errors';
-import { UserDb } from '../../core/store/userdb';
-import { describe } from '../../core/log';
-import { healthReason } from '../../core/health';
-import { AllNetworks, KeyProps, setKeyProp } from './keyprops';
-import { DynamicKeysSync, writeOrFail } from './userdb-sync';
+import { definePlugin } from '../../../core/plugin';
+import { str, bool, any } from '../../../core/params';
+import { ApiKey } from '../../../core/auth/apikey';
+import { generateKeyValue } from '../../../core/auth/keys';
+import { alreadyExists, functionFailed, invalidParams, notFound } from '../../../core/errors';
+import { UserDb } from '../../../core/store/userdb';
+import { describe } from '../../../core/log';
+import { healthReason } from '../../../core/health';
+import { AllNetworks, KeyProps, setKeyProp } from '../keyprops';
+import { DynamicKeysSync, writeOrFail } from '../userdb-sync';
 
 /** A key id: what EVA ICS 3.3 stored (k_id is VARCHAR(64)); no comma, which separates ids in users.k. */
 const KEY_ID = /^[^\s,]{1,64}$/;

@@ -1,8 +1,8 @@
-import { definePlugin } from '../../core/plugin';
-import { bound } from '../../core/settings/schema';
-import { str, int, num } from '../../core/params';
-import { busy, invalidParams } from '../../core/errors';
-import { Levels, LevelName, LogRecord, parseLevel } from '../../core/log';
+import { definePlugin } from '../../../core/plugin';
+import { bound } from '../../../core/settings/schema';
+import { str, int, num } from '../../../core/params';
+import { busy, invalidParams } from '../../../core/errors';
+import { Levels, LevelName, LogRecord, parseLevel } from '../../../core/log';
 
 export const LogApiDefaults = {
   /** log_get: records by default, and at most this many whatever `n` asks (plugins/sysapi/README.md) */

@@ -1,6 +1,6 @@
-import { definePlugin } from '../../core/plugin';
-import { str } from '../../core/params';
-import { notFound } from '../../core/errors';
+import { definePlugin } from '../../../core/plugin';
+import { str } from '../../../core/params';
+import { notFound } from '../../../core/errors';
 
 /** Notifier management (spec "Notifier management"): all master only; enable/disable last until restart. */
 export const plugin = definePlugin({

@@ -1,4 +1,4 @@
-import { definePlugin } from '../../core/plugin';
+import { definePlugin } from '../../../core/plugin';
 
 /**
  * `list_plugins`: the controller's plugins, running ones in start order, then

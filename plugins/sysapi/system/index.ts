@@ -1,10 +1,10 @@
-import { definePlugin } from '../../core/plugin';
-import { bool, num } from '../../core/params';
-import { functionFailed, invalidParams } from '../../core/errors';
-import { describe, type ModuleLogger } from '../../core/log';
-import { splitArgv } from '../../core/process/argv';
-import { runProgram } from '../../core/process/run';
-import { MAX_TIMER_SECONDS } from '../../core/defaults';
+import { definePlugin } from '../../../core/plugin';
+import { bool, num } from '../../../core/params';
+import { functionFailed, invalidParams } from '../../../core/errors';
+import { describe, type ModuleLogger } from '../../../core/log';
+import { splitArgv } from '../../../core/process/argv';
+import { runProgram } from '../../../core/process/run';
+import { MAX_TIMER_SECONDS } from '../../../core/defaults';
 
 /** Bounds of the save hooks (exec_before_save, exec_after_save); their time limit is `[server] timeout`. */
 export const SaveHookDefaults = {

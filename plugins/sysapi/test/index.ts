@@ -1,6 +1,6 @@
-import { definePlugin } from '../../core/plugin';
-import { Build, Product_names, Version } from '../../core/defaults';
-import { withStatus } from '../../core/http/reply';
+import { definePlugin } from '../../../core/plugin';
+import { Build, Product_names, Version } from '../../../core/defaults';
+import { withStatus } from '../../../core/http/reply';
 
 /** `test`: system info and the acl of the calling key (spec "System info"). */
 export const plugin = definePlugin({

@@ -1,6 +1,6 @@
-import { definePlugin } from '../../core/plugin';
-import { str } from '../../core/params';
-import { functionFailed, invalidParams } from '../../core/errors';
+import { definePlugin } from '../../../core/plugin';
+import { str } from '../../../core/params';
+import { functionFailed, invalidParams } from '../../../core/errors';
 
 /** Token modes as EVA ICS 3.3 numbered them in list_tokens (`m`). */
 const MODE_NORMAL = 1;

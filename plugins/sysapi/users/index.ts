@@ -1,15 +1,15 @@
-import { definePlugin } from '../../core/plugin';
-import { str } from '../../core/params';
-import type { CallContext } from '../../core/functions';
-import type { ApiKey } from '../../core/auth/apikey';
-import { hashPassword, verifyPassword, dummyVerify } from '../../core/auth/passwords';
-import { LoginThrottle, webapiLimits } from '../../core/auth/throttle';
-import { RepeatLog } from '../../core/log-repeat';
-import { type UserRecord } from '../../core/store/userdb';
-import { accessDenied, alreadyExists, ApiError, invalidParams, notFound } from '../../core/errors';
-import { describe } from '../../core/log';
-import { writeOrFail } from './userdb-sync';
-import { basicCredentials } from './basic-auth';
+import { definePlugin } from '../../../core/plugin';
+import { str } from '../../../core/params';
+import type { CallContext } from '../../../core/functions';
+import type { ApiKey } from '../../../core/auth/apikey';
+import { hashPassword, verifyPassword, dummyVerify } from '../../../core/auth/passwords';
+import { LoginThrottle, webapiLimits } from '../../../core/auth/throttle';
+import { RepeatLog } from '../../../core/log-repeat';
+import { type UserRecord } from '../../../core/store/userdb';
+import { accessDenied, alreadyExists, ApiError, invalidParams, notFound } from '../../../core/errors';
+import { describe } from '../../../core/log';
+import { writeOrFail } from '../userdb-sync';
+import { basicCredentials } from '../basic-auth';
 
 /** A login: no whitespace, no colon (HTTP basic authorization splits at the first one); u is VARCHAR(64). */
 const LOGIN = /^[^\s:]{1,64}$/;

@@ -1,10 +1,33 @@
 // typescript-eslint, recommended and type-checked rules, over the project's
 // TypeScript in core/ and plugins/; `npm run lint`, and a step of .ci/run.
+import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import tseslint from 'typescript-eslint';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+/**
+ * One front door per plugin: a file of plugins/<P>/ may import from another
+ * plugin's folder only that plugin's contract.ts (plugins/notifiers/contract,
+ * plugins/items/contract, plugins/notifiers/mqtt/contract, ...). For a file
+ * `depth` folders below plugins/, an import climbing exactly `depth` times
+ * lands in plugins/; one naming a folder other than its own there must end
+ * at a contract. The rule's message names the way.
+ */
+const pluginFolders = fs.readdirSync(path.join(root, 'plugins'), { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+export const frontDoors = pluginFolders.flatMap((own) => [1, 2, 3, 4].map((depth) => ({
+  files: [`plugins/${own}/${'*/'.repeat(depth - 1)}*.ts`],
+  rules: {
+    'no-restricted-imports': ['error', {
+      patterns: [{
+        regex: `^(\\.\\./){${depth}}(?!${escape(own)}/)[^./][^/]*/(?!(.+/)?contract$)`,
+        message: 'another plugin is reached only through its contract.ts (plugins/README.md, "One front door per plugin")',
+      }],
+    }],
+  },
+})));
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', '**/*.js', '**/*.mjs', '**/*.cjs'] },
@@ -22,4 +45,5 @@ export default tseslint.config(
       '@typescript-eslint/require-await': 'off',
     },
   },
+  ...frontDoors,
 );

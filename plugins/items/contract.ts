@@ -1,7 +1,8 @@
 /**
  * The contract of the item subsystem (service `items`, plugin `items`), for
  * the plugins that use it: notifiers (mqtt_update / mqtt_control), core
- * scripts. Types only.
+ * scripts, the event stream, the history API. Types, and at the end the
+ * helpers of the items plugin others may call.
  */
 
 import type { ApiKey } from '../../core/auth/apikey';
@@ -103,3 +104,10 @@ declare module '../../core/plugin' {
     items: ItemsService;
   }
 }
+
+// what other plugins use of the items' own helpers: oids, read access, the
+// value parameter and the mqtt binding as the items plugin reads them
+export { ItemTypes, type Oid } from './oid';
+export { canRead } from './access';
+export { valueParam } from './functions';
+export { parseBinding } from './binding';

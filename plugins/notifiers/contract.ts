@@ -1,15 +1,14 @@
 import type { PluginContext, PluginDefinition } from '../../core/plugin';
 import type { ModuleLogger } from '../../core/log';
 import type { Subject as BusSubject } from '../../core/bus';
-import type { HistoryBackend } from './db/backend';
 
-import type { StateEvent, ActionEvent } from '../items/api';
+import type { StateEvent, ActionEvent } from '../items/contract';
 import type { LogRecord } from '../../core/log';
 
 /**
  * The contract between the notifier host (plugin `notifiers`, service
- * `notifiers`) and the notifier types. Types only; plugins/README.md is the
- * guide with complete examples.
+ * `notifiers`) and the notifier types, and what other plugins use of the
+ * host (at the end). plugins/README.md is the guide with complete examples.
  *
  * A notifier type is one declaration, exported by a plugin of kind
  * `notifier` as `plugin.notifier`: the host registers it when the plugin
@@ -140,8 +139,6 @@ export interface Endpoint {
    * acts on what its endpoint receives (mqtt control, updates, API calls)
    */
   setEnabled?(enabled: boolean): void;
-  /** db notifiers: the history they write, for the history API (state_history, state_log) to read */
-  history?: HistoryBackend;
 }
 
 export interface NotifierType {
@@ -211,3 +208,9 @@ export interface NotifierFileSettings {
   common: Record<string, Record<string, unknown>>;
   types: Record<string, { description?: string; aliases?: string[]; settings: SettingsSchema }>;
 }
+
+// what other plugins use of the notifier host: the notifier files (items checks
+// mqtt_update_default by them), the subscriptions a notifier file holds, read
+// and matched as the host does (the event stream subscribes its clients so)
+export { normalizeSubscriptions, readNotifierFiles } from './host/config';
+export { subscribed } from './host/filter';

@@ -10,4 +10,4 @@ import './service';
 export type {
   ActionEvent, DeliveryError, Endpoint, EndpointEnv, LogRecord, NotifierConfig, NotifierEvents, NotifierPlugin,
   NotifierType, SettingDecl, SettingKind, SettingsSchema, StateEvent, Subject, Subscription,
-} from './api';
+} from './contract';

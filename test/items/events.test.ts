@@ -1,5 +1,5 @@
 import test from 'ava';
-import { EventSource } from '../../plugins/items/api';
+import { EventSource } from '../../plugins/items/contract';
 import { start, ItemKeys, NOTIFIER_FILES } from './setup';
 import { until } from '../helpers/wait';
 import { PROBE_PLUGIN } from './probe-plugin';

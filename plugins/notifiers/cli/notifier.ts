@@ -3,7 +3,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { Paths } from '../../../core/paths';
 import { Products, type Product } from '../../../core/defaults';
 import { describe } from '../../../core/log';
-import type { Subject, Subscription } from '../api';
+import type { Subject, Subscription } from '../contract';
 import { normalizeSubscription, withoutSecrets } from '../host/config';
 import { DefaultLogLevel } from '../host/filter';
 import { loadTypes, type TypeCatalogue } from './notifier-types';

@@ -1,13 +1,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { PluginContext } from '../../../core/plugin';
-import type { Endpoint, EndpointEnv, NotifierConfig, NotifierType } from '../api';
-import { notifierPlugin } from '../type-plugin';
+import type { Endpoint, EndpointEnv, NotifierConfig, NotifierType } from '../contract';
+import { historyService, notifierPlugin } from '../type-plugin';
 import { num } from '../../../core/settings/schema';
 import { History, type HistoryOptions } from './history';
 import { checkDbName, checkKeep, parseDbProps, resolveDbFile } from './props';
 import type { HistoryRow } from './schema';
 import type { HistoryBackend } from './backend';
+import type { HistoryReader } from '../../history/contract';
 import { PostgresHistory, checkPostgresUri, isPostgresUri, maskUri } from './postgres';
 
 /**
@@ -111,7 +112,7 @@ export function historyOptions(cfg: NotifierConfig, paths: { dir: string; runtim
 
 /** A history backend of a notifier, with what the endpoint needs besides. */
 export interface BackendChoice {
-  backend: HistoryBackend;
+  backend: HistoryBackend & HistoryReader;
   /** what two notifiers may not share (they would overwrite each other); none for a database server, which has many writers by design */
   key?: string;
   /** the endpoint test; writes nothing */
@@ -165,7 +166,7 @@ async function checkFile(file: string): Promise<void> {
 
 /** The db endpoint: states in, through the backend; the history API reads the same backend (`history`). */
 class DbEndpoint implements Endpoint {
-  readonly history: HistoryBackend;
+  readonly history: HistoryBackend & HistoryReader;
   private ignored = 0;
 
   constructor(private readonly space: string, private readonly choice: BackendChoice) {
@@ -255,7 +256,10 @@ export const dbType: NotifierType = {
 
 export const plugin = notifierPlugin('notifier-db', dbType, {
   settings: { notifiers: DbIniSettings },
+  provides: ['db-history'],
   start(ctx) {
+    // state_history and state_log read a db notifier's history here
+    ctx.provide('db-history', historyService(ctx, (e) => (e instanceof DbEndpoint ? e.history : undefined)));
     // `save` checkpoints every history file now, whatever the write budget
     ctx.onSave(() => Promise.all([...filesOf(ctx).values()].map((ep) => ep.flush().catch(() => undefined))));
   },

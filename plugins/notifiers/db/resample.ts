@@ -1,36 +1,10 @@
-import type { HistoryBackend } from '../notifiers/db/backend';
-import type { HistoryRow } from '../notifiers/db/schema';
+import { numeric, type Bucket, type HistoryRow } from '../../history/contract';
 
 /**
- * The fill (`w`) of state_history works on intervals. A backend that can
- * compute them itself (PostgreSQL: GROUP BY in the server) offers
- * `resample`, so a day of a million rows comes back as 288 short rows; for
- * any other backend the same intervals are computed here from query().
+ * The fill (`w`) of state_history works on intervals: the history stores
+ * compute them (store.ts and postgres.ts in SQL; these functions are what
+ * their answers must equal, and how parts of one range combine).
  */
-
-/**
- * One interval: its start (a multiple of the step since the epoch), the mean
- * of the statuses and how many there were, the mean of the numeric values
- * and how many there were, and the status and value of its last row.
- */
-export type Bucket = [number, number | null, number, number | null, number, number | null, string | null];
-
-export interface Resampling {
-  /** intervals of `step` seconds holding rows of one item with start < t <= end, in time order */
-  resample(space: string, oid: string, start: number, end: number, step: number): Promise<Bucket[]>;
-}
-
-export function canResample(b: HistoryBackend): b is HistoryBackend & Resampling {
-  return typeof (b as Partial<Resampling>).resample === 'function';
-}
-
-/** A value as a number when it reads as one (3.3: float(value)), else undefined. */
-export function numeric(v: string | null): number | undefined {
-  if (v === null) return undefined;
-  const s = v.trim();
-  if (!/^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(s)) return undefined;
-  return Number(s);
-}
 
 /** The intervals of rows (time order), as a backend's resample answers them. */
 export function bucketize(rows: HistoryRow[], step: number): Bucket[] {
@@ -60,18 +34,6 @@ export function bucketize(rows: HistoryRow[], step: number): Bucket[] {
   }
   close();
   return out;
-}
-
-/** Adds a row that comes before every row of `buckets` (the state at the start time) to them. */
-export function addFirst(buckets: Bucket[], row: HistoryRow | undefined, step: number): Bucket[] {
-  if (!row) return buckets;
-  const [first] = bucketize([row], step);
-  const head = buckets[0];
-  if (!head || head[0] !== first[0]) return [first, ...buckets];
-  const merged: Bucket = [...head];
-  if (first[2]) { merged[1] = ((head[1] ?? 0) * head[2] + first[1]!) / (head[2] + 1); merged[2] = head[2] + 1; }
-  if (first[4]) { merged[3] = ((head[3] ?? 0) * head[4] + first[3]!) / (head[4] + 1); merged[4] = head[4] + 1; }
-  return [merged, ...buckets.slice(1)];
 }
 
 /** Intervals of consecutive parts of one time range into one list: same starts combine (means weighted, the later part's last row). */

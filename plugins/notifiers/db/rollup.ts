@@ -1,6 +1,6 @@
 import type { SqliteFile } from '../../../core/store/sqljs';
 import type { HistoryRow } from './schema';
-import { numeric, type Bucket } from '../../history/resample';
+import { numeric, type Bucket } from '../../history/contract';
 
 /**
  * The per-minute rollup of the sql.js history (the same as PostgreSQL's,

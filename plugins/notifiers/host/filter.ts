@@ -1,4 +1,4 @@
-import type { Subject, Subscription } from '../api';
+import type { Subject, Subscription } from '../contract';
 
 /** A group pattern as MQTT topics have them: `#` all below, `+` one level, else equal. */
 export function groupMatches(pattern: string, group: string): boolean {

@@ -1,8 +1,8 @@
 import type { PluginContext } from '../../../core/plugin';
-import type { Subject } from '../api';
+import type { Subject } from '../contract';
 import { describe, type ModuleLogger } from '../../../core/log';
 import { functionFailed } from '../../../core/errors';
-import type { Endpoint, NotifierConfig, NotifierFileSettings, NotifierHost, NotifierType } from '../api';
+import type { Endpoint, NotifierConfig, NotifierFileSettings, NotifierHost, NotifierType } from '../contract';
 import { commonConfig, configProblem, deliveryOptions, readNotifierFiles } from './config';
 import { CommonSettings, DeliverySettings, FileFields } from './defaults';
 import { Delivery } from './delivery';

@@ -1,11 +1,11 @@
 import { definePlugin } from '../../../core/plugin';
 import { Subjects } from '../../../core/bus';
-import { Notifiers } from './manager';
+import { Notifiers } from './host';
 import { notifierMetrics } from './metrics';
 import { typeProblem } from './settings';
 import { checkNotifierFiles } from './config';
 import { DeliverySettings } from './defaults';
-import type { NotifierPlugin, NotifierType } from '../api';
+import type { NotifierPlugin, NotifierType } from '../contract';
 import type { PluginDefinition } from '../../../core/plugin';
 
 /**

@@ -1,5 +1,5 @@
 import { parseBool } from '../../../core/config';
-import type { NotifierConfig, NotifierType, SettingDecl, SettingsSchema } from '../api';
+import type { NotifierConfig, NotifierType, SettingDecl, SettingsSchema } from '../contract';
 import { HiddenPassword, shownUri } from './config';
 import { CommonSettings, FileFields } from './defaults';
 

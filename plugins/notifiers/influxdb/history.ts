@@ -1,11 +1,10 @@
 import { functionFailed, invalidParams } from '../../../core/errors';
 import type { ModuleLogger } from '../../../core/log';
-import type { HistoryBackend, HistoryQuery } from '../db/backend';
-import type { HistoryRow } from '../db/schema';
-import type { OwnAnswers, OwnHistoryQuery, OwnLogRecord } from '../../history/own-answers';
-import { cut, MAX_RECORDS, type Point } from '../../history/series';
-import { MAX_FILL_POINTS } from '../../history/time';
-import { numeric } from '../../history/resample';
+import type { HistoryBackend } from '../db/backend';
+import {
+  cut, MAX_FILL_POINTS, MAX_RECORDS, numeric,
+  type HistoryQuery, type HistoryRow, type OwnAnswers, type OwnHistoryQuery, type OwnLogRecord, type Point,
+} from '../../history/contract';
 import { InfluxClient, InfluxError } from './client';
 import { chunkLines, measurementOf, toNanos, unwritable, type InfluxPoint } from './lines';
 

@@ -1,5 +1,5 @@
-import type { DeliveryError, Endpoint, NotifierConfig, NotifierType } from '../api';
-import { notifierPlugin } from '../type-plugin';
+import type { DeliveryError, Endpoint, NotifierConfig, NotifierType } from '../contract';
+import { historyService, notifierPlugin } from '../type-plugin';
 import { checkHttpUri, HiddenPassword, shownUri } from '../host/config';
 import { InfluxClient } from './client';
 import { InfluxDefaults, InfluxHistory, WriteFailure } from './history';
@@ -121,4 +121,10 @@ export const influxdbType: NotifierType = {
   create: (cfg, env) => new InfluxEndpoint(cfg, env),
 };
 
-export const plugin = notifierPlugin('notifier-influxdb', influxdbType);
+export const plugin = notifierPlugin('notifier-influxdb', influxdbType, {
+  provides: ['influxdb-history'],
+  start(ctx) {
+    // state_history and state_log (a=<id>) read an influxdb notifier's database here
+    ctx.provide('influxdb-history', historyService(ctx, (e) => (e instanceof InfluxEndpoint ? e.history : undefined)));
+  },
+});

@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import type { NotifierConfig, Subject } from '../api';
+import type { NotifierConfig, Subject } from '../contract';
 import { notifierPlugin } from '../type-plugin';
 import { answerIsSuccess, frameHead, webhookType, type HookChunk, type HookRequest } from '../webhook';
 

@@ -1,5 +1,5 @@
 import type { PluginContext } from '../../../core/plugin';
-import type { NotifierConfig, NotifierType } from '../api';
+import type { NotifierConfig, NotifierType } from '../contract';
 import { MqttEndpoint } from './endpoint';
 import { withoutSecrets } from '../host/config';
 import { MqttDefaults, MqttSettingsSchema, parseProps, parseQos, readSettings } from './settings';

@@ -2,7 +2,7 @@ import type http from 'node:http';
 import type { PluginContext } from '../../../core/plugin';
 import { METRICS_CONTENT_TYPE } from '../../../core/metrics';
 import type { ModuleLogger } from '../../../core/log';
-import type { Endpoint, EndpointEnv, NotifierConfig, NotifierType } from '../api';
+import type { Endpoint, EndpointEnv, NotifierConfig, NotifierType } from '../contract';
 import { notifierPlugin } from '../type-plugin';
 import { LoginThrottle, webapiLimits } from '../../../core/auth/throttle';
 import { BasicCredentials } from './auth';

@@ -1,6 +1,6 @@
 import type http from 'node:http';
-import type { ItemsService } from '../../items/api';
-import type { Subscription } from '../api';
+import type { ItemsService } from '../../items/contract';
+import type { Subscription } from '../contract';
 import { itemSelected } from '../host/filter';
 import { itemFamilies, metricStem } from './exposition';
 

@@ -5,7 +5,7 @@ import { str } from '../../../core/params';
 import { functionFailed, invalidParams, notFound } from '../../../core/errors';
 import { AtomicFile } from '../../../core/store/atomic';
 import { describe, type ModuleLogger } from '../../../core/log';
-import type { CvarsService } from '../api';
+import type { CvarsService } from '../contract';
 
 /** Bounds; `[server] cvars_max` and `[server] cvar_max_size` override them. */
 export const CvarSettings = {

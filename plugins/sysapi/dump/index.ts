@@ -7,7 +7,7 @@ import { functionFailed } from '../../../core/errors';
 import { Levels } from '../../../core/log';
 import { PackageVersion } from '../../../core/version';
 import { writeFileAtomic } from '../../../core/store/atomic';
-import type { NotifierHost } from '../../notifiers/api';
+import type { NotifierHost } from '../../notifiers/contract';
 
 const gzip = promisify(zlib.gzip);
 

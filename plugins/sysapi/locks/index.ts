@@ -3,7 +3,7 @@ import { bound } from '../../../core/settings/schema';
 import { str, secs } from '../../../core/params';
 import { busy, functionFailed, invalidParams, notFound } from '../../../core/errors';
 import { MAX_TIMER_SECONDS } from '../../../core/defaults';
-import type { LocksService } from '../api';
+import type { LocksService } from '../contract';
 
 /**
  * Bounds of the lock table; `[server] locks_max` and `[server] lock_max_waiters`

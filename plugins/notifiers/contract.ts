@@ -152,8 +152,16 @@ export interface NotifierType {
   settings: SettingsSchema;
   /** most events in one send (the host's max_batch when absent) */
   maxBatch?: number;
-  /** one endpoint per configured notifier; throws when the config is unusable */
-  create(cfg: NotifierConfig, env: EndpointEnv): Endpoint;
+  /** one endpoint per configured notifier; throws when the config is unusable (a type with `forController` needs none) */
+  create?(cfg: NotifierConfig, env: EndpointEnv): Endpoint;
+  /**
+   * A type that keeps state per controller (the files in use, a login
+   * throttle): called once per controller when the type's plugin starts
+   * (and by the command line), with that plugin's context; what it returns
+   * creates that controller's endpoints. What it registers through `ctx`
+   * (onSave, onReady) belongs to the type's plugin and goes when it stops.
+   */
+  forController?(ctx: PluginContext): EndpointFactory;
   /**
    * CLI `create ID TYPE:PROPS`: the PROPS text into settings; throws when
    * malformed. Absent: PROPS is the first required setting.
@@ -165,6 +173,12 @@ export interface NotifierType {
   validate?(cfg: NotifierConfig): void;
   /** the notifier object as get_notifier shows it (absent: the settings, secrets hidden) */
   serialize?(cfg: NotifierConfig): Record<string, unknown>;
+}
+
+/** How the endpoints of one controller are created (NotifierType.forController). */
+export interface EndpointFactory {
+  /** one endpoint per configured notifier; throws when the config is unusable */
+  create(cfg: NotifierConfig, env: EndpointEnv): Endpoint;
 }
 
 /** A notifier plugin: its definition with the type it declares. */

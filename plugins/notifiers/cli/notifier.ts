@@ -10,7 +10,7 @@ import { loadTypes, type TypeCatalogue } from './notifier-types';
 import { CliError, NotifierFiles, checked, knownFields, setField, type RawConfig } from './notifier-files';
 import { standaloneContext } from './notifier-env';
 import { withDeadline } from '../host/deadline';
-import { parseProps, targetOf, typeHelp } from '../host/settings';
+import { endpointFactory, parseProps, targetOf, typeHelp } from '../host/settings';
 import { PackageVersion } from '../../../core/version';
 import { checkIniFiles, configErrorText } from '../../../core/settings/check';
 import { CONFIG_EXIT_CODE, ConfigError, describeSetting } from '../../../core/settings/schema';
@@ -150,7 +150,7 @@ function program(io: Io, defaultProduct: Product, catalogue: TypeCatalogue): Com
       cfg.api_enabled = false;
       cfg.collect_logs = false;
       const env = standaloneContext(c.paths);
-      const endpoint = type.create(cfg, { ctx: env.ctx, log: env.ctx.quietLog(`notifier.${id}`) });
+      const endpoint = endpointFactory(type, env.ctx).create(cfg, { ctx: env.ctx, log: env.ctx.quietLog(`notifier.${id}`) });
       // the same clock as the controller's: the notifier's timeout, for the test and for the stop after it
       const timeout = cfg.timeout ?? env.ctx.config.server.timeout;
       try {

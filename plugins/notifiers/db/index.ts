@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { PluginContext } from '../../../core/plugin';
-import type { Endpoint, EndpointEnv, NotifierConfig, NotifierType } from '../contract';
+import type { Endpoint, EndpointEnv, EndpointFactory, NotifierConfig, NotifierType } from '../contract';
 import { historyService, notifierPlugin } from '../type-plugin';
 import { num } from '../../../core/settings/schema';
 import { History, type HistoryOptions } from './history';
@@ -169,7 +169,8 @@ class DbEndpoint implements Endpoint {
   readonly history: HistoryBackend & HistoryReader;
   private ignored = 0;
 
-  constructor(private readonly space: string, private readonly choice: BackendChoice) {
+  /** `released`: told once the backend has stopped (its file is free for another notifier) */
+  constructor(private readonly space: string, private readonly choice: BackendChoice, private readonly released?: () => void) {
     this.history = choice.backend;
   }
 
@@ -177,8 +178,12 @@ class DbEndpoint implements Endpoint {
     return this.history.start();
   }
 
-  stop(): Promise<void> {
-    return this.history.stop();
+  async stop(): Promise<void> {
+    try {
+      await this.history.stop();
+    } finally {
+      this.released?.();
+    }
   }
 
   test(): Promise<void> {
@@ -205,15 +210,26 @@ class DbEndpoint implements Endpoint {
 }
 
 /**
- * Per controller (the plugin's context): which history files are in use
- * (two writers of one file would overwrite each other).
+ * The db type in one controller: which history files are in use (two
+ * writers of one file would overwrite each other), and `save` checkpointing
+ * every one of them now, whatever the write budget.
  */
-const openFiles = new WeakMap<PluginContext, Map<string, DbEndpoint>>();
+class DbFiles implements EndpointFactory {
+  private readonly open = new Map<string, DbEndpoint>();
 
-function filesOf(ctx: PluginContext): Map<string, DbEndpoint> {
-  let m = openFiles.get(ctx);
-  if (!m) openFiles.set(ctx, (m = new Map<string, DbEndpoint>()));
-  return m;
+  constructor(ctx: PluginContext) {
+    ctx.onSave(() => Promise.all([...this.open.values()].map((ep) => ep.flush().catch(() => undefined))));
+  }
+
+  create(cfg: NotifierConfig, env: EndpointEnv): Endpoint {
+    const choice = createBackend(cfg, env);
+    const key = choice.key;
+    if (key === undefined) return new DbEndpoint(cfg.space ?? '', choice);
+    if (this.open.has(key)) throw new Error(`db notifier ${cfg.id}: ${String(cfg.db)} is already the history of another notifier`);
+    const ep = new DbEndpoint(cfg.space ?? '', choice, () => this.open.delete(key));
+    this.open.set(key, ep);
+    return ep;
+  }
 }
 
 /** The db notifier type: state history in an SQLite file under the controller folder, or in PostgreSQL. */
@@ -240,18 +256,7 @@ export const dbType: NotifierType = {
     flush_interval: cfg.flush_interval ?? DbDefaults.flush_interval, max_rows: cfg.max_rows ?? DbDefaults.max_rows,
     max_size: cfg.max_size ?? DbDefaults.max_size, max_write_mb_per_hour: cfg.max_write_mb_per_hour ?? null,
   }),
-  create(cfg, env) {
-    const choice = createBackend(cfg, env);
-    const key = choice.key;
-    const open = filesOf(env.ctx);
-    if (key !== undefined && open.has(key)) throw new Error(`db notifier ${cfg.id}: ${String(cfg.db)} is already the history of another notifier`);
-    const ep = new DbEndpoint(cfg.space ?? '', choice);
-    if (key === undefined) return ep;
-    open.set(key, ep);
-    const stop = ep.stop.bind(ep);
-    ep.stop = async () => { try { await stop(); } finally { open.delete(key); } };
-    return ep;
-  },
+  forController: (ctx) => new DbFiles(ctx),
 };
 
 export const plugin = notifierPlugin('notifier-db', dbType, {
@@ -260,7 +265,5 @@ export const plugin = notifierPlugin('notifier-db', dbType, {
   start(ctx) {
     // state_history and state_log read a db notifier's history here
     ctx.provide('db-history', historyService(ctx, (e) => (e instanceof DbEndpoint ? e.history : undefined)));
-    // `save` checkpoints every history file now, whatever the write budget
-    ctx.onSave(() => Promise.all([...filesOf(ctx).values()].map((ep) => ep.flush().catch(() => undefined))));
   },
 });

@@ -2,13 +2,14 @@ import type { PluginContext } from '../../../core/plugin';
 import type { Subject } from '../contract';
 import { describe, type ModuleLogger } from '../../../core/log';
 import { functionFailed } from '../../../core/errors';
-import type { Endpoint, NotifierConfig, NotifierFileSettings, NotifierHost, NotifierType } from '../contract';
+import type * as Contract from '../contract';
+import type { Endpoint, EndpointFactory, NotifierConfig, NotifierFileSettings, NotifierType } from '../contract';
 import { commonConfig, configProblem, deliveryOptions, readNotifierFiles } from './config';
 import { CommonSettings, DeliverySettings, FileFields } from './defaults';
 import { Delivery } from './delivery';
 import { EventRouter, type Routed } from './router';
 import { withDeadline } from './deadline';
-import { hideSecrets, serializeSettings } from './settings';
+import { endpointFactory, hideSecrets, serializeSettings } from './settings';
 import { IntervalResend, MIN_INTERVAL, type ItemStates } from './interval';
 import { degradedLine, isBad, publicState, stateOf, type NotifierHealth } from './health';
 
@@ -23,6 +24,8 @@ interface Managed {
   type?: NotifierType;
   /** the context of the plugin that registered the type (services for the endpoint) */
   typeCtx?: PluginContext;
+  /** how the type creates this controller's endpoints */
+  factory?: EndpointFactory;
   endpoint?: Endpoint;
   /** why this notifier cannot run (type missing, config refused by its type) */
   problem?: string;
@@ -42,7 +45,7 @@ interface Managed {
  * register them while they start; notifiers of a type wait (their queue
  * bounded) until it registers, and are reported when it never does.
  */
-export class Notifiers implements NotifierHost {
+export class NotifierHost implements Contract.NotifierHost {
   private readonly all = new Map<string, Managed>();
   private readonly types = new Map<string, NotifierType>();
   private readonly routes: Routed[] = [];
@@ -110,14 +113,16 @@ export class Notifiers implements NotifierHost {
     for (const name of names) {
       if (this.types.has(name)) throw new Error(`notifier type ${name} is already registered`);
     }
+    const factory = endpointFactory(type, ctx);
     for (const name of names) this.types.set(name, type);
     ctx.onStop(() => this.detach(type));
-    for (const n of this.all.values()) if (!n.type && names.includes(n.config.type)) this.attach(n, type, ctx);
+    for (const n of this.all.values()) if (!n.type && names.includes(n.config.type)) this.attach(n, type, ctx, factory);
   }
 
-  private attach(n: Managed, type: NotifierType, ctx: PluginContext): void {
+  private attach(n: Managed, type: NotifierType, ctx: PluginContext, factory: EndpointFactory): void {
     n.type = type;
     n.typeCtx = ctx;
+    n.factory = factory;
     n.config.type = type.name; // an alias (http-json) is read as the type itself
     if (type.maxBatch && n.config.max_batch === undefined && !this.ctx.config.raw.notifiers?.max_batch) {
       n.delivery.setMaxBatch(type.maxBatch);
@@ -168,7 +173,7 @@ export class Notifiers implements NotifierHost {
   }
 
   private create(n: Managed): Endpoint {
-    return n.type!.create(n.config, { ctx: n.typeCtx!, log: this.ctx.quietLog(`notifier.${n.config.id}`) });
+    return n.factory!.create(n.config, { ctx: n.typeCtx!, log: this.ctx.quietLog(`notifier.${n.config.id}`) });
   }
 
   /**

@@ -1,6 +1,6 @@
 import { definePlugin } from '../../../core/plugin';
 import { Subjects } from '../../../core/bus';
-import { Notifiers } from './host';
+import { NotifierHost } from './host';
 import { notifierMetrics } from './metrics';
 import { typeProblem } from './settings';
 import { checkNotifierFiles } from './config';
@@ -28,7 +28,7 @@ export function declaredTypes(
 }
 
 /**
- * The notifier host: plugin `notifiers`, service `notifiers` (api.ts
+ * The notifier host: plugin `notifiers`, service `notifiers` (contract.ts
  * NotifierHost). Notifier types are plugins of their own (json, http-post,
  * http, db, mqtt, drop-ins) of kind `notifier`: the host
  * takes the type each declares as `plugin.notifier` when it starts.
@@ -43,7 +43,7 @@ export const plugin = definePlugin({
   settings: { notifiers: DeliverySettings },
   checkFiles: (paths, plugins) => checkNotifierFiles(paths.notifyDir, declaredTypes(plugins)),
   start(ctx) {
-    const host = new Notifiers(ctx);
+    const host = new NotifierHost(ctx);
     // files are read now, so events of the other plugins' ready phase already queue
     host.load();
     ctx.provide('notifiers', host);

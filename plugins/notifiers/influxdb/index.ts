@@ -1,4 +1,4 @@
-import type { DeliveryError, Endpoint, NotifierConfig, NotifierType } from '../contract';
+import type { DeliveryError, Endpoint, EndpointEnv, NotifierConfig, NotifierType } from '../contract';
 import { historyService, notifierPlugin } from '../type-plugin';
 import { checkHttpUri, HiddenPassword, shownUri } from '../host/config';
 import { InfluxClient } from './client';
@@ -38,7 +38,7 @@ class InfluxEndpoint implements Endpoint {
   private readonly client: InfluxClient;
   private ignored = 0;
 
-  constructor(private readonly cfg: NotifierConfig, env: Parameters<NotifierType['create']>[1]) {
+  constructor(private readonly cfg: NotifierConfig, env: EndpointEnv) {
     this.client = new InfluxClient({
       uri: String(cfg.uri), db: String(cfg.db),
       username: typeof cfg.username === 'string' ? cfg.username : undefined,

@@ -15,7 +15,7 @@ import {
   BadFrame, binaryKey, fernetDecrypt, fernetEncrypt, fernetKey, open, seal, splitBinary, splitText,
 } from './frames';
 import { ReplayGuard } from './replay';
-import { acquireSeenIds, releaseSeenIds } from './seen-ids';
+import type { SeenIdsFiles } from './seen-ids';
 
 const OWNER = 'api';
 
@@ -54,6 +54,8 @@ export class MqttApi {
     private readonly dispatcher: Pick<PluginContext, 'call' | 'paths' | 'config'>,
     private readonly keys: KeyStore,
     private readonly self: { system: string; product: string },
+    /** the controller's stores of frames already run */
+    private readonly seen: SeenIdsFiles,
     private readonly log: ModuleLogger,
     private readonly maxPending = MqttDefaults.api_max_pending,
   ) {}
@@ -68,7 +70,7 @@ export class MqttApi {
   }
 
   start(): void {
-    const ids = acquireSeenIds(this.seenFile, MqttDefaults.api_replay_ids, this.log);
+    const ids = this.seen.acquire(this.seenFile, MqttDefaults.api_replay_ids, this.log);
     this.replay = new ReplayGuard(MqttDefaults.api_replay_ids, MqttDefaults.api_token_window, ids);
     this.conn.routes.add(OWNER, this.requestTopic, this.s.qos.system, (_t, payload) => this.onRequest(payload));
   }
@@ -76,7 +78,7 @@ export class MqttApi {
   stop(): void {
     this.dropLog?.flush();
     this.conn.routes.remove(OWNER);
-    releaseSeenIds(this.replay.ids).catch((err) => this.log.error(`mqtt ${this.s.id}: ${this.seenFile}: ${describe(err)}`));
+    this.seen.release(this.replay.ids).catch((err) => this.log.error(`mqtt ${this.s.id}: ${this.seenFile}: ${describe(err)}`));
   }
 
   /** A request that gets no answer. Its text is never logged: it may carry a key. */

@@ -1,16 +1,33 @@
 import type { PluginContext } from '../../../core/plugin';
-import type { NotifierConfig, NotifierType } from '../contract';
+import type { EndpointEnv, EndpointFactory, NotifierConfig, NotifierType } from '../contract';
 import { MqttEndpoint } from './endpoint';
+import { SeenIdsFiles } from './seen-ids';
 import { withoutSecrets } from '../host/config';
 import { MqttDefaults, MqttSettingsSchema, parseProps, parseQos, readSettings } from './settings';
 import { notifierPlugin } from '../type-plugin';
 
 /**
- * Per controller (the plugin's context): endpoints created before every
- * plugin runs (the items plugin may start after this one); they follow the
- * items from the ready phase on, later ones at their own start.
+ * The mqtt type in one controller: endpoints created before every plugin
+ * runs (the items plugin may start after this one) follow the items from
+ * the ready phase on, later ones at their own start.
  */
-const early = new WeakMap<PluginContext, MqttEndpoint[]>();
+class MqttEndpoints implements EndpointFactory {
+  private early: MqttEndpoint[] | undefined = [];
+  private readonly seen = new SeenIdsFiles();
+
+  constructor(ctx: PluginContext) {
+    ctx.onReady(() => {
+      for (const e of this.early ?? []) e.itemsReady();
+      this.early = undefined;
+    });
+  }
+
+  create(cfg: NotifierConfig, env: EndpointEnv): MqttEndpoint {
+    const e = new MqttEndpoint(readSettings(cfg, env.ctx.paths.dir), env.ctx, env.log, this.seen);
+    this.early?.push(e);
+    return e;
+  }
+}
 
 /**
  * The mqtt notifier type (spec "MQTT notifier"): publishes states, actions,
@@ -40,19 +57,7 @@ export const mqttType: NotifierType = {
     out.qos = qos;
     return withoutSecrets(out);
   },
-  create(cfg, env) {
-    const e = new MqttEndpoint(readSettings(cfg, env.ctx.paths.dir), env.ctx, env.log);
-    early.get(env.ctx)?.push(e);
-    return e;
-  },
+  forController: (ctx) => new MqttEndpoints(ctx),
 };
 
-export const plugin = notifierPlugin('notifier-mqtt', mqttType, {
-  start(ctx) {
-    early.set(ctx, []);
-    ctx.onReady(() => {
-      for (const e of early.get(ctx) ?? []) e.itemsReady();
-      early.delete(ctx);
-    });
-  },
-});
+export const plugin = notifierPlugin('notifier-mqtt', mqttType);

@@ -13,18 +13,6 @@ export const PrometheusDefaults = {
   max_items: 100_000,
 };
 
-/**
- * Wrong credentials per client address, one throttle per controller for all
- * its prometheus pages, with the API's limits ([webapi] login_*): 3.3 had
- * none, and a password here is as guessable as a key.
- */
-const throttles = new WeakMap<PluginContext, LoginThrottle>();
-
-function throttleOf(ctx: PluginContext): LoginThrottle {
-  let t = throttles.get(ctx);
-  if (!t) throttles.set(ctx, (t = new LoginThrottle(webapiLimits(ctx.config.webapi))));
-  return t;
-}
 
 /** Where a notifier's page is: /ns/<id>/metrics on the API port, as in 3.3. */
 const PAGE = /^\/ns\/([^/]+)\/metrics\/?$/;
@@ -43,7 +31,11 @@ export class PrometheusEndpoint implements Endpoint {
   private last: PageFigures = { items: 0, leftOut: 0, clashes: 0 };
   private told = { leftOut: false, clashes: false };
 
-  constructor(private readonly cfg: NotifierConfig, private readonly ctx: PluginContext, private readonly log: ModuleLogger) {
+  /** `throttle`: the controller's, for every prometheus page of it */
+  constructor(
+    private readonly cfg: NotifierConfig, private readonly ctx: PluginContext, private readonly log: ModuleLogger,
+    private readonly throttle: LoginThrottle,
+  ) {
     const { username, password } = cfg;
     // as 3.3: credentials are asked for when both are set (non-empty)
     if (typeof username === 'string' && username && typeof password === 'string' && password) {
@@ -90,7 +82,7 @@ export class PrometheusEndpoint implements Endpoint {
    * tarpit); no credentials at all count nothing.
    */
   private async admitted(header: string | undefined, ip: string): Promise<boolean> {
-    const throttle = throttleOf(this.ctx);
+    const { throttle } = this;
     const checked = !!header && throttle.locked(ip) === 0;
     if (checked && this.credentials!.accepts(header)) return true;
     this.refused++; // counted now, whatever the answer waits for
@@ -128,7 +120,12 @@ export const prometheusType: NotifierType = {
     return {};
   },
   target: (cfg) => `/ns/${cfg.id}/metrics`,
-  create: (cfg: NotifierConfig, env: EndpointEnv) => new PrometheusEndpoint(cfg, env.ctx, env.log),
+  forController(ctx) {
+    // wrong credentials per client address, one throttle per controller for all its prometheus pages, with the
+    // API's limits ([webapi] login_*): 3.3 had none, and a password here is as guessable as a key
+    const throttle = new LoginThrottle(webapiLimits(ctx.config.webapi));
+    return { create: (cfg: NotifierConfig, env: EndpointEnv) => new PrometheusEndpoint(cfg, env.ctx, env.log, throttle) };
+  },
 };
 
 /** The page of a request's path, if it is one of an enabled prometheus notifier. */

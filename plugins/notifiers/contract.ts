@@ -228,3 +228,8 @@ export interface NotifierFileSettings {
 // and matched as the host does (the event stream subscribes its clients so)
 export { normalizeSubscriptions, readNotifierFiles } from './host/config';
 export { subscribed } from './host/filter';
+
+// what the built-in types use of the host: http(s) URIs and secrets checked and shown as
+// the host shows them, and the items a subscription selects (the prometheus page)
+export { checkHttpUri, HiddenPassword, shownUri, withoutSecrets } from './host/config';
+export { itemSelected } from './host/filter';

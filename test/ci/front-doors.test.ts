@@ -26,6 +26,10 @@ test('a plugin importing another plugin\'s insides fails the lint, type imports 
     ['plugins/history/series.ts', "import type { HistoryBackend } from '../notifiers/db/backend';"],
     ['plugins/notifiers/mqtt/receive.ts', "import { parseBinding } from '../../items/binding';"],
     ['plugins/sysapi/dump/index.ts', "export { x } from '../../notifiers/host/host';"],
+    // the host and each notifier type are plugins of their own inside plugins/notifiers/
+    ['plugins/notifiers/mqtt/index.ts', "import { withoutSecrets } from '../host/config';"],
+    ['plugins/notifiers/influxdb/history.ts', "import type { HistoryBackend } from '../db/backend';"],
+    ['plugins/notifiers/mqtt/deeper/x.ts', "import { x } from '../../../items/binding';"],
   ]) {
     const errors = await importErrors(file, code);
     t.is(errors.length, 1, `${file}: ${code}`);
@@ -39,9 +43,13 @@ test('contracts, the kernel and a plugin\'s own files pass', async (t) => {
     ['plugins/stream/client.ts', "import type { Oid } from '../items/contract';"],
     ['plugins/stream/client.ts', "import { throttleKey } from '../../core/auth/throttle';\nimport { x } from './metrics';"],
     ['plugins/corescripts/topic.ts', "import { topicFilterProblem } from '../notifiers/mqtt/contract';"],
-    ['plugins/notifiers/mqtt/receive.ts', "import { parseBinding } from '../../items/contract';\nimport { withoutSecrets } from '../host/config';"],
+    ['plugins/notifiers/mqtt/receive.ts', "import { parseBinding } from '../../items/contract';\nimport { Topics } from './topics';"],
     ['plugins/notifiers/mqtt/receive.ts', "import { describe } from '../../../core/log';"],
     ['plugins/sysapi/cvars/index.ts', "import type { CvarsService } from '../contract';\nimport { keyProps } from '../keyprops';"],
+    ['plugins/notifiers/mqtt/index.ts', "import { withoutSecrets } from '../contract';\nimport { notifierPlugin } from '../type-plugin';"],
+    ['plugins/notifiers/mqtt/deeper/x.ts', "import { x } from '../../contract';\nimport { y } from '../endpoint';"],
+    // the notifier command line is the host's
+    ['plugins/notifiers/cli/notifier.ts', "import { parseProps } from '../host/settings';"],
   ]) {
     t.deepEqual(await importErrors(file, code), [], `${file}: ${code}`);
   }

@@ -1,6 +1,6 @@
 import type { DeliveryError, Endpoint, EndpointEnv, NotifierConfig, NotifierType } from '../contract';
 import { historyService, notifierPlugin } from '../type-plugin';
-import { checkHttpUri, HiddenPassword, shownUri } from '../host/config';
+import { checkHttpUri, HiddenPassword, shownUri } from '../contract';
 import { InfluxClient } from './client';
 import { InfluxDefaults, InfluxHistory, WriteFailure } from './history';
 import { measurementOf, testLine, unwritable, type InfluxPoint } from './lines';

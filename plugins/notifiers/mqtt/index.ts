@@ -2,7 +2,7 @@ import type { PluginContext } from '../../../core/plugin';
 import type { EndpointEnv, EndpointFactory, NotifierConfig, NotifierType } from '../contract';
 import { MqttEndpoint } from './endpoint';
 import { SeenIdsFiles } from './seen-ids';
-import { withoutSecrets } from '../host/config';
+import { withoutSecrets } from '../contract';
 import { MqttDefaults, MqttSettingsSchema, parseProps, parseQos, readSettings } from './settings';
 import { notifierPlugin } from '../type-plugin';
 

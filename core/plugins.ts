@@ -23,6 +23,7 @@ import { within } from './toolkit/time-limit';
 import { MAX_TIMER_SECONDS } from './defaults';
 import { KERNEL_API, type PluginContext, type PluginInfo, type PluginDefinition, PluginKinds, type PluginKind, type ServiceName } from './plugin';
 import { checkDeclaration } from './settings/schema';
+import { BuiltinPlugins } from '../plugins/manifest';
 
 /** Where the built-in plugins are after the build (dist/plugins). */
 const BUILTIN_DIR = path.resolve(__dirname, '..', 'plugins');
@@ -73,16 +74,13 @@ export function pickDefinition(mod: unknown): Record<string, unknown> | undefine
   return undefined;
 }
 
-/** The .js and .mjs files of `dir` and of its folders down to `depth` levels, sorted. */
-function listJs(dir: string, depth: number): string[] {
+/** The .js and .mjs files of `dir` (not of its folders: a drop-in is one file), sorted. */
+function listJs(dir: string): string[] {
   if (!fs.existsSync(dir)) return [];
-  const out: string[] = [];
-  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
-    const p = path.join(dir, e.name);
-    if (e.isDirectory() && depth > 0) out.push(...listJs(p, depth - 1));
-    else if (e.isFile() && /\.(m?js)$/.test(e.name)) out.push(p);
-  }
-  return out.sort();
+  return fs.readdirSync(dir, { withFileTypes: true })
+    .filter((e) => e.isFile() && /\.(m?js)$/.test(e.name))
+    .map((e) => path.join(dir, e.name))
+    .sort();
 }
 
 /**
@@ -95,10 +93,9 @@ export async function discoverPlugins(
 ): Promise<Loaded[]> {
   const found: Loaded[] = [];
   const files = [
-    // a built-in plugin is a module of plugins/ or of one of its folders: deeper folders hold helpers
-    // (which their plugin loads), a CLI, a worker thread, browser scripts; loading those would only cost time and memory
-    ...listJs(BUILTIN_DIR, 1).map((f) => ({ f, builtin: true })),
-    ...listJs(dropInDir, 0).map((f) => ({ f, builtin: false })),
+    // the built-in plugins are the manifest's, each the index.js of its folder: nothing else of plugins/ is loaded to look for plugins
+    ...BuiltinPlugins.map((entry) => ({ f: path.join(BUILTIN_DIR, entry, 'index.js'), builtin: true })),
+    ...listJs(dropInDir).map((f) => ({ f, builtin: false })),
   ];
   for (const { f, builtin } of files) {
     let mod: unknown;
@@ -111,7 +108,6 @@ export async function discoverPlugins(
       continue;
     }
     const picked = pickDefinition(mod);
-    if (!picked && builtin) continue; // a helper module of the built-in plugins, not a plugin
     const wrong = checkDefinition(picked);
     const named = picked?.name;
     if (wrong) {

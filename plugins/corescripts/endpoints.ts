@@ -1,5 +1,5 @@
 import type { PluginContext } from '../../core/plugin';
-import type { MqttSubscriber } from './api';
+import type { MqttSubscriber } from './contract';
 
 /** An MQTT notifier's endpoint, found by id (or the default MQTT notifier). */
 export interface MqttTarget { id: string; endpoint: MqttSubscriber }

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { AtomicFile } from '../../core/toolkit/atomic-file';
 import { functionFailed, notFound } from '../../core/errors';
 import type { ModuleLogger } from '../../core/log';
-import type { MqttSubscriber } from './api';
+import type { MqttSubscriber } from './contract';
 import type { MqttTarget } from './endpoints';
 import { parseQos, parseTopic, type ParsedTopic } from './topic';
 

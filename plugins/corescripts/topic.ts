@@ -1,5 +1,5 @@
 import { invalidParams } from '../../core/errors';
-import { topicFilterProblem } from '../notifiers/mqtt/topics';
+import { topicFilterProblem } from '../notifiers/mqtt/contract';
 
 /** A subscription as the API and runtime/<product>_cs.json write it, and what it means. */
 export interface ParsedTopic {

@@ -2,30 +2,30 @@ import { definePlugin, type PluginContext } from '../../core/plugin';
 import type { CallContext } from '../../core/functions';
 import { accessDenied, ApiError, invalidParams, notFound } from '../../core/errors';
 import { any, int, list, str } from '../../core/params';
-import type { NotifierHost } from '../notifiers/api';
-import type { HistoryBackend } from '../notifiers/db/backend';
-import { ItemTypes } from '../items/oid';
+import { ItemTypes } from '../items/contract';
 import { svgChart } from './chart';
 import { answerValue, filledSeries, MAX_RECORDS, rawSeries, type Point } from './series';
 import { parseFill, parseTime, timeFormat } from './time';
-import { answersItself } from './own-answers';
+import { answersItself, HistoryServices, type HistoryStore } from './contract';
 
 /**
  * Plugin `history`: EVA ICS 3.3's state_history and state_log on
- * /<product>-api and /jrpc, reading a db notifier's history through its
- * backend (HistoryBackend.query), whatever the backend is. A key sees only
+ * /<product>-api and /jrpc, reading a notifier's history through the
+ * service its type provides (contract.ts HistoryService), whatever the
+ * store is. A key sees only
  * the items its lists allow; a mask needs the whole group.
  */
 
 const SEGMENT = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/;
 
-/** The backend of db notifier `a` (default db_1), or not_found. */
-function backendOf(host: NotifierHost, a: string | undefined): { backend: HistoryBackend; space: string } {
+/** The store of history notifier `a` (default db_1), or not_found. */
+function backendOf(ctx: PluginContext, a: string | undefined): { backend: HistoryStore; space: string } {
   const id = a || 'db_1';
-  const n = host.get(id);
-  const backend = (n?.endpoint as { history?: HistoryBackend } | undefined)?.history;
-  if (!n || !backend || typeof backend.query !== 'function') throw notFound(`history notifier ${id}`);
-  return { backend, space: n.config.space ?? '' };
+  for (const service of HistoryServices) {
+    const found = ctx.hasService(service) ? ctx.service(service).of(id) : undefined;
+    if (found) return { backend: found.store, space: found.space };
+  }
+  throw notFound(`history notifier ${id}`);
 }
 
 interface HistoryParams { a?: string; i: string[]; s?: string; e?: string; l?: number; x?: string; t?: string; w?: string; g?: string; o?: unknown }
@@ -54,7 +54,6 @@ function storeOptions(o: unknown): Record<string, unknown> | undefined {
 
 export function registerHistory(ctx: PluginContext): void {
   const items = () => ctx.service('items');
-  const notifiers = () => ctx.service('notifiers');
 
   /**
    * An oid the key may read: full ids (group/id) are looked up among the
@@ -115,7 +114,7 @@ export function registerHistory(ctx: PluginContext): void {
       // the items first: a key without rights to them learns nothing of the notifiers
       const oids = p.i.map((i) => readableOid(call, i));
       const options = storeOptions(p.o);
-      const { backend, space } = backendOf(notifiers(), p.a);
+      const { backend, space } = backendOf(ctx, p.a);
       const one = (oid: string): Promise<Point[]> => {
         // a store 3.3 answered in its own way (influxdb) answers itself
         if (answersItself(backend)) return backend.stateHistory({ oid, start, end, limit: fill ? undefined : p.l, status, value, fill, options });
@@ -190,7 +189,7 @@ export function registerHistory(ctx: PluginContext): void {
       // readable() checks the oid's form too (invalid_params) before any access decision
       if (!items().readable(call.key, p.i)) throw accessDenied(`no access to ${p.i}`);
       const options = storeOptions(p.o);
-      const { backend, space } = backendOf(notifiers(), p.a);
+      const { backend, space } = backendOf(ctx, p.a);
       if (answersItself(backend)) {
         if (mask) throw new ApiError('not_implemented', 'state log by mask is supported by SQL notifiers only');
         const records = await backend.stateLog({ oid: p.i, start, end, limit: p.l, options });

@@ -1,7 +1,5 @@
 import { invalidParams } from '../../core/errors';
-import type { HistoryBackend } from '../notifiers/db/backend';
-import type { HistoryRow } from '../notifiers/db/schema';
-import { addFirst, bucketize, canResample, numeric, type Bucket } from './resampling';
+import { numeric, type Bucket, type HistoryReader, type HistoryRow } from './contract';
 import type { Fill } from './time';
 import { MAX_FILL_POINTS } from './time';
 
@@ -14,8 +12,6 @@ export interface Point { t: number; status?: number | null; value?: number | str
 
 /** Most raw records one answer carries; past it the caller must narrow s/e or set l. */
 export const MAX_RECORDS = 100_000;
-/** Most raw rows read to compute a fill when the backend cannot resample itself. */
-export const MAX_FILL_ROWS = 5_000_000;
 
 export interface SeriesQuery {
   space: string;
@@ -36,13 +32,13 @@ export function answerValue(v: string | null): number | string | null {
 }
 
 /** The row in effect at `start` (the newest at or before it), moved to `start`, as 3.3 put it first. */
-async function stateAt(backend: HistoryBackend, space: string, oid: string, start: number): Promise<HistoryRow | undefined> {
+async function stateAt(backend: HistoryReader, space: string, oid: string, start: number): Promise<HistoryRow | undefined> {
   const [row] = await backend.query({ space, oids: [oid], end: start, limit: 1, newest: true });
   return row ? [row[0], start, row[2], row[3], row[4]] : undefined;
 }
 
 /** Raw changes: a record repeating the status and value of the one before it is left out. */
-export async function rawSeries(backend: HistoryBackend, q: SeriesQuery): Promise<Point[]> {
+export async function rawSeries(backend: HistoryReader, q: SeriesQuery): Promise<Point[]> {
   const limit = q.limit ?? MAX_RECORDS + 1;
   let rows = await backend.query({ space: q.space, oids: [q.oid], start: q.start, end: q.end, limit, newest: true });
   if (q.limit === undefined && rows.length > MAX_RECORDS) throw invalidParams(`more than ${MAX_RECORDS} records: narrow s and e, set l, or fill with w`);
@@ -70,19 +66,13 @@ export async function rawSeries(backend: HistoryBackend, q: SeriesQuery): Promis
  * pad(), as 3.3 did): the mean of an interval's rows, or where it has none,
  * the last state before it; then repeated up to the end time.
  */
-export async function filledSeries(backend: HistoryBackend, q: SeriesQuery & { start: number }, fill: Fill): Promise<Point[]> {
+export async function filledSeries(backend: HistoryReader, q: SeriesQuery & { start: number }, fill: Fill): Promise<Point[]> {
   const { step } = fill;
   const now = Date.now() / 1000;
   const end = Math.min(q.end ?? now, now);
   if ((end - q.start) / step > MAX_FILL_POINTS) throw invalidParams(`w: more than ${MAX_FILL_POINTS} intervals from s to e; take a longer interval`);
-  let buckets: Bucket[];
-  if (canResample(backend)) {
-    buckets = await backend.resample(q.space, q.oid, q.start, end, step);
-  } else {
-    const rows = await backend.query({ space: q.space, oids: [q.oid], start: q.start, end, limit: MAX_FILL_ROWS + 1 });
-    if (rows.length > MAX_FILL_ROWS) throw invalidParams(`more than ${MAX_FILL_ROWS} records from s to e: narrow them`);
-    buckets = bucketize(rows.filter((r) => r[1] > q.start), step);
-  }
+  // the store computes the intervals (HistoryReader.resample)
+  let buckets = await backend.resample(q.space, q.oid, q.start, end, step);
   buckets = addFirst(buckets, await stateAt(backend, q.space, q.oid, q.start), step);
   const out: Point[] = [];
   if (!buckets.length) return out;
@@ -106,6 +96,20 @@ export async function filledSeries(backend: HistoryBackend, q: SeriesQuery & { s
   // 3.3 repeats the last point up to the end time
   for (let t = out[out.length - 1].t + step; t <= end && out.length < MAX_FILL_POINTS; t += step) out.push({ ...out[out.length - 1], t });
   return out;
+}
+
+/** Adds a row that comes before every row of `buckets` (the state at the start time) to them. */
+function addFirst(buckets: Bucket[], row: HistoryRow | undefined, step: number): Bucket[] {
+  if (!row) return buckets;
+  const [, t, , status, value] = row;
+  const n = numeric(value);
+  const first: Bucket = [Math.floor(t / step) * step, status, status !== null ? 1 : 0, n ?? null, n !== undefined ? 1 : 0, status, value];
+  const head = buckets[0];
+  if (!head || head[0] !== first[0]) return [first, ...buckets];
+  const merged: Bucket = [...head];
+  if (first[2]) { merged[1] = ((head[1] ?? 0) * head[2] + first[1]!) / (head[2] + 1); merged[2] = head[2] + 1; }
+  if (first[4]) { merged[3] = ((head[3] ?? 0) * head[4] + first[3]!) / (head[4] + 1); merged[4] = head[4] + 1; }
+  return [merged, ...buckets.slice(1)];
 }
 
 /** The value with the fill's divider and digits (3.3 floors, it does not round). */

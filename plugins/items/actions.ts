@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import type { ActionEvent } from './api';
+import type { ActionEvent } from './contract';
 import type { Item } from './item';
 import type { ItemsLimits } from './defaults';
 

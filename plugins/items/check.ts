@@ -2,7 +2,7 @@ import type { Paths } from '../../core/paths';
 import type { Finding } from '../../core/settings/schema';
 import { readIniFile } from '../../core/settings/check';
 import { entryOf } from '../../core/settings/usability';
-import { readNotifierFiles } from '../notifiers/host/config';
+import { readNotifierFiles } from '../notifiers/contract';
 import { parseBinding } from './binding';
 
 /**

@@ -7,7 +7,7 @@ import { itemsMetrics } from './metrics';
 
 /**
  * Plugin `items`: units, sensors and lvars (service `items`, contract in
- * ./api.ts), persisted in runtime/<product>_items.json, with the product API
+ * ./contract.ts), persisted in runtime/<product>_items.json, with the product API
  * functions create, destroy, list, state, update, action, result, set_prop.
  */
 export const plugin = definePlugin({

@@ -1,4 +1,4 @@
-import type { ItemInfo, StateEvent } from './api';
+import type { ItemInfo, StateEvent } from './contract';
 import type { Oid } from './oid';
 
 /** Configuration of an item (set_prop); what is not a unit's has no action_* fields in use. */

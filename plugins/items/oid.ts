@@ -1,5 +1,5 @@
 import { invalidParams } from '../../core/errors';
-import type { ItemType } from './api';
+import type { ItemType } from './contract';
 
 export const ItemTypes: readonly ItemType[] = ['unit', 'sensor', 'lvar'];
 

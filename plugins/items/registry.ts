@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { PluginContext } from '../../core/plugin';
 import { alreadyExists, ApiError, busy, functionFailed, invalidParams, notFound } from '../../core/errors';
 import { describe } from '../../core/log';
-import { EventSource, type ItemChange, type ItemInfo, type ItemsService, type StateEvent } from './api';
+import { EventSource, type ItemChange, type ItemInfo, type ItemsService, type StateEvent } from './contract';
 import { Item, type ItemProps, type StateChange, type StoredItem } from './item';
 import { parseOid, type Oid } from './oid';
 import { canRead, canReadAll } from './access';
@@ -81,7 +81,7 @@ export class ItemRegistry implements ItemsService {
     }
   }
 
-  // ---- the items service (plugins/items/api.ts) ----
+  // ---- the items service (plugins/items/contract.ts) ----
 
   readable(key: ApiKey | undefined, oidOrMask: string): boolean {
     const mask = /^([a-z]+):(?:(.+)\/)?#$/.exec(oidOrMask);

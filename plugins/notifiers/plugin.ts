@@ -8,6 +8,6 @@ export type { ModuleLogger } from '../../core/log';
 // the service `notifiers` (needs: ['notifiers']) is declared there: without it a plugin could not name it
 import './service';
 export type {
-  ActionEvent, DeliveryError, Endpoint, EndpointEnv, LogRecord, NotifierConfig, NotifierEvents, NotifierPlugin,
+  ActionEvent, DeliveryError, Endpoint, EndpointEnv, EndpointFactory, LogRecord, NotifierConfig, NotifierEvents, NotifierPlugin,
   NotifierType, SettingDecl, SettingKind, SettingsSchema, StateEvent, Subject, Subscription,
-} from './api';
+} from './contract';

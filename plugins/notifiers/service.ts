@@ -1,6 +1,6 @@
-import type { NotifierHost } from './api';
+import type { NotifierHost } from './contract';
 
-/** The notifiers plugin (host.ts) provides the service `notifiers`: notifier types register with it. */
+/** The notifiers plugin (host/) provides the service `notifiers`: notifier types register with it. */
 declare module '../../core/plugin' {
   interface Services {
     notifiers: NotifierHost;

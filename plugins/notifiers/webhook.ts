@@ -1,6 +1,6 @@
-import type { Subject } from './api';
+import type { Subject } from './contract';
 import { describe } from '../../core/log';
-import type { DeliveryError, Endpoint, NotifierConfig, NotifierType, SettingsSchema } from './api';
+import type { DeliveryError, Endpoint, NotifierConfig, NotifierType, SettingsSchema } from './contract';
 import { checkHttpUri } from './host/config';
 import { shownUri } from './host/redaction';
 

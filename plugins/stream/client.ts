@@ -2,10 +2,8 @@ import type WebSocket from 'ws';
 import type { RawData } from 'ws';
 import type { BusSubject } from '../../core/bus';
 import type { ResolvedKey } from '../../core/auth/keys';
-import type { Subscription } from '../notifiers/api';
-import { subscribed } from '../notifiers/host/filter';
-import { canRead } from '../items/access';
-import type { Oid } from '../items/oid';
+import { subscribed, type Subscription } from '../notifiers/contract';
+import { canRead, type Oid } from '../items/contract';
 import { throttleKey } from '../../core/auth/throttle';
 
 /** The item an event is about, as the access rules take it; undefined when it names none. */

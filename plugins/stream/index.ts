@@ -6,10 +6,10 @@ import { Subjects, type BusSubject } from '../../core/bus';
 import { RepeatLog } from '../../core/repeat-log';
 import { ApiError, accessDenied, invalidParams } from '../../core/errors';
 import { Defaults } from '../../core/defaults';
-import { normalizeSubscriptions } from '../notifiers/host/config';
+import { normalizeSubscriptions } from '../notifiers/contract';
 import { StreamClient } from './client';
 import type { ResolvedKey } from '../../core/auth/keys';
-import { CloseCodes, type StreamService, type StreamStats } from './api';
+import { CloseCodes, type StreamService, type StreamStats } from './contract';
 import { streamMetrics } from './metrics';
 
 /** Where the stream is taken (plugins/stream/README.md). */

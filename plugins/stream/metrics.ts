@@ -1,5 +1,5 @@
 import type { MetricSample } from '../../core/metrics';
-import type { StreamStats } from './api';
+import type { StreamStats } from './contract';
 
 /** Each figure of StreamStats as a family eva_stream_<name> of GET /metrics. */
 const Families: Record<keyof StreamStats, Omit<MetricSample, 'value'>> = {

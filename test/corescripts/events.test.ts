@@ -3,7 +3,7 @@ import path from 'node:path';
 import test from 'ava';
 import { MAX_TIMER_SECONDS } from '../../core/defaults';
 import { EventBus } from '../../core/bus';
-import type { StateEvent } from '../../plugins/items/api';
+import type { StateEvent } from '../../plugins/items/contract';
 import { Keys, startController } from '../helpers/controller';
 import { CS, call, controllerLog, untilLogged } from '../helpers/corescripts';
 import { until } from '../helpers/wait';

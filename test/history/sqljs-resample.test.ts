@@ -1,12 +1,12 @@
 import test from 'ava';
 import path from 'node:path';
 import type { HistoryRow } from '../../plugins/notifiers/db/schema';
-import { bucketize } from '../../plugins/history/resampling';
+import { bucketize } from '../../plugins/notifiers/db/resample';
 import { history, tmpDir, now } from '../helpers/history-db';
 
 /**
  * The sql.js history computes a fill's intervals in its own thread (SQLite's
- * GROUP BY): they must equal what history/resampling.ts bucketize makes of the
+ * GROUP BY): they must equal what notifiers/db/resample.ts bucketize makes of the
  * same rows, for every kind of value 3.3 stored (numbers as text, padded,
  * exponents, '', NULL, words) and status (NULL, -1, 0, 1), at several steps.
  */

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { HistoryRow } from '../../plugins/notifiers/db/schema';
 import type { History } from '../../plugins/notifiers/db/history';
-import { bucketize } from '../../plugins/history/resampling';
+import { bucketize } from '../../plugins/notifiers/db/resample';
 import { history, tmpDir, now, run, sqlite3Lines } from '../helpers/history-db';
 import { EVA33_SCHEMA } from '../helpers/eva33-history';
 

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { EventSource } from '../../plugins/items/api';
+import { EventSource } from '../../plugins/items/contract';
 import { startItemsController, ItemKeys, NOTIFIER_FILES } from '../helpers/items';
 import { until } from '../helpers/wait';
 import { ITEM_PROBE_PLUGIN } from '../helpers/item-probe-plugin';

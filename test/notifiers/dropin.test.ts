@@ -82,3 +82,46 @@ test("a type's maxBatch bounds its batches unless the notifier's config sets max
     t.true(s.sizes.length >= Math.ceil(10 / max), `${id}: ${s.sizes}`);
   }
 });
+
+/** A type with state per controller: `forController` and no `create`; its factory numbers the endpoints it creates. */
+const COUNTED_TYPE = `
+const type = {
+  name: 'counted', settings: {},
+  forController(ctx) {
+    const made = [];
+    let saves = 0;
+    ctx.onSave(() => { saves++; });
+    return {
+      create(cfg, env) {
+        made.push(cfg.id);
+        const number = made.length;
+        return {
+          async test() {}, async send() {}, stop() {},
+          info: () => ({ number, made: [...made], saves, owner: ctx.name, same: env.ctx === ctx }),
+        };
+      },
+    };
+  },
+};
+module.exports.plugin = {
+  name: 'notifier-counted', kind: 'notifier', version: '1.0.0', needs: ['notifiers'], notifier: type,
+};
+`;
+
+test('a type with forController gets one factory per controller, with its plugin context, which creates that controller\'s endpoints', async (t) => {
+  const one = notifierFiles({ c1: { type: 'counted' }, c2: { type: 'counted' } });
+  one['plugins/counted-notifier.js'] = COUNTED_TYPE;
+  const two = notifierFiles({ c3: { type: 'counted' } });
+  two['plugins/counted-notifier.js'] = COUNTED_TYPE;
+  const [a, b] = await Promise.all([startController(t, { files: one }), startController(t, { files: two })]);
+  const s1 = await stats(a.client, k, 'c1');
+  const s2 = await stats(a.client, k, 'c2');
+  const s3 = await stats(b.client, k, 'c3');
+  t.deepEqual([s1.number, s2.number], [1, 2]);
+  t.deepEqual(s1.made, ['c1', 'c2']);
+  t.like(s3, { number: 1, made: ['c3'], owner: 'notifier-counted', same: true });
+  // what the factory registers through ctx is the type plugin's: save runs it
+  await a.client.ok('save', { k });
+  t.is((await stats(a.client, k, 'c1')).saves, 1);
+  t.is((await stats(b.client, k, 'c3')).saves, 0);
+});

@@ -6,7 +6,7 @@ import { notifierFiles, stateEvent, stats, controllerLog } from '../helpers/noti
 import { until } from '../helpers/wait';
 import { postgresUnavailable, sharedPostgres, PG_PASSWORD } from '../helpers/postgres';
 import { PostgresHistory } from '../../plugins/notifiers/db/postgres';
-import { bucketize } from '../../plugins/history/resampling';
+import { bucketize } from '../../plugins/notifiers/db/resample';
 import type { ModuleLogger } from '../../core/log';
 
 /**

@@ -1,6 +1,6 @@
 import test from 'ava';
 import type { BusSubject } from '../../core/bus';
-import type { Subscription } from '../../plugins/notifiers/api';
+import type { Subscription } from '../../plugins/notifiers/contract';
 import { EventRouter, ROUTE_CACHE_MAX, type Routed } from '../../plugins/notifiers/host/router';
 
 /** A notifier as the router sees it, recording what it got and how often it was asked whether it takes events. */

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { writeFileAtomic } from '../../../core/toolkit/atomic-file';
 import { parseBool } from '../../../core/config';
-import type { NotifierConfig, NotifierType, SettingDecl } from '../api';
+import type { NotifierConfig, NotifierType, SettingDecl } from '../contract';
 import { settingDefaults, settingValue } from '../host/settings';
 import { NotifierIdPattern, checkConfig } from '../host/config';
 import { CommonSettings } from '../host/defaults';

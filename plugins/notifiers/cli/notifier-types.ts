@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { discoverPlugins } from '../../../core/plugins';
 import type { SettingsOwner } from '../../../core/settings/check';
-import type { NotifierType } from '../api';
+import type { NotifierType } from '../contract';
 import { declaredTypes } from '../host';
 
 export interface TypeCatalogue {

@@ -3,7 +3,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { Paths } from '../../../core/paths';
 import { Products, type Product } from '../../../core/defaults';
 import { describe } from '../../../core/log';
-import type { Subject, Subscription } from '../api';
+import type { Subject, Subscription } from '../contract';
 import { normalizeSubscription } from '../host/config';
 import { withoutSecrets } from '../host/redaction';
 import { DefaultLogLevel } from '../host/filter';
@@ -11,7 +11,7 @@ import { loadTypes, type TypeCatalogue } from './notifier-types';
 import { CliError, NotifierFiles, checked, knownFields, setField, type RawConfig } from './notifier-files';
 import { standaloneContext } from './notifier-env';
 import { withDeadline } from '../../../core/toolkit/deadline';
-import { parseProps, targetOf, typeHelp } from '../host/settings';
+import { endpointFactory, parseProps, targetOf, typeHelp } from '../host/settings';
 import { PackageVersion } from '../../../core/version';
 import { checkIniFiles, configErrorText } from '../../../core/settings/check';
 import { CONFIG_EXIT_CODE, ConfigError, describeSetting } from '../../../core/settings/schema';
@@ -151,7 +151,7 @@ function program(io: Io, defaultProduct: Product, catalogue: TypeCatalogue): Com
       cfg.api_enabled = false;
       cfg.collect_logs = false;
       const env = standaloneContext(c.paths);
-      const endpoint = type.create(cfg, { ctx: env.ctx, log: env.ctx.quietLog(`notifier.${id}`) });
+      const endpoint = endpointFactory(type, env.ctx).create(cfg, { ctx: env.ctx, log: env.ctx.quietLog(`notifier.${id}`) });
       // the same clock as the controller's: the notifier's timeout, for the test and for the stop after it
       const timeout = cfg.timeout ?? env.ctx.config.server.timeout;
       try {

@@ -1,4 +1,6 @@
-import type { HistoryRow } from './schema';
+import type { HistoryQuery, HistoryRow } from '../../history/contract';
+
+export type { HistoryQuery };
 
 /**
  * What a db notifier keeps its history in: the sql.js file (journaled, in a
@@ -6,23 +8,6 @@ import type { HistoryRow } from './schema';
  * the history API (state_history, state_log) reads through it, so every
  * backend answers the same queries.
  */
-
-/** One read of the history of one space. Times are unix seconds. */
-export interface HistoryQuery {
-  space: string;
-  /** exact item oids (`sensor:group/id`) */
-  oids?: string[];
-  /** oid prefixes from masks: `sensor:group/#` is the prefix `sensor:group/` */
-  prefixes?: string[];
-  /** t >= start */
-  start?: number;
-  /** t <= end */
-  end?: number;
-  /** most rows answered; the oldest first unless `newest` */
-  limit?: number;
-  /** with limit: the newest `limit` rows (still answered oldest first) */
-  newest?: boolean;
-}
 
 export interface HistoryBackend {
   /** open or connect; called once before the first write */

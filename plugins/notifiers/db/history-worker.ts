@@ -2,7 +2,7 @@ import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { HistoryStore } from './store';
 import type { HistoryOptions, ToWorker, FromWorker } from './history';
 import type { HistoryRow } from './schema';
-import type { Bucket } from '../../history/resampling';
+import type { Bucket } from '../../history/contract';
 
 /**
  * The history thread of one db notifier. sql.js keeps the database in memory

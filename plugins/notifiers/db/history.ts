@@ -3,7 +3,7 @@ import { Worker } from 'node:worker_threads';
 import type { ModuleLogger } from '../../../core/log';
 import type { HistoryRow } from './schema';
 import type { HistoryBackend, HistoryQuery } from './backend';
-import type { Bucket, Resampling } from '../../history/resampling';
+import type { Bucket, HistoryReader } from '../../history/contract';
 
 /** What the history thread needs to know; all times in seconds. */
 export interface HistoryOptions {
@@ -100,7 +100,7 @@ type Call = { kind: 'insert'; rows: HistoryRow[] } | { kind: 'query'; query: His
  * survives a crash. A thread that dies is started again on the next batch,
  * from the file and its journal.
  */
-export class History implements HistoryBackend, Resampling {
+export class History implements HistoryBackend, HistoryReader {
   private worker: Worker | undefined;
   private ready: Promise<void> | undefined;
   /** resolves when the last thread started has exited */

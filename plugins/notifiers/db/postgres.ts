@@ -3,7 +3,8 @@ import { onFirstUse } from '../../../core/toolkit/lazy-module';
 import type { ModuleLogger } from '../../../core/log';
 import type { HistoryBackend, HistoryQuery } from './backend';
 import type { HistoryRow } from './schema';
-import { mergeBuckets, type Bucket, type Resampling } from '../../history/resampling';
+import type { Bucket, HistoryReader } from '../../history/contract';
+import { mergeBuckets } from './resample';
 
 /**
  * The state history in a PostgreSQL database, for fleets: several controllers
@@ -75,7 +76,7 @@ const ROLLUP = `CREATE TABLE IF NOT EXISTS state_history_minute (
      last_value VARCHAR(8192),
      PRIMARY KEY (space, oid, m))`;
 
-/** A value that reads as a number, as a float8, else NULL (the same test as history/resampling.ts numeric()). */
+/** A value that reads as a number, as a float8, else NULL (the same test as history/contract.ts numeric()). */
 const NUMERIC_VALUE = `CASE WHEN value ~ '^\\s*[-+]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?\\s*$' THEN value::float8 END`;
 
 /**
@@ -149,7 +150,7 @@ export interface PostgresStats {
   last_error: string;
 }
 
-export class PostgresHistory implements HistoryBackend, Resampling {
+export class PostgresHistory implements HistoryBackend, HistoryReader {
   private readonly pool: Pg.Pool;
   private schemaReady = false;
   /** the schema being made: calls arriving meanwhile (an API query right after start) wait for it */
@@ -234,7 +235,7 @@ export class PostgresHistory implements HistoryBackend, Resampling {
   }
 
   /**
-   * The fill's intervals of one item (history/resampling.ts), computed by the
+   * The fill's intervals of one item (db/resample.ts), computed by the
    * server: whole minutes from the rollup, the partial minutes at both ends
    * from the rows. A day of a million rows reads about 1440 rollup rows.
    */
@@ -400,7 +401,7 @@ export class PostgresHistory implements HistoryBackend, Resampling {
 
   /** An error's text with the password taken out, whatever the driver put in it. */
   private clean(err: unknown): string {
-    // not core/log's describe: this module loads without the kernel (the notifier CLI, db.ts's users)
+    // not core/log's describe: this module loads without the kernel (the notifier CLI, the db type's users)
     const text = err instanceof Error ? err.message || String(err) : String(err);
     return this.password ? text.split(this.password).join('***') : text;
   }

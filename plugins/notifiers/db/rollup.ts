@@ -1,6 +1,6 @@
 import type { SqliteFile } from '../../../core/toolkit/sqlite-file';
 import type { HistoryRow } from './schema';
-import { numeric, type Bucket } from '../../history/resampling';
+import { numeric, type Bucket } from '../../history/contract';
 
 /**
  * The per-minute rollup of the sql.js history (the same as PostgreSQL's,

@@ -14,5 +14,5 @@ export const HistorySchema = [
   'CREATE INDEX IF NOT EXISTS i_oid ON state_history (space, oid)',
 ];
 
-/** One row as the main thread hands it to the history worker: space, t, oid, status, value. */
-export type HistoryRow = [string, number, string, number | null, string | null];
+/** One row as the main thread hands it to the history worker: space, t, oid, status, value (the history plugin's row). */
+export type { HistoryRow } from '../../history/contract';

@@ -7,7 +7,8 @@ import { HistorySchema, type HistoryRow } from './schema';
 import { Journal } from '../../../core/toolkit/journal';
 import { CheckpointPolicy } from './policy';
 import type { HistoryQuery } from './backend';
-import { numeric, mergeBuckets, type Bucket } from '../../history/resampling';
+import { numeric, type Bucket } from '../../history/contract';
+import { mergeBuckets } from './resample';
 import { RollupChange, NUMERIC_VALUE, openRollup, expireRollup, rollupBuckets } from './rollup';
 import type { HistoryOptions, HistoryStats } from './history';
 
@@ -60,7 +61,7 @@ export class HistoryStore {
     // a new file gets incremental auto-vacuum so that expired rows give their pages back to the file system
     if (fresh) db.run('PRAGMA auto_vacuum = INCREMENTAL');
     for (const sql of HistorySchema) db.run(sql);
-    // resample's test of a numeric value, the same as the fill's everywhere (history/resampling.ts)
+    // resample's test of a numeric value, the same as the fill's everywhere (db/resample.ts)
     db.db.create_function('eva_numeric', (v: unknown) => (v === null ? null : numeric(String(v)) ?? null));
     // before the replay: replayed rows enter the rollup as they enter the rows
     const built = openRollup(db);
@@ -229,7 +230,7 @@ export class HistoryStore {
   }
 
   /**
-   * The fill's intervals of one item with start < t <= end (history/resampling.ts):
+   * The fill's intervals of one item with start < t <= end (db/resample.ts):
    * at steps of whole minutes, the whole minutes from the rollup and the
    * partial minutes at both ends from the rows (a day of a million rows
    * reads about 1440 rollup rows); other steps from the rows. Only the

@@ -1,5 +1,5 @@
 import { Subjects } from '../../../core/bus';
-import type { Subject } from '../api';
+import type { Subject } from '../contract';
 import { bool, bound, defaults, int, seconds, text, type Values } from '../../../core/settings/schema';
 
 /**
@@ -57,5 +57,5 @@ export const Eva33NotifierFields: readonly string[] = [
   'apikey', 'mapfile', 'project', 'region', 'registry', 'token_expire',
 ];
 
-/** The subjects a notifier file may subscribe to: the bus's and `server` (api.ts Subject). */
+/** The subjects a notifier file may subscribe to: the bus's and `server` (contract.ts Subject). */
 export const NotifierSubjects: readonly Subject[] = [...Subjects, 'server'];

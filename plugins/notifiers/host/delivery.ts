@@ -1,6 +1,6 @@
-import type { Subject } from '../api';
+import type { Subject } from '../contract';
 import { describe, type ModuleLogger } from '../../../core/log';
-import type { DeliveryError, Endpoint, NotifierStats } from '../api';
+import type { DeliveryError, Endpoint, NotifierStats } from '../contract';
 import type { DeliveryOptions } from './defaults';
 import { EventQueue } from './queue';
 import { eventSize } from './event-size';

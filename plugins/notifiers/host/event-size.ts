@@ -1,4 +1,4 @@
-import type { Subject } from '../api';
+import type { Subject } from '../contract';
 
 /**
  * What an event holds besides its variable texts: the object, its keys, the

@@ -1,4 +1,4 @@
-import type { StateEvent, Subscription } from '../api';
+import type { StateEvent, Subscription } from '../contract';
 import { itemSelected } from './filter';
 
 /** The shortest period of `interval` rounds, seconds (a timer more often than this would only burn the CPU). */

@@ -1,5 +1,5 @@
 import type { MetricSample } from '../../../core/metrics';
-import type { NotifierHost } from '../api';
+import type { NotifierHost } from '../contract';
 
 /** What get_notifier's stats hold besides the endpoint's own figures (Delivery.stats, the test). */
 const DELIVERY = {

@@ -1,4 +1,4 @@
-import type { Subject } from '../api';
+import type { Subject } from '../contract';
 import { NotifierSubjects } from './defaults';
 
 /** A first-in first-out list that takes from the head without shifting the array each time. */

@@ -1,4 +1,4 @@
-import type { Subject, Subscription } from '../api';
+import type { Subject, Subscription } from '../contract';
 import { itemOf, itemSelected, subscribed, type ItemRef } from './filter';
 
 /** A notifier as the router sees it: its subscriptions, and where its events go. */

@@ -1,5 +1,6 @@
 import { parseBool } from '../../../core/config';
-import type { NotifierConfig, NotifierType, SettingDecl, SettingsSchema } from '../api';
+import type { PluginContext } from '../../../core/plugin';
+import type { EndpointFactory, NotifierConfig, NotifierType, SettingDecl, SettingsSchema } from '../contract';
 import { HiddenPassword, shownUri } from './redaction';
 import { CommonSettings, FileFields } from './defaults';
 
@@ -116,6 +117,12 @@ export function typeHelp(type: NotifierType): string {
   return lines.join('\n');
 }
 
+/** How a (checked) type creates the endpoints of the controller whose plugin context is `ctx`: forController, else create. */
+export function endpointFactory(type: NotifierType, ctx: PluginContext): EndpointFactory {
+  if (type.forController) return type.forController(ctx);
+  return { create: (cfg, env) => type.create!(cfg, env) };
+}
+
 const Kinds = new Set(['string', 'number', 'integer', 'boolean', 'object']);
 
 /** What is wrong with a plugin's `notifier` declaration (host and command line refuse it alike), or undefined. */
@@ -123,7 +130,8 @@ export function typeProblem(t: unknown): string | undefined {
   if (!t || typeof t !== 'object') return 'plugin.notifier is missing';
   const d = t as Partial<NotifierType>;
   if (typeof d.name !== 'string' || !d.name) return 'plugin.notifier.name is missing';
-  if (typeof d.create !== 'function') return 'plugin.notifier.create is not a function';
+  if (typeof d.create !== 'function' && typeof d.forController !== 'function') return 'plugin.notifier.create is not a function';
+  if (d.forController !== undefined && typeof d.forController !== 'function') return 'plugin.notifier.forController is not a function';
   if (!d.settings || typeof d.settings !== 'object') return 'plugin.notifier.settings is missing';
   for (const [n, s] of Object.entries(d.settings)) {
     if (!s || !Kinds.has(s.type)) return `setting ${n}: type must be one of ${[...Kinds].join(', ')}`;

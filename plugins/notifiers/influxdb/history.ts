@@ -1,11 +1,9 @@
 import { functionFailed, invalidParams } from '../../../core/errors';
 import type { ModuleLogger } from '../../../core/log';
-import type { HistoryBackend, HistoryQuery } from '../db/backend';
-import type { HistoryRow } from '../db/schema';
-import type { OwnAnswers, OwnHistoryQuery, OwnLogRecord } from '../../history/own-answers';
-import { cut, MAX_RECORDS, type Point } from '../../history/series';
-import { MAX_FILL_POINTS } from '../../history/time';
-import { numeric } from '../../history/resampling';
+import {
+  cut, MAX_FILL_POINTS, MAX_RECORDS, numeric,
+  type HistoryQuery, type HistoryRow, type OwnAnswers, type OwnHistoryQuery, type OwnLogRecord, type Point,
+} from '../../history/contract';
 import { InfluxClient, InfluxError } from './client';
 import { chunkLines, measurementOf, toNanos, unwritable, type InfluxPoint } from './lines';
 
@@ -55,7 +53,7 @@ function statusOf(v: unknown): number | null {
   return typeof v === 'number' ? Math.trunc(v) : null;
 }
 
-export class InfluxHistory implements HistoryBackend, OwnAnswers {
+export class InfluxHistory implements OwnAnswers {
   private written = 0;
   private refused = 0;
   private requests = 0;
@@ -137,7 +135,7 @@ export class InfluxHistory implements HistoryBackend, OwnAnswers {
     this.lastRefusedLog = now;
   }
 
-  /** HistoryBackend.write: rows (space, t, oid, status, value) as points of this history. */
+  /** Rows (space, t, oid, status, value) as points of this history. */
   async write(rows: HistoryRow[]): Promise<void> {
     const points = rows.map(([, t, oid, status, value]) => {
       const p: InfluxPoint = { measurement: measurementOf(this.space, oid), status: status ?? NaN, value, t };
@@ -258,7 +256,7 @@ export class InfluxHistory implements HistoryBackend, OwnAnswers {
     return q.limit !== undefined ? out.slice(Math.max(0, out.length - q.limit)) : out;
   }
 
-  /** HistoryBackend.query: rows of this history's space (oids, or oid prefixes), oldest first. */
+  /** History rows (as a db store answers them) of this history's space (oids, or oid prefixes), oldest first. */
   async query(q: HistoryQuery): Promise<HistoryRow[]> {
     if (q.space !== this.space) return [];
     const sources = [

@@ -1,4 +1,4 @@
-import { numeric } from '../../history/resampling';
+import { numeric } from '../../history/contract';
 
 /**
  * States as InfluxDB 1.x line protocol, as EVA ICS 3.3's influxdb notifier

@@ -1,17 +1,18 @@
 import { RepeatLog } from '../../../core/repeat-log';
 import crypto from 'node:crypto';
-import type { Subject } from '../api';
+import type { Subject } from '../contract';
 import { invalidParams } from '../../../core/errors';
 import type { PluginContext } from '../../../core/plugin';
 import type { ModuleLogger } from '../../../core/log';
-import type { ItemsService } from '../../items/api';
-import type { MqttSubscriber } from '../../corescripts/api';
-import type { Endpoint } from '../api';
+import type { ItemsService } from '../../items/contract';
+import type { MqttSubscriber } from '../../corescripts/contract';
+import type { Endpoint } from '../contract';
 import { Connection, NotConnected } from './connection';
 import { EchoFilter } from './echo';
 import { ItemLink } from './inbound-messages';
 import { LogCollector } from './logs';
-import { MqttApi } from './api';
+import { MqttApi } from './calls';
+import type { SeenIdsFiles } from './seen-ids';
 import { messagesOf } from './messages';
 import { LatestRetained } from './retained';
 import { MqttDefaults, type MqttSettings, type Qos } from './settings';
@@ -49,7 +50,8 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
   /** updates, controls and log records refused from the broker: logged once, then counted per interval */
   private readonly refused: RepeatLog;
 
-  constructor(readonly s: MqttSettings, private readonly ctx: PluginContext, private readonly log: ModuleLogger) {
+  /** `seen`: the controller's stores of API frames already run (one for every mqtt notifier of it) */
+  constructor(readonly s: MqttSettings, private readonly ctx: PluginContext, private readonly log: ModuleLogger, seen: SeenIdsFiles) {
     this.self = { system: ctx.config.server.name, product: ctx.paths.product };
     // unique per run: two controllers (or a restarted one) never take each other's session
     const clientId = `${this.self.product}-${this.self.system}-${s.id}-${crypto.randomBytes(4).toString('hex')}`.slice(0, 64);
@@ -61,7 +63,7 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
       if (this.self.product === 'sfa') this.logs = new LogCollector(this.conn, s, ctx.logger, this.self, this.refused);
       else log.warning(`mqtt ${s.id}: collect_logs works on an sfa controller only, ignored on ${this.self.product}`);
     }
-    if (s.apiEnabled) this.api = new MqttApi(this.conn, s, ctx, ctx.keys, this.self, log);
+    if (s.apiEnabled) this.api = new MqttApi(this.conn, s, ctx, ctx.keys, this.self, seen, log);
     this.conn.onConnect = () => {
       this.link.resubscribed();
       this.announce();

@@ -1,9 +1,7 @@
 import type { RepeatLog } from '../../../core/repeat-log';
 import type { ModuleLogger } from '../../../core/log';
 import { describe } from '../../../core/log';
-import type { ItemsService } from '../../items/api';
-import { valueParam } from '../../items/functions';
-import { parseBinding } from '../../items/binding';
+import { parseBinding, valueParam, type ItemsService } from '../../items/contract';
 import type { Connection } from './connection';
 import type { MessageHandler } from './routes';
 import type { EchoFilter } from './echo';

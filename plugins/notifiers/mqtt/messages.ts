@@ -1,5 +1,5 @@
-import type { Subject } from '../api';
-import { EventSource } from '../../items/api';
+import type { Subject } from '../contract';
+import { EventSource } from '../../items/contract';
 import type { MqttSettings, Qos } from './settings';
 import { StateFields, Topics, type StateTopics } from './topics';
 

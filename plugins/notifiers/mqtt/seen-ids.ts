@@ -125,26 +125,28 @@ export class SeenIds {
   }
 }
 
-/** One store per file for the whole process: every mqtt notifier of a controller guards the same API. */
-const shared = new Map<string, { ids: SeenIds; users: number }>();
+/** The stores of one controller, one per file: every mqtt notifier of the controller guards the same API. */
+export class SeenIdsFiles {
+  private readonly shared = new Map<string, { ids: SeenIds; users: number }>();
 
-/** The store of `file`, loaded on first use; give it back with `releaseSeenIds`. */
-export function acquireSeenIds(file: string, max: number, log?: ModuleLogger): SeenIds {
-  let s = shared.get(file);
-  if (!s) {
-    const ids = new SeenIds(max, file, log);
-    ids.load();
-    s = { ids, users: 0 };
-    shared.set(file, s);
+  /** The store of `file`, loaded on first use; give it back with `release`. */
+  acquire(file: string, max: number, log?: ModuleLogger): SeenIds {
+    let s = this.shared.get(file);
+    if (!s) {
+      const ids = new SeenIds(max, file, log);
+      ids.load();
+      s = { ids, users: 0 };
+      this.shared.set(file, s);
+    }
+    s.users++;
+    return s.ids;
   }
-  s.users++;
-  return s.ids;
-}
 
-/** The last user gone, the store is closed (its writes finished first). */
-export async function releaseSeenIds(ids: SeenIds): Promise<void> {
-  const s = ids.file === undefined ? undefined : shared.get(ids.file);
-  if (!s || s.ids !== ids || --s.users > 0) return;
-  shared.delete(ids.file!);
-  await ids.close();
+  /** The last user gone, the store is closed (its writes finished first). */
+  async release(ids: SeenIds): Promise<void> {
+    const s = ids.file === undefined ? undefined : this.shared.get(ids.file);
+    if (!s || s.ids !== ids || --s.users > 0) return;
+    this.shared.delete(ids.file!);
+    await ids.close();
+  }
 }

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { parseBool } from '../../../core/config';
-import type { NotifierConfig, SettingsSchema } from '../api';
+import type { NotifierConfig, SettingsSchema } from '../contract';
 
 /** Every default and limit of the mqtt notifier. */
 export const MqttDefaults = {

@@ -1,7 +1,6 @@
 import type http from 'node:http';
-import type { ItemsService } from '../../items/api';
-import type { Subscription } from '../api';
-import { itemSelected } from '../host/filter';
+import type { ItemsService } from '../../items/contract';
+import { itemSelected, type Subscription } from '../contract';
 import { itemFamilies, metricStem } from './exposition';
 
 /** The page goes out in pieces of about this many characters: memory stays bounded whatever the item count. */

@@ -1,0 +1,269 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { PluginContext } from '../../../core/plugin';
+import type { Endpoint, EndpointEnv, EndpointFactory, NotifierConfig, NotifierType } from '../contract';
+import { historyService, notifierPlugin } from '../type-plugin';
+import { num } from '../../../core/settings/schema';
+import { History, type HistoryOptions } from './history';
+import { checkDbName, checkKeep, parseDbProps, resolveDbFile } from './props';
+import type { HistoryRow } from './schema';
+import type { HistoryBackend } from './backend';
+import type { HistoryReader } from '../../history/contract';
+import { PostgresHistory, checkPostgresUri, isPostgresUri, maskUri } from './postgres';
+
+/**
+ * Every default and limit of the db notifier. A notifier file may set
+ * flush_interval, max_rows, max_size and max_write_mb_per_hour for itself
+ * (the CLI `set` knows them).
+ */
+export const DbDefaults = {
+  /** seconds a row is kept (spec: 86400) */
+  keep: 86400,
+  /**
+   * shortest time between two checkpoints (whole-file rewrites). Rows are
+   * safe in the journal at once; how fresh the file is for outside readers
+   * is set by the write budget below (plugins/notifiers/README.md, db notifier history).
+   */
+  flush_interval: 5,
+  /**
+   * write budget of a history file in MB per hour, journal included: a
+   * checkpoint runs when the budget since the last one covers the file. 64
+   * MB/h is ~1.5 GB a day, a pace an SD card bears for years.
+   */
+  max_write_mb_per_hour: 64,
+  /**
+   * seconds between two journal fsyncs: rows arriving meanwhile go into the
+   * next batch, so an SD card sees 4 small writes a second rather than one
+   * per event; a row counts as stored (sent) up to this much later. A batch
+   * of half max_batch or more commits at once (a backlog).
+   */
+  commit_interval: 0.25,
+  /** a checkpoint runs regardless of the budget once the journal exceeds this share of the file... */
+  journal_share: 1,
+  /** ...or this many bytes, whichever is more, so replay at start stays short */
+  journal_floor: 4 * 1024 * 1024,
+  /** most rows kept: ~140-180 bytes a row on disk, so 1M rows is ~140-180 MB and ~0.5 s to flush */
+  max_rows: 1_000_000,
+  /** most bytes the database may use, whatever the rows hold (long values); 256 MB */
+  max_size: 256 * 1024 * 1024,
+  /** a flush that took d waits at least d times this before the next one */
+  flush_pause_factor: 4,
+  /** seconds between retention cleanings (spec: every minute) */
+  clean_interval: 60,
+  /** batches on their way to the history thread; more are refused and retried by the host */
+  max_pending: 16,
+  /** most events the host hands over in one batch */
+  max_batch: 1000,
+};
+
+/** What the db notifier plugin adds to the `[notifiers]` section of etc/<product>.ini (the host declares the rest). */
+export const DbIniSettings = {
+  max_write_mb_per_hour: num(DbDefaults.max_write_mb_per_hour, 'write budget of each db notifier history file, journal included, unless its file sets one', { min: 0.001, unit: 'MB/h' }),
+};
+
+/** The first bytes of every SQLite 3 file. */
+const SQLITE_MAGIC = 'SQLite format 3\0';
+
+type NumberField = 'flush_interval' | 'max_rows' | 'max_size' | 'max_write_mb_per_hour';
+
+function numberField(cfg: NotifierConfig, field: NumberField, integer: boolean, fallback: unknown = undefined): number {
+  const v = cfg[field] ?? fallback;
+  if (v === undefined || v === null || v === '') return DbDefaults[field];
+  const n = typeof v === 'string' ? Number(v) : v;
+  if (typeof n !== 'number' || !Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n))) {
+    throw new Error(`db notifier ${cfg.id}: ${field} must be a positive ${integer ? 'whole ' : ''}number`);
+  }
+  return n;
+}
+
+/**
+ * The db fields of a notifier config, checked (throws on an unusable one).
+ * `iniBudget` is `[notifiers] max_write_mb_per_hour` (DbIniSettings): it
+ * applies where the notifier sets none.
+ */
+function dbFields(cfg: NotifierConfig, iniBudget?: number) {
+  if (typeof cfg.db !== 'string' || !cfg.db) throw new Error(`db notifier ${cfg.id}: db (the database file) is missing`);
+  return {
+    db: checkDbName(cfg.db),
+    keep: cfg.keep === undefined || cfg.keep === null ? DbDefaults.keep : checkKeep(cfg.keep),
+    maxRows: numberField(cfg, 'max_rows', true),
+    maxBytes: numberField(cfg, 'max_size', true),
+    flushInterval: numberField(cfg, 'flush_interval', false),
+    maxWriteBytesPerHour: numberField(cfg, 'max_write_mb_per_hour', false, iniBudget) * 1024 * 1024,
+  };
+}
+
+/** History options of a notifier config (throws on an unusable one). */
+export function historyOptions(cfg: NotifierConfig, paths: { dir: string; runtime: string }, iniBudget?: number): HistoryOptions {
+  const { db, ...fields } = dbFields(cfg, iniBudget);
+  return {
+    ...fields,
+    file: resolveDbFile(paths, db),
+    space: cfg.space ?? '',
+    flushPauseFactor: DbDefaults.flush_pause_factor,
+    journalShare: DbDefaults.journal_share,
+    commitInterval: DbDefaults.commit_interval,
+    commitRows: DbDefaults.max_batch / 2,
+    journalFloor: DbDefaults.journal_floor,
+    cleanInterval: DbDefaults.clean_interval,
+    maxPending: DbDefaults.max_pending,
+  };
+}
+
+/** A history backend of a notifier, with what the endpoint needs besides. */
+export interface BackendChoice {
+  backend: HistoryBackend & HistoryReader;
+  /** what two notifiers may not share (they would overwrite each other); none for a database server, which has many writers by design */
+  key?: string;
+  /** the endpoint test; writes nothing */
+  test(): Promise<void>;
+}
+
+/**
+ * The history backend a notifier's `db` value names: a postgresql:// URI is
+ * a PostgreSQL database (db/postgres.ts); anything else an SQLite file under
+ * the controller folder, written by sql.js with a journal. The one place
+ * that chooses.
+ */
+export function createBackend(cfg: NotifierConfig, env: EndpointEnv): BackendChoice {
+  if (isPostgresUri(String(cfg.db))) {
+    const { db, keep } = dbFields(cfg);
+    const backend = new PostgresHistory({ uri: db, space: cfg.space ?? '', keep, cleanInterval: DbDefaults.clean_interval }, env.log);
+    // the server answers and the table is there (or could be created)
+    return { backend, test: () => backend.check() };
+  }
+  const options = historyOptions(cfg, env.ctx.paths, env.ctx.config.section('notifiers', DbIniSettings).max_write_mb_per_hour);
+  return { backend: new History(options, env.log), key: options.file, test: () => checkFile(options.file) };
+}
+
+/** A state event as a history row; undefined for anything that is not one. */
+function toRow(space: string, e: unknown): HistoryRow | undefined {
+  if (!e || typeof e !== 'object') return undefined;
+  const { t, oid, status, value } = e as Record<string, unknown>;
+  if (typeof t !== 'number' || typeof oid !== 'string') return undefined;
+  return [
+    space, t, oid,
+    typeof status === 'number' ? status : null,
+    value === undefined || value === null ? null : String(value),
+  ];
+}
+
+/** The endpoint test: the file can be written where it belongs, and an existing one is an SQLite file. Writes nothing. */
+async function checkFile(file: string): Promise<void> {
+  let dir = path.dirname(file);
+  while (!fs.existsSync(dir)) dir = path.dirname(dir);
+  await fs.promises.access(dir, fs.constants.W_OK).catch(() => { throw new Error(`cannot write in ${dir}`); });
+  if (!fs.existsSync(file)) return;
+  const fh = await fs.promises.open(file, 'r');
+  try {
+    const head = Buffer.alloc(SQLITE_MAGIC.length);
+    const { bytesRead } = await fh.read(head, 0, head.length, 0);
+    if (bytesRead > 0 && head.toString('latin1') !== SQLITE_MAGIC) throw new Error(`${file} is not an SQLite database`);
+  } finally {
+    await fh.close();
+  }
+}
+
+/** The db endpoint: states in, through the backend; the history API reads the same backend (`history`). */
+class DbEndpoint implements Endpoint {
+  readonly history: HistoryBackend & HistoryReader;
+  private ignored = 0;
+
+  /** `released`: told once the backend has stopped (its file is free for another notifier) */
+  constructor(private readonly space: string, private readonly choice: BackendChoice, private readonly released?: () => void) {
+    this.history = choice.backend;
+  }
+
+  start(): Promise<void> {
+    return this.history.start();
+  }
+
+  async stop(): Promise<void> {
+    try {
+      await this.history.stop();
+    } finally {
+      this.released?.();
+    }
+  }
+
+  test(): Promise<void> {
+    return this.choice.test();
+  }
+
+  async send(subject: string, events: unknown[], _signal?: AbortSignal): Promise<void> {
+    if (subject !== 'state') return; // the history keeps states only (spec: db notifier)
+    const rows: HistoryRow[] = [];
+    for (const e of events) {
+      const row = toRow(this.space, e);
+      if (row) rows.push(row); else this.ignored++;
+    }
+    if (rows.length) await this.history.write(rows);
+  }
+
+  flush(): Promise<void> {
+    return this.history.flush();
+  }
+
+  info(): Record<string, unknown> {
+    return { ...this.history.info(), ignored: this.ignored };
+  }
+}
+
+/**
+ * The db type in one controller: which history files are in use (two
+ * writers of one file would overwrite each other), and `save` checkpointing
+ * every one of them now, whatever the write budget.
+ */
+class DbFiles implements EndpointFactory {
+  private readonly open = new Map<string, DbEndpoint>();
+
+  constructor(ctx: PluginContext) {
+    ctx.onSave(() => Promise.all([...this.open.values()].map((ep) => ep.flush().catch(() => undefined))));
+  }
+
+  create(cfg: NotifierConfig, env: EndpointEnv): Endpoint {
+    const choice = createBackend(cfg, env);
+    const key = choice.key;
+    if (key === undefined) return new DbEndpoint(cfg.space ?? '', choice);
+    if (this.open.has(key)) throw new Error(`db notifier ${cfg.id}: ${String(cfg.db)} is already the history of another notifier`);
+    const ep = new DbEndpoint(cfg.space ?? '', choice, () => this.open.delete(key));
+    this.open.set(key, ep);
+    return ep;
+  }
+}
+
+/** The db notifier type: state history in an SQLite file under the controller folder, or in PostgreSQL. */
+export const dbType: NotifierType = {
+  name: 'db',
+  description: 'keeps the state history (SQLite file under the controller folder, or a postgresql:// database)',
+  maxBatch: DbDefaults.max_batch,
+  settings: {
+    db: { type: 'string', required: true, description: 'SQLite file (relative to the runtime folder) or postgresql:// URI' },
+    keep: { type: 'number', default: DbDefaults.keep, description: 'seconds a row is kept' },
+    flush_interval: { type: 'number', default: DbDefaults.flush_interval, description: 'shortest time between two checkpoints, seconds' },
+    max_rows: { type: 'integer', default: DbDefaults.max_rows, min: 1, description: 'most rows kept' },
+    max_size: { type: 'integer', default: DbDefaults.max_size, min: 1, description: 'most bytes the database may use' },
+    max_write_mb_per_hour: { type: 'number', description: `write budget, MB per hour (default: [notifiers] or ${DbDefaults.max_write_mb_per_hour})` },
+  },
+  parseProps: (props) => parseDbProps(props),
+  target: (cfg) => `${maskUri(String(cfg.db ?? ''))}${cfg.keep ? `:${String(cfg.keep)}` : ''}`,
+  validate(cfg) {
+    cfg.keep = dbFields(cfg).keep; // where the file is, is checked at create, when the runtime folder is known
+    if (isPostgresUri(String(cfg.db))) checkPostgresUri(String(cfg.db));
+  },
+  serialize: (cfg) => ({
+    db: cfg.db, keep: cfg.keep ?? DbDefaults.keep,
+    flush_interval: cfg.flush_interval ?? DbDefaults.flush_interval, max_rows: cfg.max_rows ?? DbDefaults.max_rows,
+    max_size: cfg.max_size ?? DbDefaults.max_size, max_write_mb_per_hour: cfg.max_write_mb_per_hour ?? null,
+  }),
+  forController: (ctx) => new DbFiles(ctx),
+};
+
+export const plugin = notifierPlugin('notifier-db', dbType, {
+  settings: { notifiers: DbIniSettings },
+  provides: ['db-history'],
+  start(ctx) {
+    // state_history and state_log read a db notifier's history here
+    ctx.provide('db-history', historyService(ctx, (e) => (e instanceof DbEndpoint ? e.history : undefined)));
+  },
+});

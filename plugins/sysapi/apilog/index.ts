@@ -1,0 +1,101 @@
+import { definePlugin } from '../../../core/plugin';
+import { any, int, str } from '../../../core/params';
+import { bound, int as intSetting, seconds } from '../../../core/settings/schema';
+import { ApiLogStore } from './store';
+import { summarize } from './params';
+import { apiLogIsoTime, parseFilter, parseApiLogTime, StatusNames } from './query';
+
+/** `[server]` settings of the API call log. */
+export const ApiLogSettings = {
+  keep_api_log: intSetting(0, 'seconds API calls are kept in the API call log (api_log_get, table api_log of the user db); 0: no log', { unit: 's' }),
+  api_log_max_records: bound(10_000, 'API call log bound in records: the oldest go first'),
+  api_log_max_bytes: bound(4 * 1024 * 1024, 'API call log bound in characters of its records (about bytes): the oldest go first', 'bytes'),
+  api_log_write_interval: seconds(5, 'how often new API call log records are written to the user db (a stop writes them too)', 0.1),
+};
+
+const HTTP_TRANSPORTS = new Set(['jrpc', 'direct']);
+
+/**
+ * api_log_get and the API call log (EVA ICS 3.3 `[server] keep_api_log`):
+ * every call, once answered, with its gateway, address, key, user,
+ * function, parameters (secrets hidden, at most 512 characters) and
+ * status, in table api_log of the user db. The kernel knows nothing of it:
+ * the plugin observes the calls (PluginContext.onCall), and without
+ * keep_api_log it observes nothing, so calls pay one check of an unset field.
+ */
+export const plugin = definePlugin({
+  name: 'sysapi-apilog',
+  kind: 'sysapi',
+  version: '1.0.0',
+  needs: ['userdb'],
+  settings: { server: ApiLogSettings },
+  start(ctx) {
+    const s = ctx.config.section('server', ApiLogSettings);
+    const keep = s.keep_api_log;
+    const store = new ApiLogStore(ctx.service('userdb'), { keep, maxRows: s.api_log_max_records, maxBytes: s.api_log_max_bytes }, ctx.log);
+
+    if (keep > 0) {
+      // registered before the observer: at stop the observer goes first, then the last records are written
+      ctx.onStop(() => store.write());
+      ctx.onCall((fn, params, meta, who, started, error) => {
+        const http = HTTP_TRANSPORTS.has(meta.transport);
+        store.add({
+          id: '', // made when it reaches the table
+          t: (performance.timeOrigin + started) / 1000,
+          tf: (performance.timeOrigin + performance.now()) / 1000,
+          gw: http ? 'http' : meta.transport,
+          ip: http ? meta.ip : null,
+          auth: who?.token ? 'token' : 'key',
+          u: who?.user ?? null,
+          utp: null,
+          ki: who?.key.id ?? null,
+          func: fn.length > 128 ? fn.slice(0, 128) : fn,
+          params: summarize(fn, params),
+          status: error ? StatusNames[error.kind] : 'OK',
+        });
+      });
+      ctx.interval(() => { if (store.due(Date.now())) void store.write(); }, s.api_log_write_interval * 1000);
+      // rows aged while the controller was stopped go at once
+      ctx.onReady(() => store.write());
+      ctx.metrics(() => [
+        { name: 'api_log_buffered', help: 'API call log records not yet in the user db', value: store.buffered },
+        { name: 'api_log_dropped', help: 'API call log records dropped before they reached the user db (past its bounds)', value: store.dropped },
+      ]);
+    }
+
+    ctx.register({
+      name: 'api_log_get',
+      permission: 'any',
+      params: {
+        s: any('start: Unix time, ISO date, or a time ago like 1D (S, T minutes, H, D, W)'),
+        e: any('end: as s'),
+        n: int('at most this many records, the newest'),
+        t: str('time format: iso, or raw (Unix seconds, the default)'),
+        f: any('filter k1=v1,k2=v2 or an object of gw, ip, auth, u, utp, ki, func, params (a part of), status'),
+      },
+      description: 'The API call log: a master key sees every call, another key its own, a token those of its user.',
+      returns: 'array of {id, t, tf, gw, ip, auth, u, utp, ki, func, params (JSON, cut at 512 characters), status}, oldest first',
+      async handler(p: { s?: unknown; e?: unknown; n?: number; t?: string; f?: unknown }, call) {
+        const now = Date.now() / 1000;
+        let start = parseApiLogTime('s', p.s, now);
+        const end = parseApiLogTime('e', p.e, now);
+        if (p.n !== undefined && p.n < 0) throw ctx.error('invalid_params', 'n: at least 0');
+        const filter = parseFilter(p.f);
+        const key = call.key!;
+        if (!key.master) {
+          // as 3.3: the caller's own records whatever it filters by
+          if (call.user !== undefined) {
+            filter.u = call.user;
+            filter.utp = null;
+          }
+          filter.ki = key.id;
+        }
+        // records past keep_api_log that the next write will trim are not shown
+        if (keep > 0) start = Math.max(start ?? 0, now - keep);
+        const rows = await store.query({ start, end, limit: p.n, filter });
+        if (p.t === 'iso') for (const r of rows) { r.t = apiLogIsoTime(r.t); r.tf = apiLogIsoTime(r.tf); }
+        return rows;
+      },
+    });
+  },
+});

@@ -1,0 +1,164 @@
+import fs from 'node:fs';
+import { definePlugin } from '../../../core/plugin';
+import { bound } from '../../../core/settings/schema';
+import { str } from '../../../core/params';
+import { functionFailed, invalidParams, notFound } from '../../../core/errors';
+import { AtomicFile } from '../../../core/toolkit/atomic-file';
+import { describe, type ModuleLogger } from '../../../core/log';
+import type { CvarsService } from '../contract';
+
+/** Bounds; `[server] cvars_max` and `[server] cvar_max_size` override them. */
+export const CvarSettings = {
+  cvars_max: bound(10_000, 'most cvars one controller keeps; one more answers 10 / 500'),
+  cvar_max_size: bound(65_536, 'longest cvar value, in characters; a longer one answers 11 / 400'),
+  cvar_max_name: bound(256, 'longest cvar name, in characters; a longer one answers 11 / 400 (names are kept and written like values)'),
+};
+
+/**
+ * Read the cvars file. A file that does not parse (it cannot come from us:
+ * every write is atomic) is moved aside, not overwritten, so whoever broke it
+ * can still look at it; the controller starts without cvars.
+ */
+function load(file: string, log: ModuleLogger): Map<string, string> {
+  const vars = new Map<string, string>();
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return vars;
+    throw err;
+  }
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+    if (!data || typeof data !== 'object' || Array.isArray(data)) throw new Error('not a JSON object');
+  } catch (err) {
+    const aside = `${file}.broken-${Date.now()}`;
+    fs.renameSync(file, aside);
+    log.error(`${file} is not a JSON object (${(err as Error).message}): moved to ${aside}, starting without cvars`);
+    return vars;
+  }
+  for (const [name, value] of Object.entries(data as Record<string, unknown>)) {
+    if (typeof value === 'string') vars.set(name, value);
+    else if (typeof value === 'number' || typeof value === 'boolean') vars.set(name, String(value));
+    else log.warning(`cvar ${name} in ${file} is not text, skipped`);
+  }
+  return vars;
+}
+
+/** Whether a process environment can hold this entry (execve takes `name=value` C strings). */
+function isEnvEntry(name: string, value: string): boolean {
+  return name !== '' && !name.includes('=') && !name.includes('\0') && !value.includes('\0');
+}
+
+/**
+ * get_cvar, set_cvar and the service `cvars`. The file is written at once
+ * (db_update = instant: the call answers only when the change is on disk),
+ * by `save` (manual), or at stop (on_exit: the controller runs every saver).
+ */
+export const plugin = definePlugin({
+  name: 'sysapi-cvars',
+  kind: 'sysapi',
+  version: '1.0.0',
+  provides: ['cvars'],
+  settings: { server: CvarSettings },
+  start(ctx) {
+    const { cvars_max: max, cvar_max_size: maxSize, cvar_max_name: maxName } = ctx.config.section('server', CvarSettings);
+    const instant = ctx.config.server.db_update === 'instant';
+    const vars = load(ctx.paths.cvarsFile, ctx.log);
+    const file = new AtomicFile(ctx.paths.cvarsFile);
+    let dirty = false;
+
+    const write = async (undo?: () => void) => {
+      dirty = false;
+      try {
+        await file.write(() => JSON.stringify(Object.fromEntries([...vars].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))), null, 1), undo);
+      } catch (err) {
+        dirty = true;
+        throw err;
+      }
+    };
+    /**
+     * Set (or delete, value undefined) one cvar. Under instant the change is
+     * taken back when its write fails: a call that answers an error leaves
+     * no trace (written first, then answered).
+     */
+    // the newest change of each cvar: an undo never takes back a later change
+    const latest = new Map<string, object>();
+    const change = async (name: string, value: string | undefined) => {
+      const before = vars.get(name);
+      const mine = {};
+      const previous = latest.get(name);
+      latest.set(name, mine);
+      if (value === undefined) vars.delete(name);
+      else vars.set(name, value);
+      dirty = true;
+      if (!instant) return;
+      const undo = () => {
+        if (latest.get(name) !== mine) return;
+        if (before === undefined) vars.delete(name);
+        else vars.set(name, before);
+        if (previous) latest.set(name, previous);
+        else latest.delete(name);
+      };
+      try {
+        await write(undo);
+      } catch (err) {
+        ctx.log.error(`cvar ${name} not changed: ${ctx.paths.cvarsFile} could not be written: ${describe(err)}`);
+        throw functionFailed(`cvar ${name} not changed: the cvars file could not be written, see the controller log`);
+      } finally {
+        if (latest.get(name) === mine) latest.delete(name);
+      }
+    };
+    ctx.onSave(async () => { if (dirty) await write(); });
+    ctx.onStop(() => file.flush());
+
+    const service: CvarsService = {
+      get: (name) => vars.get(name),
+      all: () => Object.fromEntries(vars),
+      env: () => Object.fromEntries([...vars].filter(([name, value]) => isEnvEntry(name, value))),
+      async set(name, value) {
+        if (!name || name.length > maxName) throw invalidParams(`cvar name: 1 to ${maxName} characters`);
+        if (value.length > maxSize) throw invalidParams(`cvar value longer than ${maxSize} characters`);
+        if (!vars.has(name) && vars.size >= max) throw functionFailed(`too many cvars (${max})`);
+        await change(name, value);
+      },
+      async delete(name) {
+        if (!vars.has(name)) return false;
+        await change(name, undefined);
+        return true;
+      },
+    };
+    ctx.provide('cvars', service);
+
+    ctx.register({
+      name: 'get_cvar',
+      aliases: ['cvar_get'],
+      permission: 'master',
+      params: { i: str('variable name; all variables when omitted') },
+      description: 'Read one user-defined variable, or all of them.',
+      returns: 'object of name to value',
+      handler: (p: { i?: string }) => {
+        if (p.i === undefined) return service.all();
+        const v = vars.get(p.i);
+        if (v === undefined) throw notFound(`cvar ${p.i}`);
+        return { [p.i]: v };
+      },
+    });
+    ctx.register({
+      name: 'set_cvar',
+      aliases: ['cvar_set'],
+      permission: 'master',
+      params: { i: str('variable name').req(), v: str('value; the variable is deleted when omitted') },
+      description: 'Set a user-defined variable, or delete it when v is omitted.',
+      handler: async (p: { i: string; v?: string }) => {
+        if (p.v === undefined) {
+          if (!(await service.delete(p.i))) throw notFound(`cvar ${p.i}`);
+        } else {
+          await service.set(p.i, p.v);
+        }
+        return true;
+      },
+    });
+  },
+});

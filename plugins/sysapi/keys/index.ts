@@ -1,0 +1,163 @@
+import path from 'node:path';
+import { definePlugin } from '../../../core/plugin';
+import { str, bool, any } from '../../../core/params';
+import { ApiKey } from '../../../core/auth/apikey';
+import { generateKeyValue } from '../../../core/auth/keys';
+import { alreadyExists, functionFailed, invalidParams, notFound } from '../../../core/errors';
+import { UserDb } from '../userdb';
+import { describe } from '../../../core/log';
+import { healthReason } from '../../../core/health';
+import { AllNetworks, KeyProps, setKeyProp } from '../keyprops';
+import { DynamicKeysSync, writeOrFail } from '../dynamic-keys';
+
+/** A key id: what EVA ICS 3.3 stored (k_id is VARCHAR(64)); no comma, which separates ids in users.k. */
+const KEY_ID = /^[^\s,]{1,64}$/;
+
+/**
+ * API key management (spec "API keys", plugins/sysapi/README.md): dynamic keys
+ * in the user db runtime/db/<product>.db. Opens the user db for the
+ * controller and offers it to sysapi-users as service `userdb`.
+ */
+export const plugin = definePlugin({
+  name: 'sysapi-keys',
+  kind: 'sysapi',
+  version: '1.0.0',
+  provides: ['userdb'],
+  async start(ctx) {
+    const { keys, log } = ctx;
+    // a damaged file makes start fail (logged, plugin skipped): never overwrite what we could not read;
+    // without a file, nothing is opened until the first key or user is created (plugins/sysapi/userdb.ts)
+    // /health tells it too (degraded): only an ERROR line would leave every dynamic key and user refused unnoticed
+    const db = await UserDb.open(ctx.paths.userDb).catch((err: unknown) => {
+      throw healthReason(err, `user db ${path.relative(ctx.paths.dir, ctx.paths.userDb)} cannot be read: dynamic keys and users are refused`);
+    });
+    for (const props of db.keys()) {
+      if (keys.get(props.id)) {
+        log.warning(`user db key ${props.id} skipped: a key of that id is in ${ctx.paths.apikeysFile}`);
+        continue;
+      }
+      try {
+        if (!props.key) throw new Error('no key value');
+        keys.add(new ApiKey(props));
+      } catch (err) {
+        log.warning(`user db key ${props.id} skipped: ${describe(err)}`);
+      }
+    }
+    if (db.schemaChanged) await writeOrFail(db, log, () => undefined);
+    const sync = new DynamicKeysSync(db, keys, () => ctx.config.server.db_update === 'instant', log);
+    ctx.provide('userdb', db);
+    // with on_exit, the controller runs every saver before plugins stop
+    ctx.onSave(() => sync.saveAll());
+    ctx.onStop(async () => {
+      await db.flush();
+      for (const k of keys.all()) if (k.dynamic) keys.remove(k.id);
+      db.close();
+    });
+
+    /** A key the API may change: it exists, is dynamic, is not master. */
+    const managed = (id: string): ApiKey => {
+      const key = keys.get(id);
+      if (!key) throw notFound(`API key ${id}`);
+      if (key.master || !key.dynamic) throw functionFailed(`API key ${id} is a master or static key: it cannot be changed through the API`);
+      return key;
+    };
+    /** A fresh key value no other key has (a lookup finds a key by its value). */
+    const newKeyValue = (): string => {
+      let value = generateKeyValue();
+      while (keys.hasValue(value)) value = generateKeyValue();
+      return value;
+    };
+    const keyId = str('key id').req();
+    const saveParam = bool('write the key to the user db now, whatever [server] db_update says');
+
+    ctx.register({
+      name: 'create_key',
+      permission: 'master',
+      params: { i: keyId, save: saveParam },
+      description: 'Create a dynamic API key (usable from all networks, no rights until set_key_prop gives them).',
+      returns: 'the API key object',
+      async handler(p: { i: string; save?: boolean }) {
+        if (!KEY_ID.test(p.i)) throw invalidParams('i: a key id is 1 to 64 characters without spaces or commas');
+        if (keys.get(p.i)) throw alreadyExists(`API key ${p.i}`);
+        const value = newKeyValue();
+        const key = new ApiKey({ id: p.i, key: value, dynamic: true, lists: { hosts_allow: [...AllNetworks] } });
+        keys.add(key);
+        // a failed write takes the key back out: an error answer leaves no key behind
+        await sync.changed(key.id, p.save, () => { if (keys.get(key.id) === key) keys.remove(key.id); });
+        return key.serialize();
+      },
+    });
+
+    ctx.register({
+      name: 'destroy_key',
+      permission: 'master',
+      params: { i: keyId },
+      description: 'Destroy a dynamic API key; its tokens end at once.',
+      async handler(p: { i: string }) {
+        const key = managed(p.i);
+        keys.remove(key.id);
+        await sync.changed(key.id);
+      },
+    });
+
+    ctx.register({
+      name: 'list_key_props',
+      permission: 'master',
+      params: { i: keyId, save: saveParam },
+      description: 'Properties of an API key, with its value.',
+      returns: 'the API key object',
+      async handler(p: { i: string; save?: boolean }) {
+        const key = keys.get(p.i);
+        if (!key) throw notFound(`API key ${p.i}`);
+        if (p.save && sync.pending(key.id)) await sync.changed(key.id, true);
+        return key.serialize();
+      },
+    });
+
+    ctx.register({
+      name: 'list_keys',
+      permission: 'master',
+      params: {},
+      description: 'All API keys with their rights (without their values).',
+      returns: 'array of {key_id, master, dynamic, sysfunc, allow, groups, items, ...}',
+      handler() {
+        return keys.all()
+          .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+          .map((k) => ({ ...k.acl(), dynamic: k.dynamic, sysfunc: k.sysfunc }));
+      },
+    });
+
+    ctx.register({
+      name: 'regenerate_key',
+      permission: 'master',
+      params: { i: keyId, save: saveParam },
+      description: 'Give a dynamic API key a new value; its tokens end at once.',
+      returns: '{key: the new value}',
+      async handler(p: { i: string; save?: boolean }) {
+        const key = managed(p.i);
+        const value = newKeyValue();
+        keys.rekey(key, value);
+        await sync.changed(key.id, p.save);
+        return { key: value };
+      },
+    });
+
+    ctx.register({
+      name: 'set_key_prop',
+      permission: 'master',
+      params: {
+        i: keyId,
+        p: str(`property: ${KeyProps.join(', ')}`).req(),
+        v: any('value; lists as a JSON array or a comma-separated string; empty or absent revokes'),
+        save: saveParam,
+      },
+      description: 'Set a property of a dynamic API key; its tokens end at once.',
+      async handler(p: { i: string; p: string; v?: unknown; save?: boolean }) {
+        const key = managed(p.i);
+        setKeyProp(keys, key, p.p, p.v);
+        keys.changed(key);
+        await sync.changed(key.id, p.save);
+      },
+    });
+  },
+});

@@ -1,0 +1,135 @@
+import { definePlugin } from '../../../core/plugin';
+import { bound } from '../../../core/settings/schema';
+import { str, int, num } from '../../../core/params';
+import { busy, invalidParams } from '../../../core/errors';
+import { Levels, LevelName, LogRecord, parseLevel } from '../../../core/log';
+
+export const LogApiDefaults = {
+  /** log_get: records by default, and at most this many whatever `n` asks (plugins/sysapi/README.md) */
+  n: 100,
+  max_n: 10_000,
+  level: Levels.info,
+  /**
+   * Most characters of records one log_get answer carries: the newest
+   * records that fit, whatever `n` asks. The memory log may hold 64 MiB;
+   * without this, every concurrent call would build an answer that large
+   * (64 calls: 4 GB) and block the event loop while serializing it.
+   */
+  max_answer: 1024 * 1024,
+  /**
+   * Most characters all log_get answers together may carry per 100 ms; past
+   * it, log_get answers busy (13 / 409) until the window passes. Building
+   * and sending answers is event-loop time every other call waits for: this
+   * bounds it (about 10 MiB/s) however many clients read the log at once.
+   */
+  max_window: 1024 * 1024,
+};
+
+/**
+ * `[sysapi]` settings. The memory log is bounded in records, and every
+ * notifier subscribed to logs queues each record: without a bound on one
+ * message, records of a whole request body each could hold gigabytes.
+ */
+export const LogSettings = {
+  log_max_message: bound(16_384, 'longest message log and log_<level> accept, in characters; a longer one answers 11 / 400'),
+};
+
+/** Characters of log_get answers in the current 100 ms window. */
+const WINDOW_MS = 100;
+
+/** About what a record takes in an answer, in characters. */
+const answerSize = (r: LogRecord) => r.msg.length + r.mod.length + r.h.length + 64;
+
+/** The newest of `records` (oldest first) that fit in `budget` characters; at least the newest one. */
+function fitting(records: LogRecord[], budget: number): LogRecord[] {
+  let i = records.length;
+  let used = 0;
+  while (i > 0 && (used + answerSize(records[i - 1]) <= budget || i === records.length)) used += answerSize(records[--i]);
+  return i === 0 ? records : records.slice(i);
+}
+
+/** A level parameter: a name (any case, a prefix will do) or a number 10..50; else 11 / 400. */
+function level(v: string | undefined, fallback: number): number {
+  if (v === undefined) return fallback;
+  const l = parseLevel(v);
+  if (l === undefined || l < Levels.debug || l > Levels.critical) {
+    throw invalidParams(`l: expected a level name (${Object.keys(Levels).join(', ')}) or a number 10..50`);
+  }
+  return l;
+}
+
+/**
+ * Writing and reading the controller log: log, log_debug … log_critical,
+ * log_get, log_rotate. Records go through the controller Logger, so they are
+ * kept in its bounded memory log and published as `log` events like every
+ * other record.
+ */
+export const plugin = definePlugin({
+  name: 'sysapi-logs',
+  kind: 'sysapi',
+  version: '1.0.0',
+  settings: { sysapi: LogSettings },
+  start(ctx) {
+    const { log_max_message: maxMessage } = ctx.config.section('sysapi', LogSettings);
+    // records written through the API carry the module name of the API
+    const api = ctx.logger.module('sysapi');
+    const m = str(`message text (at most ${maxMessage} characters)`).req();
+    const write = (l: number, msg: string) => {
+      if (msg.length > maxMessage) throw invalidParams(`m: at most ${maxMessage} characters`);
+      api.log(l, msg);
+      return true;
+    };
+
+    ctx.register({
+      name: 'log',
+      permission: 'sysfunc',
+      params: { l: str('level: debug, info, warning, error, critical, or 10..50 (default info)'), m },
+      description: 'Write a record to the controller log.',
+      handler: (p: { l?: string; m: string }) => write(level(p.l, Levels.info), p.m),
+    });
+    for (const name of Object.keys(Levels) as LevelName[]) {
+      ctx.register({
+        name: `log_${name}`,
+        permission: 'sysfunc',
+        params: { m },
+        description: `Write a ${name} record to the controller log.`,
+        handler: (p: { m: string }) => write(Levels[name], p.m),
+      });
+    }
+    let windowStart = 0;
+    let windowUsed = 0;
+    /** Count an answer against the window, or refuse it (busy) when the window is spent. */
+    const spend = (records: LogRecord[]): LogRecord[] => {
+      const now = Date.now();
+      if (now - windowStart >= WINDOW_MS) { windowStart = now; windowUsed = 0; }
+      if (windowUsed >= LogApiDefaults.max_window) throw busy('log_get: too many log reads at once, retry later');
+      for (const r of records) windowUsed += answerSize(r);
+      return records;
+    };
+
+    ctx.register({
+      name: 'log_get',
+      permission: 'sysfunc',
+      params: {
+        l: str('minimum level: 10..50 or a level name (default 20)'),
+        t: num('only records not older than t seconds'),
+        n: int(`most records, newest ones (default ${LogApiDefaults.n}, at most ${LogApiDefaults.max_n})`),
+      },
+      description: `Records of the memory log, oldest first: the newest n that fit in ${LogApiDefaults.max_answer / 1024} KiB of text.`,
+      returns: 'array of log records {h, l, mod, msg, p, t, th}',
+      handler: (p: { l?: string; t?: number; n?: number }) => {
+        if (p.t !== undefined && p.t < 0) throw invalidParams('t: expected seconds, 0 or more');
+        if (p.n !== undefined && p.n < 1) throw invalidParams('n: expected 1 or more');
+        const n = Math.min(p.n ?? LogApiDefaults.n, LogApiDefaults.max_n);
+        return spend(fitting(ctx.logger.records(level(p.l, LogApiDefaults.level), p.t, n), LogApiDefaults.max_answer));
+      },
+    });
+    ctx.register({
+      name: 'log_rotate',
+      permission: 'sysfunc',
+      params: {},
+      description: 'Accepted for old clients; does nothing (not needed since 3.2.6).',
+      handler: () => true,
+    });
+  },
+});

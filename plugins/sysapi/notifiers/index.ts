@@ -1,0 +1,78 @@
+import { definePlugin } from '../../../core/plugin';
+import { str } from '../../../core/params';
+import { notFound } from '../../../core/errors';
+
+/** Notifier management (spec "Notifier management"): all master only; enable/disable last until restart. */
+export const plugin = definePlugin({
+  name: 'sysapi-notifiers',
+  kind: 'sysapi',
+  version: '1.0.0',
+  needs: ['notifiers'],
+  start(ctx) {
+    const host = ctx.service('notifiers');
+    const id = { i: str('notifier id').req() };
+    const known = (i: string) => {
+      if (!host.get(i)) throw notFound(`notifier ${i}`);
+      return i;
+    };
+    ctx.register({
+      name: 'list_notifiers',
+      permission: 'master',
+      params: {},
+      description: 'List the notifiers of the controller.',
+      returns: 'array of notifier objects',
+      handler: () => host.list().map((i) => host.describe(i)),
+    });
+    ctx.register({
+      name: 'get_notifier',
+      permission: 'master',
+      params: id,
+      description: 'One notifier, with its live delivery figures (stats: queued, sent, failed, dropped, test).',
+      returns: 'notifier object',
+      handler: (p: { i: string }) => host.describe(known(p.i), true),
+    });
+    // beyond the spec (core/README.md, Settings): notifier files described as rpc.discover's x-settings describes the ini
+    ctx.register({
+      name: 'list_notifier_types',
+      permission: 'master',
+      params: {},
+      description: 'The settings of notifier files, from the declarations the files are checked by: the file\'s fields, those every type shares (type, default, range, description) and each loaded type\'s own.',
+      returns: '{fields, common, types: {<type>: {description, aliases, settings}}}',
+      handler: () => host.settings(),
+    });
+    // beyond the spec (plugins/notifiers/README.md, Decisions): the console's and a script's Test
+    ctx.register({
+      name: 'test_notifier',
+      permission: 'master',
+      params: id,
+      description: 'Test a notifier\'s endpoint now, within its timeout (a disabled notifier too); error 10 with the reason when the receiver did not answer.',
+      handler: async (p: { i: string }) => {
+        if (!(await host.test(p.i))) throw notFound(`notifier ${p.i}`);
+        return true;
+      },
+    });
+    // EVA ICS 3.3 (its SFA API): tell the clients a restart is coming without one
+    ctx.register({
+      name: 'notify_restart',
+      permission: 'master',
+      params: {},
+      description: 'Send the server restart event (subject server, data restart) to every notifier subscribed to server, without a restart.',
+      handler: () => {
+        host.notifyServer('restart');
+        return true;
+      },
+    });
+    for (const [name, enabled] of [['enable_notifier', true], ['disable_notifier', false]] as const) {
+      ctx.register({
+        name,
+        permission: 'master',
+        params: id,
+        description: `${enabled ? 'Enable' : 'Disable'} a notifier until the controller restarts.`,
+        handler: async (p: { i: string }) => {
+          if (!(await host.setEnabled(p.i, enabled))) throw notFound(`notifier ${p.i}`);
+          return true;
+        },
+      });
+    }
+  },
+});

@@ -1,0 +1,44 @@
+import { definePlugin } from '../../../core/plugin';
+import { Build, Product_names, Version } from '../../../core/defaults';
+import { withStatus } from '../../../core/results';
+
+/** `test`: system info and the acl of the calling key (spec "System info"). */
+export const plugin = definePlugin({
+  name: 'sysapi-test',
+  kind: 'sysapi',
+  version: '1.0.0',
+  start(ctx) {
+    const started = Date.now();
+    const { config, paths, logger } = ctx;
+    ctx.register({
+      name: 'test',
+      permission: 'any',
+      params: {},
+      description: 'Test the API and the key: system info with the acl of the calling key.',
+      returns: 'system info object',
+      handler(_p, call) {
+        const key = call.key!;
+        const info: Record<string, unknown> = {
+          acl: key.acl(),
+          layout: config.server.layout,
+          product_build: Build,
+          product_code: paths.product,
+          product_name: Product_names[paths.product],
+          system: config.server.name,
+          time: Date.now() / 1000,
+          uptime: Math.floor((Date.now() - started) / 1000),
+          version: Version,
+        };
+        // a read-only token is told what any key is told (3.3: its master and sysfunc checks answered "restricted")
+        if ((key.master || key.sysfunc) && !call.readonly) {
+          info.db_update = config.dbUpdateCode;
+          info.debug = logger.debugMode;
+          info.polldelay = config.server.polldelay;
+          info.setup_mode = config.sysapi.setup_mode;
+        }
+        if (key.master && !call.readonly) info.file_management = config.sysapi.file_management;
+        return withStatus(info);
+      },
+    });
+  },
+});

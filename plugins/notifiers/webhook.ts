@@ -2,6 +2,7 @@ import type { Subject } from './api';
 import { describe } from '../../core/log';
 import type { DeliveryError, Endpoint, NotifierConfig, NotifierType, SettingsSchema } from './api';
 import { checkHttpUri, shownUri } from './host/config';
+import { frameId, secretKey, signature, signingKeys } from './signature';
 
 /**
  * The shared sender of the web hook notifier types (json, http-post, http):
@@ -98,11 +99,21 @@ function hookAuth(cfg: NotifierConfig, url: URL): HookAuth | undefined {
   return undefined;
 }
 
+/** How a request is signed: its frame id and the keys that sign now (none: unsigned). */
+export interface HookSigning { id: string; keys: Buffer[] }
+
 /** Send one request until `signal` aborts it (the host's timeout, or the stop); throws unless the answer is a success. */
-export async function sendHook(cfg: NotifierConfig, req: HookRequest, signal: AbortSignal): Promise<void> {
+export async function sendHook(cfg: NotifierConfig, req: HookRequest, signal: AbortSignal, signing?: HookSigning): Promise<void> {
   const url = new URL(cfg.uri as string);
   for (const [k, v] of Object.entries(req.query ?? {})) url.searchParams.append(k, v);
   const headers: Record<string, string> = req.contentType ? { 'Content-Type': req.contentType } : {};
+  if (signing?.keys.length) {
+    // each try is signed anew (its own timestamp) under the frame's one id
+    const timestamp = Math.floor(Date.now() / 1000);
+    headers['webhook-id'] = signing.id;
+    headers['webhook-timestamp'] = String(timestamp);
+    headers['webhook-signature'] = signature(signing.keys, signing.id, timestamp, req.body ?? url.search.slice(1));
+  }
   const auth = hookAuth(cfg, url);
   // fetch refuses a URL with credentials: they go as basic authorization, as 3.3 (requests) sent them
   url.username = '';
@@ -134,7 +145,24 @@ const HookSettings: SettingsSchema = {
   notify_key: { type: 'string', description: 'sent as `k` with every request; `$ID`: the API key with that id (as 3.3)' },
   username: { type: 'string', description: 'basic authorization user (with password; else those in uri)' },
   password: { type: 'string', secret: true, description: 'basic authorization password' },
+  signing_secret: { type: 'string', secret: true, description: 'sign every request (Standard Webhooks headers webhook-id, -timestamp, -signature); whsec_ + base64 of 24 to 64 bytes' },
+  signing_secret_previous: { type: 'string', secret: true, description: 'the secret before a rotation: signs beside signing_secret until signing_previous_until' },
+  signing_previous_until: { type: 'integer', min: 0, description: 'when the previous secret stops signing (seconds since the epoch; absent: while it is set)' },
 };
+
+/** The signing keys a notifier's settings give (checked: a bad secret is refused by name, never shown). */
+function hookKeys(cfg: NotifierConfig): { current?: Buffer; previous?: Buffer; until?: number } {
+  const set = (v: unknown) => v !== undefined && v !== null && v !== '';
+  if (!set(cfg.signing_secret)) {
+    if (set(cfg.signing_secret_previous)) throw new Error('signing_secret_previous needs signing_secret');
+    return {};
+  }
+  return {
+    current: secretKey(cfg.signing_secret, 'signing_secret'),
+    previous: set(cfg.signing_secret_previous) ? secretKey(cfg.signing_secret_previous, 'signing_secret_previous') : undefined,
+    until: typeof cfg.signing_previous_until === 'number' ? cfg.signing_previous_until : undefined,
+  };
+}
 
 /** Where a `$ID` notify key is looked up: the controller's API keys. */
 interface KeyLookup { get(id: string): { key: string } | undefined }
@@ -142,8 +170,37 @@ interface KeyLookup { get(id: string): { key: string } | undefined }
 /** One notifier's endpoint: requests one after the other, partial failures reported as DeliveryError. */
 class WebhookEndpoint implements Endpoint {
   private readonly stopping = new AbortController();
+  private readonly secrets: ReturnType<typeof hookKeys>;
+  /**
+   * The frame id of a chunk, by its first event: the host retries the same
+   * event objects, so a retried frame keeps its id and a receiver can drop
+   * the copy. A frame of another length (what is left after a partial
+   * failure) is another frame and gets another id.
+   */
+  private readonly ids = new WeakMap<object, string>();
 
-  constructor(private readonly spec: WebhookSpec, private readonly cfg: NotifierConfig, private readonly keys?: () => KeyLookup) {}
+  constructor(private readonly spec: WebhookSpec, private readonly cfg: NotifierConfig, private readonly keys?: () => KeyLookup) {
+    this.secrets = hookKeys(cfg);
+  }
+
+  /** How a chunk of `events` is signed now (undefined: the notifier does not sign). */
+  private signing(events: readonly unknown[]): HookSigning | undefined {
+    const { current, previous, until } = this.secrets;
+    if (!current) return undefined;
+    return { id: this.frameIdOf(events), keys: signingKeys(current, previous, until, Date.now() / 1000) };
+  }
+
+  private frameIdOf(events: readonly unknown[]): string {
+    const first = events[0];
+    // a `server` event is text, which has no identity to keep: each try gets a new id
+    if (first === null || typeof first !== 'object') return frameId();
+    let id = this.ids.get(first);
+    if (!id) {
+      id = frameId();
+      this.ids.set(first, id);
+    }
+    return events.length === 1 ? id : `${id}_${events.length}`;
+  }
 
   /** The config a request is made from: a notify key `$ID` is the API key with that id, now (3.3; none when unknown). */
   private current(): NotifierConfig {
@@ -160,7 +217,7 @@ class WebhookEndpoint implements Endpoint {
   }
 
   test(signal: AbortSignal): Promise<void> {
-    return sendHook(this.cfg, this.spec.encodeTest(this.current()), AbortSignal.any([signal, this.stopping.signal]));
+    return sendHook(this.cfg, this.spec.encodeTest(this.current()), AbortSignal.any([signal, this.stopping.signal]), this.signing([]));
   }
 
   async send(subject: Subject, events: unknown[], signal: AbortSignal): Promise<void> {
@@ -170,7 +227,7 @@ class WebhookEndpoint implements Endpoint {
     const either = AbortSignal.any([signal, this.stopping.signal]);
     for (let i = 0; i < chunks.length; i++) {
       try {
-        await sendHook(this.cfg, chunks[i].request, either);
+        await sendHook(this.cfg, chunks[i].request, either, this.signing(chunks[i].events));
       } catch (err) {
         first ??= err;
         remaining.push(...chunks[i].events);
@@ -206,6 +263,7 @@ export function webhookType(spec: WebhookSpec): NotifierType {
     target: (cfg) => shownUri(cfg.uri),
     validate(cfg) {
       checkHttpUri(cfg.uri);
+      hookKeys(cfg);
       spec.validate?.(cfg);
     },
     create: (cfg, env) => new WebhookEndpoint(spec, cfg, env && (() => env.ctx.keys)),

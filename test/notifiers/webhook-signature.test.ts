@@ -115,15 +115,24 @@ test('during a rotation both secrets sign; after signing_previous_until only the
   );
 });
 
-test('an unsigned hook sends no signature headers (3.3 receivers see what they always saw)', async (t) => {
+test('an unsigned hook sends no signature (3.3 receivers see the body they always saw); a durable one still names its frame', async (t) => {
   const rcv = await Receiver.start(t);
   const { client } = await startController(t, {
-    files: notifierFiles({ hook: { type: 'json', uri: rcv.uri, skip_test: true, events: subscribeAll } }),
+    files: notifierFiles({
+      durable: { type: 'json', uri: `${rcv.uri}?durable`, skip_test: true, events: subscribeAll },
+      memory: { type: 'json', uri: `${rcv.uri}?memory`, skip_test: true, durable: false, events: subscribeAll },
+    }),
   });
   await client.ok('t_emit', { k, s: 'state', d: [stateEvent('unit:a/b')] });
-  const [r] = await rcv.waitFor(1);
-  t.is(r.headers['webhook-id'], undefined);
-  t.is(r.headers['webhook-signature'], undefined);
+  const got = await rcv.waitFor(2);
+  const durable = got.find((r) => r.url.search === '?durable')!;
+  const memory = got.find((r) => r.url.search === '?memory')!;
+  t.regex(String(durable.headers['webhook-id']), /^msg_/);
+  t.is(memory.headers['webhook-id'], undefined);
+  for (const r of [durable, memory]) {
+    t.is(r.headers['webhook-signature'], undefined);
+    t.is(r.headers['webhook-timestamp'], undefined);
+  }
 });
 
 test('the command line refuses a malformed secret by name, takes a whsec_ one, and never shows it', async (t) => {

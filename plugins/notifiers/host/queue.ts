@@ -55,7 +55,8 @@ export class EventQueue {
   private count = 0;
   private held = 0;
 
-  constructor(readonly bound: number, readonly maxBytes = Number.MAX_SAFE_INTEGER) {}
+  /** `dropped`: told of each event dropped at a bound (a durable outbox lets it go) */
+  constructor(readonly bound: number, readonly maxBytes = Number.MAX_SAFE_INTEGER, private readonly dropped?: (event: unknown) => void) {}
 
   get size(): number {
     return this.count;
@@ -74,6 +75,7 @@ export class EventQueue {
       this.count--;
       this.held -= gone.bytes;
       dropped++;
+      this.dropped?.(gone.event);
     }
     this.lists.get(subject)!.push({ seq: this.seq++, event, bytes });
     this.count++;
@@ -88,6 +90,11 @@ export class EventQueue {
       if (h && (!best || h.seq < best.peek()!.seq)) best = l;
     }
     return best;
+  }
+
+  /** The oldest waiting event (the head of the next take), without taking it. */
+  head(): unknown {
+    return this.oldest()?.peek()?.event;
   }
 
   /**
@@ -114,7 +121,10 @@ export class EventQueue {
   /** Drop everything; returns how many events were dropped. */
   clear(): number {
     let n = 0;
-    for (const l of this.lists.values()) n += l.clear();
+    for (const l of this.lists.values()) {
+      if (this.dropped) for (let q = l.shift(); q; q = l.shift(), n++) this.dropped(q.event);
+      n += l.clear();
+    }
     this.count = 0;
     this.held = 0;
     return n;

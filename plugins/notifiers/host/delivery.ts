@@ -19,6 +19,8 @@ interface Durable {
   figures: { dead: number; expired: number };
 }
 
+const sameGroup = (a: unknown, b: unknown) => (a as Boxed).g === (b as Boxed).g;
+
 /** The frame of a batch: the events to send and, when durable, their outbox entries. */
 interface Frame { events: unknown[]; boxes?: Boxed[] }
 
@@ -235,10 +237,8 @@ export class Delivery {
 
   private async work(): Promise<void> {
     while (!this.closed) {
-      // a frame recorded before a restart goes out again as it was (same events, same id)
-      const head = this.durable && (this.queue.head() as Boxed | undefined);
-      const recorded = head ? this.durable!.outbox.recordedFrame(head.seq) : undefined;
-      const batch = recorded ? this.queue.take(recorded.length) : this.queue.take(this.opts.max_batch, this.batchBytes);
+      // a durable notifier's frame stays within one outbox group: the same events make the same frame after a restart
+      const batch = this.queue.take(this.opts.max_batch, this.batchBytes, this.durable && sameGroup);
       if (!batch) {
         this.overflowing = false;
         // a durable notifier's drain also waits for what its outbox is still writing (then queued, and the loop woken)
@@ -322,8 +322,6 @@ export class Delivery {
           this.drop(frame);
           return;
         }
-        // a frame is on disk before its first try, so a restart sends it again under the same id
-        if (seqs) await this.durable!.outbox.frame(seqs).catch(() => undefined);
         await withDeadline(this.timeout, (signal) => endpoint.send(subject, events as never[], signal, id ? { id } : undefined), this.halt.signal);
         if (seqs) this.durable!.outbox.done(seqs);
         if (this.closed) return; // stop() has counted this batch as dropped already

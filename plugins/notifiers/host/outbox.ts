@@ -13,28 +13,29 @@ import type { Subject } from '../api';
  * carries, together (one append, one fsync for everything that arrived
  * while the previous write ran):
  *
- *   a: accepted events [seq, subject, event, time ms]
- *   f: frames about to be sent for the first time, as their seqs
+ *   a: the events accepted since the last write [seq, subject, event, time ms]
  *   d: seqs done with (delivered, dropped at a bound, or moved to the dead letters)
  *
- * A frame's id is made of the outbox's prefix (random, kept in the journal),
- * its first seq and its length, and the frame is on disk before its first
- * try: after a restart the same events go out as the same frame with the
- * same `webhook-id`, so a receiver that keeps ids gets each frame once. A
- * `done` needs no fsync of its own: lost in a crash, it only sends a frame
- * again under its old id.
+ * The events of one write are a group, and a frame never spans two groups:
+ * within a group the host cuts frames by its batch bounds alone, so the same
+ * events make the same frames again after a restart. A frame's id is the
+ * outbox's prefix (random, kept in the journal), its first seq and its
+ * length: a frame cut off by a crash goes out again under the same
+ * `webhook-id`, and a receiver that keeps ids gets it once. A `done` needs
+ * no fsync of its own: lost in a crash, it only sends a frame again.
  *
  * When the journal has grown past COMPACT_BYTES and four times what it still
  * holds, a new segment starts with everything still held (prefix, next seq,
- * events, whole frames) and the older segments go. A crash between the two
- * leaves an event in both, read once (by seq).
+ * the events with their groups) and the older segments go. A crash between
+ * the two leaves an event in both, read once (by seq).
  */
 
-/** One accepted event. */
-export interface Boxed { seq: number; subject: Subject; event: unknown; t: number }
+/** One accepted event; `g`: its group (the first seq of the write that stored it). */
+export interface Boxed { seq: number; subject: Subject; event: unknown; t: number; g: number }
 
-type Accepted = [seq: number, subject: Subject, event: unknown, t: number];
-interface Entry { p?: string; n?: number; a?: Accepted[]; f?: number[][]; d?: number[] }
+/** An event as the journal holds it; the group is written only in a snapshot (else: the record's first seq). */
+type Accepted = [seq: number, subject: Subject, event: unknown, t: number, g?: number];
+interface Entry { p?: string; n?: number; a?: Accepted[]; d?: number[] }
 
 /** Journal size before compaction is considered. */
 const COMPACT_BYTES = 1024 * 1024;
@@ -63,9 +64,7 @@ export class Outbox {
   /** accepted and not done, by seq (insertion order is seq order), with its size on disk */
   private readonly held = new Map<number, { a: Accepted; bytes: number }>();
   private heldBytes = 0;
-  /** frames recorded whose events are all held: first seq -> seqs */
-  private readonly frames = new Map<number, number[]>();
-  private buffer: { a: Accepted[]; f: number[][]; d: number[]; waiters: { resolve: () => void; reject: (e: unknown) => void }[] } = { a: [], f: [], d: [], waiters: [] };
+  private buffer: { a: Accepted[]; d: number[] } = { a: [], d: [] };
   private writing: Promise<void> | undefined;
   private closed = false;
   readonly figures: OutboxFigures = { stored: 0, refused: 0, fsyncs: 0, written: 0 };
@@ -82,33 +81,31 @@ export class Outbox {
     this.journal = new Journal(file);
   }
 
-  /** Read what an earlier run left: the events still to deliver, oldest first, and the frames recorded whole among them. */
-  open(torn: (segment: string, at: number) => void = () => undefined): { pending: Boxed[]; frames: number[][] } {
+  /** Read what an earlier run left: the events still to deliver, oldest first. */
+  open(torn: (segment: string, at: number) => void = () => undefined): { pending: Boxed[] } {
     fs.mkdirSync(path.dirname(this.file), { recursive: true });
     const done = new Set<number>();
     const found = new Map<number, Accepted>();
-    const recorded: number[][] = [];
     for (const raw of this.journal.replay(0, torn)) {
       const e = raw as Entry;
       if (typeof e.p === 'string') this.prefix = e.p;
       if (typeof e.n === 'number') this.nextSeq = Math.max(this.nextSeq, e.n);
+      const group = e.a?.[0]?.[0];
       for (const a of e.a ?? []) {
-        if (!done.has(a[0])) found.set(a[0], a);
+        if (!done.has(a[0])) found.set(a[0], [a[0], a[1], a[2], a[3], a[4] ?? group]);
         this.nextSeq = Math.max(this.nextSeq, a[0] + 1);
       }
-      for (const f of e.f ?? []) recorded.push(f);
       for (const s of e.d ?? []) { done.add(s); found.delete(s); }
     }
     const sorted = [...found.values()].sort((x, y) => x[0] - y[0]);
     for (const a of sorted) this.hold(a, JSON.stringify(a).length);
-    for (const f of recorded) if (f.length && f.every((s) => this.held.has(s))) this.frames.set(f[0], f);
     this.prefix ||= crypto.randomBytes(6).toString('base64url');
     const last = this.journal.segments().pop()?.seq ?? 0;
     this.journal.open(0);
     // the new segment opens with what is held: the older ones can go
     this.snapshot();
     this.journal.drop(last);
-    return { pending: sorted.map(boxed), frames: [...this.frames.values()] };
+    return { pending: sorted.map(boxed) };
   }
 
   /** events held on disk, not yet done */
@@ -133,32 +130,10 @@ export class Outbox {
     return `msg_${this.prefix}_${seqs[0]}_${seqs.length}`;
   }
 
-  /** The frame recorded for a first seq (after a restart), if whole. */
-  recordedFrame(first: number): number[] | undefined {
-    return this.frames.get(first);
-  }
-
-  /**
-   * Record a frame before its first try; resolves once it is on disk (so a
-   * restart sends the same frame). A frame already recorded is not written again.
-   */
-  frame(seqs: number[]): Promise<void> {
-    if (this.frames.get(seqs[0])?.length === seqs.length || this.closed) return Promise.resolve();
-    this.frames.set(seqs[0], seqs);
-    this.buffer.f.push(seqs);
-    return new Promise((resolve, reject) => {
-      this.buffer.waiters.push({ resolve, reject });
-      this.schedule();
-    });
-  }
-
   /** These events are done with (delivered, dropped, dead letters): written with the next write. */
   done(seqs: readonly number[]): void {
     if (!seqs.length || this.closed) return;
-    for (const s of seqs) {
-      this.release(s);
-      this.frames.delete(s);
-    }
+    for (const s of seqs) this.release(s);
     this.buffer.d.push(...seqs);
     this.schedule();
   }
@@ -186,21 +161,20 @@ export class Outbox {
     this.writing ??= this.writeAll().finally(() => {
       this.writing = undefined;
       // what arrived after the last loop turn and before this line starts the next write
-      if (!this.closed && (this.buffer.a.length || this.buffer.f.length || this.buffer.d.length)) this.schedule();
+      if (!this.closed && (this.buffer.a.length || this.buffer.d.length)) this.schedule();
     });
   }
 
   private async writeAll(): Promise<void> {
     // let the events of this tick join the write
     await new Promise<void>((r) => setImmediate(r));
-    while (this.buffer.a.length || this.buffer.f.length || this.buffer.d.length) {
+    while (this.buffer.a.length || this.buffer.d.length) {
       const b = this.buffer;
-      this.buffer = { a: [], f: [], d: [], waiters: [] };
+      this.buffer = { a: [], d: [] };
       // the entry as JSON, each event's part measured on the way (what it holds on disk)
       const parts = b.a.map((a) => JSON.stringify(a));
       const fields: string[] = [];
       if (parts.length) fields.push(`"a":[${parts.join(',')}]`);
-      if (b.f.length) fields.push(`"f":${JSON.stringify(b.f)}`);
       if (b.d.length) fields.push(`"d":${JSON.stringify(b.d)}`);
       const before = this.journal.written;
       this.inWrite = b.a.length;
@@ -208,24 +182,21 @@ export class Outbox {
         await this.journal.appendJsonAsync(`{${fields.join(',')}}`);
       } catch (err) {
         this.inWrite = 0;
-        // nothing of this write is on disk: its events were never accepted, its frames not recorded
-        for (const f of b.f) this.frames.delete(f[0]);
+        // nothing of this write is on disk: its events were never accepted
         if (b.a.length) this.refused(b.a.length, err);
         this.figures.refused += b.a.length;
-        for (const w of b.waiters) w.reject(err);
         // dones lost here cost at most a frame sent again; keep them for the next write
         this.buffer.d.push(...b.d);
-        if (!b.a.length && !b.f.length) return;
+        if (!b.a.length) return;
         continue;
       }
       this.inWrite = 0;
       this.figures.fsyncs++;
       this.figures.written += this.journal.written - before;
       this.figures.stored += b.a.length;
-      b.a.forEach((a, i) => this.hold(a, parts[i].length));
-      // an event done while its accept was being written is done for good
+      const group = b.a[0]?.[0];
+      b.a.forEach((a, i) => { a[4] = group; this.hold(a, parts[i].length); });
       for (const s of b.d) this.release(s);
-      for (const w of b.waiters) w.resolve();
       if (b.a.length) this.stored(b.a.map(boxed));
       this.compactIfDue();
     }
@@ -258,8 +229,8 @@ export class Outbox {
 
   /** Everything held as the first record of the current segment (blocking: at open and at compaction only). */
   private snapshot(): void {
-    this.journal.append({ p: this.prefix, n: this.nextSeq, a: [...this.held.values()].map((h) => h.a), f: [...this.frames.values()] } satisfies Entry);
+    this.journal.append({ p: this.prefix, n: this.nextSeq, a: [...this.held.values()].map((h) => h.a) } satisfies Entry);
   }
 }
 
-const boxed = (a: Accepted): Boxed => ({ seq: a[0], subject: a[1], event: a[2], t: a[3] });
+const boxed = (a: Accepted): Boxed => ({ seq: a[0], subject: a[1], event: a[2], t: a[3], g: a[4] ?? a[0] });

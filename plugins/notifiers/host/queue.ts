@@ -92,23 +92,18 @@ export class EventQueue {
     return best;
   }
 
-  /** The oldest waiting event (the head of the next take), without taking it. */
-  head(): unknown {
-    return this.oldest()?.peek()?.event;
-  }
-
   /**
    * Take up to `max` events, and up to `maxBytes` of them (at least one
    * event), of the subject whose first event is the oldest; `bytes` is their
-   * estimate.
+   * estimate. `together`: whether the next event may join the first one's batch (absent: any may).
    */
-  take(max: number, maxBytes = Number.MAX_SAFE_INTEGER): { subject: Subject; events: unknown[]; bytes: number } | undefined {
+  take(max: number, maxBytes = Number.MAX_SAFE_INTEGER, together?: (first: unknown, next: unknown) => boolean): { subject: Subject; events: unknown[]; bytes: number } | undefined {
     const list = this.oldest();
     if (!list) return undefined;
     const subject = [...this.lists].find(([, l]) => l === list)![0];
     const events: unknown[] = [];
     let bytes = 0;
-    while (events.length < max && list.length && (!events.length || bytes + list.peek()!.bytes <= maxBytes)) {
+    while (events.length < max && list.length && (!events.length || (bytes + list.peek()!.bytes <= maxBytes && (!together || together(events[0], list.peek()!.event))))) {
       const q = list.shift()!;
       events.push(q.event);
       bytes += q.bytes;

@@ -22,7 +22,8 @@ import type { Subject } from '../api';
  * outbox's prefix (random, kept in the journal), its first seq and its
  * length: a frame cut off by a crash goes out again under the same
  * `webhook-id`, and a receiver that keeps ids gets it once. A `done` needs
- * no fsync of its own: lost in a crash, it only sends a frame again.
+ * no fsync of its own: it rides with the next accepted events (or is
+ * written alone DONE_DELAY_MS later); lost in a crash, it only sends a frame again.
  *
  * When the journal has grown past COMPACT_BYTES and four times what it still
  * holds, a new segment starts with everything still held (prefix, next seq,
@@ -36,6 +37,9 @@ export interface Boxed { seq: number; subject: Subject; event: unknown; t: numbe
 /** An event as the journal holds it; the group is written only in a snapshot (else: the record's first seq). */
 type Accepted = [seq: number, subject: Subject, event: unknown, t: number, g?: number];
 interface Entry { p?: string; n?: number; a?: Accepted[]; d?: number[] }
+
+/** How long dones wait for accepted events to ride with before they are written alone. */
+const DONE_DELAY_MS = 500;
 
 /** Journal size before compaction is considered. */
 const COMPACT_BYTES = 1024 * 1024;
@@ -135,8 +139,13 @@ export class Outbox {
     if (!seqs.length || this.closed) return;
     for (const s of seqs) this.release(s);
     this.buffer.d.push(...seqs);
-    this.schedule();
+    // dones ride with the next accepted events; alone, they are written a little later, together
+    this.doneTimer ??= setTimeout(() => {
+      this.doneTimer = undefined;
+      this.schedule(true);
+    }, DONE_DELAY_MS).unref();
   }
+  private doneTimer: NodeJS.Timeout | undefined;
 
   /** events accepted and not yet on disk (or refused) */
   get accepting(): number {
@@ -151,24 +160,34 @@ export class Outbox {
 
   /** Write what is buffered, then close; what is held stays for the next start. */
   async close(): Promise<void> {
-    this.schedule();
+    clearTimeout(this.doneTimer);
+    this.doneTimer = undefined;
+    this.schedule(true);
     await this.flush();
     this.closed = true;
     this.journal.close();
   }
 
-  private schedule(): void {
+  /** Start the write loop (`withDone`: also when only dones wait). */
+  private schedule(withDone = false): void {
+    if (withDone) this.doneDue = true;
     this.writing ??= this.writeAll().finally(() => {
       this.writing = undefined;
       // what arrived after the last loop turn and before this line starts the next write
-      if (!this.closed && (this.buffer.a.length || this.buffer.d.length)) this.schedule();
+      if (!this.closed && this.due()) this.schedule();
     });
+  }
+  private doneDue = false;
+
+  private due(): boolean {
+    return this.buffer.a.length > 0 || (this.doneDue && this.buffer.d.length > 0);
   }
 
   private async writeAll(): Promise<void> {
     // let the events of this tick join the write
     await new Promise<void>((r) => setImmediate(r));
-    while (this.buffer.a.length || this.buffer.d.length) {
+    while (this.due()) {
+      this.doneDue = false;
       const b = this.buffer;
       this.buffer = { a: [], d: [] };
       // the entry as JSON, each event's part measured on the way (what it holds on disk)

@@ -117,7 +117,7 @@ export interface Endpoint {
    * retries). A DeliveryError with `remaining` says which events are still
    * undelivered (the others count as sent and are not sent again).
    */
-  send<S extends Subject>(subject: S, events: NotifierEvents[S][], signal: AbortSignal): Promise<void>;
+  send<S extends Subject>(subject: S, events: NotifierEvents[S][], signal: AbortSignal, frame?: FrameInfo): Promise<void>;
   /**
    * A type whose link can be down for long (a broker away): resolves when a
    * batch of `subject` should be sent. The host waits for it before each send
@@ -150,6 +150,12 @@ export interface NotifierType {
   description?: string;
   /** the type's own settings (the common ones, timeout, space, retries..., are the host's) */
   settings: SettingsSchema;
+  /**
+   * Whether a notifier of this type keeps what it accepted on disk until it
+   * is delivered (host/outbox.ts) and its given-up frames as dead letters.
+   * Absent: never (the type's own link keeps its own promises, as MQTT QoS).
+   */
+  durable?(cfg: NotifierConfig): boolean;
   /** most events in one send (the host's max_batch when absent) */
   maxBatch?: number;
   /** one endpoint per configured notifier; throws when the config is unusable (a type with `forController` needs none) */
@@ -187,14 +193,25 @@ export interface NotifierPlugin extends PluginDefinition {
   notifier: NotifierType;
 }
 
-/** What Endpoint.send may throw when part of a batch got through. */
+/** What Endpoint.send may throw when part of a batch got through, or when trying again is no use. */
 export interface DeliveryError extends Error {
   /** the events of the batch that were not delivered, in order */
   remaining?: unknown[];
+  /** the receiver refused the frame for good (a web hook's 4xx other than 408 and 429): a durable notifier moves it to its dead letters at once */
+  permanent?: boolean;
+  /** the receiver's HTTP status, when it answered */
+  status?: number;
 }
 
-/** Delivery figures of one notifier (get_notifier). */
-export interface NotifierStats { queued: number; queued_bytes: number; sent: number; failed: number; dropped: number }
+/** What the host tells an endpoint of the frame it sends: a durable notifier's frame id (the same on every try, and after a restart). */
+export interface FrameInfo { id: string }
+
+/** Delivery figures of one notifier (get_notifier); a durable one adds its outbox's and dead letters' figures. */
+export interface NotifierStats {
+  queued: number; queued_bytes: number; sent: number; failed: number; dropped: number;
+  /** a durable notifier: events held on disk, journal bytes, fsyncs, bytes written, refused (disk full), expired, dead letters kept, events moved there, letters dropped at their bound */
+  outbox?: Record<string, number>;
+}
 
 /** Service `notifiers`. */
 export interface NotifierHost {
@@ -214,6 +231,15 @@ export interface NotifierHost {
   notifyServer(event: string): void;
   /** list_notifier_types: what a notifier file holds, from the declarations the files are checked by */
   settings(): NotifierFileSettings;
+  /** a durable notifier's dead letters; undefined when the id is unknown; throws (ApiError) when the notifier keeps none */
+  deadLetters(id: string): DeadLetterAccess | undefined;
+}
+
+/** The dead letters of one durable notifier (host/dead-letters.ts): time range in seconds. */
+export interface DeadLetterAccess {
+  list(filter: { ids?: readonly string[]; from?: number; to?: number }, offset?: number, limit?: number): Record<string, unknown>[];
+  replay(filter: { ids?: readonly string[]; from?: number; to?: number }): Promise<{ letters: number; events: number }>;
+  drop(filter: { ids?: readonly string[]; from?: number; to?: number }): Promise<number>;
 }
 
 /** The declared settings of notifier files: the file's own fields, the settings every type shares, each loaded type's. */

@@ -1,8 +1,9 @@
 import type { Subject } from './contract';
 import { describe } from '../../core/log';
-import type { DeliveryError, Endpoint, NotifierConfig, NotifierType, SettingsSchema } from './contract';
+import type { DeliveryError, Endpoint, FrameInfo, NotifierConfig, NotifierType, SettingsSchema } from './contract';
 import { checkHttpUri } from './host/config';
 import { shownUri } from './host/redaction';
+import { frameId, secretKey, signature, signingKeys } from './signature';
 
 /**
  * The shared sender of the web hook notifier types (json, http-post, http):
@@ -42,6 +43,8 @@ export interface WebhookSpec {
   validate?(cfg: NotifierConfig): void;
   /** CLI PROPS beyond a bare uri (absent: PROPS is the uri) */
   parseProps?(props: string): Record<string, unknown>;
+  /** whether a notifier without a `durable` setting keeps an outbox (json: yes; the deprecated types: no) */
+  durable?: boolean;
 }
 
 /** The members every frame starts with: key (when set), subject, space (when set). */
@@ -99,11 +102,21 @@ function hookAuth(cfg: NotifierConfig, url: URL): HookAuth | undefined {
   return undefined;
 }
 
+/** How a request is marked: its frame id (header webhook-id) and the keys that sign it now (none: unsigned). */
+export interface HookSigning { id: string; keys: Buffer[] }
+
 /** Send one request until `signal` aborts it (the host's timeout, or the stop); throws unless the answer is a success. */
-export async function sendHook(cfg: NotifierConfig, req: HookRequest, signal: AbortSignal): Promise<void> {
+export async function sendHook(cfg: NotifierConfig, req: HookRequest, signal: AbortSignal, signing?: HookSigning): Promise<void> {
   const url = new URL(cfg.uri as string);
   for (const [k, v] of Object.entries(req.query ?? {})) url.searchParams.append(k, v);
   const headers: Record<string, string> = req.contentType ? { 'Content-Type': req.contentType } : {};
+  if (signing) headers['webhook-id'] = signing.id;
+  if (signing?.keys.length) {
+    // each try is signed anew (its own timestamp) under the frame's one id
+    const timestamp = Math.floor(Date.now() / 1000);
+    headers['webhook-timestamp'] = String(timestamp);
+    headers['webhook-signature'] = signature(signing.keys, signing.id, timestamp, req.body ?? url.search.slice(1));
+  }
   const auth = hookAuth(cfg, url);
   // fetch refuses a URL with credentials: they go as basic authorization, as 3.3 (requests) sent them
   url.username = '';
@@ -125,8 +138,20 @@ export async function sendHook(cfg: NotifierConfig, req: HookRequest, signal: Ab
     const cause = (err as { cause?: unknown }).cause;
     throw new Error(cause ? describe(cause) : describe(err));
   }
-  if (body === undefined) throw new Error(`answer longer than ${WebhookDefaults.max_answer_bytes} bytes`);
-  if (!(req.accepts ?? answerIsSuccess)(r.status, body)) throw new Error(`answer HTTP ${r.status}: ${body.slice(0, 200)}`);
+  if (body === undefined) throw refusal(r.status, `answer longer than ${WebhookDefaults.max_answer_bytes} bytes`);
+  if (!(req.accepts ?? answerIsSuccess)(r.status, body)) throw refusal(r.status, `answer HTTP ${r.status}: ${body.slice(0, 200)}`);
+}
+
+/**
+ * A receiver's answer that is not a success. A 4xx other than 408 (timeout)
+ * and 429 (too many requests) says the frame itself is refused: trying it
+ * again would get the same answer, so it is `permanent`.
+ */
+function refusal(status: number, message: string): DeliveryError {
+  const e: DeliveryError = new Error(message);
+  e.status = status;
+  e.permanent = status >= 400 && status < 500 && status !== 408 && status !== 429;
+  return e;
 }
 
 /** The settings every web hook type has. */
@@ -135,7 +160,26 @@ const HookSettings: SettingsSchema = {
   notify_key: { type: 'string', description: 'sent as `k` with every request; `$ID`: the API key with that id (as 3.3)' },
   username: { type: 'string', description: 'basic authorization user (with password; else those in uri)' },
   password: { type: 'string', secret: true, description: 'basic authorization password' },
+  signing_secret: { type: 'string', secret: true, description: 'sign every request (Standard Webhooks headers webhook-id, -timestamp, -signature); whsec_ + base64 of 24 to 64 bytes' },
+  signing_secret_previous: { type: 'string', secret: true, description: 'the secret before a rotation: signs beside signing_secret until signing_previous_until' },
+  signing_previous_until: { type: 'integer', min: 0, description: 'when the previous secret stops signing (seconds since the epoch; absent: while it is set)' },
+  durable: { type: 'boolean', description: 'keep what is accepted and not yet delivered on disk (runtime/outbox/), and frames refused for good as dead letters; default: on for json, off for http-post and http' },
+  outbox_max_age: { type: 'number', min: 0, description: 'seconds an event may wait in the outbox before it is dropped (and counted); absent: 7 days; 0: no limit' },
 };
+
+/** The signing keys a notifier's settings give (checked: a bad secret is refused by name, never shown). */
+function hookKeys(cfg: NotifierConfig): { current?: Buffer; previous?: Buffer; until?: number } {
+  const set = (v: unknown) => v !== undefined && v !== null && v !== '';
+  if (!set(cfg.signing_secret)) {
+    if (set(cfg.signing_secret_previous)) throw new Error('signing_secret_previous needs signing_secret');
+    return {};
+  }
+  return {
+    current: secretKey(cfg.signing_secret, 'signing_secret'),
+    previous: set(cfg.signing_secret_previous) ? secretKey(cfg.signing_secret_previous, 'signing_secret_previous') : undefined,
+    until: typeof cfg.signing_previous_until === 'number' ? cfg.signing_previous_until : undefined,
+  };
+}
 
 /** Where a `$ID` notify key is looked up: the controller's API keys. */
 interface KeyLookup { get(id: string): { key: string } | undefined }
@@ -143,8 +187,39 @@ interface KeyLookup { get(id: string): { key: string } | undefined }
 /** One notifier's endpoint: requests one after the other, partial failures reported as DeliveryError. */
 class WebhookEndpoint implements Endpoint {
   private readonly stopping = new AbortController();
+  private readonly secrets: ReturnType<typeof hookKeys>;
+  /**
+   * The frame id of a chunk, by its first event: the host retries the same
+   * event objects, so a retried frame keeps its id and a receiver can drop
+   * the copy. A frame of another length (what is left after a partial
+   * failure) is another frame and gets another id.
+   */
+  private readonly ids = new WeakMap<object, string>();
 
-  constructor(private readonly spec: WebhookSpec, private readonly cfg: NotifierConfig, private readonly keys?: () => KeyLookup) {}
+  constructor(private readonly spec: WebhookSpec, private readonly cfg: NotifierConfig, private readonly keys?: () => KeyLookup) {
+    this.secrets = hookKeys(cfg);
+  }
+
+  /** How a chunk of `events` is signed now (undefined: the notifier does not sign). */
+  private signing(events: readonly unknown[], frame?: FrameInfo): HookSigning | undefined {
+    const { current, previous, until } = this.secrets;
+    // unsigned, a durable notifier's frame still carries its id: receivers can drop a frame sent again after a restart
+    if (!current) return frame && { id: frame.id, keys: [] };
+    return { id: frame?.id ?? this.frameIdOf(events), keys: signingKeys(current, previous, until, Date.now() / 1000) };
+  }
+
+  /** A frame id when the host gives none (a notifier kept in memory). */
+  private frameIdOf(events: readonly unknown[]): string {
+    const first = events[0];
+    // a `server` event is text, which has no identity to keep: each try gets a new id
+    if (first === null || typeof first !== 'object') return frameId();
+    let id = this.ids.get(first);
+    if (!id) {
+      id = frameId();
+      this.ids.set(first, id);
+    }
+    return events.length === 1 ? id : `${id}_${events.length}`;
+  }
 
   /** The config a request is made from: a notify key `$ID` is the API key with that id, now (3.3; none when unknown). */
   private current(): NotifierConfig {
@@ -161,17 +236,19 @@ class WebhookEndpoint implements Endpoint {
   }
 
   test(signal: AbortSignal): Promise<void> {
-    return sendHook(this.cfg, this.spec.encodeTest(this.current()), AbortSignal.any([signal, this.stopping.signal]));
+    return sendHook(this.cfg, this.spec.encodeTest(this.current()), AbortSignal.any([signal, this.stopping.signal]), this.signing([]));
   }
 
-  async send(subject: Subject, events: unknown[], signal: AbortSignal): Promise<void> {
+  async send(subject: Subject, events: unknown[], signal: AbortSignal, frame?: FrameInfo): Promise<void> {
     const chunks = this.spec.encode(this.current(), subject, events);
+    // the host's frame id names the whole batch; a type that splits it (http: a request per event) numbers the parts
+    const idOf = (i: number) => (frame && chunks.length > 1 ? { id: `${frame.id}.${i}` } : frame);
     const remaining: unknown[] = [];
     let first: unknown;
     const either = AbortSignal.any([signal, this.stopping.signal]);
     for (let i = 0; i < chunks.length; i++) {
       try {
-        await sendHook(this.cfg, chunks[i].request, either);
+        await sendHook(this.cfg, chunks[i].request, either, this.signing(chunks[i].events, idOf(i)));
       } catch (err) {
         first ??= err;
         remaining.push(...chunks[i].events);
@@ -184,6 +261,8 @@ class WebhookEndpoint implements Endpoint {
     if (first !== undefined) {
       const e: DeliveryError = new Error(describe(first));
       e.remaining = remaining;
+      e.status = (first as DeliveryError).status;
+      e.permanent = (first as DeliveryError).permanent;
       throw e;
     }
   }
@@ -207,8 +286,10 @@ export function webhookType(spec: WebhookSpec): NotifierType {
     target: (cfg) => shownUri(cfg.uri),
     validate(cfg) {
       checkHttpUri(cfg.uri);
+      hookKeys(cfg);
       spec.validate?.(cfg);
     },
     create: (cfg, env) => new WebhookEndpoint(spec, cfg, env && (() => env.ctx.keys)),
+    durable: (cfg) => (typeof cfg.durable === 'boolean' ? cfg.durable : spec.durable === true),
   };
 }

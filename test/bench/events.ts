@@ -2,8 +2,6 @@ import 'reflect-metadata';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import zlib from 'node:zlib';
 import initSqlJs from 'sql.js';
 import { startController, Keys } from '../helpers/controller';
@@ -12,7 +10,7 @@ import { HistorySchema, type HistoryRow } from '../../plugins/notifiers/db/schem
 import { ROLLUP_TABLE } from '../../plugins/notifiers/db/rollup';
 import { writeFileAtomic } from '../../core/toolkit/atomic-file';
 import type { ModuleLogger } from '../../core/log';
-import { table, fmt, benchUpdatePlugin, updateBatches, postBatches } from './lib';
+import { table, fmt, benchUpdatePlugin, updateBatches, postBatches, jsonReceiver } from './lib';
 
 /**
  * Notification throughput and db flush cost.
@@ -50,36 +48,6 @@ const step = (what: string) => process.stderr.write(`… ${what}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const BENCH_PLUGIN = benchUpdatePlugin('sensor:bench/s');
-
-/** A json receiver on loopback: answers OK, counts the events of state frames, resolves when `want` arrived. */
-async function receiver(): Promise<{ url: string; expect(want: number): Promise<number>; frames(): number; close(): Promise<void> }> {
-  let count = 0;
-  let frames = 0;
-  let waiting: { want: number; resolve: (at: number) => void } | undefined;
-  const server = http.createServer((req, res) => {
-    const parts: Buffer[] = [];
-    req.on('data', (d: Buffer) => parts.push(d));
-    req.on('end', () => {
-      const frame = JSON.parse(Buffer.concat(parts).toString('utf8'));
-      if (frame.subject === 'state') { count += frame.data.length; frames++; }
-      res.setHeader('Content-Type', 'application/json');
-      res.end('{"result":"OK"}');
-      if (waiting && count >= waiting.want) { waiting.resolve(now()); waiting = undefined; }
-    });
-  });
-  server.keepAliveTimeout = 60_000;
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
-    frames: () => frames,
-    expect(want) {
-      count = 0;
-      frames = 0;
-      return new Promise((resolve) => { waiting = { want, resolve }; });
-    },
-    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
-  };
-}
 
 function stateEvent(i: number) {
   return { oid: 'sensor:bench/s', full_id: 'bench/s', group: 'bench', id: 's', type: 'sensor', status: 1, value: String(i), t: Date.now() / 1000 };
@@ -153,7 +121,7 @@ async function rawDb(dir: string): Promise<void> {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function throughput(): Promise<(string | number)[][]> {
-  const rx = await receiver();
+  const rx = await jsonReceiver();
   const common = { enabled: false, events: [{ subject: 'state', types: ['#'], groups: ['#'] }], queue_size: N + 1000 };
   const c = await startController(undefined, {
     // the items file stays out of the figure (under instant each change would rewrite it)

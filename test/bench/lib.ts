@@ -2,6 +2,8 @@ import { spawn, spawnSync, execFile, type ChildProcess } from 'node:child_proces
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import autocannon from 'autocannon';
 import { keysIni, type KeyFields } from '../helpers/keys';
 
@@ -176,3 +178,34 @@ export function benchEmitFunction(oid: string, t0: number): string {
         return true;
       } });`;
 }
+
+/** A json receiver on loopback: answers OK, counts the events of state frames, resolves when `want` arrived. */
+export async function jsonReceiver(): Promise<{ url: string; expect(want: number): Promise<number>; frames(): number; close(): Promise<void> }> {
+  let count = 0;
+  let frames = 0;
+  let waiting: { want: number; resolve: (at: number) => void } | undefined;
+  const server = http.createServer((req, res) => {
+    const parts: Buffer[] = [];
+    req.on('data', (d: Buffer) => parts.push(d));
+    req.on('end', () => {
+      const frame = JSON.parse(Buffer.concat(parts).toString('utf8'));
+      if (frame.subject === 'state') { count += frame.data.length; frames++; }
+      res.setHeader('Content-Type', 'application/json');
+      res.end('{"result":"OK"}');
+      if (waiting && count >= waiting.want) { waiting.resolve(performance.now()); waiting = undefined; }
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    frames: () => frames,
+    expect(want) {
+      count = 0;
+      frames = 0;
+      return new Promise((resolve) => { waiting = { want, resolve }; });
+    },
+    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+  };
+}
+

@@ -8,6 +8,7 @@ export interface ReceivedRequest {
   url: URL;
   contentType: string;
   authorization?: string;
+  headers: http.IncomingHttpHeaders;
   body: string;
   /** the body parsed as JSON, when it is JSON */
   json?: any;
@@ -43,7 +44,7 @@ export class Receiver {
         const body = Buffer.concat(chunks).toString('utf8');
         const contentType = String(req.headers['content-type'] ?? '');
         const r: ReceivedRequest = {
-          method: req.method ?? '', url: new URL(req.url ?? '/', 'http://x'), contentType, body, authorization: req.headers.authorization,
+          method: req.method ?? '', url: new URL(req.url ?? '/', 'http://x'), contentType, body, authorization: req.headers.authorization, headers: req.headers,
         };
         if (contentType.includes('json')) { try { r.json = JSON.parse(body); } catch { /* left undefined */ } }
         if (contentType.includes('urlencoded')) r.form = new URLSearchParams(body);

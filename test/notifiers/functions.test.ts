@@ -24,7 +24,11 @@ test('list_notifiers and get_notifier show the notifier objects; get_notifier ad
   await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/a')] });
   const got = await until('a sent 1', async () => { const n = await client.ok('get_notifier', { k, i: 'a' }); return n.stats.sent === 1 && n; });
   t.like(got, list[0]);
-  t.deepEqual(got.stats, { queued: 0, queued_bytes: 0, sent: 1, failed: 0, dropped: 0, test: 'skipped', state: 'ok', since: null, last_error: null });
+  const { outbox, ...figures } = got.stats;
+  t.deepEqual(figures, { queued: 0, queued_bytes: 0, sent: 1, failed: 0, dropped: 0, test: 'skipped', state: 'ok', since: null, last_error: null });
+  // a json hook is durable by default: its outbox wrote the event and let it go once delivered
+  t.like(outbox, { held: 0, refused: 0, dead_letters: 0 });
+  t.true(outbox.fsyncs >= 1);
   const direct = await client.get('get_notifier', { k, i: 'b' });
   t.is(direct.status, 200);
   t.like(direct.body, { id: 'b', enabled: false, stats: { queued: 0, sent: 0, failed: 0, dropped: 0, test: 'not run' } });

@@ -81,7 +81,7 @@ for (const [name, answer] of [
     const rcv = await Receiver.start(t);
     rcv.answer = () => answer;
     const { client } = await startController(t, {
-      files: notifierFiles({ hook: { type: 'json', uri: rcv.uri, skip_test: true, retries: 0, events: subscribeAll } }),
+      files: notifierFiles({ hook: { type: 'json', uri: rcv.uri, skip_test: true, retries: 0, durable: false, events: subscribeAll } }),
     });
     await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/x')] });
     const s = await until('hook dropped 1', async () => { const s = await stats(client, k, 'hook'); return s.dropped === 1 && s; });
@@ -93,7 +93,7 @@ test('timeout ends a request that gets no answer', async (t) => {
   const rcv = await Receiver.start(t);
   rcv.hold();
   const { client } = await startController(t, {
-    files: notifierFiles({ hook: { type: 'json', uri: rcv.uri, skip_test: true, timeout: 0.3, retries: 0, events: subscribeAll } }),
+    files: notifierFiles({ hook: { type: 'json', uri: rcv.uri, skip_test: true, timeout: 0.3, retries: 0, durable: false, events: subscribeAll } }),
   });
   await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/x')] });
   const s = await until('hook dropped 1', async () => { const s = await stats(client, k, 'hook'); return s.dropped === 1 && s; });
@@ -113,7 +113,7 @@ test('an answer longer than the read bound is a failure', async (t) => {
   const rcv = await Receiver.start(t);
   rcv.answer = () => ({ body: ' '.repeat(WebhookDefaults.max_answer_bytes) + '{"result":"OK"}' });
   const { client } = await startController(t, {
-    files: notifierFiles({ hook: { type: 'json', uri: rcv.uri, skip_test: true, retries: 0, events: subscribeAll } }),
+    files: notifierFiles({ hook: { type: 'json', uri: rcv.uri, skip_test: true, retries: 0, durable: false, events: subscribeAll } }),
   });
   await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/x')] });
   const s = await until('hook dropped 1', async () => { const s = await stats(client, k, 'hook'); return s.dropped === 1 && s; });

@@ -64,7 +64,7 @@ for (const [where, bytes, kept] of [
     const { client } = await startController(t, {
       ini: inFile ? {} : { notifiers: { queue_max_bytes: bytes } },
       // the held request must not time out (and count as failed) however long a loaded machine takes to get here
-      files: notifierFiles({ hook: { type: 'json', uri: rcv.uri, skip_test: true, timeout: 120, ...(inFile ? { queue_max_bytes: bytes } : {}), events: subscribeAll } }),
+      files: notifierFiles({ hook: { type: 'json', uri: rcv.uri, skip_test: true, timeout: 120, ...(inFile ? { queue_max_bytes: bytes } : {}), durable: false, events: subscribeAll } }),
     });
     const v = (i: number) => String(i).padEnd(VALUE, 'x');
     await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/s', 0, v(0))] });

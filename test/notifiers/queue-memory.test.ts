@@ -45,7 +45,7 @@ test(`${UPDATES} updates of 400 KB with a dead web hook stay within +${LIMIT_MB}
   const dir = makeDir(t, {
     // the values are not what is measured here: the items file is written once, at stop
     ini: { server: { db_update: 'manual' } },
-    files: notifierFiles({ hook: { type: 'json', uri, skip_test: true, timeout: 5, events: [{ subject: 'state', types: ['#'], groups: ['#'] }] } }),
+    files: notifierFiles({ hook: { type: 'json', uri, skip_test: true, timeout: 5, durable: false, events: [{ subject: 'state', types: ['#'], groups: ['#'] }] } }),
   });
   const c = await spawnController(t, dir);
   const pid = c.proc.pid!;

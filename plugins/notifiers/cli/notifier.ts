@@ -5,7 +5,7 @@ import { Products, type Product } from '../../../core/defaults';
 import { describe } from '../../../core/log';
 import type { Subject, Subscription } from '../contract';
 import { normalizeSubscription } from '../host/config';
-import { withoutSecrets } from '../host/redaction';
+import { HiddenPassword, withoutSecrets } from '../host/redaction';
 import { DefaultLogLevel } from '../host/filter';
 import { loadTypes, type TypeCatalogue } from './notifier-types';
 import { CliError, NotifierFiles, checked, knownFields, setField, type RawConfig } from './notifier-files';
@@ -204,7 +204,7 @@ function program(io: Io, defaultProduct: Product, catalogue: TypeCatalogue): Com
       const c = await ctx();
       const file = c.files.read(id);
       const type = typeOf(file, id, c);
-      const raw = withoutSecrets(file);
+      const raw = withoutSecrets(file, type);
       const rows = [['PROPERTY', 'VALUE']];
       const known = knownFields(type);
       rows.push(['id', id], ['type', type.name]);
@@ -219,8 +219,10 @@ function program(io: Io, defaultProduct: Product, catalogue: TypeCatalogue): Com
     .argument('<property>', 'property name')
     .argument('[value]', 'new value')
     .action((id: string, prop: string, value: string | undefined) => edit(id, (raw, c) => {
-      setField(raw, typeOf(raw, id, c), prop, value);
-      return value === undefined ? `notifier ${id}: ${prop} unset` : `notifier ${id}: ${prop} = ${value}`;
+      const type = typeOf(raw, id, c);
+      setField(raw, type, prop, value);
+      if (value === undefined) return `notifier ${id}: ${prop} unset`;
+      return `notifier ${id}: ${prop} = ${type.settings[prop]?.secret || prop === 'password' ? HiddenPassword : value}`;
     }));
 
   cmd.command('get_config')
@@ -228,7 +230,8 @@ function program(io: Io, defaultProduct: Product, catalogue: TypeCatalogue): Com
     .argument('<id>', 'notifier id')
     .action(async (id: string) => {
       const c = await ctx();
-      io.out(JSON.stringify(withoutSecrets(c.files.read(id)), null, 2) + '\n');
+      const file = c.files.read(id);
+      io.out(JSON.stringify(withoutSecrets(file, c.types.get(String(file.type))), null, 2) + '\n');
     });
 
   cmd.command('subscribe')

@@ -5,6 +5,24 @@ import type { DeliveryOptions } from './defaults';
 import { EventQueue } from './queue';
 import { eventSize } from './event-size';
 import { unlessAborted, withDeadline } from '../../../core/toolkit/deadline';
+import { Outbox, type Boxed } from './outbox';
+import { DeadLetters, type LetterFilter } from './dead-letters';
+
+/** Where a durable notifier keeps its outbox and dead letters, and how old an event may get (seconds; 0: any age). */
+export interface DurableFiles { outbox: string; deadLetters: string; maxAge: number }
+
+/** The durable side of a notifier (outbox.ts, dead-letters.ts) and its figures. */
+interface Durable {
+  outbox: Outbox;
+  dead: DeadLetters;
+  maxAge: number;
+  figures: { dead: number; expired: number };
+}
+
+const sameGroup = (a: unknown, b: unknown) => (a as Boxed).g === (b as Boxed).g;
+
+/** The frame of a batch: the events to send and, when durable, their outbox entries. */
+interface Frame { events: unknown[]; boxes?: Boxed[] }
 
 /** Retry delay before retry number `attempt` (0-based): doubling, capped, with jitter so peers do not retry in step. */
 export function backoff(attempt: number, opts: Pick<DeliveryOptions, 'retry_delay' | 'retry_max_delay'>): number {
@@ -48,8 +66,60 @@ export class Delivery {
 
   /** `timeout`: seconds each send may take (the notifier's timeout) */
   constructor(private readonly id: string, private readonly opts: DeliveryOptions, private readonly timeout: number, private readonly log: ModuleLogger) {
-    this.queue = new EventQueue(opts.queue_size, opts.queue_max_bytes);
+    this.queue = new EventQueue(opts.queue_size, opts.queue_max_bytes, (event) => this.durable?.outbox.done([(event as Boxed).seq]));
   }
+
+  /** The durable side, once the notifier turned out to be durable (before run). */
+  private durable: Durable | undefined;
+
+  /**
+   * Make this notifier durable: read what an earlier run left in its outbox
+   * (queued first, in order), move what is queued in memory into it, and
+   * from now on queue only what is on disk. Throws when the outbox cannot be
+   * opened (the notifier then goes on in memory).
+   */
+  useOutbox(files: DurableFiles): void {
+    const outbox = new Outbox(files.outbox, (boxes) => this.stored(boxes), (count, err) => this.refuse(count, err));
+    const dead = new DeadLetters(files.deadLetters);
+    dead.open();
+    const { pending } = outbox.open((segment, at) => this.log.warning(`notifier ${this.id}: outbox ${segment} ends with a torn record at ${at}, ignored (never acknowledged)`));
+    const before: { subject: Subject; event: unknown }[] = [];
+    for (let b = this.queue.take(Infinity); b; b = this.queue.take(Infinity)) for (const event of b.events) before.push({ subject: b.subject, event });
+    this.durable = { outbox, dead, maxAge: files.maxAge, figures: { dead: 0, expired: 0 } };
+    if (pending.length) this.log.info(`notifier ${this.id}: ${pending.length} event(s) left in the outbox by the last run, delivering`);
+    this.stored(pending);
+    for (const { subject, event } of before) outbox.accept(subject, event);
+  }
+
+  /** The dead letters of a durable notifier (undefined: it keeps none). */
+  letters(): DeadLetters | undefined {
+    return this.durable?.dead;
+  }
+
+  /** Dead letters back into the outbox, oldest first: they are sent again as new frames. */
+  async replay(filter: LetterFilter): Promise<{ letters: number; events: number }> {
+    const d = this.durable;
+    if (!d) return { letters: 0, events: 0 };
+    const taken = await d.dead.take(filter);
+    let events = 0;
+    for (const l of taken) for (const e of l.events) { d.outbox.accept(l.subject, e); events++; }
+    return { letters: taken.length, events };
+  }
+
+  /** Events the outbox has on disk: into the queue, in order. */
+  private stored(boxes: Boxed[]): void {
+    for (const b of boxes) this.enqueue(b.subject, b, eventSize(b.subject, b.event));
+    this.wake?.();
+  }
+
+  /** Events the outbox could not write (a full disk): never accepted, counted, one line per run of failures. */
+  private refuse(count: number, err: unknown): void {
+    this.figures.dropped += count;
+    if (!this.refusing) this.log.error(`notifier ${this.id}: outbox write failed, ${count} event(s) refused: ${describe(err)}`);
+    this.refusing = true;
+    this.wake?.();
+  }
+  private refusing = false;
 
   /**
    * Most bytes of one batch (at least one event): a sixteenth of the queue's
@@ -81,13 +151,31 @@ export class Delivery {
   }
 
   stats(): NotifierStats {
-    return { queued: this.queue.size + this.inflight, queued_bytes: this.queue.bytes + this.inflightBytes, ...this.figures };
+    const base = { queued: this.queue.size + this.inflight + (this.durable?.outbox.accepting ?? 0), queued_bytes: this.queue.bytes + this.inflightBytes, ...this.figures };
+    const d = this.durable;
+    if (!d) return base;
+    const o = d.outbox.figures;
+    return {
+      ...base,
+      outbox: {
+        held: d.outbox.size, bytes: d.outbox.bytes, fsyncs: o.fsyncs, written: o.written, refused: o.refused, expired: d.figures.expired,
+        dead_letters: d.dead.count, dead: d.figures.dead, dead_dropped: d.dead.dropped,
+      },
+    };
   }
 
-  /** Queue an event (never blocks, never throws). */
+  /** Queue an event (never blocks, never throws); a durable notifier queues it once it is on disk. */
   push(subject: Subject, event: unknown): void {
     if (this.draining || this.closed) return;
-    const dropped = this.queue.push(subject, event, eventSize(subject, event));
+    if (this.durable) {
+      this.durable.outbox.accept(subject, event);
+      return;
+    }
+    this.enqueue(subject, event, eventSize(subject, event));
+  }
+
+  private enqueue(subject: Subject, event: unknown, size: number): void {
+    const dropped = this.queue.push(subject, event, size);
     if (dropped) {
       if (!this.overflowing) {
         this.log.error(`notifier ${this.id}: queue full (${this.opts.queue_size} events or ${this.opts.queue_max_bytes} bytes), dropping the oldest events`);
@@ -135,42 +223,107 @@ export class Delivery {
     this.generation++;
     this.interrupt?.();
     this.wake?.();
-    this.figures.dropped += this.queue.clear() + this.inflight;
+    if (this.durable) {
+      // what is left stays in the outbox for the next start: neither dropped nor done
+      const left = this.queue.size + this.inflight;
+      if (left) this.log.info(`notifier ${this.id}: ${left} event(s) kept in the outbox for the next start`);
+      await this.durable.outbox.close();
+    } else {
+      this.figures.dropped += this.queue.clear() + this.inflight;
+    }
     this.inflight = 0;
     this.inflightBytes = 0;
   }
 
   private async work(): Promise<void> {
     while (!this.closed) {
-      const batch = this.queue.take(this.opts.max_batch, this.batchBytes);
+      // a durable notifier's frame stays within one outbox group: the same events make the same frame after a restart
+      const batch = this.queue.take(this.opts.max_batch, this.batchBytes, this.durable && sameGroup);
       if (!batch) {
         this.overflowing = false;
-        if (this.draining) return;
+        // a durable notifier's drain also waits for what its outbox is still writing (then queued, and the loop woken)
+        if (this.draining && !this.durable?.outbox.accepting) return;
         await new Promise<void>((r) => { this.wake = r; });
         this.wake = undefined;
         continue;
       }
       this.inflight = batch.events.length;
       this.inflightBytes = batch.bytes;
-      await this.deliver(batch.subject, batch.events);
+      await this.deliver(batch.subject, this.frameOf(batch.events));
       this.inflight = 0;
       this.inflightBytes = 0;
     }
   }
 
-  private async deliver(subject: Subject, batch: unknown[]): Promise<void> {
+  /** A batch as a frame: a durable notifier's events come boxed; events too old are let go first. */
+  private frameOf(batch: unknown[]): Frame {
+    const d = this.durable;
+    if (!d) return { events: batch };
+    let boxes = batch as Boxed[];
+    if (d.maxAge > 0) {
+      const oldest = Date.now() - d.maxAge * 1000;
+      const old = boxes.filter((b) => b.t < oldest);
+      if (old.length) {
+        d.figures.expired += old.length;
+        this.figures.dropped += old.length;
+        d.outbox.done(old.map((b) => b.seq));
+        boxes = boxes.filter((b) => b.t >= oldest);
+      }
+    }
+    return { events: boxes.map((b) => b.event), boxes };
+  }
+
+  /** What is left of a frame after a partial failure: `remaining` is an in-order part of its events. */
+  private rest(frame: Frame, remaining: unknown[]): Frame {
+    if (!frame.boxes) return { events: remaining };
+    const boxes: Boxed[] = [];
+    let i = 0;
+    for (const e of remaining) {
+      while (i < frame.events.length && frame.events[i] !== e) i++;
+      if (i < frame.events.length) boxes.push(frame.boxes[i++]);
+    }
+    const kept = new Set(boxes);
+    this.durable!.outbox.done(frame.boxes.filter((b) => !kept.has(b)).map((b) => b.seq));
+    return { events: boxes.map((b) => b.event), boxes };
+  }
+
+  /** A frame dropped (counted), and let go by the outbox. */
+  private drop(frame: Frame): void {
+    this.figures.dropped += frame.events.length;
+    if (frame.boxes) this.durable!.outbox.done(frame.boxes.map((b) => b.seq));
+  }
+
+  /** A durable frame given up: into the dead letters, then out of the outbox (it stays there when they cannot be written). */
+  private async bury(subject: Subject, frame: Frame, id: string, err: unknown): Promise<void> {
+    const d = this.durable!;
+    d.figures.dead += frame.events.length;
+    const status = (err as DeliveryError).status;
+    try {
+      await d.dead.add({ id, t: Date.now(), subject, events: frame.events, status: typeof status === 'number' ? status : null, error: describe(err) });
+      d.outbox.done(frame.boxes!.map((b) => b.seq));
+    } catch (e) {
+      this.log.error(`notifier ${this.id}: dead letters not written (${describe(e)}): the frame stays in the outbox for the next start`);
+    }
+  }
+
+  private async deliver(subject: Subject, first: Frame): Promise<void> {
     const generation = this.generation;
-    let events = batch;
+    let frame = first;
+    let events = frame.events;
+    if (!events.length) return;
     for (let attempt = 0; ; attempt++) {
+      const seqs = frame.boxes?.map((b) => b.seq);
+      const id = seqs && this.durable!.outbox.frameId(seqs);
       try {
         const endpoint = this.endpoint!;
         // a link that is down (and says so) is waited for without the timeout: only stop or disable ends the wait
         if (endpoint.waitReady) await unlessAborted(endpoint.waitReady(subject), this.halt.signal);
         if (generation !== this.generation && !this.closed) {
-          this.figures.dropped += events.length;
+          this.drop(frame);
           return;
         }
-        await withDeadline(this.timeout, (signal) => endpoint.send(subject, events as never[], signal), this.halt.signal);
+        await withDeadline(this.timeout, (signal) => endpoint.send(subject, events as never[], signal, id ? { id } : undefined), this.halt.signal);
+        if (seqs) this.durable!.outbox.done(seqs);
         if (this.closed) return; // stop() has counted this batch as dropped already
         this.figures.sent += events.length;
         if (this.failing) this.log.info(`notifier ${this.id}: delivering again`);
@@ -183,7 +336,8 @@ export class Delivery {
         const remaining = (err as DeliveryError)?.remaining;
         if (Array.isArray(remaining) && remaining.length <= events.length) {
           this.figures.sent += events.length - remaining.length;
-          events = remaining;
+          frame = this.rest(frame, remaining);
+          events = frame.events;
           this.inflight = events.length;
         }
         if (!this.failing) this.log.warning(`notifier ${this.id}: delivery failed: ${describe(err)}; retrying`);
@@ -191,14 +345,20 @@ export class Delivery {
         this.failing = true;
         this.lastError = describe(err);
         if (!events.length) return;
+        if (this.durable && this.draining) return; // kept in the outbox for the next start
+        if (this.durable && generation === this.generation && (attempt >= this.opts.retries || (err as DeliveryError).permanent)) {
+          this.log.error(`notifier ${this.id}: ${events.length} ${subject} event(s) moved to the dead letters after ${attempt + 1} tries: ${describe(err)}`);
+          await this.bury(subject, frame, this.durable.outbox.frameId(frame.boxes!.map((b) => b.seq)), err);
+          return;
+        }
         if (attempt >= this.opts.retries || this.draining || generation !== this.generation) {
-          this.figures.dropped += events.length;
+          this.drop(frame);
           this.log.error(`notifier ${this.id}: ${events.length} ${subject} event(s) dropped after ${attempt + 1} failed tries: ${describe(err)}`);
           return;
         }
         await this.sleep(backoff(attempt, this.opts));
         if (generation !== this.generation || this.closed) {
-          if (!this.closed) this.figures.dropped += events.length;
+          if (!this.closed) this.drop(frame);
           return;
         }
       }

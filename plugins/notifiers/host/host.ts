@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import type { PluginContext } from '../../../core/plugin';
 import type { Subject } from '../contract';
 import { describe, type ModuleLogger } from '../../../core/log';
@@ -7,6 +9,8 @@ import type { Endpoint, EndpointFactory, NotifierConfig, NotifierFileSettings, N
 import { commonConfig, configProblem, deliveryOptions, readNotifierFiles } from './config';
 import { CommonSettings, DeliverySettings, FileFields } from './defaults';
 import { Delivery } from './delivery';
+import { OUTBOX_MAX_AGE, outboxDir } from './outbox';
+import type { LetterFilter } from './dead-letters';
 import { EventRouter, type Routed } from './router';
 import { withDeadline } from '../../../core/toolkit/deadline';
 import { endpointFactory, hideSecrets, serializeSettings } from './settings';
@@ -132,7 +136,31 @@ export class NotifierHost implements Contract.NotifierHost {
       this.refuse(n, `bad ${type.name} config: ${wrong}`);
       return;
     }
+    if (type.durable?.(n.config)) this.durable(n);
     if (n.enabled) this.startEndpoint(n, !n.config.skip_test);
+  }
+
+  /**
+   * A durable notifier keeps its outbox and dead letters in runtime/outbox/.
+   * A controller directory that cannot be written (a read-only image) keeps
+   * them in memory, as every notifier did before, and says so.
+   */
+  private durable(n: Managed): void {
+    const dir = outboxDir(this.ctx.paths.runtime);
+    const id = n.config.id;
+    try {
+      fs.mkdirSync(dir, { recursive: true });
+      fs.accessSync(dir, fs.constants.W_OK);
+    } catch (err) {
+      this.log.warning(`notifier ${id}: ${dir} is not writable (${describe(err)}): its queue is kept in memory only`);
+      return;
+    }
+    const maxAge = typeof n.config.outbox_max_age === 'number' ? n.config.outbox_max_age : OUTBOX_MAX_AGE;
+    try {
+      n.delivery.useOutbox({ outbox: path.join(dir, id), deadLetters: path.join(dir, `${id}.dead.json`), maxAge });
+    } catch (err) {
+      this.log.error(`notifier ${id}: outbox not usable (${describe(err)}): its queue is kept in memory only`);
+    }
   }
 
   private refuse(n: Managed, problem: string): void {
@@ -207,6 +235,19 @@ export class NotifierHost implements Contract.NotifierHost {
     } finally {
       if (!running) await withDeadline(n.timeout, async () => endpoint.stop()).catch(() => undefined);
     }
+  }
+
+  /** list_dead_letters, replay_dead_letters, drop_dead_letters: undefined when the id is unknown; throws when it keeps none. */
+  deadLetters(id: string) {
+    const n = this.all.get(id);
+    if (!n) return undefined;
+    const letters = n.delivery.letters();
+    if (!letters) throw functionFailed(`notifier ${id} keeps no dead letters (it is not durable)`);
+    return {
+      list: (filter: LetterFilter, offset?: number, limit?: number) => letters.list(filter, offset, limit),
+      replay: (filter: LetterFilter) => n.delivery.replay(filter),
+      drop: async (filter: LetterFilter) => (await letters.take(filter)).length,
+    };
   }
 
   /** After every plugin started: a notifier whose type never registered is reported once. */

@@ -55,7 +55,8 @@ export class EventQueue {
   private count = 0;
   private held = 0;
 
-  constructor(readonly bound: number, readonly maxBytes = Number.MAX_SAFE_INTEGER) {}
+  /** `dropped`: told of each event dropped at a bound (a durable outbox lets it go) */
+  constructor(readonly bound: number, readonly maxBytes = Number.MAX_SAFE_INTEGER, private readonly dropped?: (event: unknown) => void) {}
 
   get size(): number {
     return this.count;
@@ -74,6 +75,7 @@ export class EventQueue {
       this.count--;
       this.held -= gone.bytes;
       dropped++;
+      this.dropped?.(gone.event);
     }
     this.lists.get(subject)!.push({ seq: this.seq++, event, bytes });
     this.count++;
@@ -93,15 +95,15 @@ export class EventQueue {
   /**
    * Take up to `max` events, and up to `maxBytes` of them (at least one
    * event), of the subject whose first event is the oldest; `bytes` is their
-   * estimate.
+   * estimate. `together`: whether the next event may join the first one's batch (absent: any may).
    */
-  take(max: number, maxBytes = Number.MAX_SAFE_INTEGER): { subject: Subject; events: unknown[]; bytes: number } | undefined {
+  take(max: number, maxBytes = Number.MAX_SAFE_INTEGER, together?: (first: unknown, next: unknown) => boolean): { subject: Subject; events: unknown[]; bytes: number } | undefined {
     const list = this.oldest();
     if (!list) return undefined;
     const subject = [...this.lists].find(([, l]) => l === list)![0];
     const events: unknown[] = [];
     let bytes = 0;
-    while (events.length < max && list.length && (!events.length || bytes + list.peek()!.bytes <= maxBytes)) {
+    while (events.length < max && list.length && (!events.length || (bytes + list.peek()!.bytes <= maxBytes && (!together || together(events[0], list.peek()!.event))))) {
       const q = list.shift()!;
       events.push(q.event);
       bytes += q.bytes;
@@ -114,7 +116,10 @@ export class EventQueue {
   /** Drop everything; returns how many events were dropped. */
   clear(): number {
     let n = 0;
-    for (const l of this.lists.values()) n += l.clear();
+    for (const l of this.lists.values()) {
+      if (this.dropped) for (let q = l.shift(); q; q = l.shift(), n++) this.dropped(q.event);
+      n += l.clear();
+    }
     this.count = 0;
     this.held = 0;
     return n;

@@ -19,10 +19,14 @@ export function shownUri(uri: unknown): string {
   }
 }
 
-/** Notifier fields as they are shown: a `password` set reads HiddenPassword, a `uri` loses its password. */
-export function withoutSecrets(fields: Record<string, unknown>): Record<string, unknown> {
+/**
+ * Notifier fields as they are shown: a secret set (`password`, and the
+ * settings a type declares secret) reads HiddenPassword, a `uri` loses its password.
+ */
+export function withoutSecrets(fields: Record<string, unknown>, type?: { settings: Record<string, { secret?: boolean }> }): Record<string, unknown> {
   const out = { ...fields };
-  if (typeof out.password === 'string' && out.password) out.password = HiddenPassword;
+  const secrets = ['password', ...Object.entries(type?.settings ?? {}).filter(([, d]) => d.secret).map(([name]) => name)];
+  for (const name of secrets) if (typeof out[name] === 'string' && out[name]) out[name] = HiddenPassword;
   if (typeof out.uri === 'string') out.uri = shownUri(out.uri);
   return out;
 }

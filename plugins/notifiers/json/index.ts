@@ -106,6 +106,7 @@ export const jsonType = webhookType({
   encode,
   encodeTest,
   parseProps: parseJsonProps,
+  durable: true,
 });
 
 export const plugin = notifierPlugin('notifier-json', jsonType);

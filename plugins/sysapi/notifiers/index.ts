@@ -1,6 +1,6 @@
 import { definePlugin } from '../../../core/plugin';
-import { str } from '../../../core/params';
-import { notFound } from '../../../core/errors';
+import { int, list, num, str } from '../../../core/params';
+import { invalidParams, notFound } from '../../../core/errors';
 
 /** Notifier management (spec "Notifier management"): all master only; enable/disable last until restart. */
 export const plugin = definePlugin({
@@ -61,6 +61,48 @@ export const plugin = definePlugin({
         host.notifyServer('restart');
         return true;
       },
+    });
+    // beyond the spec and 3.3 (plugins/notifiers/README.md, Durable web hooks): what a durable notifier gave up
+    const letters = (i: string) => {
+      const l = host.deadLetters(i);
+      if (!l) throw notFound(`notifier ${i}`);
+      return l;
+    };
+    const which = {
+      ids: list('frame ids (webhook-id) of the letters'),
+      s: num('from this time on (Unix seconds; inclusive)'),
+      e: num('up to this time (Unix seconds; inclusive)'),
+    };
+    type Which = { ids?: string[]; s?: number; e?: number };
+    /** The letters a call means: ids and/or a time range; none of them is refused (a call that means all says s=0). */
+    const filterOf = (p: Which) => {
+      if (p.ids === undefined && p.s === undefined && p.e === undefined) throw invalidParams('give ids, or a time range with s and/or e (s=0: all)');
+      return { ids: p.ids, from: p.s, to: p.e };
+    };
+    ctx.register({
+      name: 'list_dead_letters',
+      permission: 'master',
+      params: { ...id, s: which.s, e: which.e, offset: int('skip this many letters'), n: int('at most this many letters (default 100, at most 1000)') },
+      description: 'The dead letters of a durable notifier, oldest first: frames its receiver refused for good or that used up their retries (id, time t in ms, subject, events, size, last HTTP status, error).',
+      returns: 'array of {id, t, subject, events, size, status, error}',
+      handler: (p: { i: string; s?: number; e?: number; offset?: number; n?: number }) =>
+        letters(p.i).list({ from: p.s, to: p.e }, Math.max(0, p.offset ?? 0), Math.min(1000, Math.max(0, p.n ?? 100))),
+    });
+    ctx.register({
+      name: 'replay_dead_letters',
+      permission: 'master',
+      params: { ...id, ...which },
+      description: 'Send dead letters again: by ids or time range, back into the notifier\'s outbox, oldest first (as new frames).',
+      returns: '{letters, events}',
+      handler: (p: { i: string } & Which) => letters(p.i).replay(filterOf(p)),
+    });
+    ctx.register({
+      name: 'drop_dead_letters',
+      permission: 'master',
+      params: { ...id, ...which },
+      description: 'Delete dead letters by ids or time range.',
+      returns: '{letters}',
+      handler: async (p: { i: string } & Which) => ({ letters: await letters(p.i).drop(filterOf(p)) }),
     });
     for (const [name, enabled] of [['enable_notifier', true], ['disable_notifier', false]] as const) {
       ctx.register({

@@ -1,0 +1,255 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Journal } from '../../../core/toolkit/journal';
+import type { Subject } from '../contract';
+
+/**
+ * The durable outbox of one notifier: what it has accepted and not yet
+ * delivered, on disk, so a restart or a SIGKILL loses none of it.
+ *
+ * It is a journal of its own (core/store/journal.ts: records with length and
+ * CRC, fsync'd) in `runtime/outbox/<notifier id>.journal.<n>`. Each write
+ * carries, together (one append, one fsync for everything that arrived
+ * while the previous write ran):
+ *
+ *   a: the events accepted since the last write [seq, subject, event, time ms]
+ *   d: seqs done with (delivered, dropped at a bound, or moved to the dead letters)
+ *
+ * The events of one write are a group, and a frame never spans two groups:
+ * within a group the host cuts frames by its batch bounds alone, so the same
+ * events make the same frames again after a restart. A frame's id is the
+ * outbox's prefix (random, kept in the journal), its first seq and its
+ * length: a frame cut off by a crash goes out again under the same
+ * `webhook-id`, and a receiver that keeps ids gets it once. A `done` needs
+ * no fsync of its own: it rides with the next accepted events (or is
+ * written alone DONE_DELAY_MS later); lost in a crash, it only sends a frame again.
+ *
+ * When the journal has grown past COMPACT_BYTES and four times what it still
+ * holds, a new segment starts with everything still held (prefix, next seq,
+ * the events with their groups) and the older segments go. A crash between
+ * the two leaves an event in both, read once (by seq).
+ */
+
+/** One accepted event; `g`: its group (the first seq of the write that stored it). */
+export interface Boxed { seq: number; subject: Subject; event: unknown; t: number; g: number }
+
+/** An event as the journal holds it; the group is written only in a snapshot (else: the record's first seq). */
+type Accepted = [seq: number, subject: Subject, event: unknown, t: number, g?: number];
+interface Entry { p?: string; n?: number; a?: Accepted[]; d?: number[] }
+
+/** How long dones wait for accepted events to ride with before they are written alone. */
+const DONE_DELAY_MS = 500;
+
+/** Journal size before compaction is considered. */
+const COMPACT_BYTES = 1024 * 1024;
+
+export interface OutboxFigures {
+  /** events written to disk since start */
+  stored: number;
+  /** events that could not be written (a full disk): never accepted */
+  refused: number;
+  /** appends with their fsync */
+  fsyncs: number;
+  /** bytes appended */
+  written: number;
+}
+
+/** How long an event may wait in an outbox when its notifier file says nothing (seconds). */
+export const OUTBOX_MAX_AGE = 7 * 86400;
+
+/** The folder of every notifier's outbox. */
+export const outboxDir = (runtime: string) => path.join(runtime, 'outbox');
+
+export class Outbox {
+  private readonly journal: Journal;
+  private prefix = '';
+  private nextSeq = 1;
+  /** accepted and not done, by seq (insertion order is seq order), with its size on disk */
+  private readonly held = new Map<number, { a: Accepted; bytes: number }>();
+  private heldBytes = 0;
+  private buffer: { a: Accepted[]; d: number[] } = { a: [], d: [] };
+  private writing: Promise<void> | undefined;
+  private closed = false;
+  readonly figures: OutboxFigures = { stored: 0, refused: 0, fsyncs: 0, written: 0 };
+
+  /**
+   * `stored`: events on disk, in order (the host queues them); `refused`:
+   * events that could not be written, with the error.
+   */
+  constructor(
+    readonly file: string,
+    private readonly stored: (events: Boxed[]) => void,
+    private readonly refused: (count: number, err: unknown) => void,
+  ) {
+    this.journal = new Journal(file);
+  }
+
+  /** Read what an earlier run left: the events still to deliver, oldest first. */
+  open(torn: (segment: string, at: number) => void = () => undefined): { pending: Boxed[] } {
+    fs.mkdirSync(path.dirname(this.file), { recursive: true });
+    const done = new Set<number>();
+    const found = new Map<number, Accepted>();
+    for (const raw of this.journal.replay(0, torn)) {
+      const e = raw as Entry;
+      if (typeof e.p === 'string') this.prefix = e.p;
+      if (typeof e.n === 'number') this.nextSeq = Math.max(this.nextSeq, e.n);
+      const group = e.a?.[0]?.[0];
+      for (const a of e.a ?? []) {
+        if (!done.has(a[0])) found.set(a[0], [a[0], a[1], a[2], a[3], a[4] ?? group]);
+        this.nextSeq = Math.max(this.nextSeq, a[0] + 1);
+      }
+      for (const s of e.d ?? []) { done.add(s); found.delete(s); }
+    }
+    const sorted = [...found.values()].sort((x, y) => x[0] - y[0]);
+    for (const a of sorted) this.hold(a, JSON.stringify(a).length);
+    this.prefix ||= crypto.randomBytes(6).toString('base64url');
+    const last = this.journal.segments().pop()?.seq ?? 0;
+    this.journal.open(0);
+    // the new segment opens with what is held: the older ones can go
+    this.snapshot();
+    this.journal.drop(last);
+    return { pending: sorted.map(boxed) };
+  }
+
+  /** events held on disk, not yet done */
+  get size(): number {
+    return this.held.size;
+  }
+
+  /** bytes of the journal's segments */
+  get bytes(): number {
+    return this.journal.bytes;
+  }
+
+  /** Accept an event: written with whatever else arrives meanwhile; `stored` or `refused` tells the outcome. */
+  accept(subject: Subject, event: unknown): void {
+    if (this.closed) return;
+    this.buffer.a.push([this.nextSeq++, subject, event, Date.now()]);
+    this.schedule();
+  }
+
+  /** The id of the frame of these events (seqs, in order). */
+  frameId(seqs: readonly number[]): string {
+    return `msg_${this.prefix}_${seqs[0]}_${seqs.length}`;
+  }
+
+  /** These events are done with (delivered, dropped, dead letters): written with the next write. */
+  done(seqs: readonly number[]): void {
+    if (!seqs.length || this.closed) return;
+    for (const s of seqs) this.release(s);
+    this.buffer.d.push(...seqs);
+    // dones ride with the next accepted events; alone, they are written a little later, together
+    this.doneTimer ??= setTimeout(() => {
+      this.doneTimer = undefined;
+      this.schedule(true);
+    }, DONE_DELAY_MS).unref();
+  }
+  private doneTimer: NodeJS.Timeout | undefined;
+
+  /** events accepted and not yet on disk (or refused) */
+  get accepting(): number {
+    return this.buffer.a.length + this.inWrite;
+  }
+  private inWrite = 0;
+
+  /** Resolves once everything accepted so far is on disk (or refused). */
+  async flush(): Promise<void> {
+    while (this.writing) await this.writing;
+  }
+
+  /** Write what is buffered, then close; what is held stays for the next start. */
+  async close(): Promise<void> {
+    clearTimeout(this.doneTimer);
+    this.doneTimer = undefined;
+    this.schedule(true);
+    await this.flush();
+    this.closed = true;
+    this.journal.close();
+  }
+
+  /** Start the write loop (`withDone`: also when only dones wait). */
+  private schedule(withDone = false): void {
+    if (withDone) this.doneDue = true;
+    this.writing ??= this.writeAll().finally(() => {
+      this.writing = undefined;
+      // what arrived after the last loop turn and before this line starts the next write
+      if (!this.closed && this.due()) this.schedule();
+    });
+  }
+  private doneDue = false;
+
+  private due(): boolean {
+    return this.buffer.a.length > 0 || (this.doneDue && this.buffer.d.length > 0);
+  }
+
+  private async writeAll(): Promise<void> {
+    // let the events of this tick join the write
+    await new Promise<void>((r) => setImmediate(r));
+    while (this.due()) {
+      this.doneDue = false;
+      const b = this.buffer;
+      this.buffer = { a: [], d: [] };
+      // the entry as JSON, each event's part measured on the way (what it holds on disk)
+      const parts = b.a.map((a) => JSON.stringify(a));
+      const fields: string[] = [];
+      if (parts.length) fields.push(`"a":[${parts.join(',')}]`);
+      if (b.d.length) fields.push(`"d":${JSON.stringify(b.d)}`);
+      const before = this.journal.written;
+      this.inWrite = b.a.length;
+      try {
+        await this.journal.appendJsonAsync(`{${fields.join(',')}}`);
+      } catch (err) {
+        this.inWrite = 0;
+        // nothing of this write is on disk: its events were never accepted
+        if (b.a.length) this.refused(b.a.length, err);
+        this.figures.refused += b.a.length;
+        // dones lost here cost at most a frame sent again; keep them for the next write
+        this.buffer.d.push(...b.d);
+        if (!b.a.length) return;
+        continue;
+      }
+      this.inWrite = 0;
+      this.figures.fsyncs++;
+      this.figures.written += this.journal.written - before;
+      this.figures.stored += b.a.length;
+      const group = b.a[0]?.[0];
+      b.a.forEach((a, i) => { a[4] = group; this.hold(a, parts[i].length); });
+      for (const s of b.d) this.release(s);
+      if (b.a.length) this.stored(b.a.map(boxed));
+      this.compactIfDue();
+    }
+  }
+
+  private hold(a: Accepted, bytes: number): void {
+    this.held.set(a[0], { a, bytes });
+    this.heldBytes += bytes;
+  }
+
+  private release(seq: number): void {
+    const h = this.held.get(seq);
+    if (!h) return;
+    this.held.delete(seq);
+    this.heldBytes -= h.bytes;
+  }
+
+  /** A new segment holding what is still held; the older ones go (the journal stays within about 4 times what it holds). */
+  private compactIfDue(): void {
+    const bytes = this.journal.bytes;
+    if (bytes < COMPACT_BYTES || bytes < 4 * this.heldBytes) return;
+    const upTo = this.journal.rotate();
+    try {
+      this.snapshot();
+    } catch {
+      return; // the old segments stay: nothing is lost, the next compaction tries again
+    }
+    this.journal.drop(upTo);
+  }
+
+  /** Everything held as the first record of the current segment (blocking: at open and at compaction only). */
+  private snapshot(): void {
+    this.journal.append({ p: this.prefix, n: this.nextSeq, a: [...this.held.values()].map((h) => h.a) } satisfies Entry);
+  }
+}
+
+const boxed = (a: Accepted): Boxed => ({ seq: a[0], subject: a[1], event: a[2], t: a[3], g: a[4] ?? a[0] });

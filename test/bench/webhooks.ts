@@ -1,0 +1,163 @@
+import 'reflect-metadata';
+import fs from 'node:fs';
+import path from 'node:path';
+import { startController, Keys } from '../helpers/controller';
+import { newSecret } from '../../plugins/notifiers/signature';
+import { table, fmt, benchUpdatePlugin, jsonReceiver } from './lib';
+
+/**
+ * What durable and signed web hooks cost.
+ *
+ *   node dist/test/bench/webhooks.js
+ *
+ * 1. State events per second from `update` (a plugin calling the items
+ *    service, at the defaults: db_update instant) through a json notifier to
+ *    a receiver on loopback: kept in memory (durable false), durable (the
+ *    outbox), durable and signed; beside a raw loop POSTing the same frames
+ *    with fetch. The four alternate over BENCH_ROUNDS rounds (default 3)
+ *    after a warm-up round; medians. With them: the outbox's fsyncs per
+ *    second and bytes written per event.
+ * 2. A receiver that is down for an hour at 100 events/s: 360 000 events
+ *    (BENCH_HOUR_EVENTS) into a durable notifier whose receiver never
+ *    answers, fed as fast as they come; the outbox's journal size on disk
+ *    after them, what it holds and what it dropped at its bound.
+ *
+ * BENCH_WEBHOOK_N sets the events per run (default 20000).
+ */
+const N = Number(process.env.BENCH_WEBHOOK_N ?? 20_000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const HOUR = Number(process.env.BENCH_HOUR_EVENTS ?? 360_000);
+const BATCH = 100; // the host's default max_batch
+const WAIT_MS = 300_000;
+const k = Keys.master;
+
+const now = () => performance.now();
+const step = (what: string) => process.stderr.write(`… ${what}\n`);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+function stateEvent(i: number) {
+  return { oid: 'sensor:bench/s', full_id: 'bench/s', group: 'bench', id: 's', type: 'sensor', status: 1, value: String(i), t: Date.now() / 1000 };
+}
+
+/** The raw loop: the frames a json notifier sends for N events, POSTed one after the other. */
+async function rawJson(url: string): Promise<void> {
+  for (let i = 0; i < N; i += BATCH) {
+    const data = Array.from({ length: Math.min(BATCH, N - i) }, (_, j) => stateEvent(i + j + 1));
+    const r = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ subject: 'state', data }) });
+    await r.text();
+  }
+}
+
+function within<T>(p: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([p, new Promise<T>((_, rej) => { timer = setTimeout(() => rej(new Error(`${what} did not all arrive`)), WAIT_MS); })])
+    .finally(() => clearTimeout(timer));
+}
+
+async function throughput(): Promise<(string | number)[][]> {
+  const rx = await jsonReceiver();
+  const hook = (id: string, extra: Record<string, unknown>) => JSON.stringify({
+    id, type: 'json', uri: rx.url, enabled: false, skip_test: true, queue_size: N + 1000, events: [{ subject: 'state', types: ['#'], groups: ['#'] }], ...extra,
+  });
+  const c = await startController(undefined, {
+    files: {
+      'plugins/bench-update.js': benchUpdatePlugin('sensor:bench/s'),
+      'runtime/uc_notify.d/memory.json': hook('memory', { durable: false }),
+      'runtime/uc_notify.d/durable.json': hook('durable', { durable: true }),
+      'runtime/uc_notify.d/signed.json': hook('signed', { durable: true, signing_secret: newSecret() }),
+    },
+  });
+  const kinds = ['memory', 'durable', 'signed'] as const;
+  const rates = { raw: [] as number[], memory: [] as number[], durable: [] as number[], signed: [] as number[] };
+  const outbox = { fsyncsPerSecond: [] as number[], bytesPerEvent: [] as number[] };
+  try {
+    await c.client.ok('create', { k, i: 'sensor:bench/s' });
+    for (let round = 0; round <= ROUNDS; round++) {
+      step(`round ${round}`);
+      let done = rx.expect(N);
+      let start = now();
+      await rawJson(rx.url);
+      const raw = N / ((await done) - start) * 1000;
+      if (round > 0) rates.raw.push(raw);
+      for (const id of kinds) {
+        await c.client.ok('enable_notifier', { k, i: id });
+        const before = (await c.client.ok('get_notifier', { k, i: id })).stats.outbox;
+        done = rx.expect(N);
+        start = now();
+        await c.client.ok('bench_update', { k, n: N });
+        const end = await within(done, id);
+        const seconds = (end - start) / 1000;
+        const after = (await c.client.ok('get_notifier', { k, i: id })).stats.outbox;
+        await c.client.ok('disable_notifier', { k, i: id });
+        if (round === 0) continue;
+        rates[id].push(N / seconds);
+        if (id === 'durable' && before && after) {
+          outbox.fsyncsPerSecond.push((after.fsyncs - before.fsyncs) / seconds);
+          outbox.bytesPerEvent.push((after.written - before.written) / N);
+        }
+      }
+    }
+  } finally {
+    await c.stop();
+    await rx.close();
+    fs.rmSync(c.dir, { recursive: true, force: true });
+  }
+  const raw = median(rates.raw);
+  const mem = median(rates.memory);
+  return [
+    ['raw POST loop (fetch, same frames)', fmt(raw), '', ''],
+    ['json notifier in memory (durable false)', fmt(mem), fmt(mem / raw, 2), '1.00'],
+    ['json notifier, durable (the default)', fmt(median(rates.durable)), fmt(median(rates.durable) / raw, 2), fmt(median(rates.durable) / mem, 2)],
+    ['json notifier, durable and signed', fmt(median(rates.signed)), fmt(median(rates.signed) / raw, 2), fmt(median(rates.signed) / mem, 2)],
+    ['durable: outbox fsyncs per second', fmt(median(outbox.fsyncsPerSecond)), '', ''],
+    ['durable: outbox bytes written per event', fmt(median(outbox.bytesPerEvent)), '', ''],
+  ];
+}
+
+/** Journal bytes of one notifier's outbox on disk. */
+function journalBytes(dir: string, id: string): number {
+  const box = path.join(dir, 'runtime', 'outbox');
+  return fs.readdirSync(box).filter((f) => f.startsWith(`${id}.journal.`)).reduce((n, f) => n + fs.statSync(path.join(box, f)).size, 0);
+}
+
+async function deadHour(): Promise<(string | number)[][]> {
+  const c = await startController(undefined, {
+    files: {
+      'plugins/bench-update.js': benchUpdatePlugin('sensor:bench/s'),
+      'runtime/uc_notify.d/away.json': JSON.stringify({
+        id: 'away', type: 'json', uri: 'http://127.0.0.1:9/never', enabled: true, skip_test: true,
+        retries: 1_000_000, retry_delay: 1, retry_max_delay: 30, events: [{ subject: 'state', types: ['#'], groups: ['#'] }],
+      }),
+    },
+  });
+  try {
+    await c.client.ok('create', { k, i: 'sensor:bench/s' });
+    step(`${HOUR} events into a notifier whose receiver is away`);
+    const start = now();
+    for (let i = 0; i < HOUR; i += 20_000) await c.client.ok('bench_update', { k, n: Math.min(20_000, HOUR - i) });
+    const o = await within((async () => {
+      for (;;) {
+        const s = (await c.client.ok('get_notifier', { k, i: 'away' })).stats;
+        if (s.outbox.held + s.dropped >= HOUR - 100) return s;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    })(), 'outbox');
+    const seconds = (now() - start) / 1000;
+    const disk = journalBytes(c.dir, 'away');
+    return [[
+      `${HOUR} events, receiver away`, fmt(seconds, 1), String(o.outbox.held), String(o.dropped), `${fmt(disk / 1024 / 1024, 1)} MiB`, `${fmt(o.queued_bytes / 1024 / 1024, 1)} MiB`,
+    ]];
+  } finally {
+    await c.stop();
+    fs.rmSync(c.dir, { recursive: true, force: true });
+  }
+}
+
+async function main(): Promise<void> {
+  console.log(`### Durable and signed web hooks: ${N} updates per run, median of ${ROUNDS} rounds, db_update instant\n`);
+  console.log(table(['path', 'events/s', 'of raw', 'of in-memory'], await throughput()));
+  console.log(`\n### A receiver away for an hour at 100 events/s\n`);
+  console.log(table(['load', 'seconds to feed', 'held in the outbox', 'dropped at the bound', 'journal on disk', 'queue bytes (estimate)'], await deadHour()));
+}
+
+main().then(() => process.exit(0), (err) => { console.error(err); process.exit(1); });

@@ -30,14 +30,9 @@ export const DIFFERENCES: readonly Listed[] = [
   { call: 'notify_restart:ok', transport: 'direct', path: 'outcome', eva332: '405', ours: '200', why: 'improvement: notify_restart (3.3.2 has it on SFA only) on every product: the server restart event to the notifiers subscribed to it' },
   { call: 'notify_restart:ok', transport: 'rpc', path: 'outcome', eva332: 'error 6', ours: 'result', why: 'improvement: as above' },
   { call: 'list_plugins:ok', transport: 'all', path: 'result', eva332: [], ours: ANY, why: 'improvement: this controller\'s plugins are its built-in parts, listed (name, kind, version, state; author and license null); 3.3.2\'s UC had no plugin loaded' },
-  { call: ['test:token', 'test:readonly-token'], transport: 'all', path: 'result.aci', eva332: ANY, ours: ABSENT, why: 'not yet: 3.3\'s test has aci (the caller: key_id, and for a token auth, u, token_mode)' },
 
   // test
-  { call: 'test', transport: 'all', path: 'result.aci', eva332: ANY, ours: ABSENT, why: 'not yet: aci (the calling key\'s id) of 3.3\'s test' },
-  { call: 'test', transport: 'all', path: 'result.controller', eva332: 'uc/eva33-uc', ours: ABSENT, why: 'not yet: controller (product/system) of 3.3\'s test' },
-  { call: 'test', transport: 'all', path: 'result.log_level', eva332: 20, ours: ABSENT, why: 'not yet: log_level of 3.3\'s test' },
   { call: 'test', transport: 'all', path: 'result.threads', eva332: '<number>', ours: ABSENT, why: 'not yet: threads of 3.3\'s test (a Python thread count; no meaning here)' },
-  { call: 'test', transport: 'all', path: 'result.acl.cdata', eva332: [], ours: ABSENT, why: 'not yet: acl.cdata of 3.3' },
   { call: 'test', transport: 'all', path: 'result.acl.pvt', eva332: ABSENT, ours: [], why: 'improvement: acl lists pvt and rpvt like list_key_props (the specification\'s key fields)' },
   { call: 'test', transport: 'all', path: 'result.acl.rpvt', eva332: ABSENT, ours: [], why: 'improvement: as above' },
   { call: 'test', transport: 'all', path: 'result.setup_mode', eva332: false, ours: true, why: 'not yet: 3.3\'s setup_mode is the timed setup mode (off at start) though [sysapi] setup_mode = yes; ours reports the setting' },

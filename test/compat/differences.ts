@@ -57,7 +57,6 @@ export const DIFFERENCES: readonly Listed[] = [
   { call: 'log:bad-l', transport: 'rpc', path: 'outcome', eva332: 'error 10', ours: 'error 11', why: 'improvement: a bad level is a bad parameter (3.3 fails inside: "can only concatenate str")' },
   { call: 'log:numeric', transport: 'get', path: 'outcome', eva332: '400', ours: '200', why: 'improvement: l=40 in a query string is the level 40, as in a JSON body (3.3 refuses it on GET only)' },
   { call: 'log_get', transport: 'all', path: 'result.levels.compat log 40 get', eva332: ABSENT, ours: 40, why: 'improvement: follows from log:numeric on GET' },
-  { call: 'log_get', transport: 'all', path: 'result.fields[]', eva332: 'dt,h,l,lvl,mod,msg,p,t,th', ours: 'h,l,mod,msg,p,t,th', why: 'not yet: 3.3\'s log records also have dt (ISO time) and lvl (level name); the specification lists h, l, mod, msg, p, t, th' },
   { call: 'set_debug:bad', transport: 'direct', path: 'outcome', eva332: '500', ours: '400', why: 'improvement: a bad boolean is a bad parameter (400 / 11), not a crash' },
   { call: 'set_debug:bad', transport: 'rpc', path: 'outcome', eva332: 'error 10', ours: 'error 11', why: 'improvement: as above' },
 

@@ -20,10 +20,21 @@ function stamped(s: MqttSettings, e: Record<string | symbol, unknown>): string {
 const str = (v: unknown) => (typeof v === 'string' ? v : '');
 
 /**
+ * A state as EVA ICS 3.3 publishes it on the item topic: its time `t` (null
+ * without timestamp_enabled), the controller `c` (type/system), then the
+ * state's fields (status, value; a unit's nstatus, nvalue, action_enabled).
+ */
+function stateJson(s: MqttSettings, e: Record<string | symbol, unknown>, self: { product: string; system: string }): string {
+  const d: Record<string, unknown> = { t: s.timestampEnabled ? e.t ?? Date.now() / 1000 : null, c: `${self.product}/${self.system}` };
+  for (const f of StateFields) if (f in e) d[f] = e[f];
+  return JSON.stringify(d);
+}
+
+/**
  * The publications of a batch of events (spec "MQTT notifier"): a state
- * as retained subtopics (status, value; units also nstatus, nvalue,
+ * as 3.3's JSON on the item topic, then as retained subtopics (status, value; units also nstatus, nvalue,
  * action_enabled, each when the event has it: a sensor in error sends no
- * value), an action as JSON on its item's action topic, a log
+ * value), or one of them (`state_topics`), an action as JSON on its item's action topic, a log
  * record as JSON on SPACE/log, a server event as 3.3's JSON on the
  * controller's events topic. States are retained unless `retain_enabled`
  * is false. A state change this notifier itself
@@ -52,6 +63,10 @@ export function messagesOf(
         const fullId = str(e.full_id) || `${str(e.group)}/${str(e.id)}`;
         if (!type || !fullId) break;
         const names = topics.of(str(e.oid) || `${type}:${fullId}`, type, fullId);
+        if (s.stateTopics !== 'subtopics') {
+          out.push({ topic: names[StateFields.length], payload: stateJson(s, e, self), qos: s.qos.state, retain: s.retainEnabled });
+        }
+        if (s.stateTopics === 'json') break;
         for (let i = 0; i < StateFields.length; i++) {
           const f = StateFields[i];
           if (f in e) out.push({ topic: names[i], payload: fieldPayload(e[f]), qos: s.qos.state, retain: s.retainEnabled });

@@ -246,12 +246,12 @@ test('test of a db notifier checks the file without writing it', async (t) => {
   const dir = makeDir(t);
   await ok(t, ['--dir', dir, 'create', 'h', 'db:h.db']);
   t.regex(await ok(t, ['--dir', dir, 'test', 'h']), /h: test passed/);
-  t.false(fs.existsSync(path.join(dir, 'runtime', 'h.db')));
-  fs.writeFileSync(path.join(dir, 'runtime', 'h.db'), 'not sqlite at all');
+  t.false(fs.existsSync(path.join(dir, 'h.db')));
+  fs.writeFileSync(path.join(dir, 'h.db'), 'not sqlite at all');
   const r = await cli(['--dir', dir, 'test', 'h']);
   t.is(r.code, 1);
   t.regex(r.err, /not an SQLite database/);
-  t.is(fs.readFileSync(path.join(dir, 'runtime', 'h.db'), 'utf8'), 'not sqlite at all');
+  t.is(fs.readFileSync(path.join(dir, 'h.db'), 'utf8'), 'not sqlite at all');
 });
 
 test('the product comes from the name the tool was started by, or --product', async (t) => {

@@ -113,7 +113,6 @@ export const SAVED_DIFFERENCES: readonly Listed[] = [
     { call: 'saved:itemConfig', transport: 'all', path: `${IC}.${f}`, eva332: ANY, ours: ABSENT, why: 'not yet: 3.3\'s item file names the item inside; ours keys uc_items.json by oid' })),
   ...[['action_enabled', true], ['action_timeout', null], ['mqtt_control', ''], ['mqtt_update', ''], ['t', '<number>']].map(([f, v]): Listed => (
     { call: 'saved:itemConfig', transport: 'all', path: `${IC}.${String(f)}`, eva332: ABSENT, ours: v, why: 'not yet: ours saves every property with its default (3.3 only the set ones) and the state time t' })),
-  { call: 'saved:history', transport: 'all', path: 'history.file', eva332: 'compat_history.db', ours: 'runtime/compat_history.db', why: 'not yet (3.3-client-breaking for a moved folder): 3.3.2 opens a db notifier\'s relative db path from the controller folder, not runtime/ (the specification says runtime/)' },
   { call: 'saved:history', transport: 'all', path: 'history.columns[].type', eva332: 'NUMERIC(20, 8)', ours: 'NUMERIC(20,8)', why: 'not yet: the same column affinity, written differently' },
   { call: 'saved:history', transport: 'all', path: 'history.columns[].type', eva332: 'INTEGER', ours: 'INT(1)', why: 'not yet: the same column affinity (integer), written differently' },
   { call: 'saved:history', transport: 'all', path: 'history.rows', eva332: ANY, ours: ANY, why: 'not yet: ours stores the state an item is created with (status 0, value null) as a history row; 3.3 does not (the creation state event, see frames:hook)' },

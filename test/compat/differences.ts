@@ -124,7 +124,6 @@ export const FILE_DIFFERENCES: readonly Listed[] = [
   { call: 'cli:create -y', transport: 'all', path: 'create -y hg http:http://127.0.0.1:28813/get', eva332: 'failed', ours: 'ok', why: 'improvement: the specification\'s http type (as above)' },
   { call: 'file:hp', transport: 'all', path: '', eva332: '<no file>', ours: ANY, why: 'improvement: as above' },
   { call: 'file:hg', transport: 'all', path: '', eva332: '<no file>', ours: ANY, why: 'improvement: as above' },
-  { call: 'file:hj', transport: 'all', path: 'type', eva332: 'http-json', ours: 'json', why: 'not yet (3.3.2 cannot load our file): 3.3.2 writes the json web hook as type http-json and loads only that name; ours loads both, writes json' },
   { call: 'file:db_1', transport: 'all', path: 'db', eva332: 'history1.db:3600', ours: 'history1.db', why: 'improvement: db:FILE:KEEP gives the keep time; 3.3.2\'s uc-notifier writes it into the file name (and then keeps 86400 s)' },
   { call: 'file:db_1', transport: 'all', path: 'keep', eva332: ABSENT, ours: 3600, why: 'improvement: as above' },
   ...[['ping_interval', 30], ['qos.action', 1], ['qos.log', 1], ['qos.system', 1], ['subscribe_all', true], ['timestamp_enabled', true]].map(([f, v]): Listed => (

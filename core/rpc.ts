@@ -55,7 +55,7 @@ export function rpcCall(
     }
     // 3.3 answers a request without a method as a failed call (10), after the params check, before any other
     if (noMethod(method)) throw new ApiError('function_failed', 'API method not defined: the request has no method');
-    out = dispatcher.call(method as string, (params ?? {}) as Record<string, unknown>, meta);
+    out = dispatcher.call(method, (params ?? {}) as Record<string, unknown>, meta);
   } catch (err) {
     return failed(notification, id, err);
   }

@@ -107,7 +107,6 @@ export const FRAME_DIFFERENCES: readonly Listed[] = [
 /** How what this controller leaves on disk after the calls differs from 3.3.2's (saved.ts). */
 const IC = 'itemConfig.sensor:compat/s_$T';
 export const SAVED_DIFFERENCES: readonly Listed[] = [
-  { call: 'saved:cvarsIndent', transport: 'all', path: 'cvarsIndent', eva332: 4, ours: 1, why: 'not yet: runtime/uc_cvars.json holds the same JSON; 3.3 indents it with 4 spaces, ours with 1' },
   { call: 'saved:itemFiles', transport: 'all', path: 'itemFiles', eva332: ['uc_sensor.d/compat___s_$T.json', 'db/uc.db'], ours: ['uc_items.json'], why: 'not yet (3.3 folders do not carry over): 3.3 keeps one file per item (runtime/uc_<type>.d/<group>___<id>.json) and its state in the state table of runtime/db/uc.db; ours keeps items and state in runtime/uc_items.json' },
   ...['full_id', 'group', 'id', 'oid', 'type'].map((f): Listed => (
     { call: 'saved:itemConfig', transport: 'all', path: `${IC}.${f}`, eva332: ANY, ours: ABSENT, why: 'not yet: 3.3\'s item file names the item inside; ours keys uc_items.json by oid' })),

@@ -2,6 +2,8 @@ import type { Subject } from '../api';
 import { EventSource } from '../../items/api';
 import type { MqttSettings, Qos } from './settings';
 import { StateFields, Topics, type StateTopics } from './topics';
+import { levelName } from '../../../core/log';
+import { isoTime } from '../../history/time';
 
 /** One MQTT publication. */
 export interface Message { topic: string; payload: string; qos: Qos; retain: boolean }
@@ -18,6 +20,14 @@ function stamped(s: MqttSettings, e: Record<string | symbol, unknown>): string {
 }
 
 const str = (v: unknown) => (typeof v === 'string' ? v : '');
+
+/** A log record as 3.3 publishes it: with dt, lvl and the controller c. */
+function logRecord(e: Record<string | symbol, unknown>, self: { product: string; system: string }): Record<string, unknown> {
+  const r: Record<string, unknown> = { ...e, c: `${self.product}/${self.system}` };
+  if (typeof e.t === 'number') r.dt = isoTime(e.t);
+  if (typeof e.l === 'number') r.lvl = levelName(e.l);
+  return r;
+}
 
 /**
  * A state as EVA ICS 3.3 publishes it on the item topic: its time `t` (null
@@ -76,11 +86,13 @@ export function messagesOf(
       case 'action': {
         const type = str(e.item_type);
         if (!type || !str(e.item_group) || !str(e.item_id)) break;
-        out.push({ topic: Topics.action(s.prefix, type, `${str(e.item_group)}/${str(e.item_id)}`), payload: stamped(s, e), qos: s.qos.action, retain: false });
+        // 3.3 adds the controller (c) to actions and log records
+        out.push({ topic: Topics.action(s.prefix, type, `${str(e.item_group)}/${str(e.item_id)}`), payload: stamped(s, { ...e, c: `${self.product}/${self.system}` }), qos: s.qos.action, retain: false });
         break;
       }
       case 'log':
-        out.push({ topic: Topics.log(s.prefix), payload: stamped(s, e), qos: s.qos.log, retain: false });
+        // and its records' dt (local ISO time) and lvl (level name)
+        out.push({ topic: Topics.log(s.prefix), payload: stamped(s, logRecord(e, self)), qos: s.qos.log, retain: false });
         break;
       default:
         break;

@@ -12,6 +12,9 @@ export const rpcError = (id: unknown, code: number, message: string): RpcRespons
  */
 const isId = (id: unknown) => typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id));
 
+/** A request without a method: none, null or empty (3.3: "API method not defined", code 10, not -32600). */
+const noMethod = (method: unknown) => method === undefined || method === null || method === '';
+
 /**
  * The answer to a request that is not run (a batch past its answer bound):
  * error `code` with its id, none for a notification, -32600 as rpcCall
@@ -21,7 +24,7 @@ export function rpcNotRun(req: unknown, code: number, message: string): RpcRespo
   if (!req || typeof req !== 'object' || Array.isArray(req)) return rpcError(null, -32600, 'invalid request');
   const { jsonrpc, method, id } = req as Record<string, unknown>;
   const notification = id === undefined || id === null;
-  if (jsonrpc !== '2.0' || typeof method !== 'string' || !(notification || isId(id))) {
+  if (jsonrpc !== '2.0' || !(typeof method === 'string' || noMethod(method)) || !(notification || isId(id))) {
     return rpcError(notification || isId(id) ? id ?? null : null, -32600, 'invalid request');
   }
   return notification ? undefined : rpcError(id, code, message);
@@ -42,7 +45,7 @@ export function rpcCall(
   const notification = id === undefined || id === null;
   const idValid = notification || isId(id);
   // an id that is no id is not echoed back: the error then carries null (JSON RPC 2.0, section 5)
-  if (jsonrpc !== '2.0' || typeof method !== 'string' || !idValid) {
+  if (jsonrpc !== '2.0' || !(typeof method === 'string' || noMethod(method)) || !idValid) {
     return rpcError(idValid ? id ?? null : null, -32600, 'invalid request');
   }
   let out: unknown;
@@ -50,6 +53,8 @@ export function rpcCall(
     if (params !== undefined && params !== null && (typeof params !== 'object' || Array.isArray(params))) {
       throw new ApiError('invalid_params', 'params must be an object');
     }
+    // 3.3 answers a request without a method as a failed call (10), after the params check, before any other
+    if (noMethod(method)) throw new ApiError('function_failed', 'API method not defined: the request has no method');
     out = dispatcher.call(method, (params ?? {}) as Record<string, unknown>, meta);
   } catch (err) {
     return failed(notification, id, err);

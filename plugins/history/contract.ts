@@ -104,4 +104,4 @@ export function numeric(v: string | null): number | undefined {
 
 // what the stores that answer themselves shape their answers with, as the plugin does
 export { cut, MAX_RECORDS, type Point } from './series';
-export { MAX_FILL_POINTS } from './time';
+export { MAX_FILL_POINTS, isoTime } from './time';

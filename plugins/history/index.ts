@@ -3,6 +3,8 @@ import type { CallContext } from '../../core/functions';
 import { accessDenied, ApiError, invalidParams, notFound } from '../../core/errors';
 import { any, int, list, str } from '../../core/params';
 import { ItemTypes } from '../items/contract';
+import { groupMatches } from '../../core/toolkit/group-pattern';
+import type { ApiKey } from '../../core/auth/apikey';
 import { svgChart } from './chart';
 import { answerValue, filledSeries, MAX_RECORDS, rawSeries, type Point } from './series';
 import { parseFill, parseTime, timeFormat } from './time';
@@ -12,11 +14,17 @@ import { answersItself, HistoryServices, type HistoryStore } from './contract';
  * Plugin `history`: EVA ICS 3.3's state_history and state_log on
  * /<product>-api and /jrpc, reading a notifier's history through the
  * service its type provides (contract.ts HistoryService), whatever the
- * store is. A key sees only
- * the items its lists allow; a mask needs the whole group.
+ * store is. A key sees only the items its lists allow; a mask needs the
+ * mask's group (records of items the key may not read are left out).
  */
 
 const SEGMENT = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/;
+
+/** Does a groups or groups_ro pattern of the key match `group` itself, not denied (3.3: the key has the mask's group)? */
+function hasGroup(key: ApiKey | undefined, group: string): boolean {
+  if (!key || key.lists.groups_deny.some((p) => groupMatches(p, group))) return false;
+  return [...key.lists.groups, ...key.lists.groups_ro].some((p) => groupMatches(p, group));
+}
 
 /** The store of history notifier `a` (default db_1), or not_found. */
 function backendOf(ctx: PluginContext, a: string | undefined): { backend: HistoryStore; space: string } {
@@ -162,7 +170,7 @@ export function registerHistory(ctx: PluginContext): void {
     name: 'state_log', api: 'product', permission: 'any',
     params: {
       a: str('history notifier id (db or influxdb), default db_1'),
-      i: str('item oid, or a mask type:group/# (the key needs the whole group)').req(),
+      i: str('item oid, or a mask type:group/# (a key with the group gets the records of the items it may read)').req(),
       s: str('start: unix time, ISO 8601, or a span back from now (1D, 2H, 30T)'),
       e: str('end: as s'),
       l: int('most records (the newest)'),
@@ -186,8 +194,14 @@ export function registerHistory(ctx: PluginContext): void {
         if (/[#+]/.test(p.i)) throw invalidParams(`i has oid mask "${p.i}", which is not supported (only type:group/# and type:#)`);
         query = { oids: [p.i] };
       }
-      // readable() checks the oid's form too (invalid_params) before any access decision
-      if (!items().readable(call.key, p.i)) throw accessDenied(`no access to ${p.i}`);
+      // readable() checks the oid's form too (invalid_params) before any access decision.
+      // A mask the key cannot read whole is still answered when the key has the mask's group
+      // itself (as 3.3 answers it), with only the records of the items the key may read.
+      let some = false;
+      if (!items().readable(call.key, p.i)) {
+        if (!mask || mask[2] === undefined || !hasGroup(call.key, mask[2])) throw accessDenied(`no access to ${p.i}`);
+        some = true;
+      }
       const options = storeOptions(p.o);
       const { backend, space } = backendOf(ctx, p.a);
       if (answersItself(backend)) {
@@ -202,6 +216,7 @@ export function registerHistory(ctx: PluginContext): void {
       const out: Record<string, unknown>[] = [];
       for (const [, t, oid, st, v] of rows) {
         if (start !== undefined && t <= start) continue; // 3.3: t > start
+        if (some && !items().readable(call.key, oid)) continue;
         const state = JSON.stringify([st, v]);
         if (last.get(oid) === state) continue;
         last.set(oid, state);

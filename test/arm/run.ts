@@ -138,7 +138,7 @@ async function scenario(label: string, tarball: string, tmp: string, qemu?: { bi
     if (code !== 0) throw new Error(`the controller stopped with ${code}:\n${ctl.output()}`);
     ctl = undefined;
 
-    const file = path.join(dir, 'runtime', 'history.db');
+    const file = path.join(dir, 'history.db');
     let rows = values.length;
     if (which('sqlite3')) {
       const got = execFileSync('sqlite3', ['-readonly', file, "SELECT value FROM state_history WHERE oid = 'sensor:env/temp' AND value IS NOT NULL ORDER BY t"], { encoding: 'utf8' })

@@ -11,7 +11,7 @@ import { table, fmt, benchUpdatePlugin, updateBatches, postBatches } from './lib
  * MQTT notifier throughput: state events per second from the items service's
  * `update` to an independent subscriber (a child process) through mosquitto,
  * at QoS 0 and 1, beside a raw mqtt.js loop publishing the same messages
- * (status and value, retained, per event) to the same broker in the same run.
+ * (3.3's JSON state, status and value, retained, per event) to the same broker in the same run.
  *
  *   node dist/test/bench/mqtt.js          (BENCH_MQTT_N events per run, default 30000)
  *
@@ -105,6 +105,8 @@ async function rawLoop(broker: Broker, space: string, qos: 0 | 1): Promise<void>
     if (client.stream.writableNeedDrain) await new Promise((r) => client.stream.once('drain', r));
   };
   for (let i = 1; i <= N; i++) {
+    // as the notifier at its default (state_topics both): 3.3's JSON state, then the subtopics
+    await send(`${space}/lvar/bench/v`, JSON.stringify({ t: Date.now() / 1000, c: 'uc/bench', status: 1, value: String(i) }));
     await send(`${space}/lvar/bench/v/status`, '1');
     await send(`${space}/lvar/bench/v/value`, String(i));
   }
@@ -201,7 +203,7 @@ async function main(): Promise<void> {
         }
       }
     }
-    console.log(`state events through mosquitto, ${N} per run (2 messages each: status, value)\n`);
+    console.log(`state events through mosquitto, ${N} per run (3 messages each: the JSON state, status, value)\n`);
     console.log(table(['QoS', 'updates by, db_update', 'raw mqtt.js loop, events/s', 'notifier, events/s', 'ratio', 'raw loop CPU µs/event', 'controller CPU µs/event', 'delivered'], rows));
     console.log(`\n${ROUNDS} alternating rounds after a warm-up, medians; targets: QoS 0 ≥ 0.9, QoS 1 ≥ 0.8; load average ${os.loadavg()[0].toFixed(1)}`);
   } finally {

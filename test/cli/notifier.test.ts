@@ -42,7 +42,8 @@ test('create writes the notifier file as the controller reads it; list, props an
   t.deepEqual(notifierFile(dir, 'hist'), {
     id: 'hist', type: 'db', enabled: true, space: 'plant1', timeout: 3, db: 'history.db', keep: 600, events: [],
   });
-  t.like(notifierFile(dir, 'hook'), { id: 'hook', type: 'json', enabled: false, uri: 'http://127.0.0.1:1/hook', events: [] });
+  // written as 3.3.2 loads it (http-json; json is read too)
+  t.like(notifierFile(dir, 'hook'), { id: 'hook', type: 'http-json', enabled: false, uri: 'http://127.0.0.1:1/hook', events: [] });
   t.like(notifierFile(dir, 'bus'), { type: 'mqtt', host: 'broker.local', port: 1884, username: 'user', password: 'secret' });
   const list = (await ok(t, ['--dir', dir, 'list'])).split('\n');
   t.regex(list[0], /^TYPE\s+ID\s+STATUS\s+TARGET$/);
@@ -149,7 +150,7 @@ test('subscribe builds the subscriptions of the spec table; a new one replaces t
 test('3.3\'s forms: json PROPS with the notify key in the user part and the method in the fragment; a server subscription', async (t) => {
   const dir = makeDir(t);
   await ok(t, ['--dir', dir, 'create', '-s', 'plant1', 'rpc', 'json:http://KEY1@127.0.0.1:8080/hook#jsonrpc']);
-  t.like(notifierFile(dir, 'rpc'), { type: 'json', uri: 'http://127.0.0.1:8080/hook', notify_key: 'KEY1', method: 'jsonrpc', space: 'plant1' });
+  t.like(notifierFile(dir, 'rpc'), { type: 'http-json', uri: 'http://127.0.0.1:8080/hook', notify_key: 'KEY1', method: 'jsonrpc', space: 'plant1' });
   await ok(t, ['--dir', dir, 'create', 'lst', 'json:https://h.example/x#list']);
   t.like(notifierFile(dir, 'lst'), { uri: 'https://h.example/x', method: 'list' });
   t.false('notify_key' in notifierFile(dir, 'lst'));
@@ -246,12 +247,12 @@ test('test of a db notifier checks the file without writing it', async (t) => {
   const dir = makeDir(t);
   await ok(t, ['--dir', dir, 'create', 'h', 'db:h.db']);
   t.regex(await ok(t, ['--dir', dir, 'test', 'h']), /h: test passed/);
-  t.false(fs.existsSync(path.join(dir, 'runtime', 'h.db')));
-  fs.writeFileSync(path.join(dir, 'runtime', 'h.db'), 'not sqlite at all');
+  t.false(fs.existsSync(path.join(dir, 'h.db')));
+  fs.writeFileSync(path.join(dir, 'h.db'), 'not sqlite at all');
   const r = await cli(['--dir', dir, 'test', 'h']);
   t.is(r.code, 1);
   t.regex(r.err, /not an SQLite database/);
-  t.is(fs.readFileSync(path.join(dir, 'runtime', 'h.db'), 'utf8'), 'not sqlite at all');
+  t.is(fs.readFileSync(path.join(dir, 'h.db'), 'utf8'), 'not sqlite at all');
 });
 
 test('the product comes from the name the tool was started by, or --product', async (t) => {

@@ -97,7 +97,11 @@ test('test: every system info field; acl and the sysfunc/master-only fields by k
   const m = (await client.get('test', { k: Keys.master })).body;
   for (const f of ['acl', 'db_update', 'debug', 'file_management', 'layout', 'polldelay', 'product_build', 'product_code',
     'product_name', 'result', 'setup_mode', 'system', 'time', 'uptime', 'version']) t.true(f in m, f);
-  t.deepEqual(m.acl, { key_id: 'masterkey', master: true });
+  // the fields 3.3 adds: the caller, the controller, the log level; cdata in the master's acl too
+  t.deepEqual(m.acl, { key_id: 'masterkey', master: true, cdata: [] });
+  t.deepEqual(m.aci, { key_id: 'masterkey' });
+  t.is(m.controller, 'uc/testhost');
+  t.is(m.log_level, 20);
   t.is(m.system, 'testhost');
   t.is(m.layout, 'simple');
   t.is(m.polldelay, 0.1);

@@ -129,7 +129,7 @@ test('malformed payloads: -32700 with 400 when undecodable, -32600 with 200 when
   t.is(truncated.status, 400);
   t.is(truncated.body.error.code, -32700);
   for (const body of ['5', '"x"', 'null', '[]', '{"method":"test","id":1}', '{"jsonrpc":"1.0","method":"test","id":1}',
-    '{"jsonrpc":"2.0","id":1}', '{"jsonrpc":"2.0","method":5,"id":1}', '{"jsonrpc":"2.0","method":"test","id":{}}', '[1,2]']) {
+    '{"jsonrpc":"2.0","method":5,"id":1}', '{"jsonrpc":"2.0","method":"test","id":{}}', '[1,2]']) {
     const r = await rpcRaw(url, body);
     t.is(r.status, 200, body);
     const errors = Array.isArray(r.body) ? r.body : [r.body];
@@ -189,6 +189,19 @@ test('oversized bodies are refused with 413 (declared and chunked), the server s
   t.is((await fetch(`${url}/sys-api/echo`, { method: 'POST', body: fd })).status, 413);
   const small = await client.post('echo', { k: Keys.ops, s: 'fits' });
   t.is(small.status, 200);
+});
+
+test('a request without a method fails as in 3.3: 10 after the params check (11), before the key check; no answer without id', async (t) => {
+  const { url } = await start(t);
+  for (const body of ['{"jsonrpc":"2.0","id":1}', '{"jsonrpc":"2.0","method":null,"id":1}', '{"jsonrpc":"2.0","method":"","id":1}',
+    '{"jsonrpc":"2.0","params":{"k":"wrong"},"id":1}']) {
+    const r = await rpcRaw(url, body);
+    t.is(r.status, 200, body);
+    t.like(r.body, { id: 1, error: { code: 10 } }, body);
+  }
+  t.is((await rpcRaw(url, '{"jsonrpc":"2.0","params":[1],"id":1}')).body.error.code, 11, 'bad params come first');
+  const note = await rpcRaw(url, '{"jsonrpc":"2.0","params":{}}');
+  t.is(note.status, 202, 'a notification without a method gets no answer');
 });
 
 test('a batch larger than the limit is refused as invalid request', async (t) => {

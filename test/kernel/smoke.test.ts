@@ -7,7 +7,7 @@ test('test answers through both transports', async (t) => {
   const direct = await client.get('test', { k: Keys.master });
   t.is(direct.status, 200);
   t.is(direct.body.result, 'OK');
-  t.deepEqual(direct.body.acl, { key_id: 'masterkey', master: true });
+  t.deepEqual(direct.body.acl, { key_id: 'masterkey', master: true, cdata: [] });
   const rpc = await client.rpc('test', { k: Keys.master });
   t.is(rpc.result.ok, true);
   t.is(rpc.result.product_code, 'uc');

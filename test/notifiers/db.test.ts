@@ -23,18 +23,24 @@ test('db props: file and keep, URIs and bad keep refused', (t) => {
   t.throws(() => parseDbProps('mysql+pymysql://u:p@h/db'), { message: /only an SQLite file/ });
 });
 
-test('db file: relative to runtime/, or to the controller folder as 3.3 wrote it, never outside the controller folder', (t) => {
+test('db file: relative to the controller folder as 3.3 opened it, an earlier runtime/ file kept where it is, never outside the controller folder', (t) => {
   const dir = tmpDir(t);
   const runtime = path.join(dir, 'runtime');
   const paths = { dir, runtime };
   fs.mkdirSync(runtime);
-  t.is(resolveDbFile(paths, 'h.db'), path.join(runtime, 'h.db'));
-  t.is(resolveDbFile(paths, 'sub/h.db'), path.join(runtime, 'sub', 'h.db'));
+  t.is(resolveDbFile(paths, 'h.db'), path.join(dir, 'h.db'));
+  t.is(resolveDbFile(paths, 'sub/h.db'), path.join(dir, 'sub', 'h.db'));
   // EVA ICS 3.3's own set-up: db:runtime/db/history1.db, relative to the controller folder
   t.is(resolveDbFile(paths, 'runtime/db/history1.db'), path.join(runtime, 'db', 'history1.db'));
   t.is(resolveDbFile(paths, './runtime/h.db'), path.join(runtime, 'h.db'));
   t.is(resolveDbFile(paths, path.join(runtime, 'abs.db')), path.join(runtime, 'abs.db'));
   t.is(resolveDbFile(paths, path.join(dir, 'var', 'abs.db')), path.join(dir, 'var', 'abs.db'));
+  // a file earlier versions made in runtime/ (they read relative names from there) is opened where it is...
+  fs.writeFileSync(path.join(runtime, 'old.db'), '');
+  t.is(resolveDbFile(paths, 'old.db'), path.join(runtime, 'old.db'));
+  // ...unless the controller folder holds one of that name (3.3's)
+  fs.writeFileSync(path.join(dir, 'old.db'), '');
+  t.is(resolveDbFile(paths, 'old.db'), path.join(dir, 'old.db'));
   t.throws(() => resolveDbFile(paths, '../h.db'), { message: /outside the controller folder/ });
   t.throws(() => resolveDbFile(paths, 'runtime/../../h.db'), { message: /outside the controller folder/ });
   t.throws(() => resolveDbFile(paths, '/etc/h.db'), { message: /outside the controller folder/ });
@@ -42,6 +48,7 @@ test('db file: relative to runtime/, or to the controller folder as 3.3 wrote it
   const elsewhere = fs.mkdtempSync(path.join(os.tmpdir(), 'hist-out-'));
   t.teardown(() => fs.rmSync(elsewhere, { recursive: true, force: true }));
   fs.symlinkSync(elsewhere, path.join(runtime, 'out'));
+  fs.symlinkSync(elsewhere, path.join(dir, 'out'));
   t.throws(() => resolveDbFile(paths, 'out/h.db'), { message: /outside the controller folder/ });
   t.throws(() => resolveDbFile(paths, 'runtime/out/h.db'), { message: /outside the controller folder/ });
 });
@@ -248,7 +255,7 @@ async function controllerWithHistory(t: ExecutionContext, fields: Record<string,
 
 needs('sqlite3', 'python3')('readers during a stream of item updates through the controller see every older state', async (t) => {
   const c = await controllerWithHistory(t, { flush_interval: 0.3, max_write_mb_per_hour: 10_000 });
-  const file = path.join(c.dir, 'runtime', 'history.db');
+  const file = path.join(c.dir, 'history.db');
   const k = Keys.master;
   const sensors = ['sensor:env/s1', 'sensor:env/s2', 'sensor:env/s3'];
   for (const i of sensors) await c.client.ok('create', { k, i });
@@ -266,7 +273,7 @@ needs('sqlite3', 'python3')('readers during a stream of item updates through the
 
 needs('sqlite3', 'python3')('item updates through the controller end up in the history file; save flushes; get_notifier shows figures', async (t) => {
   const c = await controllerWithHistory(t, { flush_interval: 3600 });
-  const file = path.join(c.dir, 'runtime', 'history.db');
+  const file = path.join(c.dir, 'history.db');
   const k = Keys.master;
   await c.client.ok('create', { k, i: 'sensor:env/temp' });
   await c.client.ok('create', { k, i: 'lvar:flags/on' });
@@ -295,7 +302,7 @@ needs('sqlite3')('the last events reach the file at controller stop; actions and
     flush_interval: 3600,
     events: [{ subject: 'state', types: ['#'], groups: ['#'] }, { subject: 'log', level: 10 }, { subject: 'action', types: ['#'], groups: ['#'] }],
   });
-  const file = path.join(c.dir, 'runtime', 'history.db');
+  const file = path.join(c.dir, 'history.db');
   const k = Keys.master;
   await c.client.ok('create', { k, i: 'unit:hall/lamp' });
   await c.client.ok('action', { k, i: 'unit:hall/lamp', s: 1, w: 5 });
@@ -310,18 +317,18 @@ needs('sqlite3')('the last events reach the file at controller stop; actions and
 
 needs('sqlite3')('a db file in a folder that does not exist yet: the folder is made and the history kept', async (t) => {
   const c = await controllerWithHistory(t, { db: 'history/site1/h.db' });
-  const file = path.join(c.dir, 'runtime', 'history', 'site1', 'h.db');
+  const file = path.join(c.dir, 'history', 'site1', 'h.db');
   await c.client.ok('create', { k: Keys.master, i: 'sensor:env/t' });
   await c.client.ok('update', { k: Keys.master, i: 'sensor:env/t', s: 1, v: '21' });
   await c.stop();
   t.deepEqual(await sqlite3Lines(file, "SELECT oid || '|' || value FROM state_history WHERE value = '21'"), ['sensor:env/t|21']);
 });
 
-test('a db notifier pointing outside runtime is refused with a reason', async (t) => {
+test('a db notifier pointing outside the controller folder is refused with a reason', async (t) => {
   const c = await controllerWithHistory(t, { db: '../escape.db' });
   const info = await c.client.ok('get_notifier', { k: Keys.master, i: 'hist' });
   t.regex(String(info.problem), /outside the controller folder/);
-  t.false(fs.existsSync(path.join(c.dir, 'escape.db')));
+  t.false(fs.existsSync(path.join(c.dir, '..', 'escape.db')));
 });
 
 test('the type: props, target, defaults', (t) => {

@@ -69,3 +69,61 @@ test('subscribe_all: one subscription to SPACE/unit/# and SPACE/sensor/# brings 
   await until('control', async () => (await c.ok('state', { i: 'unit:g/u' })).status === 1, 10_000);
   t.is(await inOf('each'), 0, 'without subscribe_all only the bound topics are subscribed');
 });
+
+test('a state as 3.3 publishes it: one JSON object {t, c, status, value, ...} on SPACE/type/group/id, retained, before the subtopics', async (t) => {
+  const broker = await startBroker(t);
+  const sub = await Subscriber.connect(t, broker);
+  await sub.subscribe(['sp/#', 'js/#', 'st/#', 'nt/#']);
+  const c = await controllerWith(t, {
+    m1: mqttNotifier(broker),
+    js: mqttNotifier(broker, { space: 'js', state_topics: 'json' }),
+    st: mqttNotifier(broker, { space: 'st', state_topics: 'subtopics' }),
+    nt: mqttNotifier(broker, { space: 'nt', state_topics: 'json', timestamp_enabled: false }),
+  });
+  await c.ok('create', { i: 'sensor:g/s' });
+  await c.ok('update', { i: 'sensor:g/s', s: 1, v: '42' });
+  await c.ok('create', { i: 'unit:g/u' });
+  const done = (space: string) => (m: { topic: string; payload: string }[]) =>
+    m.some((x) => x.topic === `${space}/sensor/g/s${space === 'st' ? '/value' : ''}` && x.payload.includes('42')) && m.some((x) => x.topic.startsWith(`${space}/unit/g/u`));
+  await sub.waitFor((m) => ['sp', 'js', 'st', 'nt'].every((sp) => done(sp)(m)), 10_000, 'the states of every notifier');
+  const { t: at } = await c.ok('state', { i: 'sensor:g/s' });
+  const last = (topic: string) => JSON.parse(sub.on(topic).at(-1)!.payload);
+  t.deepEqual(last('sp/sensor/g/s'), { t: at, c: 'uc/testhost', status: 1, value: '42' });
+  t.like(last('sp/unit/g/u'), { c: 'uc/testhost', status: 0, value: null, nstatus: 0, nvalue: null, action_enabled: true });
+  // both by default: the JSON first, then the subtopics of the same state
+  const order = sub.messages.filter((x) => x.topic.startsWith('sp/sensor/g/s')).map((x) => x.topic);
+  t.deepEqual(order.slice(-3), ['sp/sensor/g/s', 'sp/sensor/g/s/status', 'sp/sensor/g/s/value']);
+  // json only, subtopics only
+  t.false(sub.messages.some((x) => x.topic.startsWith('js/sensor/g/s/') || x.topic.startsWith('nt/sensor/g/s/')));
+  t.false(sub.messages.some((x) => x.topic === 'st/sensor/g/s' || x.topic === 'st/unit/g/u'));
+  t.is(sub.on('st/sensor/g/s/value').at(-1)?.payload, '42');
+  t.like(last('js/sensor/g/s'), { t: at, status: 1, value: '42' });
+  t.is(last('nt/sensor/g/s').t, null, 'timestamp_enabled false: t null');
+  // retained: a later subscriber of the item topic gets the state at once
+  const late = await Subscriber.connect(t, broker);
+  await late.subscribe('sp/sensor/g/s');
+  const got = await late.waitFor((m) => m.length >= 1, 10_000, 'the retained JSON state');
+  t.true(got[0].retain);
+  t.like(JSON.parse(got[0].payload), { status: 1, value: '42' });
+});
+
+test('state_topics other than both, json or subtopics is refused with the reason', async (t) => {
+  const broker = await startBroker(t);
+  const c = await controllerWith(t, { bad: mqttNotifier(broker, { state_topics: 'xml' }) });
+  t.regex((await c.ok('get_notifier', { i: 'bad' })).problem, /state_topics must be one of both, json, subtopics/);
+});
+
+test('a 3.3-shaped JSON state from another controller reaches an item bound with mqtt_update', async (t) => {
+  const broker = await startBroker(t);
+  const a = await controllerWith(t, { m1: mqttNotifier(broker, { state_topics: 'json' }) });
+  const b = await controllerWith(t, { m1: mqttNotifier(broker, { events: [] }) });
+  await b.ok('create', { i: 'sensor:g/shared' });
+  await b.ok('set_prop', { i: 'sensor:g/shared', p: 'mqtt_update', v: 'm1' });
+  await a.ok('create', { i: 'sensor:g/shared' });
+  await a.ok('update', { i: 'sensor:g/shared', s: 1, v: 'from a' });
+  await until('b takes the state', async () => {
+    const s = await b.ok('state', { i: 'sensor:g/shared' });
+    return s.status === 1 && s.value === 'from a';
+  }, 15_000);
+  t.pass();
+});

@@ -48,7 +48,9 @@ test('states go to retained status/value subtopics, actions and logs as JSON, th
   await c.ok('log_warning', { m: 'hello over mqtt' });
   const logs = await sub.waitFor((m) => m.some((x) => x.topic === 'sp/log' && x.payload.includes('hello over mqtt')), 10_000, 'the log record');
   const rec = JSON.parse(logs.find((x) => x.topic === 'sp/log' && x.payload.includes('hello over mqtt'))!.payload);
-  t.like(rec, { l: 30, msg: 'hello over mqtt', h: 'testhost', p: 'uc' });
+  t.like(rec, { l: 30, msg: 'hello over mqtt', h: 'testhost', p: 'uc', lvl: 'warning', c: 'uc/testhost' });
+  t.true(Math.abs(Date.parse(rec.dt) / 1000 - rec.t) < 0.001, 'dt: the record time as local ISO 8601 (3.3)');
+  t.true(actions.every((a) => a.c === 'uc/testhost'), 'actions name the controller (3.3)');
 });
 
 test('QoS per subject, a number for every subject, and announcements', async (t) => {

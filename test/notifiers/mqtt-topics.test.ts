@@ -1,10 +1,10 @@
 import test from 'ava';
 import { StateTopics, StateFields } from '../../plugins/notifiers/mqtt/topics';
 
-test('state topics are built once per item and notifier, in StateFields order, under the space', (t) => {
+test('state topics are built once per item and notifier, in StateFields order, then the item topic, under the space', (t) => {
   const topics = new StateTopics('plant/', 10);
   const a = topics.of('unit:g/u', 'unit', 'g/u');
-  t.deepEqual([...a], StateFields.map((f) => `plant/unit/g/u/${f}`));
+  t.deepEqual([...a], [...StateFields.map((f) => `plant/unit/g/u/${f}`), 'plant/unit/g/u']);
   t.is(topics.of('unit:g/u', 'unit', 'g/u'), a, 'the same strings the next time');
   t.deepEqual([...new StateTopics('', 10).of('sensor:env/t', 'sensor', 'env/t')].slice(0, 2), ['sensor/env/t/status', 'sensor/env/t/value']);
 });

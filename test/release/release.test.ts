@@ -96,7 +96,7 @@ test('installed with --omit=dev where only node is on PATH, the bins run a contr
   ctl.proc.kill('SIGTERM');
   t.is(await ctl.exited, 0);
   // the last events reach the history file at stop
-  const file = path.join(dir, 'runtime', 'history.db');
+  const file = path.join(dir, 'history.db');
   t.is(fs.readFileSync(file).subarray(0, 16).toString('latin1'), 'SQLite format 3\0');
   if (which('sqlite3')) {
     const { stdout } = await run('sqlite3', ['-readonly', file, "SELECT value FROM state_history WHERE oid = 'sensor:env/temp'"]);

@@ -65,6 +65,7 @@ test('db_update = instant: the file has the change when the call answers, and a 
   await first.client.ok('set_cvar', { k, i: 'y', v: 'gone' });
   await first.client.ok('set_cvar', { k, i: 'y' });
   t.deepEqual(onDisk(dir), { x: 'kept' });
+  t.is(fs.readFileSync(cvarsFile(dir), 'utf8'), '{\n    "x": "kept"\n}', 'written as 3.3 writes it: 4 spaces');
   t.is(fs.statSync(cvarsFile(dir)).mode & 0o777, 0o644);
   await first.stop();
   const second = await startController(t, { dir });

@@ -28,7 +28,9 @@ for (const tr of Transports) {
     t.is(acl.dynamic, true);
     t.deepEqual(await okVia(client, tr, 'list_key_props', { ...m, i: 'k1' }), created);
     const list = await okVia(client, tr, 'list_keys', m);
-    t.deepEqual(list.map((k: any) => k.key_id), ['k1', 'masterkey', 'ops', 'plain']);
+    // 3.3's order: the master key first, then the others by id; every element has cdata
+    t.deepEqual(list.map((k: any) => k.key_id), ['masterkey', 'k1', 'ops', 'plain']);
+    t.true(list.every((k: any) => Array.isArray(k.cdata)));
     const k1 = list.find((k: any) => k.key_id === 'k1');
     t.like(k1, { master: false, dynamic: true, sysfunc: false, allow: { cmd: false, device: false, lock: false } });
     t.false('key' in k1, 'list_keys never shows key values');

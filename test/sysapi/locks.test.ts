@@ -49,14 +49,14 @@ test('t and e longer than a timer can wait answer 11 / 400, not a wait or expiry
   await client.ok('unlock', { k, l: 'long' });
 });
 
-test('a lock not acquired within t answers 13 / 409; t defaults to [server] timeout', async (t) => {
+test('a lock not acquired within t answers 10 / 500 (as 3.3); t defaults to [server] timeout', async (t) => {
   const { client } = await startController(t, { ini: { server: { timeout: 0.3 } }, files: withProbe });
   await client.ok('lock', { k, l: 'busy' });
-  await failsBoth(t, client, 'lock', { k, l: 'busy', t: 0.1 }, Err.busy);
-  await failsBoth(t, client, 'lock', { k, l: 'busy', t: 0 }, Err.busy);
+  await failsBoth(t, client, 'lock', { k, l: 'busy', t: 0.1 }, Err.failed);
+  await failsBoth(t, client, 'lock', { k, l: 'busy', t: 0 }, Err.failed);
   const started = Date.now();
   const r = await client.rpc('lock', { k, l: 'busy' });
-  t.is(r.error?.code, 13);
+  t.is(r.error?.code, 10);
   t.true(Date.now() - started >= 250, 'the default wait is the configured timeout');
   t.like(await stats(client), { waiters: 0, timers: 0, locked: 1 });
 });
@@ -127,7 +127,7 @@ test('waiters that timed out leave the queue: the next release goes to one still
   const early = Array.from({ length: 5 }, () => client.rpc('lock', { k, l: 'w', t: 3 }));
   await until('early waiters queued', async () => (await stats(client)).waiters === 5);
   const patient = client.rpc('lock', { k, l: 'w', t: 30 });
-  for (const r of await Promise.all(early)) t.is(r.error?.code, 13);
+  for (const r of await Promise.all(early)) t.is(r.error?.code, 10);
   t.like(await stats(client), { waiters: 1, timers: 1 });
   await client.ok('unlock', { k, l: 'w' });
   t.deepEqual((await patient).result, { ok: true });

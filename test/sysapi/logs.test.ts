@@ -34,8 +34,12 @@ test('log takes a level by name (any case) or number; log_<level> writes that le
     [20, 'direct'], [20, 'y'.repeat(LogSettings.log_max_message.default)],
   ]);
   const rec = recs[0] as unknown as Record<string, unknown>;
-  t.deepEqual(Object.keys(rec).sort(), ['h', 'l', 'mod', 'msg', 'p', 't', 'th']);
-  t.like(rec, { h: 'testhost', p: 'uc', th: 'main' });
+  t.deepEqual(Object.keys(rec).sort(), ['dt', 'h', 'l', 'lvl', 'mod', 'msg', 'p', 't', 'th']);
+  t.like(rec, { h: 'testhost', p: 'uc', th: 'main', lvl: 'warning' });
+  // dt: the same time as t, ISO 8601 with the local zone's offset (3.3's records)
+  t.regex(rec.dt as string, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?[+-]\d\d:\d\d$/);
+  t.true(Math.abs(Date.parse(rec.dt as string) / 1000 - (rec.t as number)) < 0.001);
+  t.deepEqual(recs.map((r) => (r as unknown as { lvl: string }).lvl).slice(4, 9), ['debug', 'info', 'warning', 'error', 'critical']);
   t.true(typeof rec.t === 'number' && Math.abs((rec.t as number) - Date.now() / 1000) < 3600);
 });
 

@@ -54,6 +54,13 @@ function splitComma(v: string): string[] {
 }
 
 /** The subscription `subscribe` builds from its options; throws CliError when they do not fit the subject. */
+/**
+ * The type name a new file gets where EVA ICS 3.3.2 knows the type by
+ * another name: it loads the json web hook only as `http-json` (this
+ * controller reads both), so a file written here loads in either.
+ */
+const FileTypeNames: Record<string, string> = { json: 'http-json' };
+
 export function subscriptionOf(subject: string, o: { level?: string; types?: string; groups?: string; items?: string; statuses?: string }): Subscription {
   if (!NotifierSubjects.includes(subject as Subject)) throw new CliError(`subject must be ${SubjectWords}, not ${subject}`);
   const raw: Record<string, unknown> = { subject };
@@ -185,7 +192,7 @@ function program(io: Io, defaultProduct: Product, catalogue: TypeCatalogue): Com
       } catch (err) {
         throw new CliError(describe(err));
       }
-      const raw: RawConfig = { id, type: type.name, enabled: !!o.enable };
+      const raw: RawConfig = { id, type: FileTypeNames[type.name] ?? type.name, enabled: !!o.enable };
       if (o.space !== undefined) raw.space = o.space;
       if (o.timeout !== undefined) {
         const n = Number(o.timeout);

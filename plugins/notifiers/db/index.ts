@@ -238,7 +238,7 @@ export const dbType: NotifierType = {
   description: 'keeps the state history (SQLite file under the controller folder, or a postgresql:// database)',
   maxBatch: DbDefaults.max_batch,
   settings: {
-    db: { type: 'string', required: true, description: 'SQLite file (relative to the runtime folder) or postgresql:// URI' },
+    db: { type: 'string', required: true, description: 'SQLite file (a relative name from the controller folder, as 3.3) or postgresql:// URI' },
     keep: { type: 'number', default: DbDefaults.keep, description: 'seconds a row is kept' },
     flush_interval: { type: 'number', default: DbDefaults.flush_interval, description: 'shortest time between two checkpoints, seconds' },
     max_rows: { type: 'integer', default: DbDefaults.max_rows, min: 1, description: 'most rows kept' },

@@ -13,7 +13,7 @@ export function parseDbProps(props: string): { db: string; keep?: number } {
   const text = props.trim().replace(/^sqlite:\/\/\//i, '');
   if (!text) throw new Error('db notifier props: expected <file>[:keep], got nothing');
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text) && !/^postgres(ql)?:\/\//i.test(text)) {
-    throw new Error('db notifier props: only an SQLite file in the runtime folder or a postgresql:// URI is supported');
+    throw new Error('db notifier props: only an SQLite file in the controller folder or a postgresql:// URI is supported');
   }
   // the keep time is the last colon-separated part when it is a number; a file name may hold colons otherwise
   const m = /^(.*):([^:]*)$/.exec(text);
@@ -38,21 +38,26 @@ export function checkKeep(keep: unknown): number {
 }
 
 /**
- * The absolute path of the history file. A relative name is inside the
- * runtime folder (`history.db`), unless it starts with `runtime/`: EVA ICS
- * 3.3 resolved names against the controller folder and its own set-up wrote
- * `runtime/db/history1.db`, so such a name means that file of the controller
- * folder. Whatever the name, the result stays inside the controller folder
- * (no `..`, no absolute path elsewhere, no symlink leading out): a notifier
- * file must not make the controller write anywhere on the host.
+ * The absolute path of the history file. A relative name is read from the
+ * controller folder, as EVA ICS 3.3 opened it (`history.db` is
+ * `<folder>/history.db`; its own set-up wrote `runtime/db/history1.db`).
+ * Earlier versions of this controller read a relative name from `runtime/`:
+ * a file they made there is still opened there while the controller folder
+ * holds none of that name, so no history is left behind. Whatever the name,
+ * the result stays inside the controller folder (no `..`, no absolute path
+ * elsewhere, no symlink leading out): a notifier file must not make the
+ * controller write anywhere on the host.
  */
 export function resolveDbFile(paths: { dir: string; runtime: string }, db: string): string {
   const root = path.resolve(paths.dir);
   const runtime = path.resolve(paths.runtime);
-  // `..` is refused even where it would stay inside: 3.3 and we would read it against different folders
+  // `..` is refused even where it would stay inside: which folder it starts from would matter
   checkDbName(db);
-  const base = path.normalize(db).split(path.sep)[0] === 'runtime' ? root : runtime;
-  const file = path.resolve(base, db);
+  let file = path.resolve(root, db);
+  if (!path.isAbsolute(db) && !fs.existsSync(file)) {
+    const earlier = path.resolve(runtime, db);
+    if (earlier.startsWith(root + path.sep) && fs.existsSync(earlier)) file = earlier;
+  }
   const outside = () => new Error(`db notifier: database file ${db} is outside the controller folder`);
   if (!file.startsWith(root + path.sep)) throw outside();
   // a symlinked folder (or file) must not lead out either: compare real paths of what exists

@@ -2,6 +2,8 @@ import type { Subject } from '../contract';
 import { EventSource } from '../../items/contract';
 import type { MqttSettings, Qos } from './settings';
 import { StateFields, Topics, type StateTopics } from './topics';
+import { levelName } from '../../../core/log';
+import { isoTime } from '../../history/contract';
 
 /** One MQTT publication. */
 export interface Message { topic: string; payload: string; qos: Qos; retain: boolean }
@@ -19,11 +21,30 @@ function stamped(s: MqttSettings, e: Record<string | symbol, unknown>): string {
 
 const str = (v: unknown) => (typeof v === 'string' ? v : '');
 
+/** A log record as 3.3 publishes it: with dt, lvl and the controller c. */
+function logRecord(e: Record<string | symbol, unknown>, self: { product: string; system: string }): Record<string, unknown> {
+  const r: Record<string, unknown> = { ...e, c: `${self.product}/${self.system}` };
+  if (typeof e.t === 'number') r.dt = isoTime(e.t);
+  if (typeof e.l === 'number') r.lvl = levelName(e.l);
+  return r;
+}
+
+/**
+ * A state as EVA ICS 3.3 publishes it on the item topic: its time `t` (null
+ * without timestamp_enabled), the controller `c` (type/system), then the
+ * state's fields (status, value; a unit's nstatus, nvalue, action_enabled).
+ */
+function stateJson(s: MqttSettings, e: Record<string | symbol, unknown>, self: { product: string; system: string }): string {
+  const d: Record<string, unknown> = { t: s.timestampEnabled ? e.t ?? Date.now() / 1000 : null, c: `${self.product}/${self.system}` };
+  for (const f of StateFields) if (f in e) d[f] = e[f];
+  return JSON.stringify(d);
+}
+
 /**
  * The publications of a batch of events (spec "MQTT notifier"): a state
- * as retained subtopics (status, value; units also nstatus, nvalue,
+ * as 3.3's JSON on the item topic, then as retained subtopics (status, value; units also nstatus, nvalue,
  * action_enabled, each when the event has it: a sensor in error sends no
- * value), an action as JSON on its item's action topic, a log
+ * value), or one of them (`state_topics`), an action as JSON on its item's action topic, a log
  * record as JSON on SPACE/log, a server event as 3.3's JSON on the
  * controller's events topic. States are retained unless `retain_enabled`
  * is false. A state change this notifier itself
@@ -52,6 +73,10 @@ export function messagesOf(
         const fullId = str(e.full_id) || `${str(e.group)}/${str(e.id)}`;
         if (!type || !fullId) break;
         const names = topics.of(str(e.oid) || `${type}:${fullId}`, type, fullId);
+        if (s.stateTopics !== 'subtopics') {
+          out.push({ topic: names[StateFields.length], payload: stateJson(s, e, self), qos: s.qos.state, retain: s.retainEnabled });
+        }
+        if (s.stateTopics === 'json') break;
         for (let i = 0; i < StateFields.length; i++) {
           const f = StateFields[i];
           if (f in e) out.push({ topic: names[i], payload: fieldPayload(e[f]), qos: s.qos.state, retain: s.retainEnabled });
@@ -61,11 +86,13 @@ export function messagesOf(
       case 'action': {
         const type = str(e.item_type);
         if (!type || !str(e.item_group) || !str(e.item_id)) break;
-        out.push({ topic: Topics.action(s.prefix, type, `${str(e.item_group)}/${str(e.item_id)}`), payload: stamped(s, e), qos: s.qos.action, retain: false });
+        // 3.3 adds the controller (c) to actions and log records
+        out.push({ topic: Topics.action(s.prefix, type, `${str(e.item_group)}/${str(e.item_id)}`), payload: stamped(s, { ...e, c: `${self.product}/${self.system}` }), qos: s.qos.action, retain: false });
         break;
       }
       case 'log':
-        out.push({ topic: Topics.log(s.prefix), payload: stamped(s, e), qos: s.qos.log, retain: false });
+        // and its records' dt (local ISO time) and lvl (level name)
+        out.push({ topic: Topics.log(s.prefix), payload: stamped(s, logRecord(e, self)), qos: s.qos.log, retain: false });
         break;
       default:
         break;

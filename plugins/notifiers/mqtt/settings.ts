@@ -31,6 +31,19 @@ export const MqttDefaults = {
 };
 
 export type Qos = 0 | 1 | 2;
+
+/**
+ * How a state is published. EVA ICS 3.3 publishes one JSON object
+ * `{t, c, status, value, ...}` on SPACE/type/group/id, and that is what its
+ * subscribers (other controllers, its UI, mqtt_update) read; the
+ * specification describes the state as subtopics (.../status, .../value).
+ * Both by default: 3.3 subscribers and the specification's both work, and a
+ * 3.3 reader bound to all three topics (an item's mqtt_update) takes the
+ * same state from each (the JSON goes first, so the state changes at once,
+ * not field by field). `json` or `subtopics` publish one of them only.
+ */
+export const StateTopicsModes = ['both', 'json', 'subtopics'] as const;
+export type StateTopicsMode = (typeof StateTopicsModes)[number];
 export const QosSubjects = ['action', 'log', 'state', 'system'] as const;
 export type QosSubject = (typeof QosSubjects)[number];
 export type QosMap = Record<QosSubject, Qos>;
@@ -52,7 +65,11 @@ export const MqttSettingsSchema: SettingsSchema = {
   collect_logs: { type: 'boolean', default: false, description: "take other controllers' log records" },
   subscribe_all: { type: 'boolean', default: false, description: 'subscribe SPACE/unit/# and SPACE/sensor/# once instead of each item topic (as 3.3)' },
   retain_enabled: { type: 'boolean', default: true, description: 'publish states retained (as 3.3)' },
-  timestamp_enabled: { type: 'boolean', default: true, description: 'actions, log records and server events carry their time `t` (false: t null, as 3.3)' },
+  timestamp_enabled: { type: 'boolean', default: true, description: 'states, actions, log records and server events carry their time `t` (false: t null, as 3.3)' },
+  state_topics: {
+    type: 'string', default: 'both',
+    description: 'how a state is published: json (3.3: one JSON object on the item topic), subtopics (status, value, ... each on its own), or both',
+  },
   ca_certs: { type: 'string', default: '', description: 'CA file; set, it enables TLS' },
   certfile: { type: 'string', default: '', description: 'client certificate file (with keyfile)' },
   keyfile: { type: 'string', default: '', description: 'client key file (with certfile)' },
@@ -79,8 +96,10 @@ export interface MqttSettings {
   subscribeAll: boolean;
   /** states published retained (3.3 retain_enabled) */
   retainEnabled: boolean;
-  /** `t` in actions, log records, server events; false: null (3.3 timestamp_enabled) */
+  /** `t` in states, actions, log records, server events; false: null (3.3 timestamp_enabled) */
   timestampEnabled: boolean;
+  /** a state as 3.3's JSON on the item topic, as the subtopics, or both (see StateTopicsModes) */
+  stateTopics: StateTopicsMode;
   /** absolute paths; ca set means TLS */
   tls?: { ca: string; cert?: string; key?: string };
   /** seconds to wait for the broker on start and test */
@@ -129,6 +148,13 @@ function bool(v: unknown, what: string): boolean {
   return b;
 }
 
+function stateTopicsMode(v: unknown): StateTopicsMode {
+  if (unset(v)) return 'both';
+  const m = text(v, 'state_topics');
+  if (!(StateTopicsModes as readonly string[]).includes(m)) throw new Error(`state_topics must be one of ${StateTopicsModes.join(', ')}`);
+  return m as StateTopicsMode;
+}
+
 /** The space as a topic prefix: no leading or trailing slashes, no wildcards. */
 export function spacePrefix(space: unknown): string {
   const s = text(space, 'space').replace(/^\/+|\/+$/g, '');
@@ -168,6 +194,7 @@ export function readSettings(cfg: NotifierConfig, dir: string): MqttSettings {
     subscribeAll: bool(cfg.subscribe_all, 'subscribe_all'),
     retainEnabled: unset(cfg.retain_enabled) ? true : bool(cfg.retain_enabled, 'retain_enabled'),
     timestampEnabled: unset(cfg.timestamp_enabled) ? true : bool(cfg.timestamp_enabled, 'timestamp_enabled'),
+    stateTopics: stateTopicsMode(cfg.state_topics),
     tls: ca ? { ca: abs(ca)!, cert: abs(cert), key: abs(key) } : undefined,
     timeout: unset(cfg.timeout) ? 5 : num(cfg.timeout, 'timeout', 0.1, 3600, false),
   };

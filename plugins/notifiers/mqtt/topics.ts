@@ -13,7 +13,8 @@ export type UpdateField = (typeof UpdateFields)[number];
 export const itemTopic = (prefix: string, type: string, fullId: string) => `${prefix}${type}/${fullId}`;
 
 /**
- * The state subtopics of each item (StateFields order), built once per
+ * The state subtopics of each item (StateFields order), then the item topic
+ * itself (3.3's JSON state), built once per
  * notifier: a topic string made anew for every message cost more than the
  * rest of the notifier's part of a publication. Keyed by oid (type and full
  * id follow from it); bounded: at `max` items the memory starts again.
@@ -27,7 +28,7 @@ export class StateTopics {
     let topics = this.byOid.get(oid);
     if (!topics) {
       if (this.byOid.size >= this.max) this.byOid.clear();
-      topics = StateFields.map((f) => Topics.state(this.prefix, type, fullId, f));
+      topics = [...StateFields.map((f) => Topics.state(this.prefix, type, fullId, f)), itemTopic(this.prefix, type, fullId)];
       this.byOid.set(oid, topics);
     }
     return topics;

@@ -72,7 +72,7 @@ export const plugin = definePlugin({
     const write = async (undo?: () => void) => {
       dirty = false;
       try {
-        await file.write(() => JSON.stringify(Object.fromEntries([...vars].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))), null, 1), undo);
+        await file.write(() => JSON.stringify(Object.fromEntries([...vars].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))), null, 4), undo);
       } catch (err) {
         dirty = true;
         throw err;

@@ -121,9 +121,10 @@ export const plugin = definePlugin({
       description: 'All API keys with their rights (without their values).',
       returns: 'array of {key_id, master, dynamic, sysfunc, allow, groups, items, ...}',
       handler() {
+        // as 3.3 orders them: master keys first, each part by id
         return keys.all()
-          .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-          .map((k) => ({ ...k.acl(), dynamic: k.dynamic, sysfunc: k.sysfunc }));
+          .sort((a, b) => Number(b.master) - Number(a.master) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+          .map((k) => ({ ...k.acl(), cdata: [...k.lists.cdata], dynamic: k.dynamic, sysfunc: k.sysfunc }));
       },
     });
 

@@ -108,18 +108,19 @@ export class LockTable implements LocksService {
       this.take(lock, expires);
       return Promise.resolve();
     }
-    if (timeout === 0) return Promise.reject(busy(`lock ${id} is locked`));
+    // not acquired in time is a failed call (10 / 500), as 3.3 answers it ("Unable to acquire lock"): its clients test for that code
+    if (timeout === 0) return Promise.reject(functionFailed(`unable to acquire lock ${id}: it is locked`));
     if (lock.waiters.size >= this.limits.maxWaiters) return Promise.reject(busy(`lock ${id}: too many waiters`));
     const held = lock;
     return new Promise<void>((resolve, reject) => {
       const w: Waiter = { expires, resolve, reject, signal };
-      const leave = (why: string) => {
+      const leave = (err: Error) => {
         held.waiters.delete(w);
         this.forget(w);
-        reject(busy(`lock ${id} ${why}`));
+        reject(err);
       };
-      w.timer = this.arm(() => leave(`not acquired within ${timeout} s`), timeout);
-      if (signal) signal.addEventListener('abort', (w.onAbort = () => leave('not acquired: the caller is gone')), { once: true });
+      w.timer = this.arm(() => leave(functionFailed(`unable to acquire lock ${id} within ${timeout} s`)), timeout);
+      if (signal) signal.addEventListener('abort', (w.onAbort = () => leave(busy(`lock ${id} not acquired: the caller is gone`))), { once: true });
       held.waiters.add(w);
     });
   }
@@ -221,7 +222,7 @@ export const plugin = definePlugin({
         t: secs('seconds to wait to acquire (default [server] timeout)'),
         e: secs('seconds after which the lock is released automatically'),
       },
-      description: 'Acquire a lock, waiting up to t seconds; 13 / 409 when not acquired in time.',
+      description: 'Acquire a lock, waiting up to t seconds; 10 / 500 when not acquired in time (as 3.3).',
       handler: async (p: { l: string; t?: number; e?: number }, call) => {
         await table.acquire(p.l, p.t, p.e, call.signal);
         return true;

@@ -2,7 +2,8 @@ import { definePlugin } from '../../../core/plugin';
 import { bound } from '../../../core/settings/schema';
 import { str, int, num } from '../../../core/params';
 import { busy, invalidParams } from '../../../core/errors';
-import { Levels, LevelName, LogRecord, parseLevel } from '../../../core/log';
+import { Levels, LevelName, LogRecord, levelName, parseLevel } from '../../../core/log';
+import { isoTime } from '../../history/contract';
 
 export const LogApiDefaults = {
   /** log_get: records by default, and at most this many whatever `n` asks (plugins/sysapi/README.md) */
@@ -116,12 +117,14 @@ export const plugin = definePlugin({
         n: int(`most records, newest ones (default ${LogApiDefaults.n}, at most ${LogApiDefaults.max_n})`),
       },
       description: `Records of the memory log, oldest first: the newest n that fit in ${LogApiDefaults.max_answer / 1024} KiB of text.`,
-      returns: 'array of log records {h, l, mod, msg, p, t, th}',
+      returns: 'array of log records {dt, h, l, lvl, mod, msg, p, t, th}',
       handler: (p: { l?: string; t?: number; n?: number }) => {
         if (p.t !== undefined && p.t < 0) throw invalidParams('t: expected seconds, 0 or more');
         if (p.n !== undefined && p.n < 1) throw invalidParams('n: expected 1 or more');
         const n = Math.min(p.n ?? LogApiDefaults.n, LogApiDefaults.max_n);
-        return spend(fitting(ctx.logger.records(level(p.l, LogApiDefaults.level), p.t, n), LogApiDefaults.max_answer));
+        const records = spend(fitting(ctx.logger.records(level(p.l, LogApiDefaults.level), p.t, n), LogApiDefaults.max_answer));
+        // 3.3's records also carry dt (the local ISO time) and lvl (the level name)
+        return records.map((r) => ({ ...r, dt: isoTime(r.t), lvl: levelName(r.l) }));
       },
     });
     ctx.register({

@@ -1,6 +1,7 @@
 import { definePlugin } from '../../../core/plugin';
 import { Build, Product_names, Version } from '../../../core/defaults';
 import { withStatus } from '../../../core/results';
+import { Levels } from '../../../core/log';
 
 /** `test`: system info and the acl of the calling key (spec "System info"). */
 export const plugin = definePlugin({
@@ -18,8 +19,17 @@ export const plugin = definePlugin({
       returns: 'system info object',
       handler(_p, call) {
         const key = call.key!;
+        // the caller as 3.3 describes it (aci): the key id, and for a token its user and mode
+        const aci: Record<string, unknown> = call.token
+          ? { auth: 'token', key_id: key.id, token_mode: call.readonly ? 'readonly' : 'normal', u: call.user ?? null, utp: null }
+          : { key_id: key.id };
         const info: Record<string, unknown> = {
-          acl: key.acl(),
+          aci,
+          // 3.3 lists cdata for every key, the master key too
+          acl: { ...key.acl(), cdata: [...key.lists.cdata] },
+          controller: `${paths.product}/${config.server.name}`,
+          // the default log level (3.3: the logging level id; set_debug does not change it)
+          log_level: Levels.info,
           layout: config.server.layout,
           product_build: Build,
           product_code: paths.product,

@@ -25,13 +25,13 @@ btest('readable on a phone: no page of the console scrolls sideways at 360×740'
   t.true(names.length >= 9, `the menu has every page (${names.join(', ')})`);
   const filled: Record<string, string> = {
     overview: '#health [data-notifier]', keys: 'tr[data-key]', users: 'td:has-text("operator-with")',
-    notifiers: 'tr[data-notifier]', log: '#log-rows tr', items: 'tr[data-oid]', cvars: 'td:has-text("a_long_custom")',
+    notifiers: 'tr[data-notifier]', log: '#log-rows tr', items: '[data-oid]', cvars: 'td:has-text("a_long_custom")',
   };
   for (const name of names) {
     await page.click(`nav a[href="#${name}"]`);
     await page.waitForSelector(`[data-page="${name}"] ${filled[name] ?? 'h1'}`, { timeout: 30_000 });
     if (name === 'items') {
-      await page.click('tr[data-oid] button:has-text("Chart")');
+      await page.click('[data-oid] button:has-text("Chart")');
       await page.waitForSelector('#chart .uplot canvas', { timeout: 30_000 });
     }
     const w = await page.evaluate<{ scroll: number; client: number }>('({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth })');

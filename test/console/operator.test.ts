@@ -33,6 +33,7 @@ async function fitsPhone(page: Page): Promise<string[]> {
     const out = [];
     if (document.documentElement.scrollWidth > w) out.push('page ' + document.documentElement.scrollWidth + ' px wide');
     for (const el of document.querySelectorAll('table, .scroll, pre')) if (el.tagName !== 'PRE' && el.scrollWidth > el.clientWidth + 1) out.push(el.tagName + ' scrolls sideways (' + el.scrollWidth + ' > ' + el.clientWidth + ')');
+    for (const el of document.querySelectorAll('h1, h2, p, dd, td, .oid')) if (el.scrollWidth > el.clientWidth + 1) out.push(el.tagName + ' "' + el.textContent.trim().slice(0, 30) + '" overflows its box');
     for (const el of document.querySelectorAll('button, #status, td, .progress, .lacks')) {
       const r = el.getBoundingClientRect();
       if (r.width && (r.right > w + 1 || r.left < -1)) out.push(el.tagName + ' "' + el.textContent.trim().slice(0, 30) + '" at ' + Math.round(r.left) + '..' + Math.round(r.right));

@@ -253,3 +253,33 @@ btest('without a history notifier the chart says so; one point gets a window aro
   t.true(to - from >= 300 && to - from < 3600, `a window of minutes: ${to - from} s`);
   t.true(to <= now + 1 && to > now - 60, 'ending now');
 });
+
+btest('the menu and the landing page follow each key\'s rights: master, sysfunc with allow, none', async (t) => {
+  const { url } = await startController(t);
+  const browser = await launch(t);
+  const cases: [string, string, string[]][] = [
+    [Keys.master, 'overview', ['#overview', '#keys', '#users', '#notifiers', '#log', '#items', '#cvars', '#locks', '#cmd']],
+    [Keys.ops, 'overview', ['#overview', '#log', '#items', '#locks', '#cmd']], // sysfunc, allow cmd/lock/device, groups #
+    [Keys.plain, 'overview', ['#overview']], // no right at all: the overview's facts, nothing that would be refused
+  ];
+  for (const [key, landing, menu] of cases) {
+    const page = await browser.newPage({ viewport: Sizes.wide });
+    const problems = watch(page);
+    await page.goto(url);
+    await page.fill('#login-key', key);
+    await page.keyboard.press('Enter');
+    await page.waitForSelector(`[data-page="${landing}"] #fact-system`, WAIT);
+    t.deepEqual(await page.$$eval('#nav a', (as) => as.filter((a) => !a.hidden).map((a) => a.getAttribute('href'))), menu);
+    t.is(await page.locator('#debug').count(), key === Keys.master ? 1 : 0, 'debug: master only');
+    t.is(await page.locator('#save').count(), key === Keys.plain ? 0 : 1, 'save: sysfunc');
+    // every page in its menu opens without a refusal
+    for (const href of menu) {
+      await page.click(`nav a[href="${href}"]`);
+      await page.waitForSelector(`[data-page="${href.slice(1)}"] h1`, WAIT);
+      await page.waitForLoadState('networkidle');
+      t.is(await page.textContent('#status'), '', `${href} with key ${key.slice(0, 6)}…`);
+    }
+    t.deepEqual(problems, []);
+    await page.close();
+  }
+});

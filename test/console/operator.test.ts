@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { makeDir, startController, Keys } from '../helpers/controller';
 import { until } from '../helpers/wait';
-import { browserTest, launch, SHOTS } from './chromium';
+import { browserTest, fitsPhone, launch, SHOTS } from './chromium';
 
 /**
  * The console as an operator's tool, in Chromium against a real controller:
@@ -24,22 +24,6 @@ function watch(page: Page): string[] {
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
   page.on('console', (m) => { if (m.type() === 'error' && !/status of 40[34]/.test(m.text())) problems.push(`console: ${m.text()}`); });
   return problems;
-}
-
-/** At 360 px: neither the page nor any table is wider than the screen, and every button and message is inside it. */
-async function fitsPhone(page: Page): Promise<string[]> {
-  return page.evaluate<string[]>(`(() => {
-    const w = document.documentElement.clientWidth;
-    const out = [];
-    if (document.documentElement.scrollWidth > w) out.push('page ' + document.documentElement.scrollWidth + ' px wide');
-    for (const el of document.querySelectorAll('table, .scroll, pre')) if (el.tagName !== 'PRE' && el.scrollWidth > el.clientWidth + 1) out.push(el.tagName + ' scrolls sideways (' + el.scrollWidth + ' > ' + el.clientWidth + ')');
-    for (const el of document.querySelectorAll('h1, h2, p, dd, td, .oid')) if (el.scrollWidth > el.clientWidth + 1) out.push(el.tagName + ' "' + el.textContent.trim().slice(0, 30) + '" overflows its box');
-    for (const el of document.querySelectorAll('button, #status, td, .progress, .lacks')) {
-      const r = el.getBoundingClientRect();
-      if (r.width && (r.right > w + 1 || r.left < -1)) out.push(el.tagName + ' "' + el.textContent.trim().slice(0, 30) + '" at ' + Math.round(r.left) + '..' + Math.round(r.right));
-    }
-    return out;
-  })()`);
 }
 
 async function shots(t: { log(s: string): void; deepEqual(a: unknown, b: unknown, m?: string): void }, page: Page, name: string, ready: string): Promise<void> {
@@ -99,6 +83,12 @@ btest('operator: unit action with its progress, value set, cards with age and sp
   t.regex(await page.textContent(`${sensor} .age`) ?? '', /\d+ (s|min) ago/);
   await page.waitForSelector(`${sensor} canvas.spark:not([hidden])`, WAIT);
   t.true(await page.isHidden('[data-oid="lvar:modes/night"] canvas.spark'), 'no sparkline without numbers in the history');
+  // the sparkline goes on with the stream
+  const spark = () => page.$eval(`${sensor} canvas.spark`, (c) => (c as unknown as { toDataURL(): string }).toDataURL());
+  const drawn = await spark();
+  await client.ok('update', { ...k, i: 'sensor:building/floor1/room/temperature-with-a-long-id', v: '30' });
+  await page.waitForSelector(`${sensor} .value:text-is("30")`, WAIT);
+  t.not(await spark(), drawn, 'a new value redraws the sparkline');
 
   // a unit action: its progress from the stream's action events, to completed
   const unit = '[data-oid="unit:lights/hall"]';

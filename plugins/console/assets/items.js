@@ -11,6 +11,8 @@ const ActionOrder = ['created', 'pending', 'queued', 'running', 'refused', 'dead
 const FinalActions = new Set(ActionOrder.slice(4));
 /** most sparklines asked of the history at once per page */
 const MAX_SPARKLINES = 100;
+/** the newest changes a sparkline shows */
+const SPARK_POINTS = 120;
 
 function actionWords(a) {
   const tail = a.status === 'failed' || a.status === 'terminated'
@@ -102,6 +104,12 @@ Object.assign(Pages, {
       card.value.textContent = e.value === null || e.value === undefined ? '' : String(e.value);
       card.t = e.t;
       card.age.textContent = age(e.t);
+      // a sparkline drawn from the history goes on with the stream
+      if (card.values && e.value !== null && e.value !== '' && !isNaN(Number(e.value))) {
+        card.values.push(Number(e.value));
+        if (card.values.length > SPARK_POINTS) card.values.shift();
+        if (sparkline(card.spark, card.values)) card.spark.hidden = false;
+      }
       card.age.title = e.t ? fmtTime(e.t) : '';
     };
 
@@ -127,9 +135,12 @@ async function sparklines(byOid) {
   const a = sources[0].id;
   for (const [oid, card] of [...byOid].slice(0, MAX_SPARKLINES)) {
     // the newest changes as they were (a fill would flatten a quiet day to one point)
-    const ans = await rpc('state_history', { a, i: oid, s: '1D', l: 120 }).catch(() => undefined);
-    if (!ans || !card.el.isConnected) { if (!ans) continue; return; }
+    const ans = await rpc('state_history', { a, i: oid, s: '1D', l: SPARK_POINTS }).catch(() => undefined);
+    if (!card.el.isConnected) return;
+    if (!ans) continue;
     const y = yOf(ans);
-    if (ans.value && y !== ans.status && sparkline(card.spark, y)) card.spark.hidden = false;
+    if (!ans.value || y === ans.status) continue; // no numbers: no sparkline
+    card.values = y;
+    if (sparkline(card.spark, y)) card.spark.hidden = false;
   }
 }

@@ -2,13 +2,11 @@ import 'reflect-metadata';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import initSqlJs from 'sql.js';
 import pg from 'pg';
-import { startController, makeDir, Keys, type Running } from '../helpers/controller';
+import { startController, Keys, type Running } from '../helpers/controller';
 import { startPostgres, postgresUnavailable } from '../helpers/postgres';
-import { table, fmt } from './lib';
+import { table, fmt, bigSqliteHistory } from './lib';
 import { EVA33_SCHEMA } from '../helpers/eva33-history';
 
 /**
@@ -30,7 +28,6 @@ import { EVA33_SCHEMA } from '../helpers/eva33-history';
 const ROWS = Number(process.env.BENCH_HQ_ROWS ?? 1_000_000);
 const OID = 'sensor:bench/s';
 const STEP = 300;
-const run = promisify(execFile);
 const now = () => performance.now();
 const step = (what: string) => process.stderr.write(`… ${what}\n`);
 
@@ -86,16 +83,10 @@ async function measure(name: string, c: Running, end: number, raw: { fill(): Pro
 }
 
 async function sqljs(): Promise<(string | number)[][]> {
-  const notifier = { id: 'db_1', type: 'db', enabled: true, db: 'runtime/db/history1.db', keep: 7 * 86400, events: [{ subject: 'state', types: ['#'], groups: ['#'] }] };
-  const dir = makeDir(undefined, { files: { 'runtime/uc_notify.d/db_1.json': JSON.stringify(notifier) } });
+  const end = Math.floor(Date.now() / 1000);
+  step(`sql.js: ${ROWS} rows by sqlite3`);
+  const { dir, file } = await bigSqliteHistory({ id: 'db_1', oid: OID, rows: ROWS, end, span: 86400 });
   try {
-    const file = path.join(dir, 'runtime', 'db', 'history1.db');
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    const end = Math.floor(Date.now() / 1000);
-    step(`sql.js: ${ROWS} rows by sqlite3`);
-    await run('sqlite3', [file, `${EVA33_SCHEMA}
-WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ${ROWS})
-INSERT INTO state_history SELECT '', ${end} - 86400 + n * 86400.0 / ${ROWS}, '${OID}', 1, CAST(20 + (n % 100) / 10.0 AS TEXT) FROM g;`], { maxBuffer: 1 << 20 });
     const mb = fs.statSync(file).size / 1e6;
     const SQL = await initSqlJs();
     const db = new SQL.Database(fs.readFileSync(file));

@@ -6,6 +6,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import autocannon from 'autocannon';
 import { keysIni, type KeyFields } from '../helpers/keys';
+import { makeDir } from '../helpers/controller';
+import { EVA33_SCHEMA } from '../helpers/eva33-history';
 
 /** Shared pieces of the benchmarks: child servers, load runs, the table. */
 
@@ -209,3 +211,18 @@ export async function jsonReceiver(): Promise<{ url: string; expect(want: number
   };
 }
 
+/**
+ * A controller directory whose db notifier `id` (SQLite, runtime/db/<id>.db)
+ * already holds `rows` rows of `oid`, evenly over the `span` seconds before
+ * `end`, in EVA ICS 3.3's state_history table (made by the sqlite3 program).
+ */
+export async function bigSqliteHistory(o: { id: string; oid: string; rows: number; end: number; span: number }): Promise<{ dir: string; file: string }> {
+  const notifier = { id: o.id, type: 'db', enabled: true, db: `runtime/db/${o.id}.db`, keep: Math.max(7 * 86400, o.span + 86400), events: [{ subject: 'state', types: ['#'], groups: ['#'] }] };
+  const dir = makeDir(undefined, { files: { [`runtime/uc_notify.d/${o.id}.json`]: JSON.stringify(notifier) } });
+  const file = path.join(dir, 'runtime', 'db', `${o.id}.db`);
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  await new Promise<void>((resolve, reject) => execFile('sqlite3', [file, `${EVA33_SCHEMA}
+WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ${o.rows})
+INSERT INTO state_history SELECT '', ${o.end} - ${o.span} + n * ${o.span}.0 / ${o.rows}, '${o.oid}', 1, CAST(20 + (n % 100) / 10.0 AS TEXT) FROM g;`], { maxBuffer: 1 << 20 }, (err) => (err ? reject(err) : resolve())));
+  return { dir, file };
+}

@@ -108,8 +108,8 @@ btest('keyboard usable: every page opened and its main action done with the keyb
   await type('5531');
   await page.waitForFunction("document.querySelectorAll('#log-rows tr').length === 1", undefined, WAIT);
 
-  await open('items', 'tr[data-oid="sensor:kb/temp"]');
-  await tabTo(page, 'tr[data-oid="sensor:kb/temp"] button', unseen);
+  await open('items', '[data-oid="sensor:kb/temp"]');
+  await tabTo(page, '[data-oid="sensor:kb/temp"] button', unseen, 'Chart');
   await page.keyboard.press('Enter');
   await page.waitForSelector('#chart .uplot canvas', WAIT);
 

@@ -1,5 +1,5 @@
 import { startController, Keys } from '../helpers/controller';
-import { browserTest, launch } from '../helpers/chromium';
+import { browserTest, fitsPhone, launch } from '../helpers/chromium';
 
 const btest = browserTest();
 
@@ -14,6 +14,12 @@ btest('readable on a phone: no page of the console scrolls sideways at 360×740'
   await client.ok('update', { ...k, i: 'sensor:building/floor1/room/temperature', s: 1, v: '20.5' });
   await client.ok('set_cvar', { ...k, i: 'a_long_custom_variable_name', v: 'a value that is long enough to be wide' });
   await client.ok('log_warning', { ...k, m: 'a log record with a long message that wraps on a narrow screen, and a path /opt/controller/runtime/some/deep/file' });
+  // many rows: items, log records, locks
+  for (let i = 0; i < 30; i++) {
+    await client.ok('create', { ...k, i: `sensor:building/floor${i}/room-with-a-long-name/probe${i}` });
+    await client.ok('log_info', { ...k, m: `record ${i}: ${'a-long-word-without-spaces-'.repeat(4)}` });
+    await client.ok('lock', { ...k, l: `lock-with-a-long-name-${i}`, e: 600 });
+  }
 
   const browser = await launch(t);
   const page = await browser.newPage({ viewport: { width: 360, height: 740 } });
@@ -25,17 +31,18 @@ btest('readable on a phone: no page of the console scrolls sideways at 360×740'
   t.true(names.length >= 9, `the menu has every page (${names.join(', ')})`);
   const filled: Record<string, string> = {
     overview: '#health [data-notifier]', keys: 'tr[data-key]', users: 'td:has-text("operator-with")',
-    notifiers: 'tr[data-notifier]', log: '#log-rows tr', items: 'tr[data-oid]', cvars: 'td:has-text("a_long_custom")',
+    notifiers: 'tr[data-notifier]', log: '#log-rows tr', items: '[data-oid]', cvars: 'td:has-text("a_long_custom")', locks: 'tr[data-lock]', cmd: 'h1',
   };
   for (const name of names) {
     await page.click(`nav a[href="#${name}"]`);
     await page.waitForSelector(`[data-page="${name}"] ${filled[name] ?? 'h1'}`, { timeout: 30_000 });
     if (name === 'items') {
-      await page.click('tr[data-oid] button:has-text("Chart")');
+      await page.click('[data-oid] button:has-text("Chart")');
       await page.waitForSelector('#chart .uplot canvas', { timeout: 30_000 });
     }
     const w = await page.evaluate<{ scroll: number; client: number }>('({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth })');
     if (w.scroll > w.client) t.log(await page.evaluate<string>(`[...document.querySelectorAll("body *")].filter((e) => e.getBoundingClientRect().right > ${w.client}).map((e) => e.tagName + "." + e.className + " " + Math.round(e.getBoundingClientRect().right)).join("\\n")`));
     t.true(w.scroll <= w.client, `${name}: the page is ${w.scroll} px wide on a ${w.client} px screen`);
+    t.deepEqual(await fitsPhone(page), [], `${name}: every table, button, cell and message inside the screen`);
   }
 });

@@ -13,6 +13,17 @@ test('the build puts the page where the plugin serves it from, and it is at most
   t.true(gz <= 200 * 1024, `${gz} bytes gzipped`);
 });
 
+test('the console\'s scripts write text only: no HTML from a string, no eval, the token in sessionStorage only', (t) => {
+  const scripts = fs.readdirSync(AssetsDir).filter((f) => f.endsWith('.js'));
+  t.true(scripts.length >= 6, scripts.join(', '));
+  for (const f of scripts) {
+    const code = fs.readFileSync(path.join(AssetsDir, f), 'utf8').replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, '');
+    t.notRegex(code, /\.(innerHTML|outerHTML)\s*=|insertAdjacentHTML|document\.write|\beval\(|new Function\(/, f);
+    t.notRegex(code, /localStorage|document\.cookie/, f);
+    t.notRegex(code, /\.style\.|setAttribute\(\s*'style'/, `${f}: no inline style (the CSP refuses it)`);
+  }
+});
+
 test('the console at / : its own files only, a CSP without inline scripts, no cookie; other paths stay 404', async (t) => {
   const { url } = await startController(t);
   const r = await fetch(`${url}/`);

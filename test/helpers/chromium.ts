@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
+import type { Page } from 'playwright-core';
 
 /** Debian's Chromium; CHROMIUM names another. Without one the browser tests are skipped, and say so. */
 export const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
@@ -23,3 +24,20 @@ export async function launch(t: { teardown(fn: () => unknown): void }) {
   t.teardown(() => browser.close());
   return browser;
 }
+
+/** At 360 px: neither the page nor any table is wider than the screen, and every button and message is inside it. */
+export async function fitsPhone(page: Page): Promise<string[]> {
+  return page.evaluate<string[]>(`(() => {
+    const w = document.documentElement.clientWidth;
+    const out = [];
+    if (document.documentElement.scrollWidth > w) out.push('page ' + document.documentElement.scrollWidth + ' px wide');
+    for (const el of document.querySelectorAll('table, .scroll, pre')) if (el.tagName !== 'PRE' && el.scrollWidth > el.clientWidth + 1) out.push(el.tagName + ' scrolls sideways (' + el.scrollWidth + ' > ' + el.clientWidth + ')');
+    for (const el of document.querySelectorAll('h1, h2, p, dd, td, .oid')) if (el.scrollWidth > el.clientWidth + 1) out.push(el.tagName + ' "' + el.textContent.trim().slice(0, 30) + '" overflows its box');
+    for (const el of document.querySelectorAll('button, #status, td, .progress, .lacks')) {
+      const r = el.getBoundingClientRect();
+      if (r.width && (r.right > w + 1 || r.left < -1)) out.push(el.tagName + ' "' + el.textContent.trim().slice(0, 30) + '" at ' + Math.round(r.left) + '..' + Math.round(r.right));
+    }
+    return out;
+  })()`);
+}
+

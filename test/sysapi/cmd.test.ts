@@ -297,3 +297,14 @@ test('stopping the controller ends running commands', async (t) => {
   await stop();
   await until('the processes to end', () => !pids.some(alive));
 });
+
+test('list_cmd: the names of the scripts in xc/cmd/ (files only, sorted); allow=cmd or master', async (t) => {
+  const { client, dir } = await withScripts(t, { zeta: '#!/bin/sh\n', alpha: '#!/bin/sh\necho secret-content\n' });
+  fs.mkdirSync(path.join(dir, 'xc', 'cmd', 'a-folder'));
+  t.deepEqual(await client.ok('list_cmd', { k: Keys.ops }), ['alpha', 'zeta']);
+  t.deepEqual(await client.ok('list_cmd', { k: Keys.master }), ['alpha', 'zeta']);
+  t.false(JSON.stringify(await client.ok('list_cmd', { k: Keys.ops })).includes('secret'), 'names only');
+  await failsBoth(t, client, 'list_cmd', { k: Keys.plain }, Err.denied);
+  fs.rmSync(path.join(dir, 'xc', 'cmd'), { recursive: true });
+  t.deepEqual(await client.ok('list_cmd', { k: Keys.ops }), [], 'no xc/cmd/: no scripts');
+});

@@ -160,3 +160,20 @@ test('stopping the controller with a waiter queued neither hangs nor fails', asy
   // the waiter is either refused (13) or cut off with the connection; it is never left hanging
   t.true(r instanceof Error || (r as { error?: { code: number } }).error?.code === 13);
 });
+
+test('list_locks: every known lock by id, held or not, with the end of its hold; allow=lock or master', async (t) => {
+  const { client } = await startController(t);
+  t.deepEqual(await client.ok('list_locks', { k }), []);
+  const before = Date.now() / 1000;
+  await client.ok('lock', { k, l: 'b', e: 3600 });
+  await client.ok('lock', { k, l: 'a' });
+  await client.ok('lock', { k, l: 'c' });
+  await client.ok('unlock', { k, l: 'c' });
+  const all = await client.ok('list_locks', { k: m });
+  t.deepEqual(all.map((l: any) => [l.id, l.locked, l.type, l.waiting]), [['a', true, 'lock', 0], ['b', true, 'lock', 0], ['c', false, 'lock', 0]]);
+  t.is(all[0].expires, null, 'held until unlock');
+  t.true(all[1].expires >= before + 3600 && all[1].expires <= Date.now() / 1000 + 3600, `b's hold ends in an hour: ${all[1].expires}`);
+  await client.ok('unlock', { k, l: 'b' });
+  t.is((await client.ok('list_locks', { k })).find((l: any) => l.id === 'b').expires, null, 'a released lock has no end of hold');
+  await failsBoth(t, client, 'list_locks', { k: Keys.plain }, Err.denied);
+});

@@ -83,6 +83,10 @@ async function api(method, params) {
   } catch (err) {
     if (err instanceof ApiError && err.code === 2 && /invalid key/.test(err.message)) {
       expired();
+    } else if (err instanceof ApiError && err.code === 2) {
+      // the API refuses without saying which right is missing: name it
+      const why = await rights.lacked(method);
+      if (why && !err.message.includes(why)) err.message = err.message ? `${err.message}; ${why}` : why;
     }
     throw err;
   }
@@ -162,6 +166,9 @@ async function enter() {
   $('app').hidden = false;
   $('title').textContent = `${info.product_name || 'Controller'} ${info.system || ''}`;
   $('who').textContent = info.acl ? `key ${info.acl.key_id}` : '';
+  rights.set(info.acl);
+  // only the pages this key can use are in the menu
+  for (const a of document.querySelectorAll('#nav a')) a.hidden = !rights.page(a.getAttribute('href').slice(1));
   stream.start();
   route();
 }
@@ -235,9 +242,15 @@ const onLeave = (fn) => pageCleanups.push(fn);
 const every = (ms, fn) => { const t = setInterval(fn, ms); onLeave(() => clearInterval(t)); };
 const listen = (subject, fn) => onLeave(stream.on(subject, fn));
 
+/** A table; on a phone its rows become cards, each cell named by its column (style.css, data-label). */
 function table(headers, rows) {
-  return h('div', { class: 'scroll' }, h('table', {}, h('thead', {}, h('tr', {}, headers.map((x) => h('th', { scope: 'col' }, x)))),
+  for (const tr of rows) labelCells(tr, headers);
+  return h('div', { class: 'scroll' }, h('table', { class: 'stack' }, h('thead', {}, h('tr', {}, headers.map((x) => h('th', { scope: 'col' }, x)))),
     h('tbody', {}, rows)));
+}
+function labelCells(tr, headers) {
+  [...tr.children].forEach((td, i) => { if (headers[i]) td.dataset.label = headers[i]; });
+  return tr;
 }
 const list = (v) => (Array.isArray(v) ? v.join(', ') : v === undefined ? '' : String(v));
 const yesno = (v) => (v ? 'yes' : 'no');
@@ -246,339 +259,28 @@ function fmtTime(t) {
   return `${d.toLocaleDateString()} ${d.toLocaleTimeString()}`;
 }
 function field(label, attrs) { return h('label', {}, label, h('input', attrs)); }
+/** How long ago a unix time was, in words that stay short. */
+function age(t) {
+  if (!t) return '';
+  const s = Math.max(0, Math.round(Date.now() / 1000 - t));
+  if (s < 60) return `${s} s ago`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+  if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
+  return `${Math.floor(s / 86400)} d ago`;
+}
 function uptime(s) {
   const d = Math.floor(s / 86400); const hh = Math.floor((s % 86400) / 3600); const m = Math.floor((s % 3600) / 60);
   return `${d ? `${d}d ` : ''}${hh}h ${m}m ${s % 60}s`;
 }
 
-const Pages = {
-  async overview(page) {
-    page.append(h('h1', {}, 'Overview'));
-    const facts = h('dl', { id: 'facts' });
-    const debug = h('input', { type: 'checkbox', id: 'debug' });
-    debug.addEventListener('change', () => act(`Debug ${debug.checked ? 'on' : 'off'}`, () => api('set_debug', { debug: debug.checked })));
-    page.append(h('div', { class: 'card' }, facts, h('div', { class: 'row' },
-      h('label', {}, h('span', {}, 'Debug mode'), debug),
-      h('button', { type: 'button', onclick: () => act('Save', () => api('save')) }, 'Save'))));
-    // what /health says is wrong (a user db it cannot read, a plugin not started, a failing notifier)
-    const degraded = h('div', { id: 'degraded', role: 'status' });
-    page.insertBefore(degraded, page.children[1] || null);
-    const health = h('div', { id: 'health' });
-    page.append(h('h2', {}, 'Notifiers'), health);
-    const refresh = async () => {
-      await showDegraded(degraded);
-      const t = await api('test');
-      if (document.activeElement !== debug) debug.checked = !!t.debug; // not under the operator's hand
-      facts.replaceChildren(...['product_name', 'product_code', 'system', 'version', 'product_build', 'time', 'uptime', 'db_update', 'polldelay', 'setup_mode']
-        .filter((k) => t[k] !== undefined)
-        .flatMap((k) => [h('dt', {}, k.replace(/_/g, ' ')), h('dd', { id: `fact-${k}` }, k === 'uptime' ? uptime(t[k]) : k === 'time' ? fmtTime(t[k]) : String(t[k]))]));
-      health.replaceChildren(await notifierTable(false));
-    };
-    await refresh();
-    every(2000, () => refresh().catch(() => {}));
-  },
-
-  async keys(page) {
-    page.append(h('h1', {}, 'API keys'));
-    const out = h('div', {});
-    const id = h('input', { id: 'new-key-id', required: true, autocomplete: 'off' });
-    const created = h('div', {});
-    const reload = async () => {
-      const keys = await api('list_keys');
-      out.replaceChildren(table(['id', 'master', 'sysfunc', 'dynamic', 'allow', 'groups', 'items', 'read only', 'denied', ''],
-        keys.map((k) => h('tr', { 'data-key': k.key_id },
-          h('td', {}, k.key_id), h('td', {}, yesno(k.master)), h('td', {}, yesno(k.sysfunc)), h('td', {}, yesno(k.dynamic)),
-          h('td', {}, k.allow ? Object.keys(k.allow).filter((a) => k.allow[a]).join(', ') : ''),
-          h('td', {}, list(k.groups)), h('td', {}, list(k.items)), h('td', {}, list([...(k.groups_ro || []), ...(k.items_ro || [])])),
-          h('td', {}, list([...(k.groups_deny || []), ...(k.items_deny || [])])),
-          h('td', {}, k.dynamic ? [
-            h('button', { type: 'button', class: 'plain', onclick: () => editKey(k.key_id) }, 'Edit'), ' ',
-            h('button', { type: 'button', class: 'plain', onclick: () => regenerate(k.key_id) }, 'Regenerate'), ' ',
-            h('button', { type: 'button', class: 'danger', onclick: () => destroy(k.key_id) }, 'Destroy'),
-          ] : 'static')))));
-    };
-    const secret = (what, key) => created.replaceChildren(h('p', {}, `${what}. Copy the value now: it is shown once.`), h('p', { class: 'secret' }, key.key));
-    const regenerate = async (i) => {
-      if (!confirm(`Regenerate key ${i}? Its old value stops working.`)) return;
-      const k = await act(`Regenerate ${i}`, () => api('regenerate_key', { i }));
-      if (k) secret(`Key ${i} regenerated`, k);
-    };
-    const destroy = async (i) => {
-      if (!confirm(`Destroy key ${i}?`)) return;
-      if (await act(`Destroy ${i}`, () => api('destroy_key', { i }))) await reload();
-    };
-    const editor = h('div', {});
-    const editKey = async (i) => {
-      const props = await act(`Read ${i}`, () => api('list_key_props', { i }));
-      if (!props) return;
-      const names = ['sysfunc', 'allow', 'groups', 'items', 'groups_ro', 'items_ro', 'groups_deny', 'items_deny', 'hosts_allow', 'hosts_assign', 'pvt', 'rpvt', 'cdata'];
-      const select = h('select', { id: 'prop-name' }, names.map((n) => h('option', { value: n }, n)));
-      const value = h('input', { id: 'prop-value', autocomplete: 'off' });
-      const fill = () => { value.value = list(props[select.value]); };
-      select.addEventListener('change', fill);
-      fill();
-      editor.replaceChildren(h('h2', {}, `Key ${i}`), h('form', {
-        class: 'inline',
-        onsubmit: async (ev) => {
-          ev.preventDefault();
-          if (await act(`Set ${select.value} of ${i}`, () => api('set_key_prop', { i, p: select.value, v: value.value }))) {
-            props[select.value] = value.value;
-            await reload();
-          }
-        },
-      }, h('label', {}, 'Property', select), h('label', {}, 'Value (comma separated)', value), h('button', { type: 'submit' }, 'Set')));
-      select.focus();
-    };
-    page.append(h('form', {
-      class: 'inline',
-      onsubmit: async (ev) => {
-        ev.preventDefault();
-        const k = await act(`Create key ${id.value}`, () => api('create_key', { i: id.value.trim() }));
-        if (k) { secret(`Key ${k.id} created`, k); id.value = ''; await reload(); }
-      },
-    }, h('label', {}, 'New key id', id), h('button', { type: 'submit' }, 'Create')), created, out, editor);
-    await reload();
-  },
-
-  async users(page) {
-    page.append(h('h1', {}, 'Users'));
-    const out = h('div', {});
-    const reload = async () => {
-      const users = await api('list_users');
-      out.replaceChildren(table(['login', 'key', ''], users.map((u) => h('tr', {},
-        h('td', {}, u.user), h('td', {}, u.key_id),
-        h('td', {},
-          h('button', { type: 'button', class: 'plain', onclick: () => setPassword(u.user) }, 'Set password'), ' ',
-          h('button', { type: 'button', class: 'plain', onclick: () => setKey(u.user) }, 'Change key'), ' ',
-          h('button', { type: 'button', class: 'danger', onclick: () => destroy(u.user) }, 'Destroy'))))));
-    };
-    const setPassword = async (u) => {
-      const p = prompt(`New password for ${u}`);
-      if (p) await act(`Password of ${u}`, () => api('set_user_password', { u, p }));
-    };
-    const setKey = async (u) => {
-      const a = prompt(`API key id for ${u}`);
-      if (a && await act(`Key of ${u}`, () => api('set_user_key', { u, a }))) await reload();
-    };
-    const destroy = async (u) => {
-      if (confirm(`Destroy user ${u}?`) && await act(`Destroy ${u}`, () => api('destroy_user', { u }))) await reload();
-    };
-    const u = h('input', { id: 'new-user', required: true, autocomplete: 'off' });
-    const p = h('input', { id: 'new-user-password', type: 'password', required: true, autocomplete: 'new-password' });
-    const a = h('input', { id: 'new-user-key', required: true, autocomplete: 'off' });
-    page.append(h('form', {
-      class: 'inline',
-      onsubmit: async (ev) => {
-        ev.preventDefault();
-        if (await act(`Create user ${u.value}`, () => api('create_user', { u: u.value.trim(), p: p.value, a: a.value.trim() }))) {
-          u.value = ''; p.value = ''; a.value = '';
-          await reload();
-        }
-      },
-    }, h('label', {}, 'Login', u), h('label', {}, 'Password', p), h('label', {}, 'API key id', a), h('button', { type: 'submit' }, 'Create')), out);
-    await reload();
-  },
-
-  async notifiers(page) {
-    page.append(h('h1', {}, 'Notifiers'));
-    const out = h('div', {});
-    page.append(out);
-    const refresh = async () => {
-      // the table is redrawn every 2 s: the keyboard's place (a row's button) is kept across it
-      const at = document.activeElement && out.contains(document.activeElement) ? document.activeElement : undefined;
-      const row = at && at.closest('tr') && at.closest('tr').dataset.notifier;
-      const action = at && at.dataset.action;
-      out.replaceChildren(await notifierTable(refresh));
-      if (row && action) {
-        const again = [...out.querySelectorAll('tr[data-notifier]')].find((tr) => tr.dataset.notifier === row);
-        const button = again && again.querySelector(`button[data-action="${action}"]`);
-        if (button) button.focus();
-      }
-    };
-    await refresh();
-    every(2000, () => refresh().catch(() => {}));
-  },
-
-  async log(page) {
-    page.append(h('h1', {}, 'Log'));
-    const level = h('select', { id: 'log-level' }, Object.entries(LevelNames).map(([l, n]) => h('option', { value: l, selected: l === '20' }, n)));
-    const search = h('input', { id: 'log-search', type: 'search', placeholder: 'text' });
-    const body = h('tbody', { id: 'log-rows' });
-    const records = [];
-    const matches = (r) => r.l >= Number(level.value) && (!search.value || `${r.mod} ${r.msg}`.toLowerCase().includes(search.value.toLowerCase()));
-    const row = (r) => h('tr', { class: `lvl-${r.l}` }, h('td', {}, fmtTime(r.t)), h('td', {}, LevelNames[r.l] || r.l), h('td', {}, r.mod), h('td', {}, r.msg));
-    const redraw = () => body.replaceChildren(...records.filter(matches).reverse().map(row));
-    const add = (r) => {
-      records.push(r);
-      if (records.length > MAX_LOG_ROWS) records.shift();
-      if (!matches(r)) return;
-      body.prepend(row(r));
-      while (body.children.length > MAX_LOG_ROWS) body.lastChild.remove();
-    };
-    level.addEventListener('change', redraw);
-    search.addEventListener('input', redraw);
-    page.append(h('div', { class: 'row' }, h('label', {}, 'Level', level), h('label', {}, 'Search', search)),
-      h('div', { class: 'scroll log' }, h('table', {}, h('thead', {}, h('tr', {}, ['time', 'level', 'module', 'message'].map((x) => h('th', {}, x)))), body)));
-    // the stream first, then the history: nothing falls between the two (a record in both is shown once)
-    const early = [];
-    let loaded = false;
-    listen('log', (r) => (loaded ? add(r) : early.push(r)));
-    const history = await api('log_get', { l: 10, n: MAX_LOG_ROWS });
-    const last = history.length ? history[history.length - 1].t : 0;
-    for (const r of history) records.push(r);
-    for (const r of early) if (r.t > last) records.push(r);
-    loaded = true;
-    redraw();
-  },
-
-  async items(page) {
-    page.append(h('h1', {}, 'Items'));
-    const body = h('tbody', { id: 'item-rows' });
-    const chart = h('div', { id: 'chart' });
-    const rows = new Map();
-    const put = (e) => {
-      const cells = [e.oid, e.status, e.value === null ? '' : e.value, e.t ? fmtTime(e.t) : ''];
-      let tr = rows.get(e.oid);
-      if (!tr) {
-        tr = h('tr', { 'data-oid': e.oid }, cells.map((c, i) => h('td', { class: i === 1 ? 'num' : undefined }, c)),
-          h('td', {}, h('button', { type: 'button', class: 'plain', onclick: () => drawChart(chart, e.oid) }, 'Chart')));
-        rows.set(e.oid, tr);
-        body.append(tr);
-        return;
-      }
-      cells.forEach((c, i) => { tr.children[i].textContent = String(c); });
-    };
-    page.append(h('div', { class: 'scroll' }, h('table', {}, h('thead', {}, h('tr', {}, ['item', 'status', 'value', 'changed', ''].map((x) => h('th', {}, x)))), body)), chart);
-    listen('state', put);
-    for (const e of await api('state', {})) put(e);
-  },
-
-  async cvars(page) {
-    page.append(h('h1', {}, 'Custom variables'));
-    const out = h('div', {});
-    const reload = async () => {
-      const vars = await api('get_cvar');
-      out.replaceChildren(table(['name', 'value', ''], Object.entries(vars).map(([i, v]) => {
-        const input = h('input', { value: v, 'aria-label': `value of ${i}` });
-        return h('tr', {}, h('td', {}, i), h('td', {}, input), h('td', {},
-          h('button', { type: 'button', class: 'plain', onclick: () => act(`Set ${i}`, () => api('set_cvar', { i, v: input.value })) }, 'Set'), ' ',
-          h('button', { type: 'button', class: 'danger', onclick: async () => { if (await act(`Delete ${i}`, () => api('set_cvar', { i }))) await reload(); } }, 'Delete')));
-      })));
-    };
-    const i = h('input', { id: 'new-cvar', required: true });
-    const v = h('input', { id: 'new-cvar-value' });
-    page.append(h('form', {
-      class: 'inline',
-      onsubmit: async (ev) => {
-        ev.preventDefault();
-        if (await act(`Set ${i.value}`, () => api('set_cvar', { i: i.value.trim(), v: v.value }))) { i.value = ''; v.value = ''; await reload(); }
-      },
-    }, h('label', {}, 'Name', i), h('label', {}, 'Value', v), h('button', { type: 'submit' }, 'Set')), out);
-    await reload();
-  },
-
-  async locks(page) {
-    page.append(h('h1', {}, 'Locks'));
-    const l = h('input', { id: 'lock-id', required: true });
-    const e = h('input', { id: 'lock-expires', type: 'number', min: 0, step: 'any', placeholder: 'seconds' });
-    const out = h('div', {});
-    const look = async () => {
-      const r = await act(`Lock ${l.value}`, () => api('get_lock', { l: l.value.trim() }));
-      if (r) out.replaceChildren(h('dl', {}, Object.entries(r).flatMap(([k, x]) => [h('dt', {}, k), h('dd', {}, String(x))])));
-    };
-    page.append(h('form', { class: 'inline', onsubmit: (ev) => { ev.preventDefault(); void look(); } },
-      h('label', {}, 'Lock id', l), h('label', {}, 'Expires after', e),
-      h('button', { type: 'submit' }, 'Show'),
-      h('button', { type: 'button', class: 'plain', onclick: async () => { if (await act(`Acquire ${l.value}`, () => api('lock', { l: l.value.trim(), t: 0.1, ...(e.value ? { e: Number(e.value) } : {}) }))) await look(); } }, 'Acquire'),
-      h('button', { type: 'button', class: 'plain', onclick: async () => { if (await act(`Release ${l.value}`, () => api('unlock', { l: l.value.trim() }))) await look(); } }, 'Release')),
-    h('p', {}, 'The API has no list of locks: name the one to see.'), out);
-  },
-
-  async cmd(page) {
-    page.append(h('h1', {}, 'Run a command'));
-    const c = h('input', { id: 'cmd-name', required: true, placeholder: 'script in xc/cmd/' });
-    const a = h('input', { id: 'cmd-args', placeholder: 'arguments' });
-    const w = h('input', { id: 'cmd-wait', type: 'number', min: 0, step: 'any', value: 10 });
-    const out = h('div', { id: 'cmd-out' });
-    page.append(h('form', {
-      class: 'inline',
-      onsubmit: async (ev) => {
-        ev.preventDefault();
-        out.replaceChildren(h('p', {}, 'Running…'));
-        const r = await act(`Run ${c.value}`, () => api('cmd', { c: c.value.trim(), a: a.value, w: Number(w.value) || 0 }));
-        if (!r) { out.replaceChildren(); return; }
-        out.replaceChildren(h('p', {}, `status ${r.status}, exit code ${r.exitcode ?? '–'}`), h('h2', {}, 'Output'), h('pre', {}, r.out || ''),
-          ...(r.err ? [h('h2', {}, 'Errors'), h('pre', {}, r.err)] : [])); // replaceChildren takes nodes, not a list
-      },
-    }, h('label', {}, 'Command', c), h('label', {}, 'Arguments', a), h('label', {}, 'Wait, seconds', w), h('button', { type: 'submit' }, 'Run')), out);
-  },
-};
-
-/**
- * Every notifier with its live figures; with actions on the notifiers page,
- * where `actions` redraws the table after one (keeping the keyboard's place).
- */
-async function notifierTable(actions) {
-  const all = await api('list_notifiers');
-  const full = await Promise.all(all.map((n) => api('get_notifier', { i: n.id }).catch(() => n)));
-  return table(['id', 'type', 'state', 'delivery', 'queued', 'sent', 'failed', 'dropped', 'test', actions ? '' : undefined].filter((x) => x !== undefined),
-    full.map((n) => {
-      const s = n.stats || {};
-      const toggle = () => act(`${n.enabled ? 'Disable' : 'Enable'} ${n.id}`, () => api(n.enabled ? 'disable_notifier' : 'enable_notifier', { i: n.id }))
-        .then(() => actions());
-      return h('tr', { 'data-notifier': n.id }, h('td', {}, n.id), h('td', {}, n.type),
-        h('td', { class: n.problem ? 'error' : '', 'data-state': n.enabled ? 'enabled' : 'disabled' }, n.problem ? `problem: ${n.problem}` : n.enabled ? 'enabled' : 'disabled'),
-        h('td', { class: BadLinks.has(s.state) ? 'error' : '', 'data-link': s.state || '' }, linkWords(s)),
-        ['queued', 'sent', 'failed', 'dropped'].map((k) => h('td', { class: 'num' }, s[k] ?? '')), h('td', {}, s.test ?? ''),
-        actions ? h('td', { class: 'actions' }, h('button', { type: 'button', class: 'plain', 'data-action': 'toggle', onclick: toggle }, n.enabled ? 'Disable' : 'Enable'),
-          h('button', { type: 'button', class: 'plain', 'data-action': 'test', onclick: () => testNotifier(n.id) }, 'Test')) : undefined);
-    }));
-}
-
-/** a notifier's delivery state (get_notifier stats) in words: since when it fails, and why */
-const BadLinks = new Set(['disconnected', 'failing', 'not running']);
-function linkWords(s) {
-  if (!s.state) return '';
-  if (!BadLinks.has(s.state)) return s.state;
-  return `${s.state}${s.since ? ` since ${fmtTime(Date.parse(s.since) / 1000)}` : ''}${s.last_error ? `: ${s.last_error}` : ''}`;
-}
-
-/** test_notifier: the endpoint answered (OK) or why not, in words on the status line; a test takes up to the notifier's timeout. */
-async function testNotifier(id) {
-  show(`Test ${id}: testing…`);
-  try {
-    await api('test_notifier', { i: id });
-    show(`Test ${id}: OK`);
-  } catch (err) {
-    show(`Test ${id}: ${words(err)}`, true);
-  }
-}
-
-/** A chart of an item: the history when the controller keeps one, else what the stream brought since the page opened. */
-async function drawChart(box, oid) {
-  let t = []; let y = []; let from = 'history';
-  try {
-    const r = await rpc('state_history', { i: oid, s: '1D', l: MAX_POINTS });
-    t = r.t || [];
-    y = (r.value && r.value.some((v) => v !== null && v !== '' && !isNaN(Number(v)))) ? r.value.map(Number) : (r.status || []);
-  } catch {
-    from = 'since this page opened';
-    const pts = seen.get(oid) || [];
-    const numeric = pts.some((p) => p[2] !== null && p[2] !== '' && !isNaN(Number(p[2])));
-    t = pts.map((p) => p[0]);
-    y = pts.map((p) => (numeric ? Number(p[2]) : p[1]));
-  }
-  const width = Math.max(280, Math.min(box.parentElement.clientWidth - 20, 1100));
-  box.replaceChildren(h('h2', {}, `${oid} (${from}, ${t.length} points)`));
-  // eslint-disable-next-line no-undef
-  new uPlot({ width, height: 300, series: [{}, { label: oid, stroke: '#1f5fbf', width: 2 }], scales: { x: { time: true } } }, [t, y], box);
-  box.scrollIntoView({ block: 'nearest' });
-}
+/** Every page, by name (the files after this one add theirs). */
+const Pages = {};
 
 async function route() {
   for (const fn of pageCleanups.splice(0)) fn();
-  const name = (location.hash || '#overview').slice(1);
-  const render = Pages[name] || Pages.overview;
+  let name = location.hash.slice(1);
+  if (!Pages[name]) name = rights.landing();
+  const render = rights.page(name) ? Pages[name] : needsPage(name);
   for (const a of document.querySelectorAll('#nav a')) {
     if (a.getAttribute('href') === `#${name}`) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
   }
@@ -592,7 +294,10 @@ async function route() {
   }
 }
 
-window.addEventListener('hashchange', () => { if (session.token) { void route(); $('page').focus(); } });
-$('login-form').addEventListener('submit', login);
-$('logout').addEventListener('click', logout);
-if (session.token) void enter(); else showLogin();
+/** A page the key may not use, opened by its address: what it needs, and where to go instead. */
+function needsPage(name) {
+  return async (page) => {
+    page.append(h('h1', {}, name), h('p', { class: 'error' }, `This page needs ${rightWords(PageNeeds[name])}; your key ${rights.acl.key_id} has not.`),
+      h('p', {}, h('a', { href: `#${rights.landing()}` }, 'Go to a page your key can use')));
+  };
+}

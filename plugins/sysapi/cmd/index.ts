@@ -131,6 +131,24 @@ export const plugin = definePlugin({
     });
 
     ctx.register({
+      name: 'list_cmd',
+      permission: 'cmd',
+      params: {},
+      description: 'The names of the command scripts in xc/cmd/ that cmd may run (names only, never their content).',
+      returns: 'sorted list of script names',
+      async handler() {
+        const entries = await fsp.readdir(ctx.paths.cmdDir, { withFileTypes: true }).catch(() => []);
+        const names: string[] = [];
+        for (const e of entries) {
+          // what scriptFile accepts: a file (or a link to one) directly in xc/cmd/
+          const st = e.isFile() ? e : await fsp.stat(path.join(ctx.paths.cmdDir, e.name)).catch(() => undefined);
+          if (st?.isFile()) names.push(e.name);
+        }
+        return names.sort();
+      },
+    });
+
+    ctx.register({
       name: 'cmd_result',
       permission: 'cmd',
       params: {

@@ -33,6 +33,8 @@ interface Lock {
   /** first come, first served (a Set keeps insertion order, and one leaves it in O(1)) */
   waiters: Set<Waiter>;
   expiry?: NodeJS.Timeout;
+  /** when the holder's auto-release fires, unix seconds (none: held until unlock) */
+  expiresAt?: number;
 }
 
 /** Take the first waiter out of the queue. */
@@ -85,6 +87,7 @@ export class LockTable implements LocksService {
     lock.holder = holder;
     this.disarm(lock.expiry);
     lock.expiry = expires !== undefined ? this.arm(() => { lock.expiry = undefined; this.release(lock.id); }, expires) : undefined;
+    lock.expiresAt = expires !== undefined ? Date.now() / 1000 + expires : undefined;
   }
 
   acquire(id: string, timeout = this.limits.defaultTimeout, expires?: number, signal?: AbortSignal): Promise<void> {
@@ -146,6 +149,7 @@ export class LockTable implements LocksService {
       lock.holder = undefined;
       this.disarm(lock.expiry);
       lock.expiry = undefined;
+      lock.expiresAt = undefined;
     }
     return true;
   }
@@ -154,6 +158,13 @@ export class LockTable implements LocksService {
   get(id: string): { id: string; locked: boolean; type: 'lock' } | undefined {
     const lock = this.locks.get(id);
     return lock && { id, locked: lock.locked, type: 'lock' };
+  }
+
+  /** Every lock the table knows, by id: held or not, when its holder's hold ends (null: at unlock), how many wait. */
+  list(): { id: string; locked: boolean; type: 'lock'; expires: number | null; waiting: number }[] {
+    return [...this.locks.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).map((l) => ({
+      id: l.id, locked: l.locked, type: 'lock', expires: l.locked && l.expiresAt !== undefined ? l.expiresAt : null, waiting: l.waiters.size,
+    }));
   }
 
   stats(): LockStats {
@@ -212,6 +223,14 @@ export const plugin = definePlugin({
       description: 'Lock status.',
       returns: 'lock object {id, locked, type}',
       handler: (p: { l: string }) => found(p.l),
+    });
+    ctx.register({
+      name: 'list_locks',
+      permission: 'lock',
+      params: {},
+      description: 'Every lock the controller knows (taken once and not forgotten since), by id.',
+      returns: 'list of {id, locked, type, expires (unix time the hold ends, null: at unlock), waiting}',
+      handler: () => table.list(),
     });
     ctx.register({
       name: 'lock',

@@ -31,7 +31,7 @@ Object.assign(Pages, {
       facts.replaceChildren(...Object.keys(FactWords)
         .filter((k) => t[k] !== undefined)
         .flatMap((k) => [h('dt', {}, k.replace(/_/g, ' ')), h('dd', { id: `fact-${k}` }, FactWords[k](t[k]))]));
-      if (rights.has('master')) health.replaceChildren(await notifierTable(false));
+      if (rights.has('master')) health.replaceChildren(notifierTable(false, await notifierFigures()));
     };
     await refresh();
     every(2000, () => refresh().catch(() => {}));
@@ -147,7 +147,8 @@ Object.assign(Pages, {
       const at = document.activeElement && out.contains(document.activeElement) ? document.activeElement : undefined;
       const row = at && at.closest('tr') && at.closest('tr').dataset.notifier;
       const action = at && at.dataset.action;
-      out.replaceChildren(await notifierTable(refresh));
+      const full = await notifierFigures();
+      out.replaceChildren(notifierTable(refresh, full), ...await deadLetterTables(full, refresh));
       if (row && action) {
         const again = [...out.querySelectorAll('tr[data-notifier]')].find((tr) => tr.dataset.notifier === row);
         const button = again && again.querySelector(`button[data-action="${action}"]`);
@@ -282,13 +283,41 @@ const FactWords = {
   setup_mode: (v) => (v ? 'on' : 'off'),
 };
 
+/** Every notifier with its live figures (get_notifier). */
+async function notifierFigures() {
+  const all = await api('list_notifiers');
+  return Promise.all(all.map((n) => api('get_notifier', { i: n.id }).catch(() => n)));
+}
+
+/**
+ * The dead letters of each durable notifier that keeps some: frames its
+ * receiver refused for good or that used up their retries, each with Replay
+ * (back into the outbox) and Drop; `redraw` after an action.
+ */
+async function deadLetterTables(full, redraw) {
+  const keeping = full.filter((n) => n.stats && n.stats.outbox && n.stats.outbox.dead_letters > 0);
+  return Promise.all(keeping.map(async (n) => {
+    const letters = await api('list_dead_letters', { i: n.id, n: 100 }).catch(() => []);
+    const run = (what, fn, filter) => act(`${what} (${n.id})`, () => api(fn, { i: n.id, ...filter })).then(redraw);
+    const rows = letters.map((l) => h('tr', { 'data-letter': l.id }, h('td', {}, fmtTime(l.t / 1000)), h('td', {}, l.subject), h('td', { class: 'num' }, l.events),
+      h('td', { class: 'num' }, l.size), h('td', {}, l.status ?? ''), h('td', {}, l.error),
+      h('td', { class: 'actions' },
+        h('button', { type: 'button', class: 'plain', 'data-action': 'replay', onclick: () => run('Replay a dead letter', 'replay_dead_letters', { ids: [l.id] }) }, 'Replay'),
+        h('button', { type: 'button', class: 'plain', 'data-action': 'drop', onclick: () => run('Drop a dead letter', 'drop_dead_letters', { ids: [l.id] }) }, 'Drop'))));
+    return h('section', { 'data-dead-letters': n.id },
+      h('h2', {}, `Dead letters of ${n.id}: ${n.stats.outbox.dead_letters}`),
+      h('p', { class: 'actions' },
+        h('button', { type: 'button', 'data-action': 'replay-all', onclick: () => run('Replay every dead letter', 'replay_dead_letters', { s: 0 }) }, 'Replay all'),
+        h('button', { type: 'button', class: 'plain', 'data-action': 'drop-all', onclick: () => run('Drop every dead letter', 'drop_dead_letters', { s: 0 }) }, 'Drop all')),
+      table(['given up', 'subject', 'events', 'bytes', 'last status', 'error', ''], rows));
+  }));
+}
+
 /**
  * Every notifier with its live figures; with actions on the notifiers page,
  * where `actions` redraws the table after one (keeping the keyboard's place).
  */
-async function notifierTable(actions) {
-  const all = await api('list_notifiers');
-  const full = await Promise.all(all.map((n) => api('get_notifier', { i: n.id }).catch(() => n)));
+function notifierTable(actions, full) {
   return table(['id', 'type', 'state', 'delivery', 'queued', 'sent', 'failed', 'dropped', 'test', actions ? '' : undefined].filter((x) => x !== undefined),
     full.map((n) => {
       const s = n.stats || {};

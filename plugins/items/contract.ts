@@ -109,5 +109,13 @@ declare module '../../core/plugin' {
 // value parameter and the mqtt binding as the items plugin reads them
 export { ItemTypes, type Oid } from './oid';
 export { canRead } from './access';
-export { valueParam } from './functions';
 export { parseBinding } from './binding';
+
+/**
+ * A value parameter as the API gives it: "" and "null" stand for no value
+ * (null), as in EVA ICS 3.3, since a query string cannot carry a JSON null.
+ */
+export function valueParam(v: string | undefined): string | null | undefined {
+  if (v === undefined) return undefined;
+  return v === '' || v === 'null' ? null : v;
+}

@@ -6,8 +6,7 @@
  */
 
 import type { ApiKey } from '../../core/auth/apikey';
-
-export type ItemType = 'unit' | 'sensor' | 'lvar';
+import type { ItemType } from './oid';
 
 /**
  * A state event as the bus carries it (subject `state`) and notifiers send it.
@@ -107,7 +106,7 @@ declare module '../../core/plugin' {
 
 // what other plugins use of the items' own helpers: oids, read access, the
 // value parameter and the mqtt binding as the items plugin reads them
-export { ItemTypes, type Oid } from './oid';
+export { ItemTypes, type ItemType, type Oid } from './oid';
 export { canRead } from './access';
 export { parseBinding } from './binding';
 

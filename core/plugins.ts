@@ -23,10 +23,24 @@ import { within } from './toolkit/time-limit';
 import { MAX_TIMER_SECONDS } from './defaults';
 import { KERNEL_API, type PluginContext, type PluginInfo, type PluginDefinition, PluginKinds, type PluginKind, type ServiceName } from './plugin';
 import { checkDeclaration } from './settings/schema';
-import { BuiltinPlugins } from '../plugins/manifest';
 
 /** Where the built-in plugins are after the build (dist/plugins). */
 const BUILTIN_DIR = path.resolve(__dirname, '..', 'plugins');
+
+/**
+ * The built-in plugins' folders, as plugins/manifest.ts lists them. Read by
+ * path at run time, as each plugin's index.js is, and not imported: the
+ * kernel imports no module of plugins/ (the list is the plugins' to keep),
+ * so nothing of a plugin is compiled into the kernel's own imports.
+ */
+function builtinEntries(): readonly string[] {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const list = (require(path.join(BUILTIN_DIR, 'manifest.js')) as { BuiltinPlugins?: unknown }).BuiltinPlugins;
+  if (!Array.isArray(list) || !list.every((e) => typeof e === 'string')) {
+    throw new Error(`${path.join(BUILTIN_DIR, 'manifest.js')} does not list the built-in plugins (BuiltinPlugins)`);
+  }
+  return list;
+}
 
 export interface Loaded { def: PluginDefinition; file: string; builtin: boolean }
 interface Running {
@@ -94,7 +108,7 @@ export async function discoverPlugins(
   const found: Loaded[] = [];
   const files = [
     // the built-in plugins are the manifest's, each the index.js of its folder: nothing else of plugins/ is loaded to look for plugins
-    ...BuiltinPlugins.map((entry) => ({ f: path.join(BUILTIN_DIR, entry, 'index.js'), builtin: true })),
+    ...builtinEntries().map((entry) => ({ f: path.join(BUILTIN_DIR, entry, 'index.js'), builtin: true })),
     ...listJs(dropInDir).map((f) => ({ f, builtin: false })),
   ];
   for (const { f, builtin } of files) {

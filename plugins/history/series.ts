@@ -1,5 +1,5 @@
 import { invalidParams } from '../../core/errors';
-import { numeric, type Bucket, type HistoryReader, type HistoryRow } from './contract';
+import { numeric, type Bucket, type HistoryReader, type HistoryRow } from './reader';
 import type { Fill } from './time';
 import { MAX_FILL_POINTS } from './time';
 

@@ -6,8 +6,7 @@
  */
 
 import type { ApiKey } from '../../core/auth/apikey';
-
-export type ItemType = 'unit' | 'sensor' | 'lvar';
+import type { ItemType } from './oid';
 
 /**
  * A state event as the bus carries it (subject `state`) and notifiers send it.
@@ -107,7 +106,15 @@ declare module '../../core/plugin' {
 
 // what other plugins use of the items' own helpers: oids, read access, the
 // value parameter and the mqtt binding as the items plugin reads them
-export { ItemTypes, type Oid } from './oid';
+export { ItemTypes, type ItemType, type Oid } from './oid';
 export { canRead } from './access';
-export { valueParam } from './functions';
 export { parseBinding } from './binding';
+
+/**
+ * A value parameter as the API gives it: "" and "null" stand for no value
+ * (null), as in EVA ICS 3.3, since a query string cannot carry a JSON null.
+ */
+export function valueParam(v: string | undefined): string | null | undefined {
+  if (v === undefined) return undefined;
+  return v === '' || v === 'null' ? null : v;
+}

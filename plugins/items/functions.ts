@@ -6,20 +6,12 @@ import { parseBool } from '../../core/config';
 import { groupMatches } from '../../core/toolkit/group-pattern';
 import { canRead, canWrite } from './access';
 import { parseOid, ItemTypes } from './oid';
+import { valueParam } from './contract';
 import { PropTypes, type ItemRegistry } from './registry';
 import type { Item, ItemProps } from './item';
 import type { Action } from './actions';
 import { MAX_TIMER_SECONDS } from '../../core/defaults';
 import { within } from '../../core/toolkit/time-limit';
-
-/**
- * A value parameter as the API gives it: "" and "null" stand for no value
- * (null), as in EVA ICS 3.3, since a query string cannot carry a JSON null.
- */
-export function valueParam(v: string | undefined): string | null | undefined {
-  if (v === undefined) return undefined;
-  return v === '' || v === 'null' ? null : v;
-}
 
 /** Convert a set_prop value to the property's type; absent means "back to the default". */
 function propValue(prop: keyof ItemProps, v: unknown): ItemProps[keyof ItemProps] {

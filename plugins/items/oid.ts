@@ -1,5 +1,6 @@
 import { invalidParams } from '../../core/errors';
-import type { ItemType } from './contract';
+
+export type ItemType = 'unit' | 'sensor' | 'lvar';
 
 export const ItemTypes: readonly ItemType[] = ['unit', 'sensor', 'lvar'];
 

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import initSqlJs from 'sql.js';
-import { HistoryStore } from '../../plugins/notifiers/db/store';
+import { HistoryFile } from '../../plugins/notifiers/db/store';
 import { CheckpointPolicy } from '../../plugins/notifiers/db/policy';
 import { HistorySchema, type HistoryRow } from '../../plugins/notifiers/db/schema';
 import { DbDefaults } from '../../plugins/notifiers/db';
@@ -72,7 +72,7 @@ interface Measured { checkpoint: number; checkpointS: number; journal: Map<numbe
 async function measure(dir: string, base: string, size: number, journaled: boolean, t0: number): Promise<Measured> {
   const file = path.join(dir, `${journaled ? 'journaled' : 'today'}-${size}.db`);
   fs.copyFileSync(base, file);
-  const store = await HistoryStore.open(options(file, size), (m) => console.warn(m), t0, journaled);
+  const store = await HistoryFile.open(options(file, size), (m) => console.warn(m), t0, journaled);
   let next = size;
   try {
     store.write(rowsAt(next++, 1, t0));

@@ -1,5 +1,5 @@
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
-import { HistoryStore } from './store';
+import { HistoryFile } from './store';
 import type { HistoryOptions, ToWorker, FromWorker } from './history';
 import type { HistoryRow } from './schema';
 import type { Bucket } from '../../history/contract';
@@ -18,7 +18,7 @@ class HistoryThread {
   private timer: NodeJS.Timeout | undefined;
   private cleaner: NodeJS.Timeout | undefined;
 
-  constructor(readonly store: HistoryStore) {
+  constructor(readonly store: HistoryFile) {
     const opts = store.opts;
     this.schedule();
     this.cleaner = setInterval(() => store.clean(nowSeconds()), opts.cleanInterval * 1000);
@@ -52,7 +52,7 @@ function serve(): void {
   const send = (m: FromWorker) => port.postMessage(m);
   const warn = (message: string) => send({ kind: 'warning', message });
   // ready only once the file exists and the journal is replayed: a reader or a query never finds less
-  let chain: Promise<HistoryThread | undefined> = HistoryStore.open(opts, warn, nowSeconds()).then(
+  let chain: Promise<HistoryThread | undefined> = HistoryFile.open(opts, warn, nowSeconds()).then(
     (store) => { send({ kind: 'ready', stats: store.snapshot }); return new HistoryThread(store); },
     // nothing else runs here: closing the port ends the thread, never terminated from outside
     (err) => { send({ kind: 'failed', message: (err as Error).message }); port.close(); return undefined; },

@@ -20,7 +20,7 @@ import type { HistoryOptions, HistoryStats } from './history';
  * of its own (`now` is passed in, in seconds), so the history thread
  * (history-worker.ts) and the write benchmark drive the same code.
  */
-export class HistoryStore {
+export class HistoryFile {
   private rows = 0;
   private dirty = false;
   private checkpointing: Promise<void> | undefined;
@@ -43,7 +43,7 @@ export class HistoryStore {
    * file at once so that readers find the table from the start. `journal:
    * false` is the design before the journal (the benchmark compares both).
    */
-  static async open(opts: HistoryOptions, warn: (message: string) => void, now: number, journal = true): Promise<HistoryStore> {
+  static async open(opts: HistoryOptions, warn: (message: string) => void, now: number, journal = true): Promise<HistoryFile> {
     // a folder of the controller's own named in the notifier file (db:history/site1.db) is made, as the file is
     fs.mkdirSync(path.dirname(opts.file), { recursive: true });
     let db: SqliteFile; // SqliteFile.open also removes temp files a killed writer left
@@ -70,7 +70,7 @@ export class HistoryStore {
       journalShare: opts.journalShare, journalFloor: opts.journalFloor,
     }, now);
     const j = journal ? new Journal(opts.file) : undefined;
-    const h = new HistoryStore(db, opts, j, policy, warn);
+    const h = new HistoryFile(db, opts, j, policy, warn);
     h.rows = h.count();
     if (j) {
       const held = Number(db.rows('PRAGMA user_version')[0].user_version);

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { parseLevel } from '../../../core/log';
 import { describe } from '../../../core/log';
 import { parseValue, suggest, type Finding } from '../../../core/settings/schema';
-import type { NotifierConfig, NotifierType, Subject, Subscription } from '../contract';
+import type { NotifierConfig, NotifierType, Subject, Subscription } from '../notifier-type';
 import { CommonSettings, DeliveryDefaults, Eva33NotifierFields, FileFields, NotifierSubjects, type DeliveryOptions } from './defaults';
 import { checkSettings } from './settings';
 

@@ -1,5 +1,5 @@
 import { Subjects } from '../../../core/bus';
-import type { Subject } from '../contract';
+import type { Subject } from '../notifier-type';
 import { bool, bound, defaults, int, seconds, text, type Values } from '../../../core/settings/schema';
 
 /**

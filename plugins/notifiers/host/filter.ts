@@ -1,5 +1,5 @@
 import { groupMatches } from '../../../core/toolkit/group-pattern';
-import type { Subject, Subscription } from '../contract';
+import type { Subject, Subscription } from '../notifier-type';
 
 export interface ItemRef { oid: string; type: string; group: string; id: string }
 

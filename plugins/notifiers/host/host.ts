@@ -49,7 +49,7 @@ interface Managed {
  * register them while they start; notifiers of a type wait (their queue
  * bounded) until it registers, and are reported when it never does.
  */
-export class NotifierHost implements Contract.NotifierHost {
+export class Host implements Contract.NotifierHost {
   private readonly all = new Map<string, Managed>();
   private readonly types = new Map<string, NotifierType>();
   private readonly routes: Routed[] = [];

@@ -1,6 +1,6 @@
 import { definePlugin } from '../../../core/plugin';
 import { Subjects } from '../../../core/bus';
-import { NotifierHost } from './host';
+import { Host } from './host';
 import { notifierMetrics } from './metrics';
 import { typeProblem } from './settings';
 import { checkNotifierFiles } from './config';
@@ -43,7 +43,7 @@ export const plugin = definePlugin({
   settings: { notifiers: DeliverySettings },
   checkFiles: (paths, plugins) => checkNotifierFiles(paths.notifyDir, declaredTypes(plugins)),
   start(ctx) {
-    const host = new NotifierHost(ctx);
+    const host = new Host(ctx);
     // files are read now, so events of the other plugins' ready phase already queue
     host.load();
     ctx.provide('notifiers', host);

@@ -1,6 +1,6 @@
 import { parseBool } from '../../../core/config';
 import type { PluginContext } from '../../../core/plugin';
-import type { EndpointFactory, NotifierConfig, NotifierType, SettingDecl, SettingsSchema } from '../contract';
+import type { EndpointFactory, NotifierConfig, NotifierType, SettingDecl, SettingsSchema } from '../notifier-type';
 import { HiddenPassword, shownUri } from './redaction';
 import { CommonSettings, FileFields } from './defaults';
 

@@ -11,7 +11,7 @@ const btest = browserTest();
  * delivery state is in its table (a web hook that answers 503); a user db that
  * cannot be read (no login works then) is said on the login page.
  */
-btest('the overview shows /health degraded (a failing notifier) and the notifier table since when it fails', async (t) => {
+btest('the overview shows /health degraded (a failing notifier), the notifier table since when it fails, and Test beside it', async (t) => {
   const hook = await Receiver.start(t);
   hook.answer = () => ({ status: 503, body: 'down for maintenance' });
   const notifier = JSON.stringify({ id: 'web1', type: 'json', enabled: true, skip_test: true, uri: hook.uri, retries: 1000,
@@ -32,6 +32,11 @@ btest('the overview shows /health degraded (a failing notifier) and the notifier
   t.regex(await page.locator('#health tr[data-notifier="web1"] td[data-link]').innerText(), /failing since .*HTTP 503: down for maintenance/);
   fs.mkdirSync(SHOTS, { recursive: true });
   await page.screenshot({ path: path.join(SHOTS, 'overview-degraded.png'), fullPage: true });
+  // the Test button is beside the state on the overview too (Enable/Disable stay on the notifiers page)
+  t.is(await page.locator('#health tr[data-notifier="web1"] button[data-action="toggle"]').count(), 0);
+  await page.click('#health tr[data-notifier="web1"] button:has-text("Test")');
+  await page.waitForSelector('#status.error:has-text("Test web1:")');
+  t.regex(await page.textContent('#status') ?? '', /HTTP 503: down for maintenance/);
 });
 
 btest('an unreadable user db: the login page says so (no user can log in), from /health', async (t) => {

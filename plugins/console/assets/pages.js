@@ -314,11 +314,12 @@ async function deadLetterTables(full, redraw) {
 }
 
 /**
- * Every notifier with its live figures; with actions on the notifiers page,
- * where `actions` redraws the table after one (keeping the keyboard's place).
+ * Every notifier with its live figures and a Test button; with Enable/Disable
+ * on the notifiers page, where `actions` redraws the table after one (keeping
+ * the keyboard's place).
  */
 function notifierTable(actions, full) {
-  return table(['id', 'type', 'state', 'delivery', 'queued', 'sent', 'failed', 'dropped', 'test', actions ? '' : undefined].filter((x) => x !== undefined),
+  return table(['id', 'type', 'state', 'delivery', 'queued', 'sent', 'failed', 'dropped', 'test', ''],
     full.map((n) => {
       const s = n.stats || {};
       const toggle = () => act(`${n.enabled ? 'Disable' : 'Enable'} ${n.id}`, () => api(n.enabled ? 'disable_notifier' : 'enable_notifier', { i: n.id }))
@@ -327,8 +328,9 @@ function notifierTable(actions, full) {
         h('td', { class: n.problem ? 'error' : '', 'data-state': n.enabled ? 'enabled' : 'disabled' }, n.problem ? `problem: ${n.problem}` : n.enabled ? 'enabled' : 'disabled'),
         h('td', { class: BadLinks.has(s.state) ? 'error' : '', 'data-link': s.state || '' }, linkWords(s)),
         ['queued', 'sent', 'failed', 'dropped'].map((k) => h('td', { class: 'num' }, s[k] ?? '')), h('td', {}, s.test ?? ''),
-        actions ? h('td', { class: 'actions' }, h('button', { type: 'button', class: 'plain', 'data-action': 'toggle', onclick: toggle }, n.enabled ? 'Disable' : 'Enable'),
-          h('button', { type: 'button', class: 'plain', 'data-action': 'test', onclick: () => testNotifier(n.id) }, 'Test')) : undefined);
+        // Test beside the state wherever the table is (the overview too); Enable/Disable on the notifiers page
+        h('td', { class: 'actions' }, actions ? h('button', { type: 'button', class: 'plain', 'data-action': 'toggle', onclick: toggle }, n.enabled ? 'Disable' : 'Enable') : undefined,
+          h('button', { type: 'button', class: 'plain', 'data-action': 'test', onclick: () => testNotifier(n.id) }, 'Test')));
     }));
 }
 

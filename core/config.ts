@@ -10,7 +10,7 @@ import { checkSettingsFiles, readIniFile, schemaOf, type SettingsOwner } from '.
 import type { SettingsSchema } from './settings/registry';
 import { parseListenAddress } from './settings/listen';
 
-export { parseBool } from './settings/schema';
+export { parseBool } from './schema';
 
 export type { SettingsOwner };
 

@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { PluginContext } from '../../core/plugin';
 import type { Endpoint, EndpointEnv, NotifierConfig, NotifierType } from './api';
 import { notifierPlugin } from './type-plugin';
-import { num } from '../../core/settings/schema';
+import { num } from '../../core/schema';
 import { History, type HistoryOptions } from './db/history';
 import { checkDbName, checkKeep, parseDbProps, resolveDbFile } from './db/props';
 import type { HistoryRow } from './db/schema';

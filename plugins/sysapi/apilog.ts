@@ -1,6 +1,6 @@
 import { definePlugin } from '../../core/plugin';
 import { any, int, str } from '../../core/params';
-import { bound, int as intSetting, seconds } from '../../core/settings/schema';
+import { bound, int as intSetting, seconds } from '../../core/schema';
 import { ApiLogStore } from './apilog/store';
 import { summarize } from './apilog/params';
 import { isoTime, parseFilter, parseTime, StatusNames } from './apilog/query';

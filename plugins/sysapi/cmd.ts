@@ -1,7 +1,7 @@
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { definePlugin } from '../../core/plugin';
-import { bound, int, seconds } from '../../core/settings/schema';
+import { bound, int, seconds } from '../../core/schema';
 import { functionFailed, invalidParams, notFound } from '../../core/errors';
 import { describe } from '../../core/log';
 import { within } from '../../core/within';

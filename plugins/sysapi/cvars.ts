@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { definePlugin } from '../../core/plugin';
-import { bound } from '../../core/settings/schema';
+import { bound } from '../../core/schema';
 import { str } from '../../core/params';
 import { functionFailed, invalidParams, notFound } from '../../core/errors';
 import { AtomicFile } from '../../core/store/atomic';

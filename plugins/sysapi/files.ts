@@ -1,7 +1,7 @@
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { definePlugin } from '../../core/plugin';
-import { bound } from '../../core/settings/schema';
+import { bound } from '../../core/schema';
 import { accessDenied, ApiError, busy, functionFailed, invalidParams, notFound } from '../../core/errors';
 import { writeFileAtomic } from '../../core/store/atomic';
 import { bool, str } from '../../core/params';

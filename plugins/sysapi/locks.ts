@@ -1,5 +1,5 @@
 import { definePlugin } from '../../core/plugin';
-import { bound } from '../../core/settings/schema';
+import { bound } from '../../core/schema';
 import { str, secs } from '../../core/params';
 import { busy, functionFailed, invalidParams, notFound } from '../../core/errors';
 import { MAX_TIMER_SECONDS } from '../../core/defaults';

@@ -1,5 +1,5 @@
 import { definePlugin } from '../../core/plugin';
-import { bound } from '../../core/settings/schema';
+import { bound } from '../../core/schema';
 import { str, int, num } from '../../core/params';
 import { busy, invalidParams } from '../../core/errors';
 import { Levels, LevelName, LogRecord, parseLevel } from '../../core/log';

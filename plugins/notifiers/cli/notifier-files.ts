@@ -6,7 +6,8 @@ import type { NotifierConfig, NotifierType, SettingDecl } from '../api';
 import { settingDefaults, settingValue } from '../host/settings';
 import { NotifierIdPattern, checkConfig } from '../host/config';
 import { CommonSettings } from '../host/defaults';
-import { defaults, parseSetting, type Setting } from '../../../core/settings/schema';
+import { type Setting } from '../../../core/settings/schema';
+import { defaults, fromText } from '../../../core/schema';
 
 /** Mode of a notifier file the command line creates. */
 const NewFileMode = 0o600;
@@ -86,7 +87,7 @@ export function knownFields(type: NotifierType): Record<string, unknown> {
 
 /** A text from the command line as a common setting declares it (the rule of every setting). */
 function byCommon(name: string, setting: Setting, text: string): unknown {
-  const p = parseSetting(setting, text);
+  const p = fromText(setting, text);
   if (!p.ok) throw new CliError(`${name}: ${p.why}`);
   return p.value;
 }

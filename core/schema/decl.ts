@@ -40,12 +40,16 @@ export interface Decl<T = unknown, R extends boolean = boolean> {
   readonly unit?: string;
   /** choice: the words allowed */
   readonly choices?: readonly string[];
+}
+
+/** What a builder makes: a declaration that can be made required. */
+export interface Built<T = unknown, R extends boolean = boolean> extends Decl<T, R> {
   /** the same declaration, required */
-  req(): Decl<T, true>;
+  req(): Built<T, true>;
 }
 
 /** A declaration with a default (a setting): its value is never missing. */
-export type WithDefault<T> = Decl<T, false> & { readonly default: T };
+export type WithDefault<T> = Built<T, false> & { readonly default: T };
 
 /** What a declaration yields. */
 export type ValueOf<D> = D extends Decl<infer T> ? T : never;
@@ -59,18 +63,18 @@ export interface Options { min?: number; max?: number; unit?: string; secret?: b
 /** The longest wait a node timer can make, in whole seconds (2^31 - 1 ms); a longer one would fire at once. */
 export const MAX_TIMER_SECONDS = Math.floor(0x7fffffff / 1000);
 
-function req<T>(this: Decl<T>): Decl<T, true> {
+function req<T>(this: Built<T>): Built<T, true> {
   return { ...this, required: true };
 }
 
-function make<T>(type: Type, description: string, fields: Partial<Omit<Decl<T>, 'req' | 'type' | 'description'>> = {}): Decl<T, false> {
+function make<T>(type: Type, description: string, fields: Partial<Omit<Decl<T>, 'type' | 'description'>> = {}): Built<T, false> {
   const d: Record<string, unknown> = { type, description, required: false, req };
   for (const [k, v] of Object.entries(fields)) if (v !== undefined) d[k] = v;
-  return d as unknown as Decl<T, false>;
+  return d as unknown as Built<T, false>;
 }
 
 /** A number declaration: with a default its range starts at 0 (and ends at `top`) unless given; without one, only what is given. */
-function number(type: Type, top: number, args: unknown[]): Decl<number, false> {
+function number(type: Type, top: number, args: unknown[]): Built<number, false> {
   if (typeof args[0] === 'number') {
     const [def, description, o = {}] = args as [number, string, Options?];
     return make(type, description, { default: def, min: o.min ?? 0, max: o.max ?? top, unit: o.unit, secret: o.secret });
@@ -81,22 +85,22 @@ function number(type: Type, top: number, args: unknown[]): Decl<number, false> {
 
 /** A whole number. */
 export function int(def: number, description: string, options?: Options): WithDefault<number>;
-export function int(description?: string, options?: Options): Decl<number, false>;
-export function int(...args: unknown[]): Decl<number, false> {
+export function int(description?: string, options?: Options): Built<number, false>;
+export function int(...args: unknown[]): Built<number, false> {
   return number('integer', Number.MAX_SAFE_INTEGER, args);
 }
 
 /** A decimal number. */
 export function num(def: number, description: string, options?: Options): WithDefault<number>;
-export function num(description?: string, options?: Options): Decl<number, false>;
-export function num(...args: unknown[]): Decl<number, false> {
+export function num(description?: string, options?: Options): Built<number, false>;
+export function num(...args: unknown[]): Built<number, false> {
   return number('number', Number.MAX_VALUE, args);
 }
 
 /** A number of seconds a timer waits: at least `min` (0 unless given), at most what a node timer can wait. */
 export function seconds(def: number, description: string, min?: number): WithDefault<number>;
-export function seconds(description?: string): Decl<number, false>;
-export function seconds(...args: unknown[]): Decl<number, false> {
+export function seconds(description?: string): Built<number, false>;
+export function seconds(...args: unknown[]): Built<number, false> {
   if (typeof args[0] === 'number') {
     const [def, description, min = 0] = args as [number, string, number?];
     return make('seconds', description, { default: def, min, max: MAX_TIMER_SECONDS, unit: 's' });
@@ -110,16 +114,16 @@ export function bound(def: number, description: string, unit?: string): WithDefa
 }
 
 export function bool(def: boolean, description: string): WithDefault<boolean>;
-export function bool(description?: string): Decl<boolean, false>;
-export function bool(...args: unknown[]): Decl<boolean, false> {
+export function bool(description?: string): Built<boolean, false>;
+export function bool(...args: unknown[]): Built<boolean, false> {
   if (typeof args[0] === 'boolean') return make('boolean', args[1] as string, { default: args[0] });
   return make('boolean', (args[0] as string | undefined) ?? '');
 }
 
 /** Text; with two arguments the first is the default. */
 export function text(def: string, description: string, options?: Pick<Options, 'secret'>): WithDefault<string>;
-export function text(description?: string, options?: Pick<Options, 'secret'>): Decl<string, false>;
-export function text(...args: unknown[]): Decl<string, false> {
+export function text(description?: string, options?: Pick<Options, 'secret'>): Built<string, false>;
+export function text(...args: unknown[]): Built<string, false> {
   if (typeof args[1] === 'string') {
     const [def, description, o = {}] = args as [string, string, Options?];
     return make('string', description, { default: def, secret: o.secret });
@@ -134,17 +138,17 @@ export function choice<C extends string>(def: C, choices: readonly C[], descript
 }
 
 /** A list of strings: a JSON array, or a comma separated string. */
-export function list(description = ''): Decl<string[], false> {
+export function list(description = ''): Built<string[], false> {
   return make('list', description);
 }
 
 /** An object (a number may stand for every member where the reader says so: mqtt qos). */
-export function object<T extends object = Record<string, unknown>>(def?: T, description = ''): Decl<T, false> {
+export function object<T extends object = Record<string, unknown>>(def?: T, description = ''): Built<T, false> {
   return make<T>('object', description, { default: def });
 }
 
 /** Any JSON value, checked as deep as it goes (text is text, numbers are exact). */
-export function any(description = ''): Decl<unknown, false> {
+export function any(description = ''): Built<unknown, false> {
   return make('any', description);
 }
 

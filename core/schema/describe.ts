@@ -1,4 +1,4 @@
-import { typeOf, type Decl, type Decls } from './decl';
+import { MAX_TIMER_SECONDS, typeOf, type Decl, type Decls } from './decl';
 import { notifierRange, rangeText } from './parse';
 
 /**
@@ -40,7 +40,7 @@ export function jsonSchema(d: Decl): Record<string, unknown> {
     case 'string': return { type: 'string' };
     case 'integer': return { type: 'integer', ...range(d) };
     case 'number': return { type: 'number', ...range(d) };
-    case 'seconds': return { type: 'number', minimum: d.min ?? 0, maximum: d.max };
+    case 'seconds': return { type: 'number', minimum: d.min ?? 0, maximum: d.max ?? MAX_TIMER_SECONDS };
     case 'boolean': return { type: 'boolean' };
     case 'choice': return { enum: [...(d.choices ?? [])] };
     case 'list': return { oneOf: [{ type: 'array', items: { type: 'string' } }, { type: 'string' }] };

@@ -1,6 +1,6 @@
 import { invalidParams } from '../errors';
 import { splitList } from '../auth/apikey';
-import { typeOf, type Decl, type ValueOf } from './decl';
+import { MAX_TIMER_SECONDS, typeOf, type Decl, type ValueOf } from './decl';
 
 /**
  * Reading a value by its declaration, with the rules of where it comes from
@@ -155,8 +155,11 @@ export function fromCall(name: string, d: Decl, v: unknown): unknown {
       else throw bad();
       if (!Number.isFinite(n) || (type === 'integer' && !Number.isInteger(n))) throw bad();
       exactNumber(name, n);
-      if ((d.min !== undefined && n < d.min) || (d.max !== undefined && n > d.max)) {
-        throw invalidParams(`parameter ${name}: ${type === 'seconds' ? 'seconds, ' : ''}${d.min ?? 'up'} to ${d.max ?? 'any'}`);
+      // a wait is never negative nor longer than a timer can wait, declared so or not
+      const min = d.min ?? (type === 'seconds' ? 0 : undefined);
+      const max = d.max ?? (type === 'seconds' ? MAX_TIMER_SECONDS : undefined);
+      if ((min !== undefined && n < min) || (max !== undefined && n > max)) {
+        throw invalidParams(`parameter ${name}: ${type === 'seconds' ? 'seconds, ' : ''}${min ?? 'any'} to ${max ?? 'any'}`);
       }
       return n;
     }

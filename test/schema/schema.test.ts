@@ -96,3 +96,10 @@ test('a function\'s parameter types follow from its declarations', (t) => {
   const wrong: Params<typeof decls> = { i: 'x', n: 'one' };
   t.truthy(p && missing && wrong);
 });
+
+test('a plain seconds parameter (a drop-in plugin\'s) is a wait all the same: 0 up to what a timer can wait', (t) => {
+  const plain = { type: 'seconds', required: false, description: 'a wait' } as const;
+  t.throws(() => fromCall('d', plain, -1), { message: `parameter d: seconds, 0 to ${MAX_TIMER_SECONDS}` });
+  t.throws(() => fromCall('d', plain, MAX_TIMER_SECONDS + 1), { message: `parameter d: seconds, 0 to ${MAX_TIMER_SECONDS}` });
+  t.deepEqual(jsonSchema(plain), { type: 'number', minimum: 0, maximum: MAX_TIMER_SECONDS });
+});

@@ -10,7 +10,8 @@
  * `int(5, 'retries')`; then the range starts at 0 unless declared otherwise.
  * Without a default (a function parameter, an optional setting of a
  * notifier type) it takes the description alone, `int('status')`, and
- * has no range unless one is declared.
+ * has no range unless one is declared (`int('port', { default: 1883, min: 1,
+ * max: 65535 })`).
  */
 
 /** The types of value, one name each (plain-object declarations may use the aliases of `TypeAliases`). */
@@ -23,14 +24,14 @@ export type Type = typeof Types[number];
  */
 export const TypeAliases: Readonly<Record<string, Type>> = { int: 'integer', bool: 'boolean' };
 
-/** One declared value. `T` is the value it yields, `R` whether it must be given. */
-export interface Decl<T = unknown, R extends boolean = boolean> {
+/** One declared value; `T` is the value it yields. */
+export interface Decl<T = unknown> {
   readonly type: Type;
   readonly description: string;
   /** the value when none is given (absent: none) */
   readonly default?: T;
   /** must be given (function parameters, notifier settings) */
-  readonly required: R;
+  readonly required?: boolean;
   /** a password or key: shown hidden */
   readonly secret?: boolean;
   /** numbers: the smallest and largest value allowed */
@@ -43,7 +44,8 @@ export interface Decl<T = unknown, R extends boolean = boolean> {
 }
 
 /** What a builder makes: a declaration that can be made required. */
-export interface Built<T = unknown, R extends boolean = boolean> extends Decl<T, R> {
+export interface Built<T = unknown, R extends boolean = boolean> extends Decl<T> {
+  readonly required: R;
   /** the same declaration, required */
   req(): Built<T, true>;
 }
@@ -57,8 +59,12 @@ export type ValueOf<D> = D extends Decl<infer T> ? T : never;
 /** Declarations by name (the settings of a section, the parameters of a function). */
 export type Decls = Record<string, Decl>;
 
-/** Range, unit and secrecy a builder may be given. */
-export interface Options { min?: number; max?: number; unit?: string; secret?: boolean }
+/**
+ * Range, unit and secrecy a builder may be given; and, to the form without a
+ * default first, a default that implies no range (a notifier type's setting
+ * whose own check refuses what is out of range).
+ */
+export interface Options { min?: number; max?: number; unit?: string; secret?: boolean; default?: number }
 
 /** The longest wait a node timer can make, in whole seconds (2^31 - 1 ms); a longer one would fire at once. */
 export const MAX_TIMER_SECONDS = Math.floor(0x7fffffff / 1000);
@@ -80,7 +86,7 @@ function number(type: Type, top: number, args: unknown[]): Built<number, false> 
     return make(type, description, { default: def, min: o.min ?? 0, max: o.max ?? top, unit: o.unit, secret: o.secret });
   }
   const [description = '', o = {}] = args as [string?, Options?];
-  return make(type, description, { min: o.min, max: o.max, unit: o.unit, secret: o.secret });
+  return make(type, description, { default: o.default, min: o.min, max: o.max, unit: o.unit, secret: o.secret });
 }
 
 /** A whole number. */
@@ -169,7 +175,7 @@ export function defaults<S extends Decls>(decls: S): Defaults<S> {
   return Object.fromEntries(Object.entries(decls).map(([k, d]) => [k, d.default])) as Defaults<S>;
 }
 
-type RequiredKeys<P extends Decls> = { [K in keyof P]: P[K] extends Decl<unknown, true> ? K : never }[keyof P];
+type RequiredKeys<P extends Decls> = { [K in keyof P]: P[K] extends { readonly required: true } ? K : never }[keyof P];
 
 /** The parameters a function's declarations yield: required ones present, the rest optional. */
 export type Params<P extends Decls> =

@@ -2,6 +2,7 @@ import type { Subject } from './api';
 import { describe } from '../../core/log';
 import type { DeliveryError, Endpoint, NotifierConfig, NotifierType, SettingsSchema } from './api';
 import { checkHttpUri, shownUri } from './host/config';
+import { text } from '../../core/schema';
 
 /**
  * The shared sender of the web hook notifier types (json, http-post, http):
@@ -130,10 +131,10 @@ export async function sendHook(cfg: NotifierConfig, req: HookRequest, signal: Ab
 
 /** The settings every web hook type has. */
 const HookSettings: SettingsSchema = {
-  uri: { type: 'string', required: true, description: 'the receiver, http:// or https:// (credentials in it go as basic authorization)' },
-  notify_key: { type: 'string', description: 'sent as `k` with every request; `$ID`: the API key with that id (as 3.3)' },
-  username: { type: 'string', description: 'basic authorization user (with password; else those in uri)' },
-  password: { type: 'string', secret: true, description: 'basic authorization password' },
+  uri: text('the receiver, http:// or https:// (credentials in it go as basic authorization)').req(),
+  notify_key: text('sent as `k` with every request; `$ID`: the API key with that id (as 3.3)'),
+  username: text('basic authorization user (with password; else those in uri)'),
+  password: text('basic authorization password', { secret: true }),
 };
 
 /** Where a `$ID` notify key is looked up: the controller's API keys. */

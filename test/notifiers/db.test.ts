@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseDbProps, resolveDbFile } from '../../plugins/notifiers/db/props';
-import { dbType, historyOptions, DbDefaults } from '../../plugins/notifiers/db';
+import { dbType, historyOptions, DbIniSettings } from '../../plugins/notifiers/db';
 import type { HistoryRow } from '../../plugins/notifiers/db/schema';
 import { run, sqlite3, python, keepingLog, tmpDir, history, now, sleep } from './db-helpers';
 import { until } from '../helpers/wait';
@@ -338,7 +338,7 @@ test('write budget: the notifier field, else [notifiers] max_write_mb_per_hour, 
   const paths = { dir: '/srv/ctl', runtime: '/srv/ctl/runtime' };
   const cfg = (extra: Record<string, unknown> = {}) => ({ id: 'x', type: 'db', enabled: true, events: [], db: 'h.db', ...extra });
   const mb = 1024 * 1024;
-  t.is(historyOptions(cfg(), paths).maxWriteBytesPerHour, DbDefaults.max_write_mb_per_hour * mb);
+  t.is(historyOptions(cfg(), paths).maxWriteBytesPerHour, DbIniSettings.max_write_mb_per_hour.default * mb);
   // a bad [notifiers] value never gets here: the settings check stops the controller first (test/settings)
   t.is(historyOptions(cfg(), paths, 200).maxWriteBytesPerHour, 200 * mb);
   t.is(historyOptions(cfg({ max_write_mb_per_hour: 8 }), paths, 200).maxWriteBytesPerHour, 8 * mb);

@@ -2,7 +2,7 @@ import type { PluginContext } from '../../../core/plugin';
 import type { Subject } from '../api';
 import { describe, type ModuleLogger } from '../../../core/log';
 import { functionFailed } from '../../../core/errors';
-import { settingData } from '../../../core/schema';
+import { declsData, settingData } from '../../../core/schema';
 import type { Endpoint, NotifierConfig, NotifierFileSettings, NotifierHost, NotifierType } from '../api';
 import { commonConfig, configProblem, deliveryOptions, readNotifierFiles } from './config';
 import { CommonSettings, DeliverySettings, FileFields } from './defaults';
@@ -264,7 +264,7 @@ export class Notifiers implements NotifierHost {
   settings(): NotifierFileSettings {
     const types: NotifierFileSettings['types'] = {};
     // a type is listed under its name, not again under each alias
-    for (const t of new Set(this.types.values())) types[t.name] = { description: t.description, aliases: t.aliases, settings: t.settings };
+    for (const t of new Set(this.types.values())) types[t.name] = { description: t.description, aliases: t.aliases, settings: declsData(t.settings) };
     const common = Object.fromEntries(Object.entries(CommonSettings).map(([k, st]) => [k, settingData(st)]));
     return { fields: FileFields, common, types };
   }

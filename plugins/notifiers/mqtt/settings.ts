@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { parseBool } from '../../../core/config';
 import type { NotifierConfig, SettingsSchema } from '../api';
+import * as schema from '../../../core/schema';
 
 /** Every default and limit of the mqtt notifier. */
 export const MqttDefaults = {
@@ -37,25 +38,22 @@ export type QosMap = Record<QosSubject, Qos>;
 
 /** The type's own settings (plugins/notifiers/README.md); readSettings checks what a schema cannot (TLS files go together). */
 export const MqttSettingsSchema: SettingsSchema = {
-  host: { type: 'string', required: true, description: 'broker host name or address' },
-  port: { type: 'integer', default: MqttDefaults.port, min: 1, max: 65535, description: 'broker port' },
-  username: { type: 'string', default: '', description: 'broker user' },
-  password: { type: 'string', default: '', secret: true, description: 'broker password' },
-  qos: {
-    type: 'object', default: Object.fromEntries(QosSubjects.map((s) => [s, MqttDefaults.qos])),
-    description: `QoS 0-2, one number or per subject (${QosSubjects.join(', ')})`,
-  },
-  keepalive: { type: 'integer', default: MqttDefaults.keepalive, min: 0, max: 65535, description: 'seconds between pings' },
-  announce_interval: { type: 'number', default: 0, min: 0, description: 'seconds between announcements, 0: none' },
-  api_enabled: { type: 'boolean', default: false, description: 'answer API calls over MQTT' },
-  api_plain_json: { type: 'boolean', default: false, description: 'also take plain JSON API requests (the key in clear text)' },
-  collect_logs: { type: 'boolean', default: false, description: "take other controllers' log records" },
-  subscribe_all: { type: 'boolean', default: false, description: 'subscribe SPACE/unit/# and SPACE/sensor/# once instead of each item topic (as 3.3)' },
-  retain_enabled: { type: 'boolean', default: true, description: 'publish states retained (as 3.3)' },
-  timestamp_enabled: { type: 'boolean', default: true, description: 'actions, log records and server events carry their time `t` (false: t null, as 3.3)' },
-  ca_certs: { type: 'string', default: '', description: 'CA file; set, it enables TLS' },
-  certfile: { type: 'string', default: '', description: 'client certificate file (with keyfile)' },
-  keyfile: { type: 'string', default: '', description: 'client key file (with certfile)' },
+  host: schema.text('broker host name or address').req(),
+  port: schema.int('broker port', { default: MqttDefaults.port, min: 1, max: 65535 }),
+  username: schema.text('', 'broker user'),
+  password: schema.text('', 'broker password', { secret: true }),
+  qos: schema.object(Object.fromEntries(QosSubjects.map((s) => [s, MqttDefaults.qos])), `QoS 0-2, one number or per subject (${QosSubjects.join(', ')})`),
+  keepalive: schema.int('seconds between pings', { default: MqttDefaults.keepalive, min: 0, max: 65535 }),
+  announce_interval: schema.num('seconds between announcements, 0: none', { default: 0, min: 0 }),
+  api_enabled: schema.bool(false, 'answer API calls over MQTT'),
+  api_plain_json: schema.bool(false, 'also take plain JSON API requests (the key in clear text)'),
+  collect_logs: schema.bool(false, "take other controllers' log records"),
+  subscribe_all: schema.bool(false, 'subscribe SPACE/unit/# and SPACE/sensor/# once instead of each item topic (as 3.3)'),
+  retain_enabled: schema.bool(true, 'publish states retained (as 3.3)'),
+  timestamp_enabled: schema.bool(true, 'actions, log records and server events carry their time `t` (false: t null, as 3.3)'),
+  ca_certs: schema.text('', 'CA file; set, it enables TLS'),
+  certfile: schema.text('', 'client certificate file (with keyfile)'),
+  keyfile: schema.text('', 'client key file (with certfile)'),
 };
 
 /** A notifier config read into what the endpoint uses. */

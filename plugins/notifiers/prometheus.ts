@@ -7,12 +7,13 @@ import { notifierPlugin } from './type-plugin';
 import { LoginThrottle, webapiLimits } from '../../core/auth/throttle';
 import { BasicCredentials } from './prometheus/auth';
 import { writePage, type PageFigures } from './prometheus/page';
-import { int, text } from '../../core/schema';
+import { int, text, bound, defaults } from '../../core/schema';
 
-export const PrometheusDefaults = {
-  /** most items on one metrics page (3.3 had no bound); up to ~180 bytes an item of a long name, so 100 000 make ~18 MB, written in ~1-2 s while other requests go on */
-  max_items: 100_000,
+export const PrometheusLimits = {
+  max_items: bound(100_000, 'most items on one metrics page (3.3 had no bound); up to ~180 bytes an item of a long name, so 100 000 make ~18 MB, written in ~1-2 s while other requests go on', 'bytes'),
 };
+
+export const PrometheusDefaults = defaults(PrometheusLimits);
 
 /**
  * Wrong credentials per client address, one throttle per controller for all

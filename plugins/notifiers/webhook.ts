@@ -2,17 +2,18 @@ import type { Subject } from './api';
 import { describe } from '../../core/log';
 import type { DeliveryError, Endpoint, NotifierConfig, NotifierType, SettingsSchema } from './api';
 import { checkHttpUri, shownUri } from './host/config';
-import { text } from '../../core/schema';
+import { text, bound, defaults } from '../../core/schema';
 
 /**
  * The shared sender of the web hook notifier types (json, http-post, http):
  * each type only says how events become requests; sending, the timeout, the
  * answer check, the start-up test and partial failures are done here once.
  */
-export const WebhookDefaults = {
-  /** most bytes of an answer read to check it; a longer answer is a failure */
-  max_answer_bytes: 64 * 1024,
+export const WebhookLimits = {
+  max_answer_bytes: bound(64 * 1024, 'most bytes of an answer read to check it; a longer answer is a failure', 'bytes'),
 };
+
+export const WebhookDefaults = defaults(WebhookLimits);
 
 export interface HookRequest {
   method: 'GET' | 'POST';

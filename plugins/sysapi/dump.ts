@@ -8,18 +8,18 @@ import { Levels } from '../../core/log';
 import { PackageVersion } from '../../core/version';
 import { writeFileAtomic } from '../../core/store/atomic';
 import type { NotifierHost } from '../notifiers/api';
+import { bound, defaults } from '../../core/schema';
 
 const gzip = promisify(zlib.gzip);
 
 /** Bounds of `dump`. */
-export const DumpDefaults = {
-  /** the largest dump, bytes of JSON before compression; log records are left out first to fit */
-  max_size: 4 * 1024 * 1024,
-  /** the newest log records a dump holds (EVA ICS 3.3 kept a like number) */
-  log_records: 1000,
-  /** dumps kept in runtime/dump/: the oldest beyond this are removed when a new one is written */
-  keep: 10,
+export const DumpLimits = {
+  max_size: bound(4 * 1024 * 1024, 'the largest dump, bytes of JSON before compression; log records are left out first to fit', 'bytes'),
+  log_records: bound(1000, 'the newest log records a dump holds (EVA ICS 3.3 kept a like number)'),
+  keep: bound(10, 'dumps kept in runtime/dump/: the oldest beyond this are removed when a new one is written'),
 };
+
+export const DumpDefaults = defaults(DumpLimits);
 
 /** What a dump shows instead of a secret. */
 export const Hidden = '<hidden>';

@@ -1,28 +1,17 @@
 import { definePlugin } from '../../core/plugin';
-import { bound, text, int, num } from '../../core/schema';
+import { bound, text, int, num, defaults } from '../../core/schema';
 import { busy, invalidParams } from '../../core/errors';
 import { Levels, LevelName, LogRecord, parseLevel } from '../../core/log';
 
-export const LogApiDefaults = {
-  /** log_get: records by default, and at most this many whatever `n` asks (plugins/sysapi/README.md) */
-  n: 100,
-  max_n: 10_000,
-  level: Levels.info,
-  /**
-   * Most characters of records one log_get answer carries: the newest
-   * records that fit, whatever `n` asks. The memory log may hold 64 MiB;
-   * without this, every concurrent call would build an answer that large
-   * (64 calls: 4 GB) and block the event loop while serializing it.
-   */
-  max_answer: 1024 * 1024,
-  /**
-   * Most characters all log_get answers together may carry per 100 ms; past
-   * it, log_get answers busy (13 / 409) until the window passes. Building
-   * and sending answers is event-loop time every other call waits for: this
-   * bounds it (about 10 MiB/s) however many clients read the log at once.
-   */
-  max_window: 1024 * 1024,
+export const LogApiLimits = {
+  n: bound(100, 'log_get: records by default (plugins/sysapi/README.md)'),
+  max_n: bound(10_000, 'log_get: most records, whatever `n` asks'),
+  level: int(Levels.info, 'log_get: the lowest level by default'),
+  max_answer: bound(1024 * 1024, 'Most characters of records one log_get answer carries: the newest records that fit, whatever `n` asks. The memory log may hold 64 MiB; without this, every concurrent call would build an answer that large (64 calls: 4 GB) and block the event loop while serializing it.'),
+  max_window: bound(1024 * 1024, 'Most characters all log_get answers together may carry per 100 ms; past it, log_get answers busy (13 / 409) until the window passes. Building and sending answers is event-loop time every other call waits for: this bounds it (about 10 MiB/s) however many clients read the log at once.'),
 };
+
+export const LogApiDefaults = defaults(LogApiLimits);
 
 /**
  * `[sysapi]` settings. The memory log is bounded in records, and every

@@ -1,5 +1,5 @@
 import { definePlugin } from '../../core/plugin';
-import { bool, num } from '../../core/schema';
+import { bool, num, bound, seconds, defaults } from '../../core/schema';
 import { functionFailed, invalidParams } from '../../core/errors';
 import { describe, type ModuleLogger } from '../../core/log';
 import { splitArgv } from '../../core/process/argv';
@@ -7,12 +7,12 @@ import { runProgram } from '../../core/process/run';
 import { MAX_TIMER_SECONDS } from '../../core/defaults';
 
 /** Bounds of the save hooks (exec_before_save, exec_after_save); their time limit is `[server] timeout`. */
-export const SaveHookDefaults = {
-  /** bytes kept of a hook's stdout and of its stderr (stderr goes to the log when the hook fails) */
-  max_output: 64 * 1024,
-  /** seconds between SIGTERM and SIGKILL when a hook's time runs out */
-  kill_grace: 5,
+export const SaveHookLimits = {
+  max_output: bound(64 * 1024, 'bytes kept of a hook\'s stdout and of its stderr (stderr goes to the log when the hook fails)', 'bytes'),
+  kill_grace: seconds(5, 'seconds between SIGTERM and SIGKILL when a hook\'s time runs out'),
 };
+
+export const SaveHookDefaults = defaults(SaveHookLimits);
 
 /**
  * Run `[server] exec_before_save` / `exec_after_save`: the words of the

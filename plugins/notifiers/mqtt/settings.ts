@@ -4,32 +4,23 @@ import type { NotifierConfig, SettingsSchema } from '../api';
 import * as schema from '../../../core/schema';
 
 /** Every default and limit of the mqtt notifier. */
-export const MqttDefaults = {
-  port: 1883,
-  /** seconds between pings; the broker drops a client silent for 1.5 × this */
-  keepalive: 60,
-  qos: 1 as Qos,
-  /** first wait before a reconnect attempt, ms; doubles after every failed attempt */
-  reconnect_min_ms: 500,
-  /** longest wait between reconnect attempts, ms */
-  reconnect_max_ms: 30_000,
-  /** most events in one send: one batch is published at once and its acks awaited together */
-  max_batch: 500,
-  /** own publications per topic remembered to recognise their echo (update topics only) */
-  echo_track_max: 1000,
-  /** retained QoS 0 topics whose newest value is kept while the broker is away, to publish on reconnect */
-  offline_retained_max: 100_000,
-  /** items whose state topics are kept built (publish.ts); past it the memory starts again */
-  state_topics_max: 100_000,
-  /** MQTT API requests being answered at once; more are refused with `busy` */
-  api_max_pending: 64,
-  /** largest MQTT API request accepted, bytes */
-  api_max_request: 1024 * 1024,
-  /** request ids / token MACs of encrypted MQTT API frames remembered to refuse a replay; past it the oldest are forgotten */
-  api_replay_ids: 100_000,
-  /** seconds a text (Fernet) frame is accepted after (or before, for clock skew) the time it was made */
-  api_token_window: 600,
+export const MqttLimits = {
+  port: schema.int(1883, 'broker port when the file gives none', { min: 1, max: 65535 }),
+  keepalive: schema.seconds(60, 'seconds between pings; the broker drops a client silent for 1.5 × this'),
+  qos: schema.int(1, 'QoS of every subject a notifier file leaves out', { max: 2 }),
+  reconnect_min_ms: schema.int(500, 'first wait before a reconnect attempt, ms; doubles after every failed attempt', { unit: 'ms' }),
+  reconnect_max_ms: schema.int(30_000, 'longest wait between reconnect attempts, ms', { unit: 'ms' }),
+  max_batch: schema.bound(500, 'most events in one send: one batch is published at once and its acks awaited together'),
+  echo_track_max: schema.bound(1000, 'own publications per topic remembered to recognise their echo (update topics only)'),
+  offline_retained_max: schema.bound(100_000, 'retained QoS 0 topics whose newest value is kept while the broker is away, to publish on reconnect'),
+  state_topics_max: schema.bound(100_000, 'items whose state topics are kept built (publish.ts); past it the memory starts again'),
+  api_max_pending: schema.bound(64, 'MQTT API requests being answered at once; more are refused with `busy`'),
+  api_max_request: schema.bound(1024 * 1024, 'largest MQTT API request accepted, bytes', 'bytes'),
+  api_replay_ids: schema.bound(100_000, 'request ids / token MACs of encrypted MQTT API frames remembered to refuse a replay; past it the oldest are forgotten'),
+  api_token_window: schema.seconds(600, 'seconds a text (Fernet) frame is accepted after (or before, for clock skew) the time it was made'),
 };
+
+export const MqttDefaults = schema.defaults(MqttLimits);
 
 export type Qos = 0 | 1 | 2;
 export const QosSubjects = ['action', 'log', 'state', 'system'] as const;

@@ -5,6 +5,7 @@ import {
   type Params,
 } from '../../core/schema';
 import { ApiError } from '../../core/errors';
+import { FunctionRegistry } from '../../core/functions';
 
 test('a builder with a default is a setting: its range starts at 0; without one it is a parameter with no range', (t) => {
   t.like(int(5, 'count'), { type: 'integer', default: 5, min: 0, max: Number.MAX_SAFE_INTEGER, required: false });
@@ -102,4 +103,23 @@ test('a plain seconds parameter (a drop-in plugin\'s) is a wait all the same: 0 
   t.throws(() => fromCall('d', plain, -1), { message: `parameter d: seconds, 0 to ${MAX_TIMER_SECONDS}` });
   t.throws(() => fromCall('d', plain, MAX_TIMER_SECONDS + 1), { message: `parameter d: seconds, 0 to ${MAX_TIMER_SECONDS}` });
   t.deepEqual(jsonSchema(plain), { type: 'number', minimum: 0, maximum: MAX_TIMER_SECONDS });
+});
+
+test('a registered handler\'s parameters are typed by the declaration, without a word in the handler', (t) => {
+  const registry = new FunctionRegistry();
+  registry.register('test', {
+    name: 'typed', permission: 'none', description: '',
+    params: { i: text('id').req(), w: seconds('wait'), l: list('names') },
+    handler(p) {
+      const i: string = p.i;
+      const w: number | undefined = p.w;
+      const l: string[] | undefined = p.l;
+      // @ts-expect-error an optional parameter may be absent
+      const must: number = p.w;
+      return { i, w, l, must };
+    },
+  });
+  const decl = registry.get('typed');
+  t.deepEqual(registry.invoke(decl, { i: 5, w: '1.5', l: 'a,b', k: 'key' }, { ip: '', transport: 'test', headers: {} }),
+    { i: '5', w: 1.5, l: ['a', 'b'], must: 1.5 });
 });

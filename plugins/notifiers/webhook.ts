@@ -3,16 +3,18 @@ import { describe } from '../../core/log';
 import type { DeliveryError, Endpoint, NotifierConfig, NotifierType, SettingsSchema } from './contract';
 import { checkHttpUri } from './host/config';
 import { shownUri } from './host/redaction';
+import { text, bound, defaults } from '../../core/schema';
 
 /**
  * The shared sender of the web hook notifier types (json, http-post, http):
  * each type only says how events become requests; sending, the timeout, the
  * answer check, the start-up test and partial failures are done here once.
  */
-export const WebhookDefaults = {
-  /** most bytes of an answer read to check it; a longer answer is a failure */
-  max_answer_bytes: 64 * 1024,
+export const WebhookLimits = {
+  max_answer_bytes: bound(64 * 1024, 'most bytes of an answer read to check it; a longer answer is a failure', 'bytes'),
 };
+
+export const WebhookDefaults = defaults(WebhookLimits);
 
 export interface HookRequest {
   method: 'GET' | 'POST';
@@ -131,10 +133,10 @@ export async function sendHook(cfg: NotifierConfig, req: HookRequest, signal: Ab
 
 /** The settings every web hook type has. */
 const HookSettings: SettingsSchema = {
-  uri: { type: 'string', required: true, description: 'the receiver, http:// or https:// (credentials in it go as basic authorization)' },
-  notify_key: { type: 'string', description: 'sent as `k` with every request; `$ID`: the API key with that id (as 3.3)' },
-  username: { type: 'string', description: 'basic authorization user (with password; else those in uri)' },
-  password: { type: 'string', secret: true, description: 'basic authorization password' },
+  uri: text('the receiver, http:// or https:// (credentials in it go as basic authorization)').req(),
+  notify_key: text('sent as `k` with every request; `$ID`: the API key with that id (as 3.3)'),
+  username: text('basic authorization user (with password; else those in uri)'),
+  password: text('basic authorization password', { secret: true }),
 };
 
 /** Where a `$ID` notify key is looked up: the controller's API keys. */

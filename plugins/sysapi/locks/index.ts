@@ -1,6 +1,5 @@
 import { definePlugin } from '../../../core/plugin';
-import { bound } from '../../../core/settings/schema';
-import { str, secs } from '../../../core/params';
+import { bound, text, seconds } from '../../../core/schema';
 import { busy, functionFailed, invalidParams, notFound } from '../../../core/errors';
 import { MAX_TIMER_SECONDS } from '../../../core/defaults';
 import type { LocksService } from '../contract';
@@ -197,7 +196,7 @@ export const plugin = definePlugin({
     ctx.provide('locks', table);
     ctx.onStop(() => table.close());
 
-    const l = str('lock id').req();
+    const l = text('lock id').req();
     const found = (id: string) => {
       const lock = table.get(id);
       if (!lock) throw notFound(`lock ${id}`);
@@ -210,7 +209,7 @@ export const plugin = definePlugin({
       params: { l },
       description: 'Lock status.',
       returns: 'lock object {id, locked, type}',
-      handler: (p: { l: string }) => found(p.l),
+      handler: (p) => found(p.l),
     });
     ctx.register({
       name: 'lock',
@@ -218,8 +217,8 @@ export const plugin = definePlugin({
       permission: 'lock',
       params: {
         l,
-        t: secs('seconds to wait to acquire (default [server] timeout)'),
-        e: secs('seconds after which the lock is released automatically'),
+        t: seconds('seconds to wait to acquire (default [server] timeout)'),
+        e: seconds('seconds after which the lock is released automatically'),
       },
       description: 'Acquire a lock, waiting up to t seconds; 13 / 409 when not acquired in time.',
       handler: async (p: { l: string; t?: number; e?: number }, call) => {
@@ -233,7 +232,7 @@ export const plugin = definePlugin({
       permission: 'lock',
       params: { l },
       description: 'Release a lock (whoever holds it).',
-      handler: (p: { l: string }) => {
+      handler: (p) => {
         if (!table.release(p.l)) throw notFound(`lock ${p.l}`);
         return true;
       },

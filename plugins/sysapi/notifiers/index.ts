@@ -1,5 +1,5 @@
 import { definePlugin } from '../../../core/plugin';
-import { str } from '../../../core/params';
+import { text } from '../../../core/schema';
 import { notFound } from '../../../core/errors';
 
 /** Notifier management (spec "Notifier management"): all master only; enable/disable last until restart. */
@@ -10,7 +10,7 @@ export const plugin = definePlugin({
   needs: ['notifiers'],
   start(ctx) {
     const host = ctx.service('notifiers');
-    const id = { i: str('notifier id').req() };
+    const id = { i: text('notifier id').req() };
     const known = (i: string) => {
       if (!host.get(i)) throw notFound(`notifier ${i}`);
       return i;
@@ -29,7 +29,7 @@ export const plugin = definePlugin({
       params: id,
       description: 'One notifier, with its live delivery figures (stats: queued, sent, failed, dropped, test).',
       returns: 'notifier object',
-      handler: (p: { i: string }) => host.describe(known(p.i), true),
+      handler: (p) => host.describe(known(p.i), true),
     });
     // beyond the spec (core/README.md, Settings): notifier files described as rpc.discover's x-settings describes the ini
     ctx.register({

@@ -1,5 +1,4 @@
 import type { ServerResponse } from 'node:http';
-import type { Context } from 'koa';
 
 /** Headers of every function answer (spec, transport rule 7). */
 export const NoCacheHeaders = {
@@ -12,28 +11,26 @@ export const NoCacheHeaders = {
 export const JsonHeaders = { ...NoCacheHeaders, 'Content-Type': 'application/json' };
 export const MsgpackHeaders = { ...NoCacheHeaders, 'Content-Type': 'application/msgpack' };
 
-/** header objects as node's flat [name, value, ...] lists: writeHead takes those without walking an object */
+/** header objects as node's flat [name, value, ...] lists, made once per object */
 const flat = new WeakMap<Record<string, string>, string[]>();
-
-/**
- * Answer straight on node:http, with Content-Length (never chunked). A
- * string body goes out in the same write as the head: one syscall.
- */
-export function send(res: ServerResponse, status: number, headers: Record<string, string>, body: string | Buffer = ''): void {
-  let list = flat.get(headers);
-  if (!list) flat.set(headers, (list = Object.entries(headers).flat()));
-  const length = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
-  res.writeHead(status, [...list, 'Content-Length', String(length)]);
-  res.end(body);
-}
 
 /** An answer made of pieces (a batch answer): its bytes as they are, none joined; `length` is their total. */
 export interface Pieces { pieces: (string | Buffer)[]; length: number }
 
-/** Answer in pieces, with Content-Length; the pieces go out in one write (corked), each referenced, not copied. */
-export function sendPieces(res: ServerResponse, status: number, headers: Record<string, string>, body: Pieces): void {
+/**
+ * Every HTTP answer of the API, on node:http (Koa's routes hand it their
+ * `ctx.res`): with Content-Length, never chunked. A string body goes out in
+ * the same write as the head; pieces go out in one write (corked), each
+ * referenced, not copied.
+ */
+export function send(res: ServerResponse, status: number, headers: Record<string, string>, body: string | Buffer | Pieces = ''): void {
   let list = flat.get(headers);
   if (!list) flat.set(headers, (list = Object.entries(headers).flat()));
+  if (typeof body === 'string' || Buffer.isBuffer(body)) {
+    res.writeHead(status, [...list, 'Content-Length', String(typeof body === 'string' ? Buffer.byteLength(body) : body.length)]);
+    res.end(body);
+    return;
+  }
   res.writeHead(status, [...list, 'Content-Length', String(body.length)]);
   res.cork();
   for (const p of body.pieces) res.write(p);
@@ -41,25 +38,14 @@ export function sendPieces(res: ServerResponse, status: number, headers: Record<
   res.uncork();
 }
 
-/** A JSON answer on node:http (the hot paths; Koa routes use replyJson). */
+/** A JSON answer. */
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
   send(res, status, JsonHeaders, JSON.stringify(body));
 }
 
-/** The direct API error body, on node:http. */
+/** The direct API's error body. */
 export function sendDirectError(res: ServerResponse, status: number, message: string): void {
   sendJson(res, status, { result: 'ERROR', _error: message });
-}
-
-export function replyJson(ctx: Context, status: number, body: unknown): void {
-  ctx.status = status;
-  ctx.set(JsonHeaders);
-  ctx.body = JSON.stringify(body);
-}
-
-/** The direct API error body. */
-export function replyDirectError(ctx: Context, status: number, message: string): void {
-  replyJson(ctx, status, { result: 'ERROR', _error: message });
 }
 
 /** Marks a result object that carries the transport's own success field (`test`). */
@@ -67,11 +53,8 @@ export const WithStatus = Symbol('withStatus');
 
 /**
  * Mark `obj`, made by the handler for this one call, to carry the
- * transport's success field: the transport adds it to `obj` itself. Adding
- * the field in place and marking with a plain symbol-keyed property (JSON
- * and MessagePack skip symbol keys) cost a `test` call nothing measurable;
- * a non-enumerable mark (defineProperty) and a copy of the object cost it
- * about 1 µs (test/bench/README.md).
+ * transport's success field: the transport adds it to `obj` itself (the
+ * mark is a symbol-keyed property, which JSON and MessagePack skip).
  */
 export function withStatus<T extends object>(obj: T): T {
   (obj as Record<symbol, unknown>)[WithStatus] = true;

@@ -18,9 +18,9 @@ import { Metrics } from '../metrics';
 import { ApiError } from '../errors';
 import { Version } from '../defaults';
 import { directHandler, directRoute } from './direct';
-import { jrpcProcessor, koaJrpc } from './jrpc';
+import { jrpcProcessor } from './jrpc';
 import { clientGone } from './gone';
-import { JsonHeaders, NoCacheHeaders, replyDirectError, send, sendJson, sendPieces } from './reply';
+import { JsonHeaders, NoCacheHeaders, send, sendDirectError, sendJson } from './reply';
 import { onFirstUse } from '../lazy';
 import { rpcError } from '../rpc';
 import { HttpHooks } from './hooks';
@@ -36,8 +36,8 @@ const koaRouter = onFirstUse<typeof Router>('@koa/router');
 
 /**
  * The HTTP(S) front: function calls — /sys-api/<fn>, /<product>-api/<fn>
- * and POST /jrpc — and the supervisor's GET /health answered on node:http
- * itself; Koa for the rest: GET /jrpc and the operator's GET /metrics (Koa
+ * and /jrpc — and the supervisor's GET /health answered on node:http
+ * itself; Koa for the rest: the operator's GET /metrics (Koa
  * is loaded with the first of those: a controller that only takes calls and
  * health checks never loads it, about 3 MB less memory). Anything else
  * goes to the routes and upgrade paths plugins add (HttpHooks), else 404; an exception that escapes a handler is logged and
@@ -55,11 +55,8 @@ export class HttpServer {
   /** requests not answered yet: stop lets them finish (within stop_grace) */
   private inflight = 0;
   private drained: (() => void) | undefined;
-  /**
-   * the function call paths, answered without Koa: true when the request is
-   * one of them, and then `done` is called once it is answered
-   */
-  private readonly hot: (req: http.IncomingMessage, res: http.ServerResponse, done: () => void) => boolean;
+  /** the function call paths and /health: answered once the promise settles; undefined for any other request */
+  private readonly calls: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void> | undefined;
   /** bound addresses, after start: [{host, port, tls}] */
   readonly bound: { host: string; port: number; tls: boolean }[] = [];
   /** starting until open(), serving, then stopping from drain() */
@@ -98,44 +95,7 @@ export class HttpServer {
     const direct = directHandler(dispatcher, { maxBody: w.max_body_size, maxAnswer: w.max_answer_size }, clientIp, w.x_real_ip);
     this.gate = unreadGate(w.max_unread, w.max_waiting);
     const route = directRoute(paths.product);
-    // Function calls — POST /jrpc and the direct paths — are answered straight
-    // from node:http: Koa's per-request context cost about half of such a
-    // call (test/bench/README.md). So is /health, which a supervisor asks
-    // every few seconds. Every other request, GET /jrpc included, goes
-    // through Koa.
-    this.hot = (req, res, done) => {
-      const url = req.url ?? '/';
-      if (req.method === 'POST' && url === '/jrpc') {
-        // callbacks, not promises: a call answered at once costs none (test/bench/README.md)
-        jrpc(req, clientIp(req), clientGone(req, res), (a) => {
-          const b = a.body;
-          if (b === undefined || typeof b === 'string' || Buffer.isBuffer(b)) send(res, a.status, a.headers ?? NoCacheHeaders, b);
-          else sendPieces(res, a.status, a.headers ?? NoCacheHeaders, b);
-          done();
-        }, (err) => {
-          failed(req, res, rpcInternal, err);
-          done();
-        });
-        return true;
-      }
-      if ((req.method === 'GET' || req.method === 'HEAD') && isHealth(url)) {
-        health(res);
-        done();
-        return true;
-      }
-      const call = route(url);
-      if (!call) return false;
-      let waiting: void | Promise<void> = undefined;
-      try {
-        waiting = direct(req, res, call);
-      } catch (err) {
-        failed(req, res, directInternal, err);
-      }
-      if (!waiting) done();
-      else void waiting.catch((err) => failed(req, res, directInternal, err)).finally(done);
-      return true;
-    };
-    // what escapes a hot handler is logged and answered 500 without details, as Koa's errors are
+    // what escapes a call's handler is logged and answered 500 without details
     const rpcInternal = JSON.stringify(rpcError(null, 10, 'internal error'));
     const directInternal = JSON.stringify({ result: 'ERROR', _error: 'internal error' });
     const failed = (req: http.IncomingMessage, res: http.ServerResponse, internal: string, err: unknown) => {
@@ -144,12 +104,36 @@ export class HttpServer {
       if (!res.headersSent) send(res, 500, JsonHeaders, internal);
       else res.end();
     };
-    this.koaApp = () => this.buildKoa(dispatcher, metrics, koaJrpc(jrpc, (ctx: Context) => clientIp(ctx.req)));
+    // function calls (/jrpc, the direct paths) and /health, which a
+    // supervisor asks every few seconds, are answered here on node:http
+    // (test/bench/README.md); Koa serves the rest
+    this.calls = (req, res) => {
+      const url = req.url ?? '/';
+      if (url === '/jrpc' || url.startsWith('/jrpc?')) {
+        return jrpc(req, clientIp(req), clientGone(req, res))
+          .then((a) => send(res, a.status, a.headers ?? NoCacheHeaders, a.body))
+          .catch((err) => failed(req, res, rpcInternal, err));
+      }
+      if ((req.method === 'GET' || req.method === 'HEAD') && isHealth(url)) {
+        health(res);
+        return Promise.resolve();
+      }
+      const call = route(url);
+      if (!call) return undefined;
+      return direct(req, res, call).catch((err) => failed(req, res, directInternal, err));
+    };
+    this.koaApp = () => this.buildKoa(dispatcher, metrics);
   }
 
-  /** The Koa application for every request that is not a function call or /health. */
-  private buildKoa(dispatcher: Dispatcher, metrics: Metrics, koaJrpcHandler: (ctx: Context) => Promise<void>): Koa {
+  /** The Koa application for every request that is not a function call or /health; it answers with reply.ts's send, as they do. */
+  private buildKoa(dispatcher: Dispatcher, metrics: Metrics): Koa {
     const koaIp = (ctx: Context) => this.clientIp(ctx.req);
+    const reply = (ctx: Context, status: number, message: string) => {
+      ctx.respond = false;
+      if (!ctx.res.headersSent) sendDirectError(ctx.res, status, message);
+      else ctx.res.end();
+    };
+    const metricsHeaders = { ...NoCacheHeaders, 'Content-Type': metrics.contentType };
     const app = new (koa())();
     const router = new (koaRouter())();
     router.get('/metrics', async (ctx) => {
@@ -158,11 +142,12 @@ export class HttpServer {
         metrics.check(dispatcher.identify(k, koaIp(ctx)));
       } catch (err) {
         if (!(err instanceof ApiError)) throw err;
-        replyDirectError(ctx, err.status, err.message);
+        reply(ctx, err.status, err.message);
         return;
       }
-      ctx.set({ ...NoCacheHeaders, 'Content-Type': metrics.contentType });
-      ctx.body = await metrics.text();
+      const text = await metrics.text();
+      ctx.respond = false;
+      send(ctx.res, 200, metricsHeaders, text);
     });
     app.silent = true;
     app.use(async (ctx, next) => {
@@ -170,14 +155,12 @@ export class HttpServer {
         await next();
       } catch (err) {
         this.log.error(`${ctx.method} ${ctx.path}: ${String((err as Error)?.stack ?? err)}`);
-        replyDirectError(ctx, 500, 'internal error');
+        reply(ctx, 500, 'internal error');
       }
     });
-    // /jrpc carries most calls: it goes first, without the router
-    app.use((ctx, next) => (ctx.path === '/jrpc' ? koaJrpcHandler(ctx) : next()));
     app.use(router.routes());
     app.use(async (ctx) => {
-      if (ctx.body !== undefined || ctx.status !== 404) return;
+      if (ctx.respond === false) return;
       // routes plugins added (PluginContext.httpRoute) answer the rest, themselves
       for (const route of this.hooks.routesFor(ctx.path)) {
         if (await route(ctx.req, ctx.res, koaIp(ctx))) {
@@ -185,15 +168,14 @@ export class HttpServer {
           return;
         }
       }
-      replyDirectError(ctx, 404, 'not found');
+      reply(ctx, 404, 'not found');
     });
     return app;
   }
 
   async start(): Promise<void> {
     const w = this.config.webapi;
-    // both paths end (done) once the answer is handed to the socket: counting
-    // them here costs no listener per request
+    // both paths end (done) once the answer is handed to the socket
     const cb = (req: http.IncomingMessage, res: http.ServerResponse) => {
       // a response without its socket yet: an earlier answer of the connection is still unread
       if (res.socket === null) this.gate(req, res, () => serve(req, res));
@@ -206,7 +188,7 @@ export class HttpServer {
         return;
       }
       this.inflight++;
-      if (!this.hot(req, res, done)) void (this.koaCallback ??= this.koaApp().callback())(req, res).finally(done);
+      void (this.calls(req, res) ?? (this.koaCallback ??= this.koaApp().callback())(req, res)).finally(done);
     };
     const done = () => {
       if (--this.inflight === 0) this.drained?.();

@@ -67,7 +67,7 @@ export class HttpServer {
   private readonly upgraded = new Set<Duplex>();
   private readonly clientIp: (req: http.IncomingMessage) => string;
   /** runs a request now, or once its connection's unread answers are within max_unread */
-  private readonly gate: (req: http.IncomingMessage, res: http.ServerResponse, run: () => void) => void;
+  private readonly gate: (req: http.IncomingMessage, res: http.ServerResponse, run: () => Promise<void>) => void;
 
   constructor(
     private readonly config: Config, private readonly paths: Paths, dispatcher: Dispatcher, logger: Logger,
@@ -179,16 +179,16 @@ export class HttpServer {
     const cb = (req: http.IncomingMessage, res: http.ServerResponse) => {
       // a response without its socket yet: an earlier answer of the connection is still unread
       if (res.socket === null) this.gate(req, res, () => serve(req, res));
-      else serve(req, res);
+      else void serve(req, res);
     };
-    const serve = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const serve = (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
       if (this.state !== 'serving' && !isHealth(req.url ?? '/')) {
         res.writeHead(503, { ...JsonHeaders, 'Retry-After': '1', Connection: 'close' });
         res.end(JSON.stringify({ result: 'ERROR', _error: `controller is ${this.state}` }));
-        return;
+        return Promise.resolve();
       }
       this.inflight++;
-      void (this.calls(req, res) ?? (this.koaCallback ??= this.koaApp().callback())(req, res)).finally(done);
+      return (this.calls(req, res) ?? (this.koaCallback ??= this.koaApp().callback())(req, res)).finally(done);
     };
     const done = () => {
       if (--this.inflight === 0) this.drained?.();

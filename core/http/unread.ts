@@ -2,7 +2,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
 /** A connection's requests that wait, and its answers made but not yet handed to the socket. */
-interface Waiting { runs: (() => void)[]; held: Set<ServerResponse> }
+/** `making`: a request let through that has not made its answer yet, whose bytes are not counted so far */
+interface Waiting { runs: (() => void)[]; held: Set<ServerResponse>; making: boolean }
 
 const State = Symbol('unread');
 type Tracked = Socket & { [State]?: Waiting };
@@ -22,7 +23,8 @@ type Tracked = Socket & { [State]?: Waiting };
  * while its output waits (needDrain), so what waits here is at most what was
  * read with the requests already taken; past `maxWaiting` waiting requests
  * (a client that sends on and on, reading just enough to be read again)
- * the connection is closed.
+ * the connection is closed. A request let through makes its answer
+ * asynchronously: the next waits until it has, so that its bytes count.
  */
 export function unreadGate(max: number, maxWaiting: number) {
   /** Bytes of answers unread: in the socket's buffer and in responses still waiting for it. */
@@ -32,12 +34,12 @@ export function unreadGate(max: number, maxWaiting: number) {
     return n;
   };
   const pump = (socket: Socket, w: Waiting): void => {
-    while (w.runs.length > 0 && unread(socket, w) <= max) w.runs.shift()!();
+    while (!w.making && w.runs.length > 0 && unread(socket, w) <= max) w.runs.shift()!();
   };
   const state = (socket: Tracked): Waiting => {
     let w = socket[State];
     if (w) return w;
-    const made: Waiting = { runs: [], held: new Set() };
+    const made: Waiting = { runs: [], held: new Set(), making: false };
     socket[State] = w = made;
     // less is unread once the socket's buffer empties or a waiting answer went out
     socket.on('drain', () => pump(socket, made));
@@ -48,9 +50,9 @@ export function unreadGate(max: number, maxWaiting: number) {
     return w;
   };
   /** Run the request now, or once what its connection left unread is within the bound. */
-  return (req: IncomingMessage, res: ServerResponse, run: () => void): void => {
+  return (req: IncomingMessage, res: ServerResponse, run: () => Promise<void>): void => {
     if (res.socket !== null) {
-      run();
+      void run();
       return;
     }
     const socket = req.socket as Tracked;
@@ -71,7 +73,11 @@ export function unreadGate(max: number, maxWaiting: number) {
         w.held.delete(res);
         pump(socket, w);
       });
-      run();
+      w.making = true;
+      void run().finally(() => {
+        w.making = false;
+        pump(socket, w);
+      });
     });
     pump(socket, w);
   };

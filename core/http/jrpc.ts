@@ -42,8 +42,9 @@ export interface JrpcLimits { maxBody: number; maxBatch: number; maxAnswer: numb
  */
 export function jrpcProcessor(dispatcher: Dispatcher, limits: JrpcLimits, eitherScheme: boolean) {
   const { maxBody, maxBatch, maxAnswer } = limits;
-  /** The request's payload, or the answer refusing it. */
-  const read = async (req: IncomingMessage, packed: boolean): Promise<{ payload: unknown } | JrpcAnswer> => {
+  return async (req: IncomingMessage, ip: string, signal: (() => AbortSignal) | undefined): Promise<JrpcAnswer> => {
+    let packed = false;
+    let payload: unknown;
     if (req.method === 'GET') {
       const q = new URLSearchParams((req.url ?? '').split('?')[1] ?? '');
       let params: unknown = {};
@@ -53,32 +54,30 @@ export function jrpcProcessor(dispatcher: Dispatcher, limits: JrpcLimits, either
       } catch {
         return answer(packed, 400, rpcError(null, -32700, 'parse error'));
       }
-      return { payload: { jsonrpc: '2.0', method: q.get('m') ?? undefined, params, id: q.get('i') ?? undefined } };
+      payload = { jsonrpc: '2.0', method: q.get('m') ?? undefined, params, id: q.get('i') ?? undefined };
+    } else if (req.method === 'POST') {
+      const type = mediaType(req);
+      packed = MSGPACK_TYPES.has(type);
+      if (!packed && type !== 'application/json' && req.headers.origin !== undefined) {
+        // refused before a byte of the body is read
+        req.resume();
+        return answer(false, 415, rpcError(null, -32600, 'a JSON RPC body is application/json or application/msgpack'));
+      }
+      let raw: Buffer;
+      try {
+        raw = await readBody(req, maxBody);
+      } catch (err) {
+        if (err instanceof BodyTooLarge) return answer(packed, 413, rpcError(null, -32600, 'request body too large'));
+        return answer(packed, 400, rpcError(null, -32700, 'parse error'));
+      }
+      try {
+        payload = packed ? decoder.decode(raw) : JSON.parse(raw.toString('utf8'));
+      } catch {
+        return answer(packed, 400, rpcError(null, -32700, 'parse error'));
+      }
+    } else {
+      return answer(packed, 405, rpcError(null, -32600, `method ${req.method} not allowed`));
     }
-    if (req.method !== 'POST') return answer(packed, 405, rpcError(null, -32600, `method ${req.method} not allowed`));
-    if (!packed && mediaType(req) !== 'application/json' && req.headers.origin !== undefined) {
-      // refused before a byte of the body is read
-      req.resume();
-      return answer(false, 415, rpcError(null, -32600, 'a JSON RPC body is application/json or application/msgpack'));
-    }
-    let raw: Buffer;
-    try {
-      raw = await readBody(req, maxBody);
-    } catch (err) {
-      if (err instanceof BodyTooLarge) return answer(packed, 413, rpcError(null, -32600, 'request body too large'));
-      return answer(packed, 400, rpcError(null, -32700, 'parse error'));
-    }
-    try {
-      return { payload: packed ? decoder.decode(raw) : JSON.parse(raw.toString('utf8')) };
-    } catch {
-      return answer(packed, 400, rpcError(null, -32700, 'parse error'));
-    }
-  };
-  return async (req: IncomingMessage, ip: string, signal: (() => AbortSignal) | undefined): Promise<JrpcAnswer> => {
-    const packed = req.method === 'POST' && MSGPACK_TYPES.has(mediaType(req));
-    const got = await read(req, packed);
-    if (!('payload' in got)) return got;
-    const { payload } = got;
     const xkey = req.headers['x-auth-key'];
     const meta: CallMeta = {
       ip, transport: 'jrpc', headers: req.headers, headerKey: typeof xkey === 'string' && xkey ? xkey : undefined, signal,

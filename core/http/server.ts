@@ -110,9 +110,13 @@ export class HttpServer {
     this.calls = (req, res) => {
       const url = req.url ?? '/';
       if (url === '/jrpc' || url.startsWith('/jrpc?')) {
-        return jrpc(req, clientIp(req), clientGone(req, res))
-          .then((a) => send(res, a.status, a.headers ?? NoCacheHeaders, a.body))
-          .catch((err) => failed(req, res, rpcInternal, err));
+        return jrpc(req, clientIp(req), clientGone(req, res)).then((a) => {
+          try {
+            send(res, a.status, a.headers ?? NoCacheHeaders, a.body);
+          } catch (err) {
+            failed(req, res, rpcInternal, err);
+          }
+        }, (err: unknown) => failed(req, res, rpcInternal, err));
       }
       if ((req.method === 'GET' || req.method === 'HEAD') && isHealth(url)) {
         health(res);
@@ -188,7 +192,7 @@ export class HttpServer {
         return Promise.resolve();
       }
       this.inflight++;
-      return (this.calls(req, res) ?? (this.koaCallback ??= this.koaApp().callback())(req, res)).finally(done);
+      return (this.calls(req, res) ?? (this.koaCallback ??= this.koaApp().callback())(req, res)).then(done, done);
     };
     const done = () => {
       if (--this.inflight === 0) this.drained?.();

@@ -36,7 +36,7 @@ interface Server { name: string; proc: import('node:child_process').ChildProcess
  * and their ratio to bare node:http are printed, with the CPU time each
  * server spent per request (user+system, /proc/<pid>/stat).
  * BENCH_API_OTHER=<dist/core/main.js of another build> adds that build (on
- * the four-key directory); BENCH_API_OLD_BARE=1 adds the earlier reference
+ * a four-key directory of its own); BENCH_API_OLD_BARE=1 adds the earlier reference
  * (bare-server.ts `old`). Then `realWork` and `apiLog`; BENCH_API=transport,
  * =work or =apilog runs one of them.
  */
@@ -54,7 +54,10 @@ async function main() {
     fresh('controller, 4 keys', await startChild(MAIN, ['--dir', dirs[0]])),
     fresh('controller, 1 key', await startChild(MAIN, ['--dir', dirs[1]])),
   ];
-  if (process.env.BENCH_API_OTHER) controllers.push(fresh('other build, 4 keys', await startChild(process.env.BENCH_API_OTHER, ['--dir', dirs[0]])));
+  if (process.env.BENCH_API_OTHER) {
+    dirs.push(makeDir(undefined, { keysIni: realKeys(), ini: { server: { ...log, db_update: 'instant', keep_logmem: 86400 } } }));
+    controllers.push(fresh('other build, 4 keys', await startChild(process.env.BENCH_API_OTHER, ['--dir', dirs[2]])));
+  }
   const base = `http://127.0.0.1:${controllers[0].port}`;
   const rpc = { jsonrpc: '2.0', method: 'test', params: { k: Keys.master }, id: 1 };
   const json = { 'Content-Type': 'application/json' };

@@ -1,4 +1,4 @@
-import type { CallMeta } from './dispatch';
+import { CallMeta, isThenable } from './dispatch';
 import { ApiError } from './errors';
 import { rpcResult } from './http/reply';
 
@@ -29,12 +29,14 @@ export function rpcNotRun(req: unknown, code: number, message: string): RpcRespo
 
 /**
  * One JSON RPC 2.0 request object through the dispatcher, for every
- * transport that speaks JSON RPC (HTTP /jrpc, the MQTT API): its response,
- * or undefined for a notification (a request without id).
+ * transport that speaks JSON RPC (HTTP /jrpc, the MQTT API). The response,
+ * or undefined for a notification (a request without id): at once when the
+ * function answers at once, else a promise of it (Dispatcher.call).
+ * `dispatcher.call` may also always return a promise (PluginContext.call).
  */
-export async function rpcCall(
-  dispatcher: { call(name: string, params: Record<string, unknown>, meta: CallMeta): Promise<unknown> }, req: unknown, meta: CallMeta,
-): Promise<RpcResponse | undefined> {
+export function rpcCall(
+  dispatcher: { call(name: string, params: Record<string, unknown>, meta: CallMeta): unknown }, req: unknown, meta: CallMeta,
+): RpcResponse | undefined | Promise<RpcResponse | undefined> {
   if (!req || typeof req !== 'object' || Array.isArray(req)) return rpcError(null, -32600, 'invalid request');
   const { jsonrpc, method, params, id } = req as Record<string, unknown>;
   const notification = id === undefined || id === null;
@@ -43,16 +45,28 @@ export async function rpcCall(
   if (jsonrpc !== '2.0' || typeof method !== 'string' || !idValid) {
     return rpcError(idValid ? id ?? null : null, -32600, 'invalid request');
   }
-  let result: unknown;
+  let out: unknown;
   try {
     if (params !== undefined && params !== null && (typeof params !== 'object' || Array.isArray(params))) {
       throw new ApiError('invalid_params', 'params must be an object');
     }
-    result = await dispatcher.call(method, (params ?? {}) as Record<string, unknown>, meta);
+    out = dispatcher.call(method, (params ?? {}) as Record<string, unknown>, meta);
   } catch (err) {
-    if (notification) return undefined;
-    const e = err as ApiError;
-    return rpcError(id, e.code, e.message);
+    return failed(notification, id, err);
   }
-  return notification ? undefined : { jsonrpc: '2.0', id, result: rpcResult(result) };
+  // closures only for a call that waits: one answered at once makes none
+  if (isThenable(out)) return Promise.resolve(out).then((r) => done(notification, id, r), (err: unknown) => failed(notification, id, err));
+  return done(notification, id, out);
+}
+
+/** The response to a call that succeeded (none for a notification). */
+function done(notification: boolean, id: unknown, r: unknown): RpcResponse | undefined {
+  return notification ? undefined : { jsonrpc: '2.0', id, result: rpcResult(r) };
+}
+
+/** The response to a call that failed with an ApiError (none for a notification). */
+function failed(notification: boolean, id: unknown, err: unknown): RpcResponse | undefined {
+  if (notification) return undefined;
+  const e = err as ApiError;
+  return rpcError(id, e.code, e.message);
 }

@@ -11,26 +11,28 @@ export const NoCacheHeaders = {
 export const JsonHeaders = { ...NoCacheHeaders, 'Content-Type': 'application/json' };
 export const MsgpackHeaders = { ...NoCacheHeaders, 'Content-Type': 'application/msgpack' };
 
-/** header objects as node's flat [name, value, ...] lists, made once per object */
+/** header objects as node's flat [name, value, ...] lists: writeHead takes those without walking an object */
 const flat = new WeakMap<Record<string, string>, string[]>();
+
+/**
+ * Answer straight on node:http, with Content-Length (never chunked). A
+ * string body goes out in the same write as the head: one syscall.
+ */
+export function send(res: ServerResponse, status: number, headers: Record<string, string>, body: string | Buffer = ''): void {
+  let list = flat.get(headers);
+  if (!list) flat.set(headers, (list = Object.entries(headers).flat()));
+  const length = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+  res.writeHead(status, [...list, 'Content-Length', String(length)]);
+  res.end(body);
+}
 
 /** An answer made of pieces (a batch answer): its bytes as they are, none joined; `length` is their total. */
 export interface Pieces { pieces: (string | Buffer)[]; length: number }
 
-/**
- * Every HTTP answer of the API, on node:http (Koa's routes hand it their
- * `ctx.res`): with Content-Length, never chunked. A string body goes out in
- * the same write as the head; pieces go out in one write (corked), each
- * referenced, not copied.
- */
-export function send(res: ServerResponse, status: number, headers: Record<string, string>, body: string | Buffer | Pieces = ''): void {
+/** Answer in pieces, with Content-Length; the pieces go out in one write (corked), each referenced, not copied. */
+export function sendPieces(res: ServerResponse, status: number, headers: Record<string, string>, body: Pieces): void {
   let list = flat.get(headers);
   if (!list) flat.set(headers, (list = Object.entries(headers).flat()));
-  if (typeof body === 'string' || Buffer.isBuffer(body)) {
-    res.writeHead(status, [...list, 'Content-Length', String(typeof body === 'string' ? Buffer.byteLength(body) : body.length)]);
-    res.end(body);
-    return;
-  }
   res.writeHead(status, [...list, 'Content-Length', String(body.length)]);
   res.cork();
   for (const p of body.pieces) res.write(p);
@@ -38,12 +40,12 @@ export function send(res: ServerResponse, status: number, headers: Record<string
   res.uncork();
 }
 
-/** A JSON answer. */
+/** A JSON answer (Koa's routes too: they hand it their `ctx.res`). */
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
   send(res, status, JsonHeaders, JSON.stringify(body));
 }
 
-/** The direct API's error body. */
+/** The direct API error body, on node:http. */
 export function sendDirectError(res: ServerResponse, status: number, message: string): void {
   sendJson(res, status, { result: 'ERROR', _error: message });
 }

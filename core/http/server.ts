@@ -20,7 +20,7 @@ import { Version } from '../defaults';
 import { directHandler, directRoute } from './direct';
 import { jrpcProcessor } from './jrpc';
 import { clientGone } from './gone';
-import { JsonHeaders, NoCacheHeaders, send, sendDirectError, sendJson } from './reply';
+import { JsonHeaders, NoCacheHeaders, send, sendDirectError, sendJson, sendPieces } from './reply';
 import { onFirstUse } from '../lazy';
 import { rpcError } from '../rpc';
 import { HttpHooks } from './hooks';
@@ -55,8 +55,11 @@ export class HttpServer {
   /** requests not answered yet: stop lets them finish (within stop_grace) */
   private inflight = 0;
   private drained: (() => void) | undefined;
-  /** the function call paths and /health: answered once the promise settles; undefined for any other request */
-  private readonly calls: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void> | undefined;
+  /**
+   * the function call paths, answered without Koa: true when the request is
+   * one of them, and then `done` is called once it is answered
+   */
+  private readonly hot: (req: http.IncomingMessage, res: http.ServerResponse, done: () => void) => boolean;
   /** bound addresses, after start: [{host, port, tls}] */
   readonly bound: { host: string; port: number; tls: boolean }[] = [];
   /** starting until open(), serving, then stopping from drain() */
@@ -67,7 +70,7 @@ export class HttpServer {
   private readonly upgraded = new Set<Duplex>();
   private readonly clientIp: (req: http.IncomingMessage) => string;
   /** runs a request now, or once its connection's unread answers are within max_unread */
-  private readonly gate: (req: http.IncomingMessage, res: http.ServerResponse, run: () => Promise<void>) => void;
+  private readonly gate: (req: http.IncomingMessage, res: http.ServerResponse, run: () => void) => void;
 
   constructor(
     private readonly config: Config, private readonly paths: Paths, dispatcher: Dispatcher, logger: Logger,
@@ -95,7 +98,41 @@ export class HttpServer {
     const direct = directHandler(dispatcher, { maxBody: w.max_body_size, maxAnswer: w.max_answer_size }, clientIp, w.x_real_ip);
     this.gate = unreadGate(w.max_unread, w.max_waiting);
     const route = directRoute(paths.product);
-    // what escapes a call's handler is logged and answered 500 without details
+    // Function calls — /jrpc and the direct paths — and /health, which a
+    // supervisor asks every few seconds, are answered here on node:http
+    // (test/bench/README.md); Koa serves the rest.
+    this.hot = (req, res, done) => {
+      const url = req.url ?? '/';
+      if (url === '/jrpc' || url.startsWith('/jrpc?')) {
+        jrpc(req, clientIp(req), clientGone(req, res), (a) => {
+          const b = a.body;
+          if (b === undefined || typeof b === 'string' || Buffer.isBuffer(b)) send(res, a.status, a.headers ?? NoCacheHeaders, b);
+          else sendPieces(res, a.status, a.headers ?? NoCacheHeaders, b);
+          done();
+        }, (err) => {
+          failed(req, res, rpcInternal, err);
+          done();
+        });
+        return true;
+      }
+      if ((req.method === 'GET' || req.method === 'HEAD') && isHealth(url)) {
+        health(res);
+        done();
+        return true;
+      }
+      const call = route(url);
+      if (!call) return false;
+      let waiting: void | Promise<void> = undefined;
+      try {
+        waiting = direct(req, res, call);
+      } catch (err) {
+        failed(req, res, directInternal, err);
+      }
+      if (!waiting) done();
+      else void waiting.catch((err) => failed(req, res, directInternal, err)).finally(done);
+      return true;
+    };
+    // what escapes a hot handler is logged and answered 500 without details, as Koa's errors are
     const rpcInternal = JSON.stringify(rpcError(null, 10, 'internal error'));
     const directInternal = JSON.stringify({ result: 'ERROR', _error: 'internal error' });
     const failed = (req: http.IncomingMessage, res: http.ServerResponse, internal: string, err: unknown) => {
@@ -103,28 +140,6 @@ export class HttpServer {
       this.log.error(`${req.method} ${(req.url ?? '').split('?')[0]}: ${String((err as Error)?.stack ?? err)}`);
       if (!res.headersSent) send(res, 500, JsonHeaders, internal);
       else res.end();
-    };
-    // function calls (/jrpc, the direct paths) and /health, which a
-    // supervisor asks every few seconds, are answered here on node:http
-    // (test/bench/README.md); Koa serves the rest
-    this.calls = (req, res) => {
-      const url = req.url ?? '/';
-      if (url === '/jrpc' || url.startsWith('/jrpc?')) {
-        return jrpc(req, clientIp(req), clientGone(req, res)).then((a) => {
-          try {
-            send(res, a.status, a.headers ?? NoCacheHeaders, a.body);
-          } catch (err) {
-            failed(req, res, rpcInternal, err);
-          }
-        }, (err: unknown) => failed(req, res, rpcInternal, err));
-      }
-      if ((req.method === 'GET' || req.method === 'HEAD') && isHealth(url)) {
-        health(res);
-        return Promise.resolve();
-      }
-      const call = route(url);
-      if (!call) return undefined;
-      return direct(req, res, call).catch((err) => failed(req, res, directInternal, err));
     };
     this.koaApp = () => this.buildKoa(dispatcher, metrics);
   }
@@ -179,20 +194,21 @@ export class HttpServer {
 
   async start(): Promise<void> {
     const w = this.config.webapi;
-    // both paths end (done) once the answer is handed to the socket
+    // both paths end (done) once the answer is handed to the socket: counting
+    // them here costs no listener per request
     const cb = (req: http.IncomingMessage, res: http.ServerResponse) => {
       // a response without its socket yet: an earlier answer of the connection is still unread
       if (res.socket === null) this.gate(req, res, () => serve(req, res));
-      else void serve(req, res);
+      else serve(req, res);
     };
-    const serve = (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
+    const serve = (req: http.IncomingMessage, res: http.ServerResponse) => {
       if (this.state !== 'serving' && !isHealth(req.url ?? '/')) {
         res.writeHead(503, { ...JsonHeaders, 'Retry-After': '1', Connection: 'close' });
         res.end(JSON.stringify({ result: 'ERROR', _error: `controller is ${this.state}` }));
-        return Promise.resolve();
+        return;
       }
       this.inflight++;
-      return (this.calls(req, res) ?? (this.koaCallback ??= this.koaApp().callback())(req, res)).then(done, done);
+      if (!this.hot(req, res, done)) void (this.koaCallback ??= this.koaApp().callback())(req, res).finally(done);
     };
     const done = () => {
       if (--this.inflight === 0) this.drained?.();

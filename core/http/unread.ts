@@ -2,8 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
 /** A connection's requests that wait, and its answers made but not yet handed to the socket. */
-/** `making`: a request let through that has not made its answer yet, whose bytes are not counted so far */
-interface Waiting { runs: (() => void)[]; held: Set<ServerResponse>; making: boolean }
+interface Waiting { runs: (() => void)[]; held: Set<ServerResponse> }
 
 const State = Symbol('unread');
 type Tracked = Socket & { [State]?: Waiting };
@@ -23,8 +22,7 @@ type Tracked = Socket & { [State]?: Waiting };
  * while its output waits (needDrain), so what waits here is at most what was
  * read with the requests already taken; past `maxWaiting` waiting requests
  * (a client that sends on and on, reading just enough to be read again)
- * the connection is closed. A request let through makes its answer
- * asynchronously: the next waits until it has, so that its bytes count.
+ * the connection is closed.
  */
 export function unreadGate(max: number, maxWaiting: number) {
   /** Bytes of answers unread: in the socket's buffer and in responses still waiting for it. */
@@ -34,12 +32,12 @@ export function unreadGate(max: number, maxWaiting: number) {
     return n;
   };
   const pump = (socket: Socket, w: Waiting): void => {
-    while (!w.making && w.runs.length > 0 && unread(socket, w) <= max) w.runs.shift()!();
+    while (w.runs.length > 0 && unread(socket, w) <= max) w.runs.shift()!();
   };
   const state = (socket: Tracked): Waiting => {
     let w = socket[State];
     if (w) return w;
-    const made: Waiting = { runs: [], held: new Set(), making: false };
+    const made: Waiting = { runs: [], held: new Set() };
     socket[State] = w = made;
     // less is unread once the socket's buffer empties or a waiting answer went out
     socket.on('drain', () => pump(socket, made));
@@ -50,9 +48,9 @@ export function unreadGate(max: number, maxWaiting: number) {
     return w;
   };
   /** Run the request now, or once what its connection left unread is within the bound. */
-  return (req: IncomingMessage, res: ServerResponse, run: () => Promise<void>): void => {
+  return (req: IncomingMessage, res: ServerResponse, run: () => void): void => {
     if (res.socket !== null) {
-      void run();
+      run();
       return;
     }
     const socket = req.socket as Tracked;
@@ -73,11 +71,7 @@ export function unreadGate(max: number, maxWaiting: number) {
         w.held.delete(res);
         pump(socket, w);
       });
-      w.making = true;
-      void run().finally(() => {
-        w.making = false;
-        pump(socket, w);
-      });
+      run();
     });
     pump(socket, w);
   };

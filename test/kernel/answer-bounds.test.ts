@@ -101,8 +101,8 @@ test('rpc.discover is made once and shared: the same bytes every call, made agai
 
   // one object for every call, not one made per call
   const meta = { ip: '127.0.0.1', transport: 'test', headers: {} };
-  const made = await ctl.get(Dispatcher).call('rpc.discover', {}, meta);
-  t.is(await ctl.get(Dispatcher).call('rpc.discover', {}, meta), made);
+  const made = ctl.get(Dispatcher).call('rpc.discover', {}, meta);
+  t.is(ctl.get(Dispatcher).call('rpc.discover', {}, meta), made);
 
   const functions = ctl.get(FunctionRegistry);
   functions.register('late', { name: 'late_fn', permission: 'any', params: {}, description: 'came late', handler: () => true });

@@ -10,7 +10,7 @@ import { checkSettingsFiles, readIniFile, registryOf, type SettingsOwner } from 
 import type { SettingsRegistry } from './settings/registry';
 import { parseListenAddress } from './settings/listen-address';
 
-export { parseBool } from './settings/schema';
+export { parseBool } from './schema';
 
 export type { SettingsOwner };
 

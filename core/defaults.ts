@@ -2,9 +2,9 @@
  * Every default and limit of the kernel in one place. Config files override
  * these (etc/<product>.ini); nothing else in the code carries a magic number.
  */
-import { bool, bound, choice, defaults, int, seconds as secs, text } from './settings/schema';
+import { bool, bound, choice, defaults, int, seconds as secs, text } from './schema';
 
-export { MAX_TIMER_SECONDS } from './settings/schema';
+export { MAX_TIMER_SECONDS } from './schema';
 
 export const Products = ['uc', 'lm', 'sfa'] as const;
 export type Product = (typeof Products)[number];

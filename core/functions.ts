@@ -1,6 +1,6 @@
 import { ApiKey } from './auth/apikey';
 import { accessDenied, ApiError, methodNotFound, tokenRestricted } from './errors';
-import { ParamSpec, ParamTypes, schemaOf, validate } from './params';
+import { Types, fromCallParams, jsonSchema, typeOf, type Decls, type Params } from './schema';
 import { Version } from './defaults';
 
 /**
@@ -61,16 +61,17 @@ export function answerWhenWritten<R>(call: CallContext, written: Promise<unknown
   return written.then(() => result);
 }
 
-// `any` on purpose: a declaration's handler takes the parameters its own `params` describe
-// (validate() guarantees them), a type the registry holding every declaration cannot name;
-// with `unknown` no typed handler (p: { i: string }) could be declared at all (parameters are contravariant)
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export interface FunctionDecl<P = any> {
+/**
+ * A function: its name, who may call it, its parameters declared with the
+ * core/schema builders, and the handler, whose parameter types follow from
+ * that declaration (`Params<P>`: required ones present, the rest optional).
+ */
+export interface FunctionDecl<P extends Decls = Decls> {
   name: string;
   aliases?: string[];
   api?: ApiSpace;
   permission: Permission;
-  params: Record<string, ParamSpec>;
+  params: P;
   description: string;
   /** what the result is, in words, for the description */
   returns?: string;
@@ -80,7 +81,9 @@ export interface FunctionDecl<P = any> {
    * is refused to one anyway; see restricted()).
    */
   changes?: boolean;
-  handler: (params: P, call: CallContext) => unknown;
+  // a method, so a declaration of any parameters fits where every declaration is held (its
+  // parameters are checked by the same declaration before it runs)
+  handler(params: Params<P>, call: CallContext): unknown;
 }
 
 interface Entry { decl: FunctionDecl; owner: string }
@@ -90,7 +93,7 @@ interface Entry { decl: FunctionDecl; owner: string }
  * JavaScript: a malformed declaration is refused when it is registered (the
  * plugin is then skipped), not found later by every call and by rpc.discover.
  */
-export function checkDecl(d: FunctionDecl): string | undefined {
+export function checkDecl<P extends Decls>(d: FunctionDecl<P>): string | undefined {
   if (!d || typeof d !== 'object') return 'a function declaration must be an object';
   const isName = (n: unknown) => typeof n === 'string' && n.length > 0 && !/[\s/?#]/.test(n);
   if (!isName(d.name)) return 'function name missing or malformed';
@@ -102,7 +105,9 @@ export function checkDecl(d: FunctionDecl): string | undefined {
   if (d.changes !== undefined && typeof d.changes !== 'boolean') return `${what}: changes must be true or false`;
   if (!d.params || typeof d.params !== 'object' || Array.isArray(d.params)) return `${what}: params must be an object`;
   for (const [name, p] of Object.entries(d.params)) {
-    if (!p || !(ParamTypes as readonly string[]).includes(p.type)) return `${what}: parameter ${name}: type must be one of ${ParamTypes.join(', ')}`;
+    const type = typeOf(p);
+    if (!type) return `${what}: parameter ${name}: type must be one of ${Types.join(', ')}`;
+    if (type === 'choice' && !(Array.isArray(p.choices) && p.choices.every((c) => typeof c === 'string'))) return `${what}: parameter ${name}: a choice needs its choices`;
   }
   return undefined;
 }
@@ -141,14 +146,14 @@ export class FunctionRegistry {
   /** the OpenRPC document as last made: made again only once a function came or went */
   private described?: { title: string; doc: Record<string, unknown> };
 
-  register(owner: string, decl: FunctionDecl): void {
+  register<P extends Decls>(owner: string, decl: FunctionDecl<P>): void {
     const wrong = checkDecl(decl);
     if (wrong) throw new Error(wrong);
     for (const name of [decl.name, ...(decl.aliases ?? [])]) {
       const taken = this.byName.get(name);
       if (taken) throw new Error(`function ${name} is already declared by ${taken.owner}`);
     }
-    const entry = { decl, owner };
+    const entry: Entry = { decl: decl, owner };
     this.described = undefined;
     this.primary.set(decl.name, entry);
     for (const name of [decl.name, ...(decl.aliases ?? [])]) this.byName.set(name, entry);
@@ -189,7 +194,7 @@ export class FunctionRegistry {
     if (!permits(call.key, decl.permission)) throw accessDenied();
     if (call.readonly && restricted(decl)) throw tokenRestricted();
     // the key is the transport's, never a parameter of the function
-    return decl.handler(validate(decl.params, params, 'k'), call);
+    return decl.handler(fromCallParams(decl.params, params, 'k'), call);
   }
 
   /** Look up by name or throw method_not_found. */
@@ -219,7 +224,7 @@ export class FunctionRegistry {
         params: [
           { name: 'k', required: d.permission !== 'none', schema: { type: 'string' }, description: 'API key or token' },
           ...Object.entries(d.params).map(([name, p]) => ({
-            name, required: p.required, schema: schemaOf(p.type), description: p.description,
+            name, required: p.required, schema: jsonSchema(p), description: p.description,
           })),
         ],
         result: { name: 'result', description: d.returns ?? 'OK', schema: {} },

@@ -63,9 +63,8 @@ const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0
 
 /**
  * One function's call figures as plain numbers: a call costs a few
- * additions. prom-client's labelled children hash their label values on
- * every update, which cost a `test` call about 1 µs of its ~25 (test/bench/README.md,
- * "Benchmarks"); prom-client still writes the exposition text.
+ * additions, not an update of prom-client's labelled children; prom-client
+ * writes the exposition text at scrape time.
  */
 interface CallFigures { results: Map<string, number>; buckets: number[]; sum: number; count: number }
 

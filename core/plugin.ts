@@ -3,6 +3,7 @@ import type { Paths } from './paths';
 import type { BusEvents, Listener, BusSubject } from './bus';
 import type { Logger, ModuleLogger } from './log';
 import type { FunctionDecl } from './functions';
+import type { Decls } from './schema';
 import type { KeyStore, ResolvedKey } from './auth/keys';
 import type { ApiError, ErrorKind } from './errors';
 import type { MetricSource } from './metrics';
@@ -111,7 +112,7 @@ export interface PluginContext {
   on<S extends BusSubject>(subject: S, listener: Listener<S>): void;
   emit<S extends BusSubject>(subject: S, data: BusEvents[S]): void;
   /** declare a function; returns the way to withdraw it before the plugin stops */
-  register(decl: FunctionDecl): () => void;
+  register<P extends Decls>(decl: FunctionDecl<P>): () => void;
   /**
    * check a key or token from a client address as every transport does (the
    * kernel's throttle of wrong keys, a refusal held back by it): the event

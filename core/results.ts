@@ -9,11 +9,8 @@ export const WithStatus = Symbol('withStatus');
 
 /**
  * Mark `obj`, made by the handler for this one call, to carry the
- * transport's success field: the transport adds it to `obj` itself. Adding
- * the field in place and marking with a plain symbol-keyed property (JSON
- * and MessagePack skip symbol keys) cost a `test` call nothing measurable;
- * a non-enumerable mark (defineProperty) and a copy of the object cost it
- * about 1 µs (test/bench/README.md).
+ * transport's success field: the transport adds it to `obj` itself (the
+ * mark is a symbol-keyed property, which JSON and MessagePack skip).
  */
 export function withStatus<T extends object>(obj: T): T {
   (obj as Record<symbol, unknown>)[WithStatus] = true;

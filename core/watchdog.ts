@@ -1,17 +1,16 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { CONFIG_EXIT_CODE } from './settings/schema';
+import { seconds, defaults } from './schema';
 
 /** The supervisor's timings, seconds. */
-export const WatchdogDefaults = {
-  /** wait before the first restart */
-  first_delay: 1,
-  /** each quick exit doubles the wait, up to this */
-  max_delay: 60,
-  /** a controller that ran this long was healthy: the next wait starts over */
-  stable_after: 60,
-  /** after SIGTERM, how long the controller may take to stop before SIGKILL */
-  stop_timeout: 30,
+export const WatchdogLimits = {
+  first_delay: seconds(1, 'wait before the first restart'),
+  max_delay: seconds(60, 'each quick exit doubles the wait, up to this'),
+  stable_after: seconds(60, 'a controller that ran this long was healthy: the next wait starts over'),
+  stop_timeout: seconds(30, 'after SIGTERM, how long the controller may take to stop before SIGKILL'),
 };
+
+export const WatchdogDefaults = defaults(WatchdogLimits);
 
 /**
  * The wait before the next start: doubling while the controller keeps

@@ -1,11 +1,9 @@
 import type { IncomingMessage } from 'node:http';
-import type { Context } from 'koa';
 import { Decoder } from '@msgpack/msgpack';
 import { CallMeta, Dispatcher, isThenable } from '../dispatch';
 import { rpcCall, rpcError, RpcResponse } from '../rpc';
 import { BodyTooLarge, mediaType, onBody } from './body';
 import { JsonHeaders, MsgpackHeaders, type Pieces } from './reply';
-import { clientGone } from './gone';
 import { HeldBatch } from './held';
 import { BatchAnswer, encodeResponse, packed as bytes } from './encode';
 import { foreignOrigin } from './origin';
@@ -34,7 +32,7 @@ export interface JrpcLimits { maxBody: number; maxBatch: number; maxAnswer: numb
  * kind), single requests and batches, notifications (no id) answered with
  * 202 when nothing else is, and the GET form /jrpc?i=ID&m=METHOD&p=PARAMS.
  * It works on the bare request so that the hot path pays for nothing it
- * does not use; `koaJrpc` mounts it in the Koa app. The answer goes to
+ * does not use. The answer goes to
  * `reply` (what escapes, to `fail`): a call answered at once goes from the
  * body's last byte to the answer without a promise (test/bench/README.md).
  *
@@ -137,16 +135,5 @@ export function jrpcProcessor(dispatcher: Dispatcher, limits: JrpcLimits, either
       return reply(answer(false, 415, rpcError(null, -32600, 'a JSON RPC body is application/json or application/msgpack')));
     }
     onBody(req, maxBody, settle);
-  };
-}
-
-/** The JSON RPC processor as a Koa handler. */
-export function koaJrpc(process: ReturnType<typeof jrpcProcessor>, clientIp: (ctx: Context) => string) {
-  return async (ctx: Context) => {
-    const a = await new Promise<JrpcAnswer>((resolve, reject) => process(ctx.req, clientIp(ctx), clientGone(ctx.req, ctx.res), resolve, reject));
-    ctx.status = a.status;
-    if (a.headers) ctx.set(a.headers);
-    const b = a.body ?? '';
-    ctx.body = typeof b === 'string' || Buffer.isBuffer(b) ? b : Buffer.concat(b.pieces.map((p) => (typeof p === 'string' ? Buffer.from(p) : p)));
   };
 }

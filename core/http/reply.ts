@@ -1,5 +1,4 @@
 import type { ServerResponse } from 'node:http';
-import type { Context } from 'koa';
 
 /** Headers of every function answer (spec, transport rule 7). */
 export const NoCacheHeaders = {
@@ -41,7 +40,7 @@ export function sendPieces(res: ServerResponse, status: number, headers: Record<
   res.uncork();
 }
 
-/** A JSON answer on node:http (the hot paths; Koa routes use replyJson). */
+/** A JSON answer (Koa's routes too: they hand it their `ctx.res`). */
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
   send(res, status, JsonHeaders, JSON.stringify(body));
 }
@@ -49,15 +48,4 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
 /** The direct API error body, on node:http. */
 export function sendDirectError(res: ServerResponse, status: number, message: string): void {
   sendJson(res, status, { result: 'ERROR', _error: message });
-}
-
-export function replyJson(ctx: Context, status: number, body: unknown): void {
-  ctx.status = status;
-  ctx.set(JsonHeaders);
-  ctx.body = JSON.stringify(body);
-}
-
-/** The direct API error body. */
-export function replyDirectError(ctx: Context, status: number, message: string): void {
-  replyJson(ctx, status, { result: 'ERROR', _error: message });
 }

@@ -18,9 +18,9 @@ import { Metrics } from '../metrics';
 import { ApiError } from '../errors';
 import { Version } from '../defaults';
 import { directHandler, directRoute } from './direct';
-import { jrpcProcessor, koaJrpc } from './jrpc';
+import { jrpcProcessor } from './jrpc';
 import { clientGone } from './gone';
-import { JsonHeaders, NoCacheHeaders, replyDirectError, send, sendJson, sendPieces } from './reply';
+import { JsonHeaders, NoCacheHeaders, send, sendDirectError, sendJson, sendPieces } from './reply';
 import { onFirstUse } from '../toolkit/lazy-module';
 import { rpcError } from '../rpc';
 import { HttpHooks } from './hooks';
@@ -36,8 +36,8 @@ const koaRouter = onFirstUse<typeof Router>('@koa/router');
 
 /**
  * The HTTP(S) front: function calls — /sys-api/<fn>, /<product>-api/<fn>
- * and POST /jrpc — and the supervisor's GET /health answered on node:http
- * itself; Koa for the rest: GET /jrpc and the operator's GET /metrics (Koa
+ * and /jrpc — and the supervisor's GET /health answered on node:http
+ * itself; Koa for the rest: the operator's GET /metrics (Koa
  * is loaded with the first of those: a controller that only takes calls and
  * health checks never loads it, about 3 MB less memory). Anything else
  * goes to the routes and upgrade paths plugins add (HttpHooks), else 404; an exception that escapes a handler is logged and
@@ -98,15 +98,12 @@ export class HttpServer {
     const direct = directHandler(dispatcher, { maxBody: w.max_body_size, maxAnswer: w.max_answer_size }, clientIp, w.x_real_ip);
     this.gate = unreadGate(w.max_unread, w.max_waiting);
     const route = directRoute(paths.product);
-    // Function calls — POST /jrpc and the direct paths — are answered straight
-    // from node:http: Koa's per-request context cost about half of such a
-    // call (test/bench/README.md). So is /health, which a supervisor asks
-    // every few seconds. Every other request, GET /jrpc included, goes
-    // through Koa.
+    // Function calls — /jrpc and the direct paths — and /health, which a
+    // supervisor asks every few seconds, are answered here on node:http
+    // (test/bench/README.md); Koa serves the rest.
     this.hot = (req, res, done) => {
       const url = req.url ?? '/';
-      if (req.method === 'POST' && url === '/jrpc') {
-        // callbacks, not promises: a call answered at once costs none (test/bench/README.md)
+      if (url === '/jrpc' || url.startsWith('/jrpc?')) {
         jrpc(req, clientIp(req), clientGone(req, res), (a) => {
           const b = a.body;
           if (b === undefined || typeof b === 'string' || Buffer.isBuffer(b)) send(res, a.status, a.headers ?? NoCacheHeaders, b);
@@ -144,12 +141,18 @@ export class HttpServer {
       if (!res.headersSent) send(res, 500, JsonHeaders, internal);
       else res.end();
     };
-    this.koaApp = () => this.buildKoa(dispatcher, metrics, koaJrpc(jrpc, (ctx: Context) => clientIp(ctx.req)));
+    this.koaApp = () => this.buildKoa(dispatcher, metrics);
   }
 
-  /** The Koa application for every request that is not a function call or /health. */
-  private buildKoa(dispatcher: Dispatcher, metrics: Metrics, koaJrpcHandler: (ctx: Context) => Promise<void>): Koa {
+  /** The Koa application for every request that is not a function call or /health; it answers with reply.ts's send, as they do. */
+  private buildKoa(dispatcher: Dispatcher, metrics: Metrics): Koa {
     const koaIp = (ctx: Context) => this.clientIp(ctx.req);
+    const reply = (ctx: Context, status: number, message: string) => {
+      ctx.respond = false;
+      if (!ctx.res.headersSent) sendDirectError(ctx.res, status, message);
+      else ctx.res.end();
+    };
+    const metricsHeaders = { ...NoCacheHeaders, 'Content-Type': metrics.contentType };
     const app = new (koa())();
     const router = new (koaRouter())();
     router.get('/metrics', async (ctx) => {
@@ -158,11 +161,12 @@ export class HttpServer {
         metrics.check(dispatcher.identify(k, koaIp(ctx)));
       } catch (err) {
         if (!(err instanceof ApiError)) throw err;
-        replyDirectError(ctx, err.status, err.message);
+        reply(ctx, err.status, err.message);
         return;
       }
-      ctx.set({ ...NoCacheHeaders, 'Content-Type': metrics.contentType });
-      ctx.body = await metrics.text();
+      const text = await metrics.text();
+      ctx.respond = false;
+      send(ctx.res, 200, metricsHeaders, text);
     });
     app.silent = true;
     app.use(async (ctx, next) => {
@@ -170,14 +174,12 @@ export class HttpServer {
         await next();
       } catch (err) {
         this.log.error(`${ctx.method} ${ctx.path}: ${String((err as Error)?.stack ?? err)}`);
-        replyDirectError(ctx, 500, 'internal error');
+        reply(ctx, 500, 'internal error');
       }
     });
-    // /jrpc carries most calls: it goes first, without the router
-    app.use((ctx, next) => (ctx.path === '/jrpc' ? koaJrpcHandler(ctx) : next()));
     app.use(router.routes());
     app.use(async (ctx) => {
-      if (ctx.body !== undefined || ctx.status !== 404) return;
+      if (ctx.respond === false) return;
       // routes plugins added (PluginContext.httpRoute) answer the rest, themselves
       for (const route of this.hooks.routesFor(ctx.path)) {
         if (await route(ctx.req, ctx.res, koaIp(ctx))) {
@@ -185,7 +187,7 @@ export class HttpServer {
           return;
         }
       }
-      replyDirectError(ctx, 404, 'not found');
+      reply(ctx, 404, 'not found');
     });
     return app;
   }

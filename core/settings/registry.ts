@@ -1,4 +1,5 @@
 import type { IniDocument } from '../ini';
+import { settingData } from '../schema';
 import { Eva33Settings, isEva33Section, isEva33Value } from './eva33';
 import { type Clash, type Entry, type Finding, type Settings, mergeSettings, readSection, suggest, unknownSetting } from './schema';
 
@@ -48,7 +49,7 @@ export class SettingsRegistry {
    */
   describe(): Record<string, Record<string, Record<string, unknown>>> {
     return Object.fromEntries([...this.sections()].map(([name, settings]) => [name, Object.fromEntries(
-      Object.entries(settings).map(([key, st]) => [key, { ...st }]),
+      Object.entries(settings).map(([key, st]) => [key, settingData(st)]),
     )]));
   }
 

@@ -1,5 +1,5 @@
 import type { PluginContext } from '../../core/plugin';
-import { bool, int, str } from '../../core/params';
+import { bool, int, text } from '../../core/schema';
 import type { ScriptSet } from './runner';
 import type { TopicRegistry } from './registry';
 
@@ -20,7 +20,7 @@ export function registerCorescriptFunctions(ctx: PluginContext, scripts: ScriptS
     name: 'subscribe_corescripts_mqtt',
     permission: 'master',
     params: {
-      t: str('topic (wildcards + and #); <notifier_id>:<topic> for a notifier other than the default MQTT one').req(),
+      t: text('topic (wildcards + and #); <notifier_id>:<topic> for a notifier other than the default MQTT one').req(),
       q: int('QoS: 0, 1 or 2').req(),
       save,
     },
@@ -33,7 +33,7 @@ export function registerCorescriptFunctions(ctx: PluginContext, scripts: ScriptS
   ctx.register({
     name: 'unsubscribe_corescripts_mqtt',
     permission: 'master',
-    params: { t: str('the topic exactly as subscribed').req(), save },
+    params: { t: text('the topic exactly as subscribed').req(), save },
     description: 'Unsubscribe core scripts from an MQTT topic.',
     handler: async (p: { t: string; save?: boolean }) => {
       await topics.unsubscribe(p.t, p.save === true);

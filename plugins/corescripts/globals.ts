@@ -1,7 +1,7 @@
 import { ApiError, ErrorKinds, type ErrorKind } from '../../core/errors';
 import { Permissions, type Permission } from '../../core/functions';
 import type { ModuleLogger } from '../../core/log';
-import { ParamTypes, type ParamSpec, type ParamType } from '../../core/params';
+import { Types, type Decl, type Type } from '../../core/schema';
 import type { ServiceName, Services } from '../../core/plugin';
 import type { MqttTarget } from './endpoints';
 import { lineOf } from './script-errors';
@@ -21,7 +21,7 @@ export interface ScriptEnv {
 }
 
 const PERMISSIONS: readonly Permission[] = Permissions;
-const PARAM_TYPES: readonly ParamType[] = ParamTypes;
+const PARAM_TYPES: readonly Type[] = Types;
 /** method names scripts may declare: cs_<topic> */
 const RPC_TOPIC = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/;
 
@@ -36,8 +36,8 @@ function text(v: unknown): string {
   try { return JSON.stringify(v) ?? String(v); } catch { return String(v); }
 }
 
-function paramsOf(raw: unknown): Record<string, ParamSpec> {
-  const out: Record<string, ParamSpec> = {};
+function paramsOf(raw: unknown): Record<string, Decl> {
+  const out: Record<string, Decl> = {};
   if (raw === undefined) return out;
   if (Array.isArray(raw)) {
     for (const name of raw) out[String(name)] = { type: 'any', required: false, description: '' };
@@ -45,10 +45,13 @@ function paramsOf(raw: unknown): Record<string, ParamSpec> {
   }
   if (!raw || typeof raw !== 'object') throw new TypeError('rpc params must be a list of names or an object');
   for (const [name, spec] of Object.entries(raw as Record<string, unknown>)) {
-    const s = (typeof spec === 'string' ? { type: spec } : spec ?? {}) as { type?: unknown; required?: unknown; description?: unknown };
-    const type = (s.type ?? 'any') as ParamType;
+    const s = (typeof spec === 'string' ? { type: spec } : spec ?? {}) as { type?: unknown; required?: unknown; description?: unknown; choices?: unknown };
+    const type = (s.type ?? 'any') as Type;
     if (!PARAM_TYPES.includes(type)) throw new TypeError(`rpc param ${name}: type must be one of ${PARAM_TYPES.join(', ')}`);
-    out[name] = { type, required: s.required === true, description: typeof s.description === 'string' ? s.description : '' };
+    out[name] = {
+      type, required: s.required === true, description: typeof s.description === 'string' ? s.description : '',
+      ...(Array.isArray(s.choices) ? { choices: s.choices.map(String) } : {}),
+    };
   }
   return out;
 }

@@ -1,5 +1,6 @@
 import type { Config } from '../../core/config';
-import { MAX_TIMER_SECONDS, int, seconds as secs, type Values } from '../../core/settings/schema';
+import { type Values } from '../../core/settings/schema';
+import { MAX_TIMER_SECONDS, int, seconds as secs } from '../../core/schema';
 
 
 /**

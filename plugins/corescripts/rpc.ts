@@ -1,4 +1,4 @@
-import type { CallContext, FunctionDecl } from '../../core/functions';
+import type { FunctionDecl } from '../../core/functions';
 import type { ModuleLogger } from '../../core/log';
 import type { Caller, Method } from './runner';
 
@@ -32,7 +32,7 @@ export class RpcFunctions {
           params: decl.params,
           description: decl.description,
           returns: 'what the script returns; OK when it returns nothing',
-          handler: (p: Record<string, unknown>, call: CallContext) => this.call(topic, p, {
+          handler: (p, call) => this.call(topic, p, {
             key_id: call.key?.id ?? null, master: !!call.key?.master, user: call.user ?? null, ip: call.ip,
           }),
         }));

@@ -1,7 +1,7 @@
 import vm from 'node:vm';
 import { ApiError } from '../../core/errors';
 import type { Permission } from '../../core/functions';
-import type { ParamSpec } from '../../core/params';
+import type { Decl } from '../../core/schema';
 import { isTimeout, lineOf, messageOf } from './script-errors';
 import { watchRealm } from './rejections';
 
@@ -23,7 +23,7 @@ export interface Handler { fn: ScriptFn; line?: number }
 /** A cs_<topic> method a script declares. */
 export interface RpcDecl extends Handler {
   topic: string;
-  params: Record<string, ParamSpec>;
+  params: Record<string, Decl>;
   permission: Permission;
   description: string;
 }

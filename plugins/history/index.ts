@@ -1,7 +1,7 @@
 import { definePlugin, type PluginContext } from '../../core/plugin';
 import type { CallContext } from '../../core/functions';
 import { accessDenied, ApiError, invalidParams, notFound } from '../../core/errors';
-import { any, int, list, str } from '../../core/params';
+import { any, int, list, text } from '../../core/schema';
 import { ItemTypes } from '../items/contract';
 import { groupMatches } from '../../core/toolkit/group-pattern';
 import type { ApiKey } from '../../core/auth/apikey';
@@ -35,8 +35,6 @@ function backendOf(ctx: PluginContext, a: string | undefined): { backend: Histor
   }
   throw notFound(`history notifier ${id}`);
 }
-
-interface HistoryParams { a?: string; i: string[]; s?: string; e?: string; l?: number; x?: string; t?: string; w?: string; g?: string; o?: unknown }
 
 /** `o`, options for the history's store (3.3: a dict, or `name=value,...`); influxdb reads `rp`, the others none. */
 function storeOptions(o: unknown): Record<string, unknown> | undefined {
@@ -86,20 +84,20 @@ export function registerHistory(ctx: PluginContext): void {
   ctx.register({
     name: 'state_history', api: 'product', permission: 'any',
     params: {
-      a: str('history notifier id (db or influxdb), default db_1'),
+      a: text('history notifier id (db or influxdb), default db_1'),
       i: list('item oids or full ids, a list or comma separated').req(),
-      s: str('start: unix time, ISO 8601, or a span back from now (1D, 2H, 30T)'),
-      e: str('end: as s'),
+      s: text('start: unix time, ISO 8601, or a span back from now (1D, 2H, 30T)'),
+      e: text('end: as s'),
       l: int('most records (the newest)'),
-      x: str('status or value (default both)'),
-      t: str('time format: raw (unix, default) or iso'),
-      w: str('fill: resample to this interval (5T, 1H; 5T:2 digits; 5T:k:2 divides by a prefix); s defaults to 1D'),
-      g: str('list (default), dict or chart (SVG)'),
+      x: text('status or value (default both)'),
+      t: text('time format: raw (unix, default) or iso'),
+      w: text('fill: resample to this interval (5T, 1H; 5T:2 digits; 5T:k:2 divides by a prefix); s defaults to 1D'),
+      g: text('list (default), dict or chart (SVG)'),
       o: any('options for the history store: influxdb {"rp": "<retention policy>"} (or rp=<name>)'),
     },
     description: 'Item state history from a db notifier (EVA ICS 3.3 state_history).',
     returns: 'list: {t: [...], status: [...], value: [...]}; dict: [{t, status, value}]; chart: {content_type, data}; several items (w required): {t, <oid>/status, <oid>/value}',
-    async handler(p: HistoryParams, call: CallContext) {
+    async handler(p, call) {
       const g = p.g || 'list';
       if (!['list', 'dict', 'chart'].includes(g)) throw invalidParams('g: output format must be list, dict or chart');
       let status = true;
@@ -169,17 +167,17 @@ export function registerHistory(ctx: PluginContext): void {
   ctx.register({
     name: 'state_log', api: 'product', permission: 'any',
     params: {
-      a: str('history notifier id (db or influxdb), default db_1'),
-      i: str('item oid, or a mask type:group/# (a key with the group gets the records of the items it may read)').req(),
-      s: str('start: unix time, ISO 8601, or a span back from now (1D, 2H, 30T)'),
-      e: str('end: as s'),
+      a: text('history notifier id (db or influxdb), default db_1'),
+      i: text('item oid, or a mask type:group/# (a key with the group gets the records of the items it may read)').req(),
+      s: text('start: unix time, ISO 8601, or a span back from now (1D, 2H, 30T)'),
+      e: text('end: as s'),
       l: int('most records (the newest)'),
-      t: str('time format: raw (unix, default) or iso'),
+      t: text('time format: raw (unix, default) or iso'),
       o: any('options for the history store: influxdb {"rp": "<retention policy>"} (or rp=<name>)'),
     },
     description: 'Raw state records from a db notifier (EVA ICS 3.3 state_log); a record repeating the one before it for the same item is left out.',
     returns: 'a list of {oid, t, status, value}, oldest first',
-    async handler(p: { a?: string; i: string; s?: string; e?: string; l?: number; t?: string; o?: unknown }, call: CallContext) {
+    async handler(p, call) {
       const time = timeFormat(p.t);
       const now = Date.now() / 1000;
       const start = parseTime('s', p.s, now);

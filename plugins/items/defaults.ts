@@ -1,6 +1,7 @@
 import type { Config } from '../../core/config';
 import { invalidParams } from '../../core/errors';
-import { bound, int, seconds as secs, type Values } from '../../core/settings/schema';
+import { type Values } from '../../core/settings/schema';
+import { bound, int, seconds as secs } from '../../core/schema';
 
 /**
  * Every default and limit of the item subsystem. `[server]` keys of

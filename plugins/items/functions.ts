@@ -1,7 +1,7 @@
 import type { PluginContext } from '../../core/plugin';
 import { answerWhenWritten, type CallContext } from '../../core/functions';
 import { accessDenied, invalidParams, notFound } from '../../core/errors';
-import { bool, int, secs, str, any } from '../../core/params';
+import { bool, int, seconds, text, any } from '../../core/schema';
 import { parseBool } from '../../core/config';
 import { groupMatches } from '../../core/toolkit/group-pattern';
 import { canRead, canWrite } from './access';
@@ -61,19 +61,19 @@ export function registerItemFunctions(ctx: PluginContext, reg: ItemRegistry): vo
 
   ctx.register({
     name: 'create', api: 'product', permission: 'master',
-    params: { i: str('item oid type:group/id (unit, sensor, lvar)').req(), save: bool('write the items file at once, whatever db_update') },
+    params: { i: text('item oid type:group/id (unit, sensor, lvar)').req(), save: bool('write the items file at once, whatever db_update') },
     description: 'Create an item: status 0, no value; mqtt_update from [server] mqtt_update_default.',
     returns: 'the item state',
-    async handler(p: { i: string; save?: boolean }) {
+    async handler(p) {
       return (await reg.create(parseOid(p.i), !!p.save)).full();
     },
   });
 
   ctx.register({
     name: 'destroy', api: 'product', permission: 'master',
-    params: { i: str('item oid').req(), save: bool('write the items file at once, whatever db_update') },
+    params: { i: text('item oid').req(), save: bool('write the items file at once, whatever db_update') },
     description: 'Destroy an item (refused with 13 / 409 while a unit action runs or waits).',
-    async handler(p: { i: string; save?: boolean }) {
+    async handler(p) {
       await reg.destroy(reg.must(parseOid(p.i).oid), !!p.save);
       return true;
     },
@@ -81,27 +81,27 @@ export function registerItemFunctions(ctx: PluginContext, reg: ItemRegistry): vo
 
   ctx.register({
     name: 'list', api: 'product', permission: 'any',
-    params: { p: str('item type'), g: str('group, wildcards + and #') },
+    params: { p: text('item type'), g: text('group, wildcards + and #') },
     description: 'Items the key can read, with state and configuration.',
     returns: 'array of items',
-    handler: (p: { p?: string; g?: string }, call) => visible(p, call),
+    handler: (p, call) => visible(p, call),
   });
 
   ctx.register({
     name: 'state', api: 'product', permission: 'any',
-    params: { i: str('item oid; without it, every readable item'), p: str('item type'), g: str('group, wildcards + and #') },
+    params: { i: text('item oid; without it, every readable item'), p: text('item type'), g: text('group, wildcards + and #') },
     description: 'Item state: status, value (units also nstatus, nvalue, action_enabled), time of the last change.',
     returns: 'the item state, or an array without i',
-    handler(p: { i?: string; p?: string; g?: string }, call) {
+    handler(p, call) {
       return p.i !== undefined ? readable(call, p.i).full() : visible(p, call);
     },
   });
 
   ctx.register({
     name: 'update', api: 'product', permission: 'any', changes: true,
-    params: { i: str('item oid').req(), s: int('status'), v: str('value; "" or "null" for no value') },
+    params: { i: text('item oid').req(), s: int('status'), v: text('value; "" or "null" for no value') },
     description: 'Set item status and/or value; a state event goes out when that changed something.',
-    handler(p: { i: string; s?: number; v?: string }, call) {
+    handler(p, call) {
       if (p.s === undefined && p.v === undefined) throw invalidParams('give s, v or both');
       const item = writable(call, p.i);
       // the calls of a batch share one write: the batch holds the answer (core/functions.ts)
@@ -112,12 +112,12 @@ export function registerItemFunctions(ctx: PluginContext, reg: ItemRegistry): vo
   ctx.register({
     name: 'action', api: 'product', permission: 'device',
     params: {
-      i: str('unit oid').req(), s: int('target status').req(), v: str('target value; "" or "null" for no value'),
-      p: int('priority, lower runs first (default 100)'), w: secs('seconds to wait for the action to finish'),
+      i: text('unit oid').req(), s: int('target status').req(), v: text('target value; "" or "null" for no value'),
+      p: int('priority, lower runs first (default 100)'), w: seconds('seconds to wait for the action to finish'),
     },
     description: 'Run a unit action: xc/<product>/<unit id> STATUS [VALUE] when the script exists, else set the state directly.',
     returns: 'the action result',
-    async handler(p: { i: string; s: number; v?: string; p?: number; w?: number }, call) {
+    async handler(p, call) {
       const item = writable(call, p.i);
       const a = reg.startAction(item, p.s, valueParam(p.v), p.p);
       if (p.w) await within(a.finished, p.w * 1000, call.signal);
@@ -127,10 +127,10 @@ export function registerItemFunctions(ctx: PluginContext, reg: ItemRegistry): vo
 
   ctx.register({
     name: 'result', api: 'product', permission: 'any',
-    params: { u: str('action uuid'), i: str('unit oid: every kept result of it'), s: str('only results of this status') },
+    params: { u: text('action uuid'), i: text('unit oid: every kept result of it'), s: text('only results of this status') },
     description: 'Action results: one by uuid, or those of a unit, or all the key can read.',
     returns: 'the action result, or an array without u',
-    handler(p: { u?: string; i?: string; s?: string }, call) {
+    handler(p, call) {
       reg.actions.purge(); // the age bound holds at every read, not only at the cleaner's tick
       if (p.u !== undefined) {
         const a = reg.actions.get(p.u);
@@ -148,11 +148,11 @@ export function registerItemFunctions(ctx: PluginContext, reg: ItemRegistry): vo
   ctx.register({
     name: 'set_prop', api: 'product', permission: 'master',
     params: {
-      i: str('item oid').req(), p: str(`property: ${Object.keys(PropTypes).join(', ')}`).req(),
+      i: text('item oid').req(), p: text(`property: ${Object.keys(PropTypes).join(', ')}`).req(),
       v: any('value; absent or empty: back to the default'), save: bool('write the items file at once, whatever db_update'),
     },
     description: 'Set an item property. mqtt_update / mqtt_control: <mqtt notifier id>[:qos] or [;qos].',
-    async handler(p: { i: string; p: string; v?: unknown; save?: boolean }) {
+    async handler(p) {
       const item = reg.must(parseOid(p.i).oid);
       if (!Object.hasOwn(PropTypes, p.p)) throw notFound(`property ${p.p}`);
       const prop = p.p as keyof ItemProps;

@@ -1,4 +1,4 @@
-import type { Endpoint, NotifierConfig, SettingsSchema } from './notifier-type';
+import type { Endpoint, NotifierConfig } from './notifier-type';
 
 /**
  * The contract between the notifier host (plugin `notifiers`, service
@@ -58,7 +58,7 @@ export interface DeadLetterAccess {
 export interface NotifierFileSettings {
   fields: Record<string, string>;
   common: Record<string, Record<string, unknown>>;
-  types: Record<string, { description?: string; aliases?: string[]; settings: SettingsSchema }>;
+  types: Record<string, { description?: string; aliases?: string[]; settings: Record<string, Record<string, unknown>> }>;
 }
 
 // what other plugins use of the notifier host: the notifier files (items checks

@@ -1,6 +1,7 @@
 import type { PluginContext, PluginDefinition } from '../../core/plugin';
 import type { ModuleLogger } from '../../core/log';
 import type { BusSubject } from '../../core/bus';
+import type { Decl, Decls, Type } from '../../core/schema';
 
 import type { StateEvent, ActionEvent } from '../items/contract';
 import type { LogRecord } from '../../core/log';
@@ -32,33 +33,23 @@ export interface NotifierEvents {
   server: string;
 }
 
-/** The kinds of value a setting takes. */
-export type SettingKind = 'string' | 'number' | 'integer' | 'boolean' | 'object';
-
 /**
- * One setting of a notifier type, as a notifier file gives it. The host
- * checks the kind and range before the type sees the config (converting
- * text such as "5" to the kind); the command line shows, sets and documents
- * it by this declaration. `default` is what props, --help and get_notifier
+ * The settings of a notifier type: name -> declaration, made with the
+ * core/schema builders (`text('the receiver').req()`, `int('most rows kept',
+ * { default: 1000000, min: 1 })`), or written as the same plain objects
+ * (`{ type: 'integer', default: 5, min: 1, description: '...' }`). The host
+ * checks the type and range before the type sees the config (converting
+ * text such as "5" to a number); the command line shows, sets and documents
+ * them by this declaration. `default` is what props, --help and get_notifier
  * show for a file without it; the type applies it.
  */
-export interface SettingDecl {
-  type: SettingKind;
-  /** the value when the file has none (absent: none, the setting is optional) */
-  default?: unknown;
-  /** the file must give it */
-  required?: boolean;
-  /** numbers: the smallest and largest value allowed */
-  min?: number;
-  max?: number;
-  /** a password or key: shown as <hidden> */
-  secret?: boolean;
-  /** one line for the help and `props` */
-  description: string;
-}
+export type SettingsSchema = Decls;
 
-/** The settings of a notifier type: name -> declaration. */
-export type SettingsSchema = Record<string, SettingDecl>;
+/** One setting of a notifier type. */
+export type SettingDecl = Decl;
+
+/** The types a notifier setting may have. */
+export type SettingKind = Extract<Type, 'string' | 'number' | 'integer' | 'boolean' | 'object'>;
 
 /** One subscription of a notifier (plugins/notifiers/README.md). */
 export interface Subscription {

@@ -3,6 +3,7 @@ import { describe } from '../../core/log';
 import type { DeliveryError, Endpoint, FrameInfo, NotifierConfig, NotifierType, SettingsSchema } from './contract';
 import { checkHttpUri } from './host/config';
 import { shownUri } from './host/redaction';
+import { text, bool, bound, defaults, int, num } from '../../core/schema';
 import { frameId, secretKey, signature, signingKeys } from './signature';
 
 /**
@@ -10,10 +11,11 @@ import { frameId, secretKey, signature, signingKeys } from './signature';
  * each type only says how events become requests; sending, the timeout, the
  * answer check, the start-up test and partial failures are done here once.
  */
-export const WebhookDefaults = {
-  /** most bytes of an answer read to check it; a longer answer is a failure */
-  max_answer_bytes: 64 * 1024,
+export const WebhookLimits = {
+  max_answer_bytes: bound(64 * 1024, 'most bytes of an answer read to check it; a longer answer is a failure', 'bytes'),
 };
+
+export const WebhookDefaults = defaults(WebhookLimits);
 
 export interface HookRequest {
   method: 'GET' | 'POST';
@@ -156,15 +158,15 @@ function refusal(status: number, message: string): DeliveryError {
 
 /** The settings every web hook type has. */
 const HookSettings: SettingsSchema = {
-  uri: { type: 'string', required: true, description: 'the receiver, http:// or https:// (credentials in it go as basic authorization)' },
-  notify_key: { type: 'string', description: 'sent as `k` with every request; `$ID`: the API key with that id (as 3.3)' },
-  username: { type: 'string', description: 'basic authorization user (with password; else those in uri)' },
-  password: { type: 'string', secret: true, description: 'basic authorization password' },
-  signing_secret: { type: 'string', secret: true, description: 'sign every request (Standard Webhooks headers webhook-id, -timestamp, -signature); whsec_ + base64 of 24 to 64 bytes' },
-  signing_secret_previous: { type: 'string', secret: true, description: 'the secret before a rotation: signs beside signing_secret until signing_previous_until' },
-  signing_previous_until: { type: 'integer', min: 0, description: 'when the previous secret stops signing (seconds since the epoch; absent: while it is set)' },
-  durable: { type: 'boolean', description: 'keep what is accepted and not yet delivered on disk (runtime/outbox/), and frames refused for good as dead letters; default: on for json, off for http-post and http' },
-  outbox_max_age: { type: 'number', min: 0, description: 'seconds an event may wait in the outbox before it is dropped (and counted); absent: 7 days; 0: no limit' },
+  uri: text('the receiver, http:// or https:// (credentials in it go as basic authorization)').req(),
+  notify_key: text('sent as `k` with every request; `$ID`: the API key with that id (as 3.3)'),
+  username: text('basic authorization user (with password; else those in uri)'),
+  password: text('basic authorization password', { secret: true }),
+  signing_secret: text('sign every request (Standard Webhooks headers webhook-id, -timestamp, -signature); whsec_ + base64 of 24 to 64 bytes', { secret: true }),
+  signing_secret_previous: text('the secret before a rotation: signs beside signing_secret until signing_previous_until', { secret: true }),
+  signing_previous_until: int('when the previous secret stops signing (seconds since the epoch; absent: while it is set)', { min: 0 }),
+  durable: bool('keep what is accepted and not yet delivered on disk (runtime/outbox/), and frames refused for good as dead letters; default: on for json, off for http-post and http'),
+  outbox_max_age: num('seconds an event may wait in the outbox before it is dropped (and counted); absent: 7 days; 0: no limit', { min: 0 }),
 };
 
 /** The signing keys a notifier's settings give (checked: a bad secret is refused by name, never shown). */

@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import { busy } from '../../core/errors';
+import { bound, int, defaults } from '../../core/schema';
 
 /**
  * Password hashes of user accounts. New ones are node's scrypt with a random
@@ -11,30 +12,18 @@ import { busy } from '../../core/errors';
  * Only `login` and the user functions of this plugin check passwords; the
  * kernel never does.
  */
-export const PasswordDefaults = {
-  /** log2 of scrypt's N: 2^15 takes ~0.1 s and 32 MiB, slow enough to make guessing costly */
-  ln: 15,
-  r: 8,
-  p: 1,
-  saltBytes: 16,
-  hashBytes: 32,
-  /**
-   * Highest cost accepted from a stored string, as 128·N·r·p bytes: the
-   * memory of one check (128·N·r) times its parallel passes (p), so it bounds
-   * the memory and the time of a login. A forged db row beyond it never
-   * matches, rather than make a login eat gigabytes. Twice today's cost.
-   */
-  maxCost: 64 * 1024 * 1024,
-  /**
-   * Hashes computed at once. scrypt runs on libuv's thread pool (4 threads),
-   * the pool every file write uses too, and keeps a core busy for its whole
-   * time: one at a time leaves the writes and the event loop room, whatever
-   * a login flood sends.
-   */
-  running: 1,
-  /** Hashes waiting for their turn; one more is refused at once (13 / 409), not queued without end. */
-  queued: 16,
+export const PasswordLimits = {
+  ln: int(15, 'log2 of scrypt\'s N: 2^15 takes ~0.1 s and 32 MiB, slow enough to make guessing costly', { min: 1 }),
+  r: int(8, 'scrypt block size (r)', { min: 1 }),
+  p: int(1, 'scrypt parallel passes (p)', { min: 1 }),
+  saltBytes: bound(16, 'bytes of a new salt', 'bytes'),
+  hashBytes: bound(32, 'bytes of a hash', 'bytes'),
+  maxCost: bound(64 * 1024 * 1024, 'Highest cost accepted from a stored string, as 128·N·r·p bytes: the memory of one check (128·N·r) times its parallel passes (p), so it bounds the memory and the time of a login. A forged db row beyond it never matches, rather than make a login eat gigabytes. Twice today\'s cost.', 'bytes'),
+  running: bound(1, 'Hashes computed at once. scrypt runs on libuv\'s thread pool (4 threads), the pool every file write uses too, and keeps a core busy for its whole time: one at a time leaves the writes and the event loop room, whatever a login flood sends.'),
+  queued: bound(16, 'Hashes waiting for their turn; one more is refused at once (13 / 409), not queued without end.'),
 };
+
+export const PasswordDefaults = defaults(PasswordLimits);
 
 /** The hashes running now, and the ones waiting in order. */
 let running = 0;

@@ -2,29 +2,63 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { encode } from '@msgpack/msgpack';
-import { load, wrkLoad, startChild, stopChild, table, fmt, median, cpuSeconds, manyKeys, type Load } from './lib';
+import { wrkLoad, startChild, stopChild, table, fmt, median, cpuSeconds, manyKeys, favour, type Load } from './lib';
 import { makeDir, Keys, MAIN } from '../helpers/controller';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 
 type Case = { name: string; method: 'GET' | 'POST'; path: string; headers: Record<string, string>; body?: Buffer };
-type Runner = (o: { url: string; method: 'GET' | 'POST'; body?: Buffer; headers: Record<string, string>; seconds: number }) => Promise<Load>;
+
+/** etc/uc_apikeys.ini of a controller as one is set up: four keys, the master one from the machine itself only. */
+function realKeys(): string {
+  return [
+    `[masterkey]\nkey = ${Keys.master}\nmaster = yes\nhosts_allow = 127.0.0.1, ::1\n`,
+    `[operator]\nkey = ${Keys.ops}\nsysfunc = yes\nallow = cmd, lock, device\ngroups = #\nhosts_allow = 127.0.0.1, ::1\n`,
+    `[plain]\nkey = ${Keys.plain}\nhosts_allow = 0.0.0.0/0\n`,
+    `[far]\nkey = ${'far'.padEnd(64, 'f')}\nhosts_allow = 10.0.0.0/8\n`,
+  ].join('\n');
+}
+
+/** A server of the API benchmark: a controller, or bare node:http. */
+interface Server { name: string; proc: import('node:child_process').ChildProcess; port: number; bare?: boolean; runs: Load[]; cpu: number; n: number; wall: number }
 
 /**
  * API benchmark: keep-alive load on `test` through JSON RPC/JSON, JSON
- * RPC/MessagePack, the direct GET and the direct POST (JSON body), each
- * beside a bare node:http server answering the same bytes with the same
- * headers, in one run, with wrk (C, one thread) and with autocannon (Node.js).
- * The two servers alternate over ROUNDS rounds; the medians and their ratio
- * are printed, with the CPU time each server spent per request (user+system,
- * from /proc/<pid>/stat over the wrk rounds). Then `realWork` and `apiLog`.
- * BENCH_API=transport, =work or =apilog runs one of them.
+ * RPC/MessagePack, the direct GET and the direct POST (JSON body), on a
+ * controller whose directory is like a real one (four keys, realKeys;
+ * db_update = instant, keep_logmem = 86400) and on one with the master key
+ * alone, beside bare node:http answering the same bytes with the same
+ * headers (bare-server.ts), with wrk (one thread, 32 connections). wrk runs
+ * on CPU 0 alone and every server favoured (lib.ts, favour), so that the
+ * reference runs at its limit: each row says how much of a CPU its server
+ * had (CPU share). The servers alternate over ROUNDS rounds; the medians
+ * and their ratio to bare node:http are printed, with the CPU time each
+ * server spent per request (user+system, /proc/<pid>/stat).
+ * BENCH_API_OTHER=<dist/core/main.js of another build> adds that build (on
+ * a four-key directory of its own); BENCH_API_OLD_BARE=1 adds the earlier reference
+ * (bare-server.ts `old`). Then `realWork` and `apiLog`; BENCH_API=transport,
+ * =work or =apilog runs one of them.
  */
 async function main() {
-  const dir = makeDir(undefined, { ini: { server: { log_file: path.join(os.tmpdir(), `bench-api-${process.pid}.log`) } } });
-  const ctl = await startChild(MAIN, ['--dir', dir]);
-  const base = `http://127.0.0.1:${ctl.port}`;
+  const log = { log_file: path.join(os.tmpdir(), `bench-api-${process.pid}.log`) };
+  const dirs = [
+    makeDir(undefined, { keysIni: realKeys(), ini: { server: { ...log, db_update: 'instant', keep_logmem: 86400 } } }),
+    makeDir(undefined, { keysIni: `[masterkey]\nkey = ${Keys.master}\nmaster = yes\nhosts_allow = 127.0.0.1, ::1\n`, ini: { server: log } }),
+  ];
+  const fresh = (name: string, started: { proc: Server['proc']; port: number }, bare = false): Server => {
+    favour(started.proc.pid);
+    return { name, ...started, bare, runs: [], cpu: 0, n: 0, wall: 0 };
+  };
+  const controllers: Server[] = [
+    fresh('controller, 4 keys', await startChild(MAIN, ['--dir', dirs[0]])),
+    fresh('controller, 1 key', await startChild(MAIN, ['--dir', dirs[1]])),
+  ];
+  if (process.env.BENCH_API_OTHER) {
+    dirs.push(makeDir(undefined, { keysIni: realKeys(), ini: { server: { ...log, db_update: 'instant', keep_logmem: 86400 } } }));
+    controllers.push(fresh('other build, 4 keys', await startChild(process.env.BENCH_API_OTHER, ['--dir', dirs[2]])));
+  }
+  const base = `http://127.0.0.1:${controllers[0].port}`;
   const rpc = { jsonrpc: '2.0', method: 'test', params: { k: Keys.master }, id: 1 };
   const json = { 'Content-Type': 'application/json' };
   const cases: Case[] = [
@@ -33,56 +67,51 @@ async function main() {
     { name: 'direct GET /sys-api/test', method: 'GET', path: `/sys-api/test?k=${Keys.master}`, headers: {} },
     { name: 'direct POST /sys-api/test (JSON)', method: 'POST', path: '/sys-api/test', headers: json, body: Buffer.from(JSON.stringify({ k: Keys.master })) },
   ];
-  const tools: [string, Runner][] = [['wrk', wrkLoad], ['autocannon', load]];
-  const rows: Record<string, (string | number)[][]> = { wrk: [], autocannon: [] };
+  const load = (server: Server, c: Case, seconds: number) => wrkLoad({ url: `http://127.0.0.1:${server.port}${c.path}`, method: c.method, body: c.body, headers: c.headers, seconds, cpu: 0 });
+  const rows: (string | number)[][] = [];
   try {
-    // every path of the controller warm (JIT) before the first case is measured: the first case
-    // otherwise meets code that the later ones find optimized
-    for (const c of cases) await wrkLoad({ url: base + c.path, method: c.method, body: c.body, headers: c.headers, seconds: 2 });
+    // every path of every controller warm (JIT) before the first case is measured
+    for (const ctl of controllers) for (const c of cases) await load(ctl, c, 2);
     for (const c of cases) {
       // the bare server answers exactly what the controller answered
       const sample = await fetch(base + c.path, { method: c.method, headers: c.headers, body: c.body });
       const answer = Buffer.from(await sample.arrayBuffer());
       if (sample.status !== 200) throw new Error(`${c.name}: ${sample.status} ${answer}`);
-      const bare = await startChild(path.join(__dirname, 'bare-server.js'), [sample.headers.get('content-type')!, answer.toString('base64')]);
+      const args = [sample.headers.get('content-type')!, answer.toString('base64')];
+      const bare = [fresh('bare node:http', await startChild(path.join(__dirname, 'bare-server.js'), args), true)];
+      if (process.env.BENCH_API_OLD_BARE) bare.push(fresh('bare node:http, earlier reference', await startChild(path.join(__dirname, 'bare-server.js'), [...args, 'old']), true));
+      const servers = [...controllers.map((s) => ({ ...s, runs: [], cpu: 0, n: 0, wall: 0 })), ...bare];
       try {
-        for (const [tool, run] of tools) {
-          // alternate the two servers over several rounds and keep each one's median:
-          // a burst of load from elsewhere on this shared machine then hits both alike
-          const ours: Load[] = [];
-          const theirs: Load[] = [];
-          // warm both up first (JIT, connection pools): the first second of a cold server is not its speed
-          for (const port of [ctl.port, bare.port]) await run({ url: `http://127.0.0.1:${port}${c.path}`, method: c.method, body: c.body, headers: c.headers, seconds: 1 });
-          const cpu = { ours: 0, theirs: 0, nOurs: 0, nTheirs: 0 };
-          for (let i = 0; i < ROUNDS; i++) {
-            for (const [proc, port, list, side] of [[ctl.proc, ctl.port, ours, 'ours'], [bare.proc, bare.port, theirs, 'theirs']] as const) {
-              const before = cpuSeconds(proc.pid!);
-              const l = await run({ url: `http://127.0.0.1:${port}${c.path}`, method: c.method, body: c.body, headers: c.headers, seconds: SECONDS });
-              cpu[side] += cpuSeconds(proc.pid!) - before;
-              cpu[side === 'ours' ? 'nOurs' : 'nTheirs'] += l.rps * SECONDS;
-              list.push(l);
-            }
+        // warm up first (JIT, connection pools): the first second of a cold server is not its speed
+        for (const server of servers) await load(server, c, 1);
+        // alternate the servers over several rounds and keep each one's median:
+        // a burst of load from elsewhere on this shared machine then hits all alike
+        for (let i = 0; i < ROUNDS; i++) {
+          for (const server of servers) {
+            const before = cpuSeconds(server.proc.pid!);
+            const l = await load(server, c, SECONDS);
+            server.cpu += cpuSeconds(server.proc.pid!) - before;
+            server.n += l.rps * SECONDS;
+            server.wall += SECONDS;
+            server.runs.push(l);
           }
-          const a = median(ours);
-          const b = median(theirs);
-          const errors = [...ours, ...theirs].reduce((n, l) => n + l.errors, 0);
-          const us = (s: number, n: number) => fmt((s / n) * 1e6, 1);
-          rows[tool].push([c.name, fmt(a.rps), fmt(a.p99, 2), us(cpu.ours, cpu.nOurs), fmt(b.rps), fmt(b.p99, 2), us(cpu.theirs, cpu.nTheirs),
-            fmt(a.rps / b.rps, 2), fmt(a.p99 / b.p99, 2), errors]);
+        }
+        const ref = median(servers.find((s) => s.bare)!.runs);
+        for (const server of servers) {
+          const m = median(server.runs);
+          rows.push([c.name, server.name, fmt(m.rps), fmt(m.p99, 2), fmt((server.cpu / server.n) * 1e6, 1), `${fmt((server.cpu / server.wall) * 100)} %`,
+            fmt(m.rps / ref.rps, 2), fmt(m.p99 / ref.p99, 2), server.runs.reduce((n, l) => n + l.errors, 0)]);
         }
       } finally {
-        await stopChild(bare.proc);
+        for (const server of bare) await stopChild(server.proc);
       }
     }
   } finally {
-    await stopChild(ctl.proc);
-    fs.rmSync(dir, { recursive: true, force: true });
+    for (const ctl of controllers) await stopChild(ctl.proc);
+    for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
   }
-  const head = ['call', 'controller req/s', 'p99 ms', 'CPU µs/req', 'bare node:http req/s', 'p99 ms', 'CPU µs/req', 'ratio', 'p99 ratio', 'errors'];
-  for (const [tool] of tools) {
-    console.log(`\nAPI, ${tool}${tool === 'wrk' ? ' (1 thread)' : ''}: keep-alive, 32 connections, ${ROUNDS} alternating rounds of ${SECONDS} s, medians (${os.cpus().length} cores)\n`);
-    console.log(table(head, rows[tool]));
-  }
+  console.log(`\nAPI, wrk (1 thread, on CPU 0): keep-alive, 32 connections, ${ROUNDS} alternating rounds of ${SECONDS} s, medians (${os.cpus().length} cores)\n`);
+  console.log(table(['call', 'server', 'req/s', 'p99 ms', 'CPU µs/req', 'CPU share', 'ratio to bare', 'p99 ratio', 'errors'], rows));
 }
 
 /**

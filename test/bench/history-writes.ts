@@ -5,10 +5,18 @@ import initSqlJs from 'sql.js';
 import { HistoryFile } from '../../plugins/notifiers/db/store';
 import { CheckpointPolicy } from '../../plugins/notifiers/db/policy';
 import { HistorySchema, type HistoryRow } from '../../plugins/notifiers/db/schema';
-import { DbDefaults } from '../../plugins/notifiers/db';
+import { DbIniSettings, DbLimits, DbSettings } from '../../plugins/notifiers/db';
+import { defaults } from '../../core/schema';
 import { writeFileAtomic } from '../../core/toolkit/atomic-file';
 import type { HistoryOptions } from '../../plugins/notifiers/db/history';
 import { table, fmt } from './lib';
+
+/** the db notifier's defaults and limits, as a notifier file without them gets */
+const DbDefaults = {
+  ...defaults(DbLimits), max_size: DbSettings.max_size.default as number, flush_interval: DbSettings.flush_interval.default as number,
+  max_write_mb_per_hour: DbIniSettings.max_write_mb_per_hour.default,
+};
+
 
 /**
  * Bytes a db notifier writes to disk per day, today's design (the whole file

@@ -4,7 +4,7 @@ import path from 'node:path';
 import test from 'ava';
 import { discoverPlugins } from '../../core/plugins';
 import { registryOf } from '../../core/settings/check';
-import { bool, bound, choice, int, parseSetting, seconds, text, MAX_TIMER_SECONDS } from '../../core/settings/schema';
+import { bool, bound, choice, int, fromText, seconds, text, MAX_TIMER_SECONDS } from '../../core/schema';
 import { readIni } from '../../core/ini';
 import { checkDefinition } from '../../core/plugins';
 
@@ -45,23 +45,23 @@ test('one rule for every value: empty is the default, negatives and out-of-range
   const n = int(5, 'a count');
   const b = bound(5, 'a bound');
   const s = seconds(2, 'a wait');
-  for (const setting of [n, b, s]) t.deepEqual(parseSetting(setting, ''), { ok: true, value: setting.default });
-  for (const setting of [n, b, s]) t.false(parseSetting(setting, '-1').ok);
-  t.deepEqual(parseSetting(n, '0'), { ok: true, value: 0 });
-  t.deepEqual(parseSetting(s, '0'), { ok: true, value: 0 });
-  t.false(parseSetting(b, '0').ok);
-  t.false(parseSetting(n, '1.5').ok);
-  t.deepEqual(parseSetting(s, '1.5'), { ok: true, value: 1.5 });
-  t.false(parseSetting(s, String(MAX_TIMER_SECONDS + 1)).ok);
-  for (const bad of ['five', 'Infinity', 'NaN', '0x10', '1e400']) t.false(parseSetting(s, bad).ok, bad);
+  for (const setting of [n, b, s]) t.deepEqual(fromText(setting, ''), { ok: true, value: setting.default });
+  for (const setting of [n, b, s]) t.false(fromText(setting, '-1').ok);
+  t.deepEqual(fromText(n, '0'), { ok: true, value: 0 });
+  t.deepEqual(fromText(s, '0'), { ok: true, value: 0 });
+  t.false(fromText(b, '0').ok);
+  t.false(fromText(n, '1.5').ok);
+  t.deepEqual(fromText(s, '1.5'), { ok: true, value: 1.5 });
+  t.false(fromText(s, String(MAX_TIMER_SECONDS + 1)).ok);
+  for (const bad of ['five', 'Infinity', 'NaN', '0x10', '1e400']) t.false(fromText(s, bad).ok, bad);
   const yes = bool(false, 'a switch');
-  for (const v of ['yes', 'true', 'on', '1', 'Y']) t.deepEqual(parseSetting(yes, v), { ok: true, value: true }, v);
-  for (const v of ['no', 'false', 'off', '0']) t.deepEqual(parseSetting(yes, v), { ok: true, value: false }, v);
-  t.false(parseSetting(yes, 'maybe').ok);
+  for (const v of ['yes', 'true', 'on', '1', 'Y']) t.deepEqual(fromText(yes, v), { ok: true, value: true }, v);
+  for (const v of ['no', 'false', 'off', '0']) t.deepEqual(fromText(yes, v), { ok: true, value: false }, v);
+  t.false(fromText(yes, 'maybe').ok);
   const c = choice('a', ['a', 'b'] as const, 'a choice');
-  t.deepEqual(parseSetting(c, 'b'), { ok: true, value: 'b' });
-  t.false(parseSetting(c, 'B').ok);
-  t.deepEqual(parseSetting(text('x', 'a text'), ' y '), { ok: true, value: 'y' });
+  t.deepEqual(fromText(c, 'b'), { ok: true, value: 'b' });
+  t.false(fromText(c, 'B').ok);
+  t.deepEqual(fromText(text('x', 'a text'), ' y '), { ok: true, value: 'y' });
 });
 
 test('a plugin whose settings declaration is malformed is refused when loaded, with the reason', (t) => {

@@ -30,16 +30,21 @@ test('Koa is loaded with the first request that needs it: function calls and /he
   t.is(h.status, 200);
   t.is(h.body, '', 'HEAD: no body');
   t.true(Number(h.headers['content-length']) > 0, 'HEAD: the length GET has');
+  // the GET form of JSON RPC is a function call too
+  const g = await fetch(`${url}/jrpc?i=1&m=test&p=${encodeURIComponent(JSON.stringify({ k }))}`);
+  t.is(g.status, 200);
+  t.is(g.headers.get('content-type'), 'application/json');
+  t.is((await g.json() as { result: { ok: boolean } }).result.ok, true);
   t.false(loaded('koa'), 'not for calls and health checks');
   t.false(loaded('@koa/router'));
 
-  // GET /jrpc and /metrics are Koa's: loaded now, and they answer as before
-  const g = await fetch(`${url}/jrpc?i=1&m=test&p=${encodeURIComponent(JSON.stringify({ k }))}`);
-  t.is(g.status, 200);
-  t.is((await g.json() as { result: { ok: boolean } }).result.ok, true);
-  t.true(loaded('koa'));
+  // /metrics is Koa's: loaded now, and it answers as before, with the headers of every answer
   const m = await fetch(`${url}/metrics?k=${k}`);
+  t.true(loaded('koa'));
   t.is(m.status, 200);
-  t.regex(await m.text(), /# TYPE/);
+  t.is(m.headers.get('cache-control'), 'no-cache, no-store, must-revalidate');
+  const text = await m.text();
+  t.is(m.headers.get('content-length'), String(Buffer.byteLength(text)));
+  t.regex(text, /# TYPE/);
   t.is((await fetch(`${url}/no/such/path`)).status, 404);
 });

@@ -8,15 +8,10 @@ const ROOT = repositoryRoot();
 
 /**
  * Names more than one module may define, each with the reason:
- * - `plugin`: the one export the plugin loader reads from every plugin file;
- * - `bool`, `int`, `num`: the builders of function parameters (core/params.ts)
- *   and of settings (core/settings/schema.ts), two sets that are to become one.
+ * - `plugin`: the one export the plugin loader reads from every plugin file.
  */
 const SHARED: Record<string, string[] | 'plugin files'> = {
   plugin: 'plugin files',
-  bool: ['core/params.ts', 'core/settings/schema.ts'],
-  int: ['core/params.ts', 'core/settings/schema.ts'],
-  num: ['core/params.ts', 'core/settings/schema.ts'],
 };
 
 test('no two modules of core/ or plugins/ export things of the same name (passing one on from another module is fine)', (t) => {

@@ -29,6 +29,12 @@ test('the kernel imports no plugin', (t) => {
   t.deepEqual(found, []);
 });
 
+test('the way into a function (dispatch, JSON RPC, results) imports no transport: every transport may use it', (t) => {
+  const found = all.filter((m) => ['core/dispatch.ts', 'core/rpc.ts', 'core/results.ts'].includes(m.file))
+    .flatMap((m) => m.imports.filter((f) => f.startsWith('core/http/')).map((f) => `${m.file} -> ${f}`));
+  t.deepEqual(found, []);
+});
+
 test('the check finds a circle of imports, type-only imports, re-exports, import(), require() and augmentations', (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'imports-'));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseDbProps, resolveDbFile } from '../../plugins/notifiers/db/props';
-import { dbType, historyOptions, DbDefaults } from '../../plugins/notifiers/db';
+import { dbType, historyOptions, DbIniSettings } from '../../plugins/notifiers/db';
 import type { HistoryRow } from '../../plugins/notifiers/db/schema';
 import { run, sqlite3Lines, python, keepingLog, tmpDir, history, now, sleep } from '../helpers/history-db';
 import { until } from '../helpers/wait';
@@ -345,10 +345,23 @@ test('write budget: the notifier field, else [notifiers] max_write_mb_per_hour, 
   const paths = { dir: '/srv/ctl', runtime: '/srv/ctl/runtime' };
   const cfg = (extra: Record<string, unknown> = {}) => ({ id: 'x', type: 'db', enabled: true, events: [], db: 'h.db', ...extra });
   const mb = 1024 * 1024;
-  t.is(historyOptions(cfg(), paths).maxWriteBytesPerHour, DbDefaults.max_write_mb_per_hour * mb);
+  t.is(historyOptions(cfg(), paths).maxWriteBytesPerHour, DbIniSettings.max_write_mb_per_hour.default * mb);
   // a bad [notifiers] value never gets here: the settings check stops the controller first (test/settings)
   t.is(historyOptions(cfg(), paths, 200).maxWriteBytesPerHour, 200 * mb);
   t.is(historyOptions(cfg({ max_write_mb_per_hour: 8 }), paths, 200).maxWriteBytesPerHour, 8 * mb);
   t.throws(() => historyOptions(cfg({ max_write_mb_per_hour: -1 }), paths), { message: /max_write_mb_per_hour/ });
   t.is(historyOptions(cfg({ db: 'runtime/db/history1.db' }), paths).file, '/srv/ctl/runtime/db/history1.db');
+});
+
+test('each db setting is declared once: the file check, create and get_notifier read the same declaration', (t) => {
+  const paths = { dir: '/srv/ctl', runtime: '/srv/ctl/runtime' };
+  const cfg = (extra: Record<string, unknown> = {}) => ({ id: 'x', type: 'db', enabled: true, events: [], db: 'h.db', ...extra });
+  // the range the ini budget has is the file's too
+  t.throws(() => historyOptions(cfg({ flush_interval: 0 }), paths), { message: 'db notifier x: flush_interval must be at least 0.001, not 0' });
+  t.throws(() => historyOptions(cfg({ max_write_mb_per_hour: 0 }), paths), { message: 'db notifier x: max_write_mb_per_hour must be at least 0.001, not 0' });
+  t.throws(() => historyOptions(cfg({ max_rows: 1.5 }), paths), { message: 'db notifier x: max_rows must be a whole number, not 1.5' });
+  t.is(historyOptions(cfg({ max_rows: '20' }), paths).maxRows, 20);
+  // what a file leaves out is the declared default, as get_notifier shows it
+  t.like(dbType.serialize!(cfg()), { keep: 86400, flush_interval: 5, max_rows: 1_000_000, max_size: 256 * 1024 * 1024, max_write_mb_per_hour: null });
+  t.is(historyOptions(cfg(), paths).flushInterval, 5);
 });

@@ -1,3 +1,4 @@
+import 'reflect-metadata';
 import test from 'ava';
 import path from 'node:path';
 import http from 'node:http';

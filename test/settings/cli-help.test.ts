@@ -1,7 +1,7 @@
 import test from 'ava';
 import { makeDir } from '../helpers/controller';
 import { CommonSettings } from '../../plugins/notifiers/host/defaults';
-import { describeSetting } from '../../core/settings/schema';
+import { describeSetting } from '../../core/schema';
 import { runCli } from '../helpers/cli';
 
 test('the notifier command line help lists the common settings and each loaded type\'s settings from their schemas', async (t) => {

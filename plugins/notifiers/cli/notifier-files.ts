@@ -2,11 +2,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { writeFileAtomic } from '../../../core/toolkit/atomic-file';
 import { parseBool } from '../../../core/config';
-import type { NotifierConfig, NotifierType, SettingDecl } from '../contract';
-import { settingDefaults, settingValue } from '../host/settings';
+import type { NotifierConfig, NotifierType } from '../contract';
+import { settingDefaults } from '../host/settings';
 import { NotifierIdPattern, checkConfig } from '../host/config';
 import { CommonSettings } from '../host/defaults';
-import { defaults, parseSetting, type Setting } from '../../../core/settings/schema';
+import { defaults, fromNotifier, fromText, type Decl } from '../../../core/schema';
 
 /** Mode of a notifier file the command line creates. */
 const NewFileMode = 0o600;
@@ -85,15 +85,15 @@ export function knownFields(type: NotifierType): Record<string, unknown> {
 }
 
 /** A text from the command line as a common setting declares it (the rule of every setting). */
-function byCommon(name: string, setting: Setting, text: string): unknown {
-  const p = parseSetting(setting, text);
+function byCommon(name: string, setting: Decl, text: string): unknown {
+  const p = fromText(setting, text);
   if (!p.ok) throw new CliError(`${name}: ${p.why}`);
   return p.value;
 }
 
 /** A text from the command line as the setting declares it. */
-function bySchema(name: string, decl: SettingDecl, text: string): unknown {
-  const v = settingValue(name, decl, text);
+function bySchema(name: string, decl: Decl, text: string): unknown {
+  const v = fromNotifier(name, decl, text);
   if (v instanceof Error) throw new CliError(v.message);
   return v;
 }

@@ -14,7 +14,8 @@ import { withDeadline } from '../../../core/toolkit/deadline';
 import { endpointFactory, parseProps, targetOf, typeHelp } from '../host/settings';
 import { PackageVersion } from '../../../core/version';
 import { checkIniFiles, configErrorText } from '../../../core/settings/check';
-import { CONFIG_EXIT_CODE, ConfigError, describeSetting } from '../../../core/settings/schema';
+import { CONFIG_EXIT_CODE, ConfigError } from '../../../core/settings/schema';
+import { describeSetting } from '../../../core/schema';
 import { CommonSettings, FileFields, NotifierSubjects } from '../host/defaults';
 
 /**

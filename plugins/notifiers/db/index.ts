@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { PluginContext } from '../../../core/plugin';
 import type { Endpoint, EndpointEnv, EndpointFactory, NotifierConfig, NotifierType } from '../contract';
 import { historyService, notifierPlugin } from '../type-plugin';
-import { num } from '../../../core/settings/schema';
+import { bound, defaults, fromNotifier, int, num, seconds, text } from '../../../core/schema';
 import { History, type HistoryOptions } from './history';
 import { checkDbName, checkKeep, parseDbProps, resolveDbFile } from './props';
 import type { HistoryRow } from './schema';
@@ -12,68 +12,61 @@ import type { HistoryReader } from '../../history/contract';
 import { PostgresHistory, checkPostgresUri, isPostgresUri, maskUri } from './postgres';
 
 /**
- * Every default and limit of the db notifier. A notifier file may set
- * flush_interval, max_rows, max_size and max_write_mb_per_hour for itself
- * (the CLI `set` knows them).
+ * The write budget of a history file in MB per hour, journal included: a
+ * checkpoint runs when the budget since the last one covers the file. 64
+ * MB/h is ~1.5 GB a day, a pace an SD card bears for years. Declared once:
+ * `[notifiers]` of etc/<product>.ini gives every db notifier's, a notifier
+ * file its own (the same range; absent, the ini one applies).
  */
-export const DbDefaults = {
-  /** seconds a row is kept (spec: 86400) */
-  keep: 86400,
+const WriteBudget = num(64, 'write budget of each db notifier history file, journal included, unless its file sets one', { min: 0.001, unit: 'MB/h' });
+
+/** What the db notifier plugin adds to the `[notifiers]` section of etc/<product>.ini (the host declares the rest). */
+export const DbIniSettings = { max_write_mb_per_hour: WriteBudget };
+
+/** The db notifier's settings a notifier file gives (the CLI `set` knows them). */
+export const DbSettings = {
+  db: text('SQLite file (a relative name from the controller folder, as 3.3) or postgresql:// URI').req(),
+  // checked by checkKeep: a whole number of seconds
+  keep: num('seconds a row is kept', { default: 86400 }),
   /**
    * shortest time between two checkpoints (whole-file rewrites). Rows are
    * safe in the journal at once; how fresh the file is for outside readers
-   * is set by the write budget below (plugins/notifiers/README.md, db notifier history).
+   * is set by the write budget (plugins/notifiers/README.md, db notifier history).
    */
-  flush_interval: 5,
-  /**
-   * write budget of a history file in MB per hour, journal included: a
-   * checkpoint runs when the budget since the last one covers the file. 64
-   * MB/h is ~1.5 GB a day, a pace an SD card bears for years.
-   */
-  max_write_mb_per_hour: 64,
-  /**
-   * seconds between two journal fsyncs: rows arriving meanwhile go into the
-   * next batch, so an SD card sees 4 small writes a second rather than one
-   * per event; a row counts as stored (sent) up to this much later. A batch
-   * of half max_batch or more commits at once (a backlog).
-   */
-  commit_interval: 0.25,
-  /** a checkpoint runs regardless of the budget once the journal exceeds this share of the file... */
-  journal_share: 1,
-  /** ...or this many bytes, whichever is more, so replay at start stays short */
-  journal_floor: 4 * 1024 * 1024,
-  /** most rows kept: ~140-180 bytes a row on disk, so 1M rows is ~140-180 MB and ~0.5 s to flush */
-  max_rows: 1_000_000,
-  /** most bytes the database may use, whatever the rows hold (long values); 256 MB */
-  max_size: 256 * 1024 * 1024,
-  /** a flush that took d waits at least d times this before the next one */
-  flush_pause_factor: 4,
-  /** seconds between retention cleanings (spec: every minute) */
-  clean_interval: 60,
-  /** batches on their way to the history thread; more are refused and retried by the host */
-  max_pending: 16,
-  /** most events the host hands over in one batch */
-  max_batch: 1000,
+  flush_interval: num('shortest time between two checkpoints, seconds', { default: 5, min: 0.001 }),
+  /** ~140-180 bytes a row on disk, so 1M rows is ~140-180 MB and ~0.5 s to flush */
+  max_rows: int('most rows kept', { default: 1_000_000, min: 1 }),
+  /** whatever the rows hold (long values); 256 MB */
+  max_size: int('most bytes the database may use', { default: 256 * 1024 * 1024, min: 1 }),
+  max_write_mb_per_hour: num(`write budget, MB per hour (default: [notifiers] or ${WriteBudget.default})`, { min: WriteBudget.min }),
 };
 
-/** What the db notifier plugin adds to the `[notifiers]` section of etc/<product>.ini (the host declares the rest). */
-export const DbIniSettings = {
-  max_write_mb_per_hour: num(DbDefaults.max_write_mb_per_hour, 'write budget of each db notifier history file, journal included, unless its file sets one', { min: 0.001, unit: 'MB/h' }),
+/** The db notifier's fixed limits, declared like its settings (no file or ini sets them). */
+export const DbLimits = {
+  commit_interval: seconds(0.25, 'seconds between two journal fsyncs: rows arriving meanwhile go into the next batch, so an SD card sees 4 small '
+    + 'writes a second rather than one per event; a row counts as stored (sent) up to this much later. A batch of half max_batch or more commits at once (a backlog)'),
+  journal_share: num(1, 'a checkpoint runs regardless of the budget once the journal exceeds this share of the file...'),
+  journal_floor: bound(4 * 1024 * 1024, '...or this many bytes, whichever is more, so replay at start stays short', 'bytes'),
+  flush_pause_factor: num(4, 'a flush that took d waits at least d times this before the next one'),
+  clean_interval: seconds(60, 'seconds between retention cleanings (spec: every minute)'),
+  max_pending: bound(16, 'batches on their way to the history thread; more are refused and retried by the host'),
+  max_batch: bound(1000, 'most events the host hands over in one batch'),
 };
+
+const limits = defaults(DbLimits);
 
 /** The first bytes of every SQLite 3 file. */
 const SQLITE_MAGIC = 'SQLite format 3\0';
 
 type NumberField = 'flush_interval' | 'max_rows' | 'max_size' | 'max_write_mb_per_hour';
 
-function numberField(cfg: NotifierConfig, field: NumberField, integer: boolean, fallback: unknown = undefined): number {
-  const v = cfg[field] ?? fallback;
-  if (v === undefined || v === null || v === '') return DbDefaults[field];
-  const n = typeof v === 'string' ? Number(v) : v;
-  if (typeof n !== 'number' || !Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n))) {
-    throw new Error(`db notifier ${cfg.id}: ${field} must be a positive ${integer ? 'whole ' : ''}number`);
-  }
-  return n;
+/** A number field of a notifier config by its declaration (DbSettings); absent: `fallback`, else the declared default. */
+function numberField(cfg: NotifierConfig, field: NumberField, fallback?: number): number {
+  const v = cfg[field];
+  if (v === undefined || v === null || v === '') return fallback ?? (DbSettings[field].default as number);
+  const n = fromNotifier(field, DbSettings[field], v);
+  if (n instanceof Error) throw new Error(`db notifier ${cfg.id}: ${n.message}`);
+  return n as number;
 }
 
 /**
@@ -85,11 +78,11 @@ function dbFields(cfg: NotifierConfig, iniBudget?: number) {
   if (typeof cfg.db !== 'string' || !cfg.db) throw new Error(`db notifier ${cfg.id}: db (the database file) is missing`);
   return {
     db: checkDbName(cfg.db),
-    keep: cfg.keep === undefined || cfg.keep === null ? DbDefaults.keep : checkKeep(cfg.keep),
-    maxRows: numberField(cfg, 'max_rows', true),
-    maxBytes: numberField(cfg, 'max_size', true),
-    flushInterval: numberField(cfg, 'flush_interval', false),
-    maxWriteBytesPerHour: numberField(cfg, 'max_write_mb_per_hour', false, iniBudget) * 1024 * 1024,
+    keep: cfg.keep === undefined || cfg.keep === null ? DbSettings.keep.default as number : checkKeep(cfg.keep),
+    maxRows: numberField(cfg, 'max_rows'),
+    maxBytes: numberField(cfg, 'max_size'),
+    flushInterval: numberField(cfg, 'flush_interval'),
+    maxWriteBytesPerHour: numberField(cfg, 'max_write_mb_per_hour', iniBudget ?? WriteBudget.default) * 1024 * 1024,
   };
 }
 
@@ -100,13 +93,13 @@ export function historyOptions(cfg: NotifierConfig, paths: { dir: string; runtim
     ...fields,
     file: resolveDbFile(paths, db),
     space: cfg.space ?? '',
-    flushPauseFactor: DbDefaults.flush_pause_factor,
-    journalShare: DbDefaults.journal_share,
-    commitInterval: DbDefaults.commit_interval,
-    commitRows: DbDefaults.max_batch / 2,
-    journalFloor: DbDefaults.journal_floor,
-    cleanInterval: DbDefaults.clean_interval,
-    maxPending: DbDefaults.max_pending,
+    flushPauseFactor: limits.flush_pause_factor,
+    journalShare: limits.journal_share,
+    commitInterval: limits.commit_interval,
+    commitRows: limits.max_batch / 2,
+    journalFloor: limits.journal_floor,
+    cleanInterval: limits.clean_interval,
+    maxPending: limits.max_pending,
   };
 }
 
@@ -128,7 +121,7 @@ export interface BackendChoice {
 export function createBackend(cfg: NotifierConfig, env: EndpointEnv): BackendChoice {
   if (isPostgresUri(String(cfg.db))) {
     const { db, keep } = dbFields(cfg);
-    const backend = new PostgresHistory({ uri: db, space: cfg.space ?? '', keep, cleanInterval: DbDefaults.clean_interval }, env.log);
+    const backend = new PostgresHistory({ uri: db, space: cfg.space ?? '', keep, cleanInterval: limits.clean_interval }, env.log);
     // the server answers and the table is there (or could be created)
     return { backend, test: () => backend.check() };
   }
@@ -236,26 +229,16 @@ class DbFiles implements EndpointFactory {
 export const dbType: NotifierType = {
   name: 'db',
   description: 'keeps the state history (SQLite file under the controller folder, or a postgresql:// database)',
-  maxBatch: DbDefaults.max_batch,
-  settings: {
-    db: { type: 'string', required: true, description: 'SQLite file (a relative name from the controller folder, as 3.3) or postgresql:// URI' },
-    keep: { type: 'number', default: DbDefaults.keep, description: 'seconds a row is kept' },
-    flush_interval: { type: 'number', default: DbDefaults.flush_interval, description: 'shortest time between two checkpoints, seconds' },
-    max_rows: { type: 'integer', default: DbDefaults.max_rows, min: 1, description: 'most rows kept' },
-    max_size: { type: 'integer', default: DbDefaults.max_size, min: 1, description: 'most bytes the database may use' },
-    max_write_mb_per_hour: { type: 'number', description: `write budget, MB per hour (default: [notifiers] or ${DbDefaults.max_write_mb_per_hour})` },
-  },
+  maxBatch: limits.max_batch,
+  settings: DbSettings,
+
   parseProps: (props) => parseDbProps(props),
   target: (cfg) => `${maskUri(String(cfg.db ?? ''))}${cfg.keep ? `:${String(cfg.keep)}` : ''}`,
   validate(cfg) {
     cfg.keep = dbFields(cfg).keep; // where the file is, is checked at create, when the runtime folder is known
     if (isPostgresUri(String(cfg.db))) checkPostgresUri(String(cfg.db));
   },
-  serialize: (cfg) => ({
-    db: cfg.db, keep: cfg.keep ?? DbDefaults.keep,
-    flush_interval: cfg.flush_interval ?? DbDefaults.flush_interval, max_rows: cfg.max_rows ?? DbDefaults.max_rows,
-    max_size: cfg.max_size ?? DbDefaults.max_size, max_write_mb_per_hour: cfg.max_write_mb_per_hour ?? null,
-  }),
+  serialize: (cfg) => Object.fromEntries(Object.entries(DbSettings).map(([k, d]) => [k, cfg[k] ?? d.default ?? null])),
   forController: (ctx) => new DbFiles(ctx),
 };
 

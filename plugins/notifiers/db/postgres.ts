@@ -5,6 +5,7 @@ import type { HistoryBackend, HistoryQuery } from './backend';
 import type { HistoryRow } from './schema';
 import type { Bucket, HistoryReader } from '../../history/contract';
 import { mergeBuckets } from './resample';
+import { bound, seconds, defaults } from '../../../core/schema';
 
 /**
  * The state history in a PostgreSQL database, for fleets: several controllers
@@ -21,19 +22,16 @@ import { mergeBuckets } from './resample';
 /** The PostgreSQL driver, loaded with the first postgres history: a controller without one never loads it. */
 const pg = onFirstUse<typeof Pg>('pg');
 
-export const PostgresDefaults = {
-  /** rows in one INSERT statement (5 bound parameters each; PostgreSQL takes at most 65535) */
-  rows_per_statement: 1000,
-  /** first reconnect delay, seconds; doubles up to the next */
-  retry_delay: 0.25,
-  retry_max_delay: 15,
-  /** connections: one writes, the others answer the history API */
-  pool_size: 4,
-  /** seconds to open a connection */
-  connect_timeout: 10,
-  /** longest value stored (the column is VARCHAR(8192)); longer ones are cut */
-  max_value_chars: 8192,
+export const PostgresLimits = {
+  rows_per_statement: bound(1000, 'rows in one INSERT statement (5 bound parameters each; PostgreSQL takes at most 65535)'),
+  retry_delay: seconds(0.25, 'first reconnect delay, seconds; doubles up to retry_max_delay'),
+  retry_max_delay: seconds(15, 'longest reconnect delay, seconds'),
+  pool_size: bound(4, 'connections: one writes, the others answer the history API'),
+  connect_timeout: seconds(10, 'seconds to open a connection'),
+  max_value_chars: bound(8192, 'longest value stored (the column is VARCHAR(8192)); longer ones are cut'),
 };
+
+export const PostgresDefaults = defaults(PostgresLimits);
 
 export interface PostgresOptions {
   uri: string;

@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseLevel } from '../../../core/log';
 import { describe } from '../../../core/log';
-import { parseValue, suggest, type Finding } from '../../../core/settings/schema';
+import { suggest, type Finding } from '../../../core/settings/schema';
+import { fromFile } from '../../../core/schema';
 import type { NotifierConfig, NotifierType, Subject, Subscription } from '../notifier-type';
 import { CommonSettings, DeliveryDefaults, Eva33NotifierFields, FileFields, NotifierSubjects, type DeliveryOptions } from './defaults';
 import { checkSettings } from './settings';
@@ -81,7 +82,7 @@ export function commonConfig(raw: unknown, id: string): { cfg?: NotifierConfig; 
   for (const [name, setting] of Object.entries(CommonSettings)) {
     delete cfg[name];
     if (r[name] === undefined || r[name] === null) continue;
-    const p = parseValue(setting, r[name]);
+    const p = fromFile(setting, r[name]);
     if (!p.ok) problems.push(`${name}: ${p.why}`);
     else if (r[name] !== '') cfg[name] = p.value;
   }

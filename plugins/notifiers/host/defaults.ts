@@ -1,6 +1,7 @@
 import { Subjects } from '../../../core/bus';
 import type { Subject } from '../notifier-type';
-import { bool, bound, defaults, int, seconds, text, type Values } from '../../../core/settings/schema';
+import { type Values } from '../../../core/settings/schema';
+import { bool, bound, defaults, int, seconds, text } from '../../../core/schema';
 
 /**
  * The settings every notifier file has besides its type's own, declared once

@@ -4,6 +4,7 @@ import type { PluginContext } from '../../../core/plugin';
 import type { Subject } from '../contract';
 import { describe, type ModuleLogger } from '../../../core/log';
 import { functionFailed } from '../../../core/errors';
+import { declsData, settingData } from '../../../core/schema';
 import type * as Contract from '../contract';
 import type { Endpoint, EndpointFactory, NotifierConfig, NotifierFileSettings, NotifierType } from '../contract';
 import { commonConfig, configProblem, deliveryOptions, readNotifierFiles } from './config';
@@ -309,8 +310,8 @@ export class Host implements Contract.NotifierHost {
   settings(): NotifierFileSettings {
     const types: NotifierFileSettings['types'] = {};
     // a type is listed under its name, not again under each alias
-    for (const t of new Set(this.types.values())) types[t.name] = { description: t.description, aliases: t.aliases, settings: t.settings };
-    const common = Object.fromEntries(Object.entries(CommonSettings).map(([k, st]) => [k, { ...st }]));
+    for (const t of new Set(this.types.values())) types[t.name] = { description: t.description, aliases: t.aliases, settings: declsData(t.settings) };
+    const common = Object.fromEntries(Object.entries(CommonSettings).map(([k, st]) => [k, settingData(st)]));
     return { fields: FileFields, common, types };
   }
 

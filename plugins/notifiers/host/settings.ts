@@ -1,6 +1,6 @@
-import { parseBool } from '../../../core/config';
+import { describeNotifierSetting, fromNotifier } from '../../../core/schema';
 import type { PluginContext } from '../../../core/plugin';
-import type { EndpointFactory, NotifierConfig, NotifierType, SettingDecl, SettingsSchema } from '../notifier-type';
+import type { EndpointFactory, NotifierConfig, NotifierType, SettingKind, SettingsSchema } from '../notifier-type';
 import { HiddenPassword, shownUri } from './redaction';
 import { CommonSettings, FileFields } from './defaults';
 
@@ -12,38 +12,6 @@ import { CommonSettings, FileFields } from './defaults';
 
 const absent = (v: unknown) => v === undefined || v === null;
 
-/** A value of the setting's kind (text from a file or the command line converted), or an Error saying why not. */
-export function settingValue(name: string, decl: SettingDecl, v: unknown): unknown {
-  switch (decl.type) {
-    case 'string':
-      // a number where text is meant (a file written by hand) is that text
-      return typeof v === 'string' ? v : typeof v === 'number' && Number.isFinite(v) ? String(v) : new Error(`${name} must be a string`);
-    case 'boolean': {
-      const b = parseBool(v);
-      return b === undefined ? new Error(`${name} must be true or false, not ${JSON.stringify(v)}`) : b;
-    }
-    case 'number':
-    case 'integer': {
-      const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v;
-      if (typeof n !== 'number' || !Number.isFinite(n) || (decl.type === 'integer' && !Number.isInteger(n))) {
-        return new Error(`${name} must be ${decl.type === 'integer' ? 'a whole number' : 'a number'}, not ${JSON.stringify(v)}`);
-      }
-      if ((decl.min !== undefined && n < decl.min) || (decl.max !== undefined && n > decl.max)) {
-        return new Error(`${name} must be ${rangeText(decl)}, not ${n}`);
-      }
-      return n;
-    }
-    case 'object':
-      // a single number stands for every member (mqtt qos)
-      return (typeof v === 'object' && !Array.isArray(v)) || typeof v === 'number' ? v : new Error(`${name} must be an object`);
-  }
-}
-
-function rangeText(d: SettingDecl): string {
-  if (d.min !== undefined && d.max !== undefined) return `from ${d.min} to ${d.max}`;
-  return d.min !== undefined ? `at least ${d.min}` : `at most ${d.max}`;
-}
-
 /** Check a config's type settings by the schema, converting them in place; throws on the first bad one. */
 export function checkSettings(schema: SettingsSchema, cfg: NotifierConfig): void {
   for (const [name, decl] of Object.entries(schema)) {
@@ -51,7 +19,7 @@ export function checkSettings(schema: SettingsSchema, cfg: NotifierConfig): void
       if (decl.required) throw new Error(`${name} is required`);
       continue;
     }
-    const v = settingValue(name, decl, cfg[name]);
+    const v = fromNotifier(name, decl, cfg[name]);
     if (v instanceof Error) throw v;
     cfg[name] = v;
   }
@@ -71,7 +39,7 @@ export function parseProps(type: NotifierType, props: string): Record<string, un
   if (type.parseProps) return type.parseProps(props);
   const main = mainSetting(type);
   if (!main) return {};
-  const v = settingValue(main, type.settings[main], props);
+  const v = fromNotifier(main, type.settings[main], props);
   if (v instanceof Error) throw v;
   return { [main]: v };
 }
@@ -109,11 +77,7 @@ export function hideSecrets(type: NotifierType, cfg: NotifierConfig, text: strin
 export function typeHelp(type: NotifierType): string {
   const names = [type.name, ...(type.aliases ?? [])].join(', ');
   const lines = [`  ${names}${type.description ? `: ${type.description}` : ''}`];
-  for (const [name, d] of Object.entries(type.settings)) {
-    const extra = [d.required ? 'required' : d.default !== undefined && d.default !== null ? `default ${JSON.stringify(d.default)}` : '',
-      d.min !== undefined || d.max !== undefined ? rangeText(d) : ''].filter(Boolean).join(', ');
-    lines.push(`    ${name} (${d.type}${extra ? `, ${extra}` : ''}): ${d.description}`);
-  }
+  for (const [name, d] of Object.entries(type.settings)) lines.push(`    ${describeNotifierSetting(name, d)}`);
   return lines.join('\n');
 }
 
@@ -123,7 +87,7 @@ export function endpointFactory(type: NotifierType, ctx: PluginContext): Endpoin
   return { create: (cfg, env) => type.create!(cfg, env) };
 }
 
-const Kinds = new Set(['string', 'number', 'integer', 'boolean', 'object']);
+const Kinds = new Set<string>(['string', 'number', 'integer', 'boolean', 'object'] satisfies SettingKind[]);
 
 /** What is wrong with a plugin's `notifier` declaration (host and command line refuse it alike), or undefined. */
 export function typeProblem(t: unknown): string | undefined {

@@ -1,5 +1,6 @@
 import { notifierPlugin } from '../type-plugin';
 import { frameHead, webhookType } from '../webhook';
+import { bool } from '../../../core/schema';
 
 /** A query string value: text as it is, other scalars as text, objects as JSON; null and absent are left out. */
 function queryValue(v: unknown): string | undefined {
@@ -26,7 +27,7 @@ function query(head: Record<string, string>, event: unknown): Record<string, str
 export const httpType = webhookType({
   name: 'http',
   description: 'one GET per event, the event fields in the query (k, s, space); deprecated',
-  settings: { stop_on_error: { type: 'boolean', default: false, description: 'end a batch at its first failed request' } },
+  settings: { stop_on_error: bool(false, 'end a batch at its first failed request') },
   encode: (cfg, subject, events) =>
     events.map((e) => ({ request: { method: 'GET', query: query(frameHead(cfg, subject, 's'), e) }, events: [e] })),
   encodeTest: (cfg) => ({ method: 'GET', query: frameHead(cfg, 'test', 's') }),

@@ -6,6 +6,7 @@ import {
 } from '../../history/contract';
 import { InfluxClient, InfluxError } from './client';
 import { chunkLines, measurementOf, toNanos, unwritable, type InfluxPoint } from './lines';
+import { bound, seconds, defaults } from '../../../core/schema';
 
 /**
  * An InfluxDB 1.x database as a notifier's history: states written with
@@ -15,18 +16,15 @@ import { chunkLines, measurementOf, toNanos, unwritable, type InfluxPoint } from
  * are (MAX_RECORDS records, MAX_FILL_POINTS intervals, answer bytes).
  */
 
-export const InfluxDefaults = {
-  /** most bytes of one write request; a longer single line goes alone */
-  max_body_bytes: 1024 * 1024,
-  /** most bytes of a write's answer read (an error text) */
-  max_write_answer: 64 * 1024,
-  /** most bytes of a query's answer read */
-  max_query_answer: 64 * 1024 * 1024,
-  /** seconds a history query may take when the notifier sets no timeout */
-  query_timeout: 30,
-  /** seconds between two log lines about points the server refused */
-  refused_log_interval: 60,
+export const InfluxLimits = {
+  max_body_bytes: bound(1024 * 1024, 'most bytes of one write request; a longer single line goes alone', 'bytes'),
+  max_write_answer: bound(64 * 1024, 'most bytes of a write\'s answer read (an error text)', 'bytes'),
+  max_query_answer: bound(64 * 1024 * 1024, 'most bytes of a query\'s answer read', 'bytes'),
+  query_timeout: seconds(30, 'seconds a history query may take when the notifier sets no timeout'),
+  refused_log_interval: seconds(60, 'seconds between two log lines about points the server refused'),
 };
+
+export const InfluxDefaults = defaults(InfluxLimits);
 
 /** A write that did not get through: the indexes of the points still undelivered, in order. */
 export class WriteFailure extends Error {

@@ -4,6 +4,7 @@ import { checkHttpUri, HiddenPassword, shownUri } from '../contract';
 import { InfluxClient } from './client';
 import { InfluxDefaults, InfluxHistory, WriteFailure } from './history';
 import { measurementOf, testLine, unwritable, type InfluxPoint } from './lines';
+import { bool, text } from '../../../core/schema';
 
 /**
  * Notifier type `influxdb` (EVA ICS 3.3's InfluxDB_Notifier): states into
@@ -87,12 +88,12 @@ export const influxdbType: NotifierType = {
   description: 'writes states to an InfluxDB 1.x database (measurement = oid, fields status and value); state_history and state_log read it',
   maxBatch: MAX_BATCH,
   settings: {
-    uri: { type: 'string', required: true, description: 'the server, http(s)://host:8086 (credentials in it are used unless username and password are set)' },
-    db: { type: 'string', required: true, description: 'the database (it must exist)' },
-    username: { type: 'string', description: 'user (basic authorization, with password)' },
-    password: { type: 'string', secret: true, description: 'password' },
-    ssl_verify: { type: 'boolean', default: true, description: 'https: check the server certificate' },
-    method: { type: 'string', description: 'kept and shown as EVA ICS 3.3 did; not used' },
+    uri: text('the server, http(s)://host:8086 (credentials in it are used unless username and password are set)').req(),
+    db: text('the database (it must exist)').req(),
+    username: text('user (basic authorization, with password)'),
+    password: text('password', { secret: true }),
+    ssl_verify: bool(true, 'https: check the server certificate'),
+    method: text('kept and shown as EVA ICS 3.3 did; not used'),
   },
   parseProps(props) {
     // 3.3: influxdb:http(s)://uri#database

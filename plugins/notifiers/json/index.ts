@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import type { NotifierConfig, Subject } from '../contract';
 import { notifierPlugin } from '../type-plugin';
 import { answerIsSuccess, frameHead, webhookType, type HookChunk, type HookRequest } from '../webhook';
+import { text } from '../../../core/schema';
 
 /** The frames of EVA ICS 3.3's http-json `method`: absent the default {…, data: [events]}. */
 export const JsonMethods = ['jsonrpc', 'list'] as const;
@@ -94,7 +95,7 @@ export const jsonType = webhookType({
   aliases: ['http-json'],
   description: 'POSTs each batch as JSON {k, subject, space, data: [events]}, or as JSON RPC 2.0 notifications (method jsonrpc), or a list of events with k, subject, space in each (method list)',
   settings: {
-    method: { type: 'string', description: 'the frame: absent the default, jsonrpc (JSON RPC 2.0 notifications) or list (3.3 http-json method)' },
+    method: text('the frame: absent the default, jsonrpc (JSON RPC 2.0 notifications) or list (3.3 http-json method)'),
   },
   validate(cfg) {
     if (cfg.method === undefined || cfg.method === null || cfg.method === '') {

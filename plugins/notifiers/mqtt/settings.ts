@@ -1,34 +1,26 @@
 import path from 'node:path';
 import { parseBool } from '../../../core/config';
 import type { NotifierConfig, SettingsSchema } from '../contract';
+import * as schema from '../../../core/schema';
 
 /** Every default and limit of the mqtt notifier. */
-export const MqttDefaults = {
-  port: 1883,
-  /** seconds between pings; the broker drops a client silent for 1.5 × this */
-  keepalive: 60,
-  qos: 1 as Qos,
-  /** first wait before a reconnect attempt, ms; doubles after every failed attempt */
-  reconnect_min_ms: 500,
-  /** longest wait between reconnect attempts, ms */
-  reconnect_max_ms: 30_000,
-  /** most events in one send: one batch is published at once and its acks awaited together */
-  max_batch: 500,
-  /** own publications per topic remembered to recognise their echo (update topics only) */
-  echo_track_max: 1000,
-  /** retained QoS 0 topics whose newest value is kept while the broker is away, to publish on reconnect */
-  offline_retained_max: 100_000,
-  /** items whose state topics are kept built (messages.ts); past it the memory starts again */
-  state_topics_max: 100_000,
-  /** MQTT API requests being answered at once; more are refused with `busy` */
-  api_max_pending: 64,
-  /** largest MQTT API request accepted, bytes */
-  api_max_request: 1024 * 1024,
-  /** request ids / token MACs of encrypted MQTT API frames remembered to refuse a replay; past it the oldest are forgotten */
-  api_replay_ids: 100_000,
-  /** seconds a text (Fernet) frame is accepted after (or before, for clock skew) the time it was made */
-  api_token_window: 600,
+export const MqttLimits = {
+  port: schema.int(1883, 'broker port when the file gives none', { min: 1, max: 65535 }),
+  keepalive: schema.seconds(60, 'seconds between pings; the broker drops a client silent for 1.5 × this'),
+  qos: schema.int(1, 'QoS of every subject a notifier file leaves out', { max: 2 }),
+  reconnect_min_ms: schema.int(500, 'first wait before a reconnect attempt, ms; doubles after every failed attempt', { unit: 'ms' }),
+  reconnect_max_ms: schema.int(30_000, 'longest wait between reconnect attempts, ms', { unit: 'ms' }),
+  max_batch: schema.bound(500, 'most events in one send: one batch is published at once and its acks awaited together'),
+  echo_track_max: schema.bound(1000, 'own publications per topic remembered to recognise their echo (update topics only)'),
+  offline_retained_max: schema.bound(100_000, 'retained QoS 0 topics whose newest value is kept while the broker is away, to publish on reconnect'),
+  state_topics_max: schema.bound(100_000, 'items whose state topics are kept built (messages.ts); past it the memory starts again'),
+  api_max_pending: schema.bound(64, 'MQTT API requests being answered at once; more are refused with `busy`'),
+  api_max_request: schema.bound(1024 * 1024, 'largest MQTT API request accepted, bytes', 'bytes'),
+  api_replay_ids: schema.bound(100_000, 'request ids / token MACs of encrypted MQTT API frames remembered to refuse a replay; past it the oldest are forgotten'),
+  api_token_window: schema.seconds(600, 'seconds a text (Fernet) frame is accepted after (or before, for clock skew) the time it was made'),
 };
+
+export const MqttDefaults = schema.defaults(MqttLimits);
 
 export type Qos = 0 | 1 | 2;
 
@@ -50,29 +42,23 @@ export type QosMap = Record<QosSubject, Qos>;
 
 /** The type's own settings (plugins/notifiers/README.md); readSettings checks what a schema cannot (TLS files go together). */
 export const MqttSettingsSchema: SettingsSchema = {
-  host: { type: 'string', required: true, description: 'broker host name or address' },
-  port: { type: 'integer', default: MqttDefaults.port, min: 1, max: 65535, description: 'broker port' },
-  username: { type: 'string', default: '', description: 'broker user' },
-  password: { type: 'string', default: '', secret: true, description: 'broker password' },
-  qos: {
-    type: 'object', default: Object.fromEntries(QosSubjects.map((s) => [s, MqttDefaults.qos])),
-    description: `QoS 0-2, one number or per subject (${QosSubjects.join(', ')})`,
-  },
-  keepalive: { type: 'integer', default: MqttDefaults.keepalive, min: 0, max: 65535, description: 'seconds between pings' },
-  announce_interval: { type: 'number', default: 0, min: 0, description: 'seconds between announcements, 0: none' },
-  api_enabled: { type: 'boolean', default: false, description: 'answer API calls over MQTT' },
-  api_plain_json: { type: 'boolean', default: false, description: 'also take plain JSON API requests (the key in clear text)' },
-  collect_logs: { type: 'boolean', default: false, description: "take other controllers' log records" },
-  subscribe_all: { type: 'boolean', default: false, description: 'subscribe SPACE/unit/# and SPACE/sensor/# once instead of each item topic (as 3.3)' },
-  retain_enabled: { type: 'boolean', default: true, description: 'publish states retained (as 3.3)' },
-  timestamp_enabled: { type: 'boolean', default: true, description: 'states, actions, log records and server events carry their time `t` (false: t null, as 3.3)' },
-  state_topics: {
-    type: 'string', default: 'both',
-    description: 'how a state is published: json (3.3: one JSON object on the item topic), subtopics (status, value, ... each on its own), or both',
-  },
-  ca_certs: { type: 'string', default: '', description: 'CA file; set, it enables TLS' },
-  certfile: { type: 'string', default: '', description: 'client certificate file (with keyfile)' },
-  keyfile: { type: 'string', default: '', description: 'client key file (with certfile)' },
+  host: schema.text('broker host name or address').req(),
+  port: schema.int('broker port', { default: MqttDefaults.port, min: 1, max: 65535 }),
+  username: schema.text('', 'broker user'),
+  password: schema.text('', 'broker password', { secret: true }),
+  qos: schema.object(Object.fromEntries(QosSubjects.map((s) => [s, MqttDefaults.qos])), `QoS 0-2, one number or per subject (${QosSubjects.join(', ')})`),
+  keepalive: schema.int('seconds between pings', { default: MqttDefaults.keepalive, min: 0, max: 65535 }),
+  announce_interval: schema.num('seconds between announcements, 0: none', { default: 0, min: 0 }),
+  api_enabled: schema.bool(false, 'answer API calls over MQTT'),
+  api_plain_json: schema.bool(false, 'also take plain JSON API requests (the key in clear text)'),
+  collect_logs: schema.bool(false, "take other controllers' log records"),
+  subscribe_all: schema.bool(false, 'subscribe SPACE/unit/# and SPACE/sensor/# once instead of each item topic (as 3.3)'),
+  retain_enabled: schema.bool(true, 'publish states retained (as 3.3)'),
+  timestamp_enabled: schema.bool(true, 'states, actions, log records and server events carry their time `t` (false: t null, as 3.3)'),
+  state_topics: schema.text('both', 'how a state is published: json (3.3: one JSON object on the item topic), subtopics (status, value, ... each on its own), or both'),
+  ca_certs: schema.text('', 'CA file; set, it enables TLS'),
+  certfile: schema.text('', 'client certificate file (with keyfile)'),
+  keyfile: schema.text('', 'client key file (with certfile)'),
 };
 
 /** A notifier config read into what the endpoint uses. */

@@ -7,12 +7,13 @@ import { notifierPlugin } from '../type-plugin';
 import { LoginThrottle, webapiLimits } from '../../../core/auth/throttle';
 import { BasicCredentials } from './auth';
 import { writePage, type PageFigures } from './page';
+import { int, text, bound, defaults } from '../../../core/schema';
 
-export const PrometheusDefaults = {
-  /** most items on one metrics page (3.3 had no bound); up to ~180 bytes an item of a long name, so 100 000 make ~18 MB, written in ~1-2 s while other requests go on */
-  max_items: 100_000,
+export const PrometheusLimits = {
+  max_items: bound(100_000, 'most items on one metrics page (3.3 had no bound); up to ~180 bytes an item of a long name, so 100 000 make ~18 MB, written in ~1-2 s while other requests go on', 'bytes'),
 };
 
+export const PrometheusDefaults = defaults(PrometheusLimits);
 
 /** Where a notifier's page is: /ns/<id>/metrics on the API port, as in 3.3. */
 const PAGE = /^\/ns\/([^/]+)\/metrics\/?$/;
@@ -110,9 +111,9 @@ export const prometheusType: NotifierType = {
   name: 'prometheus',
   description: 'serves the subscribed items\' status and value to Prometheus at /ns/<id>/metrics on the API port',
   settings: {
-    username: { type: 'string', description: 'with password: the basic auth user name a scrape must give' },
-    password: { type: 'string', secret: true, description: 'with username: the basic auth password a scrape must give' },
-    max_items: { type: 'integer', default: PrometheusDefaults.max_items, min: 1, description: 'most items on the metrics page; the rest are left out and counted' },
+    username: text('with password: the basic auth user name a scrape must give'),
+    password: text('with username: the basic auth password a scrape must give', { secret: true }),
+    max_items: int('most items on the metrics page; the rest are left out and counted', { default: PrometheusDefaults.max_items, min: 1 }),
   },
   parseProps(props) {
     // 3.3: `create ID prometheus:`; credentials are set after (`set ID username ...`), not in the command line

@@ -1,13 +1,12 @@
 import { definePlugin } from '../../../core/plugin';
-import { any, int, str } from '../../../core/params';
-import { bound, int as intSetting, seconds } from '../../../core/settings/schema';
+import { any, bound, int, seconds, text } from '../../../core/schema';
 import { ApiLogStore } from './store';
 import { summarize } from './params';
 import { apiLogIsoTime, parseFilter, parseApiLogTime, StatusNames } from './query';
 
 /** `[server]` settings of the API call log. */
 export const ApiLogSettings = {
-  keep_api_log: intSetting(0, 'seconds API calls are kept in the API call log (api_log_get, table api_log of the user db); 0: no log', { unit: 's' }),
+  keep_api_log: int(0, 'seconds API calls are kept in the API call log (api_log_get, table api_log of the user db); 0: no log', { unit: 's' }),
   api_log_max_records: bound(10_000, 'API call log bound in records: the oldest go first'),
   api_log_max_bytes: bound(4 * 1024 * 1024, 'API call log bound in characters of its records (about bytes): the oldest go first', 'bytes'),
   api_log_write_interval: seconds(5, 'how often new API call log records are written to the user db (a stop writes them too)', 0.1),
@@ -70,12 +69,12 @@ export const plugin = definePlugin({
         s: any('start: Unix time, ISO date, or a time ago like 1D (S, T minutes, H, D, W)'),
         e: any('end: as s'),
         n: int('at most this many records, the newest'),
-        t: str('time format: iso, or raw (Unix seconds, the default)'),
+        t: text('time format: iso, or raw (Unix seconds, the default)'),
         f: any('filter k1=v1,k2=v2 or an object of gw, ip, auth, u, utp, ki, func, params (a part of), status'),
       },
       description: 'The API call log: a master key sees every call, another key its own, a token those of its user.',
       returns: 'array of {id, t, tf, gw, ip, auth, u, utp, ki, func, params (JSON, cut at 512 characters), status}, oldest first',
-      async handler(p: { s?: unknown; e?: unknown; n?: number; t?: string; f?: unknown }, call) {
+      async handler(p, call) {
         const now = Date.now() / 1000;
         let start = parseApiLogTime('s', p.s, now);
         const end = parseApiLogTime('e', p.e, now);

@@ -1,11 +1,10 @@
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { definePlugin } from '../../../core/plugin';
-import { bound, int, seconds } from '../../../core/settings/schema';
+import { bound, int, seconds, any, text } from '../../../core/schema';
 import { functionFailed, invalidParams, notFound } from '../../../core/errors';
 import { describe } from '../../../core/log';
 import { within } from '../../../core/toolkit/time-limit';
-import { any, secs, str } from '../../../core/params';
 import type { CallContext } from '../../../core/functions';
 import { CommandLineError, splitArgv } from '../../../core/toolkit/argv';
 import { Command } from './command';
@@ -88,15 +87,15 @@ export const plugin = definePlugin({
       name: 'cmd',
       permission: 'cmd',
       params: {
-        c: str('command script name, a file in xc/cmd/').req(),
+        c: text('command script name, a file in xc/cmd/').req(),
         a: any('arguments: a string split into words as Python shlex.split does (quotes and backslashes group, no shell runs), or a list of words'),
-        s: str('text for the standard input of the command'),
-        w: secs('seconds to wait for the command to finish before answering; default 0, answer at once'),
-        t: secs('seconds the command may run before it is terminated; default [server] timeout'),
+        s: text('text for the standard input of the command'),
+        w: seconds('seconds to wait for the command to finish before answering; default 0, answer at once'),
+        t: seconds('seconds the command may run before it is terminated; default [server] timeout'),
       },
       description: 'Run a command script from xc/cmd/ on the host of the controller.',
       returns: 'command result object; status running when w ran out first (read it later with cmd_result)',
-      async handler(p: { c: string; a?: unknown; s?: string; w?: number; t?: number }, call) {
+      async handler(p, call) {
         const file = await scriptFile(p.c);
         const args = splitArgs(p.a);
         const timeout = p.t ?? ctx.config.server.timeout;
@@ -152,12 +151,12 @@ export const plugin = definePlugin({
       name: 'cmd_result',
       permission: 'cmd',
       params: {
-        i: str('command id, from the result of cmd').req(),
-        w: secs('seconds to wait for the command to finish before answering; default 0'),
+        i: text('command id, from the result of cmd').req(),
+        w: seconds('seconds to wait for the command to finish before answering; default 0'),
       },
       description: 'The result of a command started with cmd: running, or finished and still kept.',
       returns: 'command result object',
-      async handler(p: { i: string; w?: number }, call) {
+      async handler(p, call) {
         const command = ownCommand(p.i, call);
         await waitFor(command, p.w ?? 0, call.signal);
         return command.result();

@@ -1,7 +1,6 @@
 import fs from 'node:fs';
 import { definePlugin } from '../../../core/plugin';
-import { bound } from '../../../core/settings/schema';
-import { str } from '../../../core/params';
+import { bound, text } from '../../../core/schema';
 import { functionFailed, invalidParams, notFound } from '../../../core/errors';
 import { AtomicFile } from '../../../core/toolkit/atomic-file';
 import { describe, type ModuleLogger } from '../../../core/log';
@@ -135,10 +134,10 @@ export const plugin = definePlugin({
       name: 'get_cvar',
       aliases: ['cvar_get'],
       permission: 'master',
-      params: { i: str('variable name; all variables when omitted') },
+      params: { i: text('variable name; all variables when omitted') },
       description: 'Read one user-defined variable, or all of them.',
       returns: 'object of name to value',
-      handler: (p: { i?: string }) => {
+      handler: (p) => {
         if (p.i === undefined) return service.all();
         const v = vars.get(p.i);
         if (v === undefined) throw notFound(`cvar ${p.i}`);
@@ -149,7 +148,7 @@ export const plugin = definePlugin({
       name: 'set_cvar',
       aliases: ['cvar_set'],
       permission: 'master',
-      params: { i: str('variable name').req(), v: str('value; the variable is deleted when omitted') },
+      params: { i: text('variable name').req(), v: text('value; the variable is deleted when omitted') },
       description: 'Set a user-defined variable, or delete it when v is omitted.',
       handler: async (p: { i: string; v?: string }) => {
         if (p.v === undefined) {

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 import { definePlugin, type PluginContext } from '../../../core/plugin';
+import { bound, defaults } from '../../../core/schema';
 import { functionFailed } from '../../../core/errors';
 import { Levels } from '../../../core/log';
 import { PackageVersion } from '../../../core/version';
@@ -12,14 +13,13 @@ import type { NotifierHost } from '../../notifiers/contract';
 const gzip = promisify(zlib.gzip);
 
 /** Bounds of `dump`. */
-export const DumpDefaults = {
-  /** the largest dump, bytes of JSON before compression; log records are left out first to fit */
-  max_size: 4 * 1024 * 1024,
-  /** the newest log records a dump holds (EVA ICS 3.3 kept a like number) */
-  log_records: 1000,
-  /** dumps kept in runtime/dump/: the oldest beyond this are removed when a new one is written */
-  keep: 10,
+export const DumpLimits = {
+  max_size: bound(4 * 1024 * 1024, 'the largest dump, bytes of JSON before compression; log records are left out first to fit', 'bytes'),
+  log_records: bound(1000, 'the newest log records a dump holds (EVA ICS 3.3 kept a like number)'),
+  keep: bound(10, 'dumps kept in runtime/dump/: the oldest beyond this are removed when a new one is written'),
 };
+
+export const DumpDefaults = defaults(DumpLimits);
 
 /** What a dump shows instead of a secret. */
 export const Hidden = '<hidden>';

@@ -1,10 +1,9 @@
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { definePlugin } from '../../../core/plugin';
-import { bound } from '../../../core/settings/schema';
+import { bound, bool, text } from '../../../core/schema';
 import { accessDenied, ApiError, busy, functionFailed, invalidParams, notFound } from '../../../core/errors';
 import { writeFileAtomic } from '../../../core/toolkit/atomic-file';
-import { bool, str } from '../../../core/params';
 import { inFolder, RuntimeFolder, type OpenFile } from './folders';
 
 /** Limits of the runtime file functions; settable in etc/<product>.ini, section [sysapi]. */
@@ -70,7 +69,7 @@ export const plugin = definePlugin({
       }
     }
 
-    const i = str('path relative to runtime/, without a leading slash').req();
+    const i = text('path relative to runtime/, without a leading slash').req();
 
     /** The bytes file_put writes: `m` as UTF-8 text, or (with `b`) the bytes its base64 encodes; bounded by file_max_size. */
     function content(m: string, b: boolean): Buffer | string {
@@ -93,7 +92,7 @@ export const plugin = definePlugin({
       params: { i, b: bool('true: answer the content base64-encoded whatever it holds') },
       description: 'Read a file in runtime/: UTF-8 text as it is, anything else (or with b) base64-encoded.',
       returns: 'object with file (relative path), data (text or base64), e (executable) and content_type (text/plain or application/octet-stream for base64)',
-      handler: (p: { i: string; b?: boolean }) => withFile(p.i, async ({ fh, st, rel }) => {
+      handler: (p) => withFile(p.i, async ({ fh, st, rel }) => {
         if (st.size > maxSize) throw functionFailed(`file ${p.i} is larger than ${maxSize} bytes`);
         // read at most one byte past the bound: a file growing meanwhile is still caught
         const buf = Buffer.alloc(st.size + 1);
@@ -112,12 +111,12 @@ export const plugin = definePlugin({
       permission: 'master',
       params: {
         i,
-        m: str('file content: text, or base64 with b; none: an empty file'),
+        m: text('file content: text, or base64 with b; none: an empty file'),
         b: bool('true: m is base64, written as the bytes it encodes'),
       },
       description: 'Write a file in runtime/ (atomically; parent folders are created, an existing file is replaced).',
       returns: 'OK; a new file gets mode 0644, an existing executable file keeps 0755',
-      async handler(p: { i: string; m?: string; b?: boolean }) {
+      async handler(p) {
         const data = content(p.m ?? '', p.b === true);
         const names = parts(p.i);
         await hooks.around(async () => {
@@ -162,7 +161,7 @@ export const plugin = definePlugin({
       permission: 'master',
       params: { i },
       description: 'Delete a file in runtime/ (a symbolic link is removed itself, never the file it names).',
-      async handler(p: { i: string }) {
+      async handler(p) {
         const names = parts(p.i);
         const name = names[names.length - 1];
         const folder = await runtime.folder(p.i, names.slice(0, -1), false);
@@ -191,7 +190,7 @@ export const plugin = definePlugin({
       permission: 'master',
       params: { i, e: bool('true: mode 0755 (executable); false: mode 0644').req() },
       description: 'Set or clear the executable flag of a file in runtime/.',
-      handler: (p: { i: string; e: boolean }) => withFile(p.i, async ({ fh }) => {
+      handler: (p) => withFile(p.i, async ({ fh }) => {
         await hooks.around(() => fh.chmod(p.e ? MODE_EXEC : MODE_PLAIN));
         return true;
       }),

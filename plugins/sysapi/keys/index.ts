@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { definePlugin } from '../../../core/plugin';
-import { str, bool, any } from '../../../core/params';
+import { text, bool, any } from '../../../core/schema';
 import { ApiKey } from '../../../core/auth/apikey';
 import { generateKeyValue } from '../../../core/auth/keys';
 import { alreadyExists, functionFailed, invalidParams, notFound } from '../../../core/errors';
@@ -67,7 +67,7 @@ export const plugin = definePlugin({
       while (keys.hasValue(value)) value = generateKeyValue();
       return value;
     };
-    const keyId = str('key id').req();
+    const keyId = text('key id').req();
     const saveParam = bool('write the key to the user db now, whatever [server] db_update says');
 
     ctx.register({
@@ -76,7 +76,7 @@ export const plugin = definePlugin({
       params: { i: keyId, save: saveParam },
       description: 'Create a dynamic API key (usable from all networks, no rights until set_key_prop gives them).',
       returns: 'the API key object',
-      async handler(p: { i: string; save?: boolean }) {
+      async handler(p) {
         if (!KEY_ID.test(p.i)) throw invalidParams('i: a key id is 1 to 64 characters without spaces or commas');
         if (keys.get(p.i)) throw alreadyExists(`API key ${p.i}`);
         const value = newKeyValue();
@@ -93,7 +93,7 @@ export const plugin = definePlugin({
       permission: 'master',
       params: { i: keyId },
       description: 'Destroy a dynamic API key; its tokens end at once.',
-      async handler(p: { i: string }) {
+      async handler(p) {
         const key = managed(p.i);
         keys.remove(key.id);
         await sync.changed(key.id);
@@ -106,7 +106,7 @@ export const plugin = definePlugin({
       params: { i: keyId, save: saveParam },
       description: 'Properties of an API key, with its value.',
       returns: 'the API key object',
-      async handler(p: { i: string; save?: boolean }) {
+      async handler(p) {
         const key = keys.get(p.i);
         if (!key) throw notFound(`API key ${p.i}`);
         if (p.save && sync.pending(key.id)) await sync.changed(key.id, true);
@@ -134,7 +134,7 @@ export const plugin = definePlugin({
       params: { i: keyId, save: saveParam },
       description: 'Give a dynamic API key a new value; its tokens end at once.',
       returns: '{key: the new value}',
-      async handler(p: { i: string; save?: boolean }) {
+      async handler(p) {
         const key = managed(p.i);
         const value = newKeyValue();
         keys.rekey(key, value);
@@ -148,12 +148,12 @@ export const plugin = definePlugin({
       permission: 'master',
       params: {
         i: keyId,
-        p: str(`property: ${KeyProps.join(', ')}`).req(),
+        p: text(`property: ${KeyProps.join(', ')}`).req(),
         v: any('value; lists as a JSON array or a comma-separated string; empty or absent revokes'),
         save: saveParam,
       },
       description: 'Set a property of a dynamic API key; its tokens end at once.',
-      async handler(p: { i: string; p: string; v?: unknown; save?: boolean }) {
+      async handler(p) {
         const key = managed(p.i);
         setKeyProp(keys, key, p.p, p.v);
         keys.changed(key);

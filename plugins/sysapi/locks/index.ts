@@ -1,6 +1,5 @@
 import { definePlugin } from '../../../core/plugin';
-import { bound } from '../../../core/settings/schema';
-import { str, secs } from '../../../core/params';
+import { bound, text, seconds } from '../../../core/schema';
 import { busy, functionFailed, invalidParams, notFound } from '../../../core/errors';
 import { MAX_TIMER_SECONDS } from '../../../core/defaults';
 import type { LocksService } from '../contract';
@@ -209,7 +208,7 @@ export const plugin = definePlugin({
     ctx.provide('locks', table);
     ctx.onStop(() => table.close());
 
-    const l = str('lock id').req();
+    const l = text('lock id').req();
     const found = (id: string) => {
       const lock = table.get(id);
       if (!lock) throw notFound(`lock ${id}`);
@@ -222,7 +221,7 @@ export const plugin = definePlugin({
       params: { l },
       description: 'Lock status.',
       returns: 'lock object {id, locked, type}',
-      handler: (p: { l: string }) => found(p.l),
+      handler: (p) => found(p.l),
     });
     ctx.register({
       name: 'list_locks',
@@ -238,8 +237,8 @@ export const plugin = definePlugin({
       permission: 'lock',
       params: {
         l,
-        t: secs('seconds to wait to acquire (default [server] timeout)'),
-        e: secs('seconds after which the lock is released automatically'),
+        t: seconds('seconds to wait to acquire (default [server] timeout)'),
+        e: seconds('seconds after which the lock is released automatically'),
       },
       description: 'Acquire a lock, waiting up to t seconds; 10 / 500 when not acquired in time (as 3.3).',
       handler: async (p: { l: string; t?: number; e?: number }, call) => {
@@ -253,7 +252,7 @@ export const plugin = definePlugin({
       permission: 'lock',
       params: { l },
       description: 'Release a lock (whoever holds it).',
-      handler: (p: { l: string }) => {
+      handler: (p) => {
         if (!table.release(p.l)) throw notFound(`lock ${p.l}`);
         return true;
       },

@@ -1,30 +1,18 @@
 import { definePlugin } from '../../../core/plugin';
-import { bound } from '../../../core/settings/schema';
-import { str, int, num } from '../../../core/params';
+import { bound, text, int, num, defaults } from '../../../core/schema';
 import { busy, invalidParams } from '../../../core/errors';
 import { Levels, LevelName, LogRecord, levelName, parseLevel } from '../../../core/log';
 import { isoTime } from '../../history/contract';
 
-export const LogApiDefaults = {
-  /** log_get: records by default, and at most this many whatever `n` asks (plugins/sysapi/README.md) */
-  n: 100,
-  max_n: 10_000,
-  level: Levels.info,
-  /**
-   * Most characters of records one log_get answer carries: the newest
-   * records that fit, whatever `n` asks. The memory log may hold 64 MiB;
-   * without this, every concurrent call would build an answer that large
-   * (64 calls: 4 GB) and block the event loop while serializing it.
-   */
-  max_answer: 1024 * 1024,
-  /**
-   * Most characters all log_get answers together may carry per 100 ms; past
-   * it, log_get answers busy (13 / 409) until the window passes. Building
-   * and sending answers is event-loop time every other call waits for: this
-   * bounds it (about 10 MiB/s) however many clients read the log at once.
-   */
-  max_window: 1024 * 1024,
+export const LogApiLimits = {
+  n: bound(100, 'log_get: records by default (plugins/sysapi/README.md)'),
+  max_n: bound(10_000, 'log_get: most records, whatever `n` asks'),
+  level: int(Levels.info, 'log_get: the lowest level by default'),
+  max_answer: bound(1024 * 1024, 'Most characters of records one log_get answer carries: the newest records that fit, whatever `n` asks. The memory log may hold 64 MiB; without this, every concurrent call would build an answer that large (64 calls: 4 GB) and block the event loop while serializing it.'),
+  max_window: bound(1024 * 1024, 'Most characters all log_get answers together may carry per 100 ms; past it, log_get answers busy (13 / 409) until the window passes. Building and sending answers is event-loop time every other call waits for: this bounds it (about 10 MiB/s) however many clients read the log at once.'),
 };
+
+export const LogApiDefaults = defaults(LogApiLimits);
 
 /**
  * `[sysapi]` settings. The memory log is bounded in records, and every
@@ -74,7 +62,7 @@ export const plugin = definePlugin({
     const { log_max_message: maxMessage } = ctx.config.section('sysapi', LogSettings);
     // records written through the API carry the module name of the API
     const api = ctx.logger.module('sysapi');
-    const m = str(`message text (at most ${maxMessage} characters)`).req();
+    const m = text(`message text (at most ${maxMessage} characters)`).req();
     const write = (l: number, msg: string) => {
       if (msg.length > maxMessage) throw invalidParams(`m: at most ${maxMessage} characters`);
       api.log(l, msg);
@@ -84,9 +72,9 @@ export const plugin = definePlugin({
     ctx.register({
       name: 'log',
       permission: 'sysfunc',
-      params: { l: str('level: debug, info, warning, error, critical, or 10..50 (default info)'), m },
+      params: { l: text('level: debug, info, warning, error, critical, or 10..50 (default info)'), m },
       description: 'Write a record to the controller log.',
-      handler: (p: { l?: string; m: string }) => write(level(p.l, Levels.info), p.m),
+      handler: (p) => write(level(p.l, Levels.info), p.m),
     });
     for (const name of Object.keys(Levels) as LevelName[]) {
       ctx.register({
@@ -94,7 +82,7 @@ export const plugin = definePlugin({
         permission: 'sysfunc',
         params: { m },
         description: `Write a ${name} record to the controller log.`,
-        handler: (p: { m: string }) => write(Levels[name], p.m),
+        handler: (p) => write(Levels[name], p.m),
       });
     }
     let windowStart = 0;
@@ -112,13 +100,13 @@ export const plugin = definePlugin({
       name: 'log_get',
       permission: 'sysfunc',
       params: {
-        l: str('minimum level: 10..50 or a level name (default 20)'),
+        l: text('minimum level: 10..50 or a level name (default 20)'),
         t: num('only records not older than t seconds'),
         n: int(`most records, newest ones (default ${LogApiDefaults.n}, at most ${LogApiDefaults.max_n})`),
       },
       description: `Records of the memory log, oldest first: the newest n that fit in ${LogApiDefaults.max_answer / 1024} KiB of text.`,
       returns: 'array of log records {dt, h, l, lvl, mod, msg, p, t, th}',
-      handler: (p: { l?: string; t?: number; n?: number }) => {
+      handler: (p) => {
         if (p.t !== undefined && p.t < 0) throw invalidParams('t: expected seconds, 0 or more');
         if (p.n !== undefined && p.n < 1) throw invalidParams('n: expected 1 or more');
         const n = Math.min(p.n ?? LogApiDefaults.n, LogApiDefaults.max_n);

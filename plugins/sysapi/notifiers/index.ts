@@ -1,5 +1,5 @@
 import { definePlugin } from '../../../core/plugin';
-import { int, list, num, str } from '../../../core/params';
+import { int, list, num, text } from '../../../core/schema';
 import { invalidParams, notFound } from '../../../core/errors';
 
 /** Notifier management (spec "Notifier management"): all master only; enable/disable last until restart. */
@@ -10,7 +10,7 @@ export const plugin = definePlugin({
   needs: ['notifiers'],
   start(ctx) {
     const host = ctx.service('notifiers');
-    const id = { i: str('notifier id').req() };
+    const id = { i: text('notifier id').req() };
     const known = (i: string) => {
       if (!host.get(i)) throw notFound(`notifier ${i}`);
       return i;
@@ -29,7 +29,7 @@ export const plugin = definePlugin({
       params: id,
       description: 'One notifier, with its live delivery figures (stats: queued, sent, failed, dropped, test).',
       returns: 'notifier object',
-      handler: (p: { i: string }) => host.describe(known(p.i), true),
+      handler: (p) => host.describe(known(p.i), true),
     });
     // beyond the spec (core/README.md, Settings): notifier files described as rpc.discover's x-settings describes the ini
     ctx.register({
@@ -85,7 +85,7 @@ export const plugin = definePlugin({
       params: { ...id, s: which.s, e: which.e, offset: int('skip this many letters'), n: int('at most this many letters (default 100, at most 1000)') },
       description: 'The dead letters of a durable notifier, oldest first: frames its receiver refused for good or that used up their retries (id, time t in ms, subject, events, size, last HTTP status, error).',
       returns: 'array of {id, t, subject, events, size, status, error}',
-      handler: (p: { i: string; s?: number; e?: number; offset?: number; n?: number }) =>
+      handler: (p) =>
         letters(p.i).list({ from: p.s, to: p.e }, Math.max(0, p.offset ?? 0), Math.min(1000, Math.max(0, p.n ?? 100))),
     });
     ctx.register({
@@ -94,7 +94,7 @@ export const plugin = definePlugin({
       params: { ...id, ...which },
       description: 'Send dead letters again: by ids or time range, back into the notifier\'s outbox, oldest first (as new frames).',
       returns: '{letters, events}',
-      handler: (p: { i: string } & Which) => letters(p.i).replay(filterOf(p)),
+      handler: (p) => letters(p.i).replay(filterOf(p)),
     });
     ctx.register({
       name: 'drop_dead_letters',
@@ -102,7 +102,7 @@ export const plugin = definePlugin({
       params: { ...id, ...which },
       description: 'Delete dead letters by ids or time range.',
       returns: '{letters}',
-      handler: async (p: { i: string } & Which) => ({ letters: await letters(p.i).drop(filterOf(p)) }),
+      handler: async (p) => ({ letters: await letters(p.i).drop(filterOf(p)) }),
     });
     for (const [name, enabled] of [['enable_notifier', true], ['disable_notifier', false]] as const) {
       ctx.register({

@@ -1,5 +1,5 @@
 import { definePlugin } from '../../../core/plugin';
-import { bool, num } from '../../../core/params';
+import { bool, num, bound, seconds, defaults } from '../../../core/schema';
 import { functionFailed, invalidParams } from '../../../core/errors';
 import { describe, type ModuleLogger } from '../../../core/log';
 import { splitArgv } from '../../../core/toolkit/argv';
@@ -7,12 +7,12 @@ import { runProgram } from '../../../core/toolkit/program';
 import { MAX_TIMER_SECONDS } from '../../../core/defaults';
 
 /** Bounds of the save hooks (exec_before_save, exec_after_save); their time limit is `[server] timeout`. */
-export const SaveHookDefaults = {
-  /** bytes kept of a hook's stdout and of its stderr (stderr goes to the log when the hook fails) */
-  max_output: 64 * 1024,
-  /** seconds between SIGTERM and SIGKILL when a hook's time runs out */
-  kill_grace: 5,
+export const SaveHookLimits = {
+  max_output: bound(64 * 1024, 'bytes kept of a hook\'s stdout and of its stderr (stderr goes to the log when the hook fails)', 'bytes'),
+  kill_grace: seconds(5, 'seconds between SIGTERM and SIGKILL when a hook\'s time runs out'),
 };
+
+export const SaveHookDefaults = defaults(SaveHookLimits);
 
 /**
  * Run `[server] exec_before_save` / `exec_after_save`: the words of the
@@ -93,7 +93,7 @@ export const plugin = definePlugin({
       permission: 'master',
       params: { debug: bool('debug mode on or off').req() },
       description: 'Switch debug logging until the controller restarts.',
-      handler: (p: { debug: boolean }, call) => {
+      handler: (p, call) => {
         ctx.logger.debugMode = p.debug;
         ctx.log.info(`debug mode ${p.debug ? 'on' : 'off'} (key ${call.key?.id})`);
         return true;
@@ -105,7 +105,7 @@ export const plugin = definePlugin({
       permission: 'master',
       params: { t: num('delay in seconds before the controller stops (none or 0: at once, once answered)') },
       description: 'Answer, then (after t seconds) stop the controller process; a supervisor (--watchdog, systemd) starts it again.',
-      handler: (p: { t?: number }, call) => {
+      handler: (p, call) => {
         const t = p.t ?? 0;
         if (!(t >= 0 && t <= MAX_TIMER_SECONDS)) throw invalidParams(`parameter t: 0 to ${MAX_TIMER_SECONDS} seconds`);
         ctx.log.warning(`shutdown requested${t ? ` in ${t} s` : ''} (key ${call.key?.id})`);

@@ -1,5 +1,5 @@
 import { definePlugin } from '../../../core/plugin';
-import { str } from '../../../core/params';
+import { text } from '../../../core/schema';
 import { functionFailed, invalidParams } from '../../../core/errors';
 
 /** Token modes as EVA ICS 3.3 numbered them in list_tokens (`m`). */
@@ -42,9 +42,9 @@ export const plugin = definePlugin({
     ctx.register({
       name: 'drop_tokens',
       permission: 'master',
-      params: { a: str('session token'), u: str('user login: all of its tokens'), i: str('API key id: all of its tokens') },
+      params: { a: text('session token'), u: text('user login: all of its tokens'), i: text('API key id: all of its tokens') },
       description: 'End session tokens: one (a), a user\'s (u) or a key\'s (i); the first given counts. Their event streams end too.',
-      handler(p: { a?: string; u?: string; i?: string }) {
+      handler(p) {
         enabled();
         // as in 3.3, an empty value is no value
         if (p.a) {

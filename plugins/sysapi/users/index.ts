@@ -1,5 +1,5 @@
 import { definePlugin } from '../../../core/plugin';
-import { str } from '../../../core/params';
+import { text } from '../../../core/schema';
 import type { CallContext } from '../../../core/functions';
 import type { ApiKey } from '../../../core/auth/apikey';
 import { hashPassword, verifyPassword, dummyVerify } from '../passwords';
@@ -62,10 +62,10 @@ export const plugin = definePlugin({
     ctx.register({
       name: 'create_user',
       permission: 'master',
-      params: { u: str('login').req(), p: str('password').req(), a: str('id of the API key to assign').req() },
+      params: { u: text('login').req(), p: text('password').req(), a: text('id of the API key to assign').req() },
       description: 'Create a user account bound to an API key.',
       returns: '{key, user}',
-      async handler(p: { u: string; p: string; a: string }) {
+      async handler(p) {
         if (!LOGIN.test(p.u)) throw invalidParams('u: a login is 1 to 64 characters without spaces or colons');
         if (users.has(p.u)) throw alreadyExists(`user ${p.u}`);
         existingKey(p.a);
@@ -83,9 +83,9 @@ export const plugin = definePlugin({
     ctx.register({
       name: 'destroy_user',
       permission: 'master',
-      params: { u: str('login').req() },
+      params: { u: text('login').req() },
       description: 'Destroy a user account; its tokens end at once.',
-      async handler(p: { u: string }) {
+      async handler(p) {
         user(p.u);
         users.delete(p.u);
         tokens.dropUser(p.u);
@@ -97,10 +97,10 @@ export const plugin = definePlugin({
       name: 'get_user',
       aliases: ['user_get'],
       permission: 'master',
-      params: { u: str('login').req() },
+      params: { u: text('login').req() },
       description: 'A user account.',
       returns: '{key, key_id (the same, as EVA ICS 3.3 named it), user}',
-      handler(p: { u: string }) {
+      handler(p) {
         const rec = user(p.u);
         const key = rec.keys.join(',');
         return { key, key_id: key, user: rec.user };
@@ -124,9 +124,9 @@ export const plugin = definePlugin({
     ctx.register({
       name: 'set_user_key',
       permission: 'master',
-      params: { u: str('login').req(), a: str('id of the API key to assign').req() },
+      params: { u: text('login').req(), a: text('id of the API key to assign').req() },
       description: "Bind a user account to another API key; the user's tokens end at once.",
-      async handler(p: { u: string; a: string }) {
+      async handler(p) {
         const rec = { ...user(p.u), keys: [existingKey(p.a)] };
         users.set(p.u, rec);
         tokens.dropUser(p.u);
@@ -137,9 +137,9 @@ export const plugin = definePlugin({
     ctx.register({
       name: 'set_user_password',
       permission: 'master',
-      params: { u: str('login').req(), p: str('new password').req() },
+      params: { u: text('login').req(), p: text('new password').req() },
       description: "Set a user's password; the user's tokens end at once.",
-      async handler(p: { u: string; p: string }) {
+      async handler(p) {
         user(p.u);
         const hash = await hashPassword(password(p.p));
         const rec = { ...user(p.u), password: hash }; // looked up again: the account may have changed meanwhile
@@ -226,11 +226,11 @@ export const plugin = definePlugin({
     ctx.register({
       name: 'login',
       permission: 'none',
-      params: { u: str('login'), p: str('password'), a: str('token to check; with k, or u and p, of its key: made normal again') },
+      params: { u: text('login'), p: text('password'), a: text('token to check; with k, or u and p, of its key: made normal again') },
       description: 'Exchange a key, a login and password (also as HTTP basic authorization) for a token, or check a token '
         + '(with the credentials of its key: a read-only token becomes normal again).',
       returns: '{key: key id, token, user}; a token check: {key, token, mode: normal or readonly, user}',
-      async handler(p: { u?: string; p?: string; a?: string }, call) {
+      async handler(p, call) {
         // the credentials are checked first: valid ones pass at once; an
         // address with too many wrong ones booked is refused unchecked
         const wait = throttle.begin(call.ip);

@@ -5,6 +5,8 @@ import test from 'ava';
 import { ApiLogStore } from '../../plugins/sysapi/apilog/store';
 import { UserDb } from '../../plugins/sysapi/userdb';
 import type { ApiLogRecord } from '../../plugins/sysapi/apilog/table';
+import { TableThread } from '../../plugins/sysapi/apilog/thread';
+import { SqliteFile } from '../../core/toolkit/sqlite-file';
 import { sqlite3 } from '../helpers/accounts';
 import { keepingLog, tmpDir } from '../helpers/history-db';
 
@@ -53,4 +55,23 @@ test('the thread ends with the store: close() writes the last records before the
   await store.close();
   t.true(fs.existsSync(file));
   t.deepEqual(sqlite3(file, 'SELECT params FROM api_log').map((r) => r.params), ['{"i":7}']);
+});
+
+test('the thread takes one batch at a time: a second while one is in flight is refused; a bad copy fails that batch only', async (t) => {
+  const thread = new TableThread();
+  t.teardown(() => thread.stop());
+  const image = async () => {
+    const db = await SqliteFile.image(new Uint8Array(0));
+    db.run('CREATE TABLE api_log (id VARCHAR(36) NOT NULL, t NUMERIC(20, 8) NOT NULL, tf NUMERIC(20, 8), gw VARCHAR(128), ip VARCHAR(45), auth VARCHAR(128), '
+      + 'u VARCHAR(128), utp VARCHAR(32), ki VARCHAR(2048), func VARCHAR(128), params VARCHAR(512), status VARCHAR(32), PRIMARY KEY (id))');
+    const bytes = db.db.export();
+    db.close();
+    return bytes;
+  };
+  const job = async (records: ApiLogRecord[]) => ({ image: await image(), records, replaceAll: false, before: 0, maxRows: 2, maxBytes: 1 << 20 });
+  const first = thread.run(await job([record(0), record(1), record(2)]));
+  await t.throwsAsync(thread.run(await job([record(3)])), { message: /busy/ });
+  t.is((await first).stored, 2, 'trimmed to maxRows in the thread');
+  await t.throwsAsync(thread.run({ ...(await job([record(4)])), image: new TextEncoder().encode('not a database, not at all') }));
+  t.is((await thread.run(await job([record(5)]))).stored, 1, 'the next batch is done');
 });

@@ -52,8 +52,26 @@ function readableImage(file: string): Uint8Array {
 export class SqliteFile {
   private readonly out: AtomicFile;
 
-  private constructor(readonly file: string, readonly db: Database, readonly mode: number) {
+  private constructor(readonly file: string, private current: Database, readonly mode: number, private readonly engine: SqlJsStatic) {
     this.out = new AtomicFile(file, mode);
+  }
+
+  /** The database in memory. */
+  get db(): Database {
+    return this.current;
+  }
+
+  /** A database of `image` (a whole SQLite file's bytes) that belongs to no file: for work done on a copy (write() fails). */
+  static async image(image: Uint8Array): Promise<SqliteFile> {
+    const SQL = await sqlJs();
+    return new SqliteFile('', new SQL.Database(image), 0o600, SQL);
+  }
+
+  /** Take `image` (a whole SQLite file's bytes, e.g. a copy changed elsewhere) as the database in memory. */
+  replace(image: Uint8Array): void {
+    const next = new this.engine.Database(image);
+    this.current.close();
+    this.current = next;
   }
 
   /** Open `file`, or start an empty database when it does not exist (written on the first write). */
@@ -70,7 +88,7 @@ export class SqliteFile {
     } else {
       db = new SQL.Database();
     }
-    return new SqliteFile(file, db, mode);
+    return new SqliteFile(file, db, mode, SQL);
   }
 
   /** Write the database as it is when the write starts; resolves once it is on disk (`undo`: see AtomicFile.write). */

@@ -42,6 +42,8 @@ const text = (v: unknown) => (v === null || v === undefined ? '' : String(v));
 export class UserDb {
   /** true when opening created a table or added columns: the file should be written */
   schemaChanged = false;
+  /** counts changes made through change(): work done on a copy of the database knows whether it is still current */
+  generation = 0;
   private store?: SqliteFile;
   private opening?: Promise<SqliteFile>;
 
@@ -87,8 +89,9 @@ export class UserDb {
       undo?.();
       throw err;
     }
+    this.generation++;
     sync();
-    await store.write(undo && (() => { undo(); sync(); }));
+    await store.write(undo && (() => { undo(); this.generation++; sync(); }));
   }
 
   /**

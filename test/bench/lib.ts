@@ -100,8 +100,8 @@ export async function wrkLoad(opts: { url: string; method?: 'GET' | 'POST'; body
 }
 
 /** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat (Linux). */
-export function cpuSeconds(pid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+export function cpuSeconds(pid: number, tid?: number): number {
+  const stat = fs.readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, 'utf8');
   // fields after the command name, which may hold spaces: state is field 3, utime 14, stime 15
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(f[11]) + Number(f[12])) / 100;

@@ -35,7 +35,7 @@ export const plugin = definePlugin({
 
     if (keep > 0) {
       // registered before the observer: at stop the observer goes first, then the last records are written
-      ctx.onStop(() => store.write());
+      ctx.onStop(() => store.close());
       ctx.onCall((fn, params, meta, who, started, error) => {
         const http = HTTP_TRANSPORTS.has(meta.transport);
         store.add({

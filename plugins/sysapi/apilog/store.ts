@@ -2,6 +2,7 @@ import type { UserDb } from '../userdb';
 import type { ModuleLogger } from '../../../core/log';
 import { describe } from '../../../core/log';
 import { ApiLogColumns, insert, rowBytes, select, trim, type ApiLogRecord, type Query } from './table';
+import { TableThread } from './thread';
 
 /** records inserted per turn of the event loop (a few ms of sql.js) */
 const CHUNK = 500;
@@ -32,6 +33,8 @@ export class ApiLogStore {
   private lastTrim = 0;
   private failing = false;
   private writing?: Promise<void>;
+  private readonly thread = new TableThread();
+  private threadFailing = false;
 
   constructor(private readonly db: UserDb, private readonly limits: ApiLogLimits, private readonly log: ModuleLogger) {}
 
@@ -82,18 +85,28 @@ export class ApiLogStore {
     try {
       const sql = await this.db.ready();
       this.db.ensure('api_log', ApiLogColumns);
-      // the buffer alone fills the table (a flood): every stored row would be trimmed, one statement ends them all
-      if (this.buffered >= this.limits.maxRows || this.pendingBytes >= this.limits.maxBytes) sql.run('DELETE FROM api_log');
-      // a few hundred rows per turn of the event loop: calls are answered between them
-      while (this.buffered > 0) {
-        insert(sql, this.take(CHUNK));
-        if (this.buffered > 0) await new Promise((resolve) => setImmediate(resolve));
-      }
-      await this.db.change(() => {
-        const now = Date.now();
-        this.stored = trim(sql, this.limits.keep > 0 ? now / 1000 - this.limits.keep : 0, this.limits.maxRows, this.limits.maxBytes);
-        this.lastTrim = now;
+      const replaceAll = this.buffered >= this.limits.maxRows || this.pendingBytes >= this.limits.maxBytes;
+      const records = this.take(this.buffered);
+      const now = Date.now();
+      const before = this.limits.keep > 0 ? now / 1000 - this.limits.keep : 0;
+      const { maxRows, maxBytes } = this.limits;
+      // the table's work (sql.js, several µs a row) on a copy in the thread; the calls only pay the copies of the file
+      const generation = this.db.generation;
+      const done = await this.thread.run({ image: sql.db.export(), records, replaceAll, before, maxRows, maxBytes }).catch((err: unknown) => {
+        if (!this.threadFailing) this.log.warning(`the API call log thread failed, the table is written here: ${describe(err)}`);
+        this.threadFailing = true;
+        return undefined;
       });
+      if (done) this.threadFailing = false;
+      if (done && this.db.generation === generation) {
+        sql.replace(done.image);
+        this.stored = done.stored;
+        this.lastTrim = now;
+        await sql.write();
+      } else {
+        // a key or a user changed meanwhile (the copy is stale), or no thread: the same work here
+        await this.inline(records, replaceAll, before);
+      }
       if (this.failing) this.log.info('the API call log is written again');
       this.failing = false;
     } catch (err) {
@@ -101,6 +114,26 @@ export class ApiLogStore {
       if (!this.failing) this.log.error(`the API call log could not be written to ${this.db.file}: ${describe(err)}`);
       this.failing = true;
     }
+  }
+
+  /** The table's work on the controller's thread, a few hundred rows per turn of the event loop: calls are answered between them. */
+  private async inline(records: ApiLogRecord[], replaceAll: boolean, before: number): Promise<void> {
+    const sql = this.db.sqlite!;
+    if (replaceAll) sql.run('DELETE FROM api_log');
+    for (let i = 0; i < records.length; i += CHUNK) {
+      if (i > 0) await new Promise((resolve) => setImmediate(resolve));
+      insert(sql, records.slice(i, i + CHUNK));
+    }
+    await this.db.change(() => {
+      this.stored = trim(sql, before, this.limits.maxRows, this.limits.maxBytes);
+      this.lastTrim = Date.now();
+    });
+  }
+
+  /** The last write, then the thread ends. */
+  async close(): Promise<void> {
+    await this.write();
+    await this.thread.stop();
   }
 
   /** Records (api_log_get): the buffer goes to the table first, so every answered call is there. */

@@ -10,7 +10,7 @@ import { HistorySchema, type HistoryRow } from '../../plugins/notifiers/db/schem
 import { ROLLUP_TABLE } from '../../plugins/notifiers/db/rollup';
 import { writeFileAtomic } from '../../core/toolkit/atomic-file';
 import type { ModuleLogger } from '../../core/log';
-import { table, fmt, benchUpdatePlugin, updateBatches, postBatches, jsonReceiver } from './lib';
+import { table, fmt, benchUpdatePlugin, updateBatches, postBatches, jsonReceiver, benchStateEvent, rawJsonLoop } from './lib';
 
 /**
  * Notification throughput and db flush cost.
@@ -49,18 +49,6 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const BENCH_PLUGIN = benchUpdatePlugin('sensor:bench/s');
 
-function stateEvent(i: number) {
-  return { oid: 'sensor:bench/s', full_id: 'bench/s', group: 'bench', id: 's', type: 'sensor', status: 1, value: String(i), t: Date.now() / 1000 };
-}
-
-/** The raw json loop: the frames the notifier sends for N events, POSTed one after the other with fetch. */
-async function rawJson(url: string): Promise<void> {
-  for (let i = 0; i < N; i += JSON_BATCH) {
-    const data = Array.from({ length: Math.min(JSON_BATCH, N - i) }, (_, j) => stateEvent(i + j + 1));
-    const r = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ subject: 'state', data }) });
-    await r.text();
-  }
-}
 
 /**
  * The raw db loop: what the notifier stores, done without the controller on
@@ -80,7 +68,7 @@ async function rawDb(dir: string): Promise<void> {
     for (let i = 0; i < N; i += DB_BATCH) {
       const rows: HistoryRow[] = [];
       for (let j = i; j < Math.min(i + DB_BATCH, N); j++) {
-        const e = stateEvent(j + 1);
+        const e = benchStateEvent(j + 1);
         rows.push(['', e.t, e.oid, e.status, e.value]);
       }
       const payload = Buffer.from(JSON.stringify(rows));
@@ -160,7 +148,7 @@ async function throughput(): Promise<(string | number)[][]> {
       step(`json: round ${round}`);
       let done = rx.expect(N);
       let start = now();
-      await rawJson(rx.url);
+      await rawJsonLoop(rx.url, N, JSON_BATCH);
       const raw = N / ((await done) - start) * 1000;
       json.rawFrames = rx.frames();
       await c.client.ok('enable_notifier', { k, i: 'hook' });

@@ -256,3 +256,17 @@ WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ${o.row
 INSERT INTO state_history SELECT '', ${o.end} - ${o.span} + n * ${o.span}.0 / ${o.rows}, '${o.oid}', 1, CAST(20 + (n % 100) / 10.0 AS TEXT) FROM g;`], { maxBuffer: 1 << 20 }, (err) => (err ? reject(err) : resolve())));
   return { dir, file };
 }
+
+/** A state event of the bench item, as the items service emits it (value `i`). */
+export function benchStateEvent(i: number) {
+  return { oid: 'sensor:bench/s', full_id: 'bench/s', group: 'bench', id: 's', type: 'sensor', status: 1, value: String(i), t: Date.now() / 1000 };
+}
+
+/** The raw json loop: the frames a json notifier sends for `n` events (`batch` a frame), POSTed one after the other with fetch. */
+export async function rawJsonLoop(url: string, n: number, batch: number): Promise<void> {
+  for (let i = 0; i < n; i += batch) {
+    const data = Array.from({ length: Math.min(batch, n - i) }, (_, j) => benchStateEvent(i + j + 1));
+    const r = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ subject: 'state', data }) });
+    await r.text();
+  }
+}

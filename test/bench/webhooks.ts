@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { startController, Keys } from '../helpers/controller';
 import { newSecret } from '../../plugins/notifiers/signature';
-import { table, fmt, benchUpdatePlugin, jsonReceiver } from './lib';
+import { table, fmt, benchUpdatePlugin, jsonReceiver, rawJsonLoop } from './lib';
 
 /**
  * What durable and signed web hooks cost.
@@ -35,18 +35,6 @@ const now = () => performance.now();
 const step = (what: string) => process.stderr.write(`… ${what}\n`);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-function stateEvent(i: number) {
-  return { oid: 'sensor:bench/s', full_id: 'bench/s', group: 'bench', id: 's', type: 'sensor', status: 1, value: String(i), t: Date.now() / 1000 };
-}
-
-/** The raw loop: the frames a json notifier sends for N events, POSTed one after the other. */
-async function rawJson(url: string): Promise<void> {
-  for (let i = 0; i < N; i += BATCH) {
-    const data = Array.from({ length: Math.min(BATCH, N - i) }, (_, j) => stateEvent(i + j + 1));
-    const r = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ subject: 'state', data }) });
-    await r.text();
-  }
-}
 
 function within<T>(p: Promise<T>, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -76,7 +64,7 @@ async function throughput(): Promise<(string | number)[][]> {
       step(`round ${round}`);
       let done = rx.expect(N);
       let start = now();
-      await rawJson(rx.url);
+      await rawJsonLoop(rx.url, N, BATCH);
       const raw = N / ((await done) - start) * 1000;
       if (round > 0) rates.raw.push(raw);
       for (const id of kinds) {

@@ -108,6 +108,6 @@ declare module '../../core/plugin' {
 // what other plugins use of the items' own helpers: oids, read access, the
 // value parameter and the mqtt binding as the items plugin reads them
 export { ItemTypes, type Oid } from './oid';
-export { canRead } from './access';
+export { canRead, canWrite } from './access';
 export { valueParam } from './functions';
 export { parseBinding } from './binding';

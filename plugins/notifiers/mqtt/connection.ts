@@ -76,6 +76,11 @@ export class Connection {
     return this.lastError;
   }
 
+  /** Endpoint.connection: up, since when it is down, why */
+  health(): { up: boolean; downSince?: number; error?: string } {
+    return { up: this.connected, downSince: this.downSince || undefined, error: this.lastError || undefined };
+  }
+
   /** since when (ms) the link is down: its start or its last close; 0 while connected */
   downSince = Date.now();
 

@@ -484,19 +484,15 @@ export class SparkplugNode implements Endpoint {
     });
   }
 
-  setEnabled(enabled: boolean): void {
-    this.conn.receiving = enabled;
-  }
-
   connection(): { up: boolean; downSince?: number; error?: string } {
-    return { up: this.conn.connected, downSince: this.conn.downSince || undefined, error: this.conn.error || undefined };
+    return this.conn.health();
   }
 
   info(): Record<string, unknown> {
     return {
+      host_online: this.hostOnline,
       connected: this.conn.connected,
       last_error: this.conn.error || null,
-      host_online: this.hostOnline,
       born: this.alive,
       bdSeq: this.bdSeq,
       seq: this.seq,
@@ -504,5 +500,10 @@ export class SparkplugNode implements Endpoint {
       stored_now: this.store.length,
       stored_bytes: this.storeBytes,
     };
+  }
+
+  /** disabled: commands and host states are dropped (counted by the connection) */
+  setEnabled(enabled: boolean): void {
+    this.conn.receiving = enabled;
   }
 }

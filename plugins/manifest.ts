@@ -18,6 +18,7 @@ export const BuiltinPlugins: readonly string[] = [
   'notifiers/json',
   'notifiers/mqtt',
   'notifiers/prometheus',
+  'notifiers/sparkplug',
   'stream',
   'sysapi/apilog',
   'sysapi/cmd',

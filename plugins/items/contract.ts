@@ -107,7 +107,7 @@ declare module '../../core/plugin' {
 // what other plugins use of the items' own helpers: oids, read access, the
 // value parameter and the mqtt binding as the items plugin reads them
 export { ItemTypes, type ItemType, type Oid } from './oid';
-export { canRead } from './access';
+export { canRead, canWrite } from './access';
 export { parseBinding } from './binding';
 
 /**

@@ -4,12 +4,12 @@ import { spawnSync } from 'node:child_process';
 
 /**
  * `npm run bench`: every benchmark of test/bench/ one after another (api,
- * scaling, updates, footprint, events, mqtt, commit, history-writes, history-query, postgres, influxdb, stream, webhooks, console, console-history — those that exist), each in its own process. `npm run bench
+ * scaling, updates, footprint, events, mqtt, sparkplug, commit, history-writes, history-query, postgres, influxdb, stream, webhooks, console, console-history — those that exist), each in its own process. `npm run bench
  * -- api` runs one.
  */
 const wanted = process.argv.slice(2);
 let failed = 0;
-for (const name of ['api', 'scaling', 'updates', 'footprint', 'events', 'mqtt', 'commit', 'history-writes', 'history-query', 'postgres', 'influxdb', 'stream', 'webhooks', 'console', 'console-history']) {
+for (const name of ['api', 'scaling', 'updates', 'footprint', 'events', 'mqtt', 'sparkplug', 'commit', 'history-writes', 'history-query', 'postgres', 'influxdb', 'stream', 'webhooks', 'console', 'console-history']) {
   if (wanted.length && !wanted.includes(name)) continue;
   const file = path.join(__dirname, `${name}.js`);
   if (!fs.existsSync(file)) continue;

@@ -17,7 +17,8 @@ test('list_notifier_types: the file fields, the common settings with type, defau
   t.like(d.common.queue_size, { type: 'int', default: 10_000, min: 1 });
   t.like(d.common.enabled, { type: 'bool', default: false });
   for (const c of Object.values(d.common) as { description: string }[]) t.true(c.description.length > 10);
-  t.deepEqual(Object.keys(d.types).sort(), ['db', 'http', 'http-post', 'influxdb', 'json', 'mqtt', 'prometheus']);
+  t.deepEqual(Object.keys(d.types).sort(), ['db', 'http', 'http-post', 'influxdb', 'json', 'mqtt', 'prometheus', 'sparkplug']);
+  t.truthy(d.types.sparkplug.settings.primary_host_id, 'sparkplug: its primary host');
   t.truthy(d.types.json.settings.uri, 'json: its uri');
   t.truthy(d.types.mqtt.settings.qos, 'mqtt: its qos');
   t.like(await client.rpc('list_notifier_types', { k: Keys.plain }), { error: { code: 2 } }, 'master only');

@@ -9,6 +9,9 @@ import { Routes } from './routes';
 import { hasWildcard, topicMatches } from './topics';
 import type { Message } from './messages';
 
+/** What publishBatch takes: a message whose payload may be bytes (a Sparkplug payload). */
+export type Outgoing = Omit<Message, 'payload'> & { payload: string | Buffer };
+
 /** The MQTT client library, loaded with the first connection: a controller without an mqtt notifier never loads it. */
 const mqtt = onFirstUse<typeof Mqtt>('mqtt');
 
@@ -42,6 +45,8 @@ export class Connection {
   receiving = true;
   /** run after every successful (re)connect, once the subscriptions are sent */
   onConnect: () => void = () => {};
+  /** the last will for the next connect attempt, asked before each one (a Sparkplug node's NDEATH changes with every connect) */
+  will?: () => IClientOptions['will'];
 
   /**
    * subscribe_all (3.3): the broker is asked for SPACE/unit/# and
@@ -69,6 +74,11 @@ export class Connection {
 
   get error(): string {
     return this.lastError;
+  }
+
+  /** Endpoint.connection: up, since when it is down, why */
+  health(): { up: boolean; downSince?: number; error?: string } {
+    return { up: this.connected, downSince: this.downSince || undefined, error: this.lastError || undefined };
   }
 
   /** since when (ms) the link is down: its start or its last close; 0 while connected */
@@ -104,6 +114,7 @@ export class Connection {
       if (s.tls.key) opts.key = fs.readFileSync(s.tls.key);
       opts.rejectUnauthorized = true;
     }
+    if (this.will) opts.will = this.will();
     const client = mqtt().connect(opts);
     this.client = client;
     this.stats.attempts++;
@@ -163,6 +174,7 @@ export class Connection {
       this.timer = undefined;
       if (this.stopped || !this.client || this.client.connected) return;
       this.stats.attempts++;
+      if (this.will) this.client.options.will = this.will();
       this.client.reconnect({ incomingStore: this.incoming, outgoingStore: this.outgoing });
     }, wait);
   }
@@ -205,7 +217,7 @@ export class Connection {
    * acknowledged. QoS 0: written one after the other, pausing while the
    * socket is full (one wait at a time, not one per message).
    */
-  async publishAll(messages: readonly Message[]): Promise<void> {
+  async publishAll(messages: readonly Outgoing[]): Promise<void> {
     await (await this.publishBatch(messages)).acked;
   }
 
@@ -215,7 +227,7 @@ export class Connection {
    * which resolves when the broker has acknowledged every QoS 1/2 message.
    * Until then they stay in the client's store (sent again on reconnect).
    */
-  async publishBatch(messages: readonly Message[]): Promise<{ acked: Promise<void> }> {
+  async publishBatch(messages: readonly Outgoing[]): Promise<{ acked: Promise<void> }> {
     const acks: Promise<void>[] = [];
     for (const m of messages) {
       const client = this.client;

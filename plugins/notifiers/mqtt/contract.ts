@@ -1,5 +1,8 @@
 /**
  * What other plugins use of the mqtt notifier type: the topic checks core
- * scripts apply to the topics they subscribe to.
+ * scripts apply to the topics they subscribe to; the broker connection and
+ * its settings, which the sparkplug type shares.
  */
-export { topicFilterProblem } from './topics';
+export { topicFilterProblem, validTopic } from './topics';
+export { Connection, NotConnected, type Outgoing } from './connection';
+export { MqttDefaults, MqttSettingsSchema, parseMqttProps, readSettings, type MqttSettings, type Qos } from './settings';

@@ -217,7 +217,7 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
   }
 
   connection(): { up: boolean; downSince?: number; error?: string } {
-    return { up: this.conn.connected, downSince: this.conn.downSince || undefined, error: this.conn.error || undefined };
+    return this.conn.health();
   }
 
   info(): Record<string, unknown> {

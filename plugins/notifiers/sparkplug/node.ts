@@ -1,0 +1,509 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import crypto from 'node:crypto';
+import type { PluginContext } from '../../../core/plugin';
+import type { ModuleLogger } from '../../../core/log';
+import { describe } from '../../../core/log';
+import type { Endpoint, StateEvent, Subject, Subscription } from '../contract';
+import { itemSelected } from '../contract';
+import { Connection, NotConnected, type Outgoing } from '../mqtt/contract';
+import { canWrite, type ItemInfo, type ItemsService } from '../../items/contract';
+import { DataType, decodePayload, encodePayload, type Metric, type MetricValue } from './payload';
+import type { SparkplugSettings } from './settings';
+
+const NS = 'spBv1.0';
+const REBIRTH = 'Node Control/Rebirth';
+const BDSEQ = 'bdSeq';
+const OWNER = 'sparkplug';
+/** stored events forwarded in one data message per device */
+const FORWARD_BATCH = 500;
+
+type Field = 'status' | 'value';
+
+/** One item field as a metric: where it lives and how it was born. */
+interface MetricRef { oid: string; type: string; field: Field; device: string; name: string; alias: number; datatype: number }
+
+/** An event held while the host or the broker was away. */
+interface Stored { e: StateEvent; bytes: number }
+
+/** The data type of an item value: numbers, booleans, text; null has none of its own. */
+export function valueType(v: string | null | undefined): number | undefined {
+  if (v === null || v === undefined) return undefined;
+  if (v === 'true' || v === 'false') return DataType.Boolean;
+  if (v.trim() !== '' && /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(v.trim()) && Number.isFinite(Number(v))) return DataType.Double;
+  return DataType.String;
+}
+
+/** An item value as a metric value of a data type. */
+function metricValue(v: string | null | undefined, datatype: number): MetricValue {
+  if (v === null || v === undefined) return null;
+  if (datatype === DataType.Boolean) return v === 'true';
+  if (datatype === DataType.Double) return Number(v);
+  return v;
+}
+
+/** A metric value written by a command into an item value (text), undefined when it is not one. */
+function itemValue(v: MetricValue | undefined): string | null | undefined {
+  if (v === null) return null;
+  if (typeof v === 'string') return v;
+  if (typeof v === 'number' && Number.isFinite(v)) return String(v);
+  if (typeof v === 'boolean') return String(v);
+  return undefined;
+}
+
+/**
+ * One Sparkplug B edge node (Eclipse Sparkplug 3.0): the items the
+ * notifier's state subscriptions cover are its metrics, laid out as devices
+ * by the `devices` setting. Every publication goes through one chain, so a
+ * birth is always complete before data follows it.
+ */
+export class SparkplugNode implements Endpoint {
+  private readonly conn: Connection;
+  private readonly subs: Subscription[];
+  private readonly bdSeqFile: string;
+  private bdSeq = -1;
+  private seq = 0;
+  /** the metrics born on the node ('' device) and each device, by name */
+  private born = new Map<string, Map<string, MetricRef>>();
+  private readonly byKey = new Map<string, MetricRef>();
+  private readonly aliases = new Map<string, number>();
+  private nextAlias = 1;
+  /** births done on this connection (data may follow) */
+  private alive = false;
+  private hostOnline: boolean;
+  private hostTimestamp = 0;
+  private chain: Promise<void> = Promise.resolve();
+  private store: Stored[] = [];
+  private storeBytes = 0;
+  private unwatch?: () => void;
+  private started = false;
+  private stopped = false;
+  readonly stats = {
+    births: 0, device_births: 0, deaths: 0, device_deaths: 0, data_messages: 0, rebirth_requests: 0,
+    commands_run: 0, commands_refused: 0, stored: 0, store_dropped: 0, forwarded: 0, host_online_changes: 0,
+  };
+
+  constructor(readonly s: SparkplugSettings, private readonly ctx: PluginContext, private readonly log: ModuleLogger, subs: Subscription[], id: string) {
+    this.subs = subs.filter((x) => x.subject === 'state');
+    this.hostOnline = !s.primaryHostId;
+    const clientId = `sparkplug-${s.groupId}-${s.edgeNodeId}-${crypto.randomBytes(4).toString('hex')}`.slice(0, 64);
+    this.conn = new Connection(s.mqtt, log, clientId);
+    this.bdSeqFile = path.join(ctx.paths.runtime, `${ctx.paths.product}_sparkplug_${id}.bdseq`);
+    this.conn.will = () => this.nextWill();
+    this.conn.onConnect = () => this.connected();
+    this.conn.routes.add(OWNER, this.topic('NCMD'), 1, (_t, p) => this.onCommand('', p));
+    this.conn.routes.add(OWNER, `${NS}/${s.groupId}/DCMD/${s.edgeNodeId}/+`, 1, (t, p) => this.onCommand(t.slice(t.lastIndexOf('/') + 1), p));
+    if (s.primaryHostId) this.conn.routes.add(OWNER, `${NS}/STATE/${s.primaryHostId}`, 1, (_t, p) => this.onHostState(p));
+  }
+
+  private topic(kind: string, device = ''): string {
+    return `${NS}/${this.s.groupId}/${kind}/${this.s.edgeNodeId}${device ? `/${device}` : ''}`;
+  }
+
+  private items(): ItemsService | undefined {
+    return this.ctx.hasService('items') ? this.ctx.service('items') : undefined;
+  }
+
+  // ---- bdSeq and the death certificate ----
+
+  /** The will of the next connect: NDEATH with a new bdSeq, kept on disk so it goes on across restarts. */
+  private nextWill() {
+    if (this.bdSeq < 0) {
+      try { this.bdSeq = Number(fs.readFileSync(this.bdSeqFile, 'utf8').trim()); } catch { this.bdSeq = -1; }
+      if (!Number.isInteger(this.bdSeq) || this.bdSeq < 0 || this.bdSeq > 255) this.bdSeq = -1;
+    }
+    this.bdSeq = (this.bdSeq + 1) % 256;
+    try {
+      fs.mkdirSync(path.dirname(this.bdSeqFile), { recursive: true });
+      fs.writeFileSync(this.bdSeqFile, String(this.bdSeq));
+    } catch (err) {
+      this.log.error(`sparkplug: cannot keep bdSeq in ${this.bdSeqFile}: ${describe(err)}`);
+    }
+    return { topic: this.topic('NDEATH'), payload: this.deathPayload(), qos: 1 as const, retain: false };
+  }
+
+  private deathPayload(): Buffer {
+    return Buffer.from(encodePayload({ timestamp: Date.now(), metrics: [{ name: BDSEQ, datatype: DataType.Int64, value: this.bdSeq }] }));
+  }
+
+  // ---- the chain of publications ----
+
+  private run(fn: () => Promise<void>): Promise<void> {
+    const next = this.chain.then(fn);
+    this.chain = next.catch(() => undefined);
+    return next;
+  }
+
+  private nextSeq(): number {
+    const s = this.seq;
+    this.seq = (this.seq + 1) % 256;
+    return s;
+  }
+
+  private message(kind: string, device: string, metrics: Metric[], seq = this.nextSeq()): Outgoing {
+    return { topic: this.topic(kind, device), payload: Buffer.from(encodePayload({ timestamp: Date.now(), metrics, seq })), qos: this.s.qos, retain: false };
+  }
+
+  private async publish(messages: Outgoing[]): Promise<void> {
+    const { acked } = await this.conn.publishBatch(messages);
+    await acked;
+  }
+
+  private get publishing(): boolean {
+    return this.conn.connected && this.hostOnline && this.alive;
+  }
+
+  // ---- births ----
+
+  private connected(): void {
+    this.alive = false;
+    if (this.s.primaryHostId) this.hostOnline = false; // the retained STATE tells again
+    if (this.hostOnline) void this.run(() => this.birth()).catch((err) => this.failed('birth', err));
+  }
+
+  private failed(what: string, err: unknown): void {
+    if (!(err instanceof NotConnected)) this.log.error(`sparkplug ${this.s.edgeNodeId}: ${what}: ${describe(err)}`);
+  }
+
+  /** The items covered, by device. */
+  private layout(): Map<string, ItemInfo[]> {
+    const out = new Map<string, ItemInfo[]>();
+    for (const it of this.items()?.list() ?? []) {
+      if (!this.subs.some((x) => itemSelected(x, it))) continue;
+      const d = this.deviceOf(it);
+      let l = out.get(d);
+      if (!l) out.set(d, (l = []));
+      l.push(it);
+    }
+    return out;
+  }
+
+  private deviceOf(it: { type: string; group: string; id: string }): string {
+    switch (this.s.devices) {
+      case 'node': return '';
+      case 'item': return `${it.type}.${it.group ? `${it.group.replace(/\//g, '.')}.` : ''}${it.id}`;
+      default: return it.group ? it.group.replace(/\//g, '.') : '_';
+    }
+  }
+
+  private metricName(it: { type: string; group: string; id: string }, field: Field): string {
+    switch (this.s.devices) {
+      case 'node': return `${it.type}/${it.group ? `${it.group}/` : ''}${it.id}/${field}`;
+      case 'item': return field;
+      default: return `${it.type}/${it.id}/${field}`;
+    }
+  }
+
+  private alias(key: string): number {
+    let a = this.aliases.get(key);
+    if (a === undefined) this.aliases.set(key, (a = this.nextAlias++));
+    return a;
+  }
+
+  /** The birth metrics of some items, recorded as born. */
+  private bornMetrics(device: string, items: ItemInfo[], into: Map<string, MetricRef>): Metric[] {
+    const out: Metric[] = [];
+    const st = this.items();
+    for (const it of items) {
+      const state = st?.state(it.oid);
+      const t = state ? Math.round(state.t * 1000) : Date.now();
+      for (const field of ['status', 'value'] as const) {
+        const key = `${it.oid}|${field}`;
+        const name = this.metricName(it, field);
+        const v = field === 'status' ? state?.status ?? 0 : state?.value ?? null;
+        const datatype = field === 'status' ? DataType.Int32 : valueType(v as string | null) ?? this.byKey.get(key)?.datatype ?? DataType.String;
+        const ref: MetricRef = { oid: it.oid, type: it.type, field, device, name, alias: this.alias(key), datatype };
+        into.set(name, ref);
+        this.byKey.set(key, ref);
+        out.push({ name, alias: ref.alias, timestamp: t, datatype, value: field === 'status' ? Number(v) : metricValue(v as string | null, datatype) });
+      }
+    }
+    return out;
+  }
+
+  /** NBIRTH (seq 0, the bdSeq of this connection) and a DBIRTH of every device, then what was stored. */
+  private async birth(): Promise<void> {
+    if (!this.conn.connected || !this.hostOnline) return;
+    this.alive = false;
+    this.born = new Map();
+    this.byKey.clear();
+    this.seq = 0;
+    const layout = this.layout();
+    const node = new Map<string, MetricRef>();
+    this.born.set('', node);
+    const nodeMetrics: Metric[] = [
+      { name: BDSEQ, datatype: DataType.Int64, value: this.bdSeq },
+      { name: REBIRTH, datatype: DataType.Boolean, value: false },
+      ...this.bornMetrics('', layout.get('') ?? [], node),
+    ];
+    const messages = [this.message('NBIRTH', '', nodeMetrics, this.nextSeq())];
+    for (const [device, items] of layout) {
+      if (device === '') continue;
+      const m = new Map<string, MetricRef>();
+      this.born.set(device, m);
+      messages.push(this.message('DBIRTH', device, this.bornMetrics(device, items, m)));
+    }
+    await this.publish(messages);
+    this.stats.births++;
+    this.stats.device_births += messages.length - 1;
+    this.alive = true;
+    await this.forward();
+  }
+
+  /** A new DBIRTH of one device (an item came or changed type), or DDEATH when it has no items left. */
+  private async deviceBirth(device: string, items: ItemInfo[] | undefined): Promise<void> {
+    if (device === '') return this.birth(); // node metrics change only with a whole new birth
+    const old = this.born.get(device);
+    for (const ref of old?.values() ?? []) if (this.byKey.get(`${ref.oid}|${ref.field}`) === ref) this.byKey.delete(`${ref.oid}|${ref.field}`);
+    if (!items?.length) {
+      this.born.delete(device);
+      if (old) {
+        await this.publish([this.message('DDEATH', device, [])]);
+        this.stats.device_deaths++;
+      }
+      return;
+    }
+    const m = new Map<string, MetricRef>();
+    this.born.set(device, m);
+    await this.publish([this.message('DBIRTH', device, this.bornMetrics(device, items, m))]);
+    this.stats.device_births++;
+  }
+
+  // ---- data ----
+
+  /** State events as DDATA/NDATA; events of a device that needs a new birth go with it. */
+  private async data(events: StateEvent[], historical: boolean): Promise<void> {
+    const byDevice = new Map<string, Metric[]>();
+    const reborn = new Set<string>();
+    for (const e of events) {
+      const status = this.byKey.get(`${e.oid}|status`);
+      const value = this.byKey.get(`${e.oid}|value`);
+      const device = this.deviceOf(e);
+      if (!status || !value) {
+        if (!historical && this.subs.some((x) => itemSelected(x, e))) reborn.add(device);
+        continue;
+      }
+      const vt = valueType(e.value);
+      if (vt !== undefined && vt !== value.datatype && !historical) {
+        reborn.add(device);
+        continue;
+      }
+      const t = Math.round(e.t * 1000);
+      let list = byDevice.get(device);
+      if (!list) byDevice.set(device, (list = []));
+      const flag = historical ? { is_historical: true } : {};
+      const datatype = historical && vt !== undefined ? vt : value.datatype;
+      list.push(
+        historical ? { name: status.name, datatype: DataType.Int32, timestamp: t, value: e.status, ...flag } : { alias: status.alias, datatype: DataType.Int32, timestamp: t, value: e.status },
+        historical ? { name: value.name, datatype, timestamp: t, value: metricValue(e.value, datatype), ...flag } : { alias: value.alias, datatype, timestamp: t, value: metricValue(e.value, datatype) },
+      );
+    }
+    if (reborn.has('')) {
+      await this.birth();
+      return;
+    }
+    if (reborn.size) {
+      const layout = this.layout();
+      for (const d of reborn) {
+        byDevice.delete(d);
+        await this.deviceBirth(d, layout.get(d));
+      }
+    }
+    const messages: Outgoing[] = [];
+    for (const [device, metrics] of byDevice) messages.push(this.message(device ? 'DDATA' : 'NDATA', device, metrics));
+    if (!messages.length) return;
+    await this.publish(messages);
+    this.stats.data_messages += messages.length;
+  }
+
+  /** What was stored while the host or the broker was away, flagged historical. */
+  private async forward(): Promise<void> {
+    while (this.store.length && this.publishing) {
+      const part = this.store.slice(0, FORWARD_BATCH);
+      await this.data(part.map((x) => x.e), true);
+      this.store.splice(0, part.length);
+      for (const x of part) this.storeBytes -= x.bytes;
+      this.stats.forwarded += part.length;
+    }
+  }
+
+  private keep(events: StateEvent[]): void {
+    for (const e of events) {
+      const bytes = JSON.stringify(e).length;
+      this.store.push({ e, bytes });
+      this.storeBytes += bytes;
+      this.stats.stored++;
+      while (this.store.length > this.s.storeMax || (this.storeBytes > this.s.storeMaxBytes && this.store.length)) {
+        this.storeBytes -= this.store.shift()!.bytes;
+        this.stats.store_dropped++;
+      }
+    }
+  }
+
+  // ---- what arrives ----
+
+  private onHostState(payload: Buffer): void {
+    let st: { online?: unknown; timestamp?: unknown };
+    try { st = JSON.parse(payload.toString('utf8')) as typeof st; } catch { return; }
+    if (!st || typeof st.online !== 'boolean') return;
+    const ts = typeof st.timestamp === 'number' ? st.timestamp : 0;
+    if (ts && ts < this.hostTimestamp) return; // an older state than the one known
+    this.hostTimestamp = ts;
+    if (st.online === this.hostOnline) return;
+    this.stats.host_online_changes++;
+    this.hostOnline = st.online;
+    if (st.online) void this.run(() => this.birth()).catch((err) => this.failed('birth', err));
+    else this.alive = false;
+  }
+
+  private refuse(why: string): void {
+    this.stats.commands_refused++;
+    this.log.warning(`sparkplug ${this.s.edgeNodeId}: command refused: ${why}`);
+  }
+
+  private onCommand(device: string, payload: Buffer): void {
+    let metrics: Metric[];
+    try { metrics = decodePayload(payload).metrics; } catch (err) { return this.refuse(`not a Sparkplug payload: ${describe(err)}`); }
+    for (const m of metrics) {
+      if (device === '' && m.name === REBIRTH) {
+        if (m.value !== true) { this.refuse(`${REBIRTH} is not true`); continue; }
+        this.stats.rebirth_requests++;
+        void this.run(() => this.birth()).catch((err) => this.failed('rebirth', err));
+        continue;
+      }
+      const born = this.born.get(device);
+      const ref = m.alias !== undefined && !m.name
+        ? [...(born?.values() ?? [])].find((r) => r.alias === m.alias)
+        : m.name !== undefined ? born?.get(m.name) : undefined;
+      if (!ref) { this.refuse(`no metric ${m.name ?? `alias ${m.alias}`} on ${device || 'the node'}`); continue; }
+      this.write(ref, m.value);
+    }
+  }
+
+  /** A command writing an item's metric: a unit's runs its action, a sensor's or lvar's sets it; the command key must be allowed to. */
+  private write(ref: MetricRef, v: MetricValue | undefined): void {
+    const items = this.items();
+    const key = this.s.commandKey ? this.ctx.keys.get(this.s.commandKey) : undefined;
+    if (!items || !key) return this.refuse(`${ref.oid}: no command_key set`);
+    const [type, full] = [ref.type, ref.oid.slice(ref.oid.indexOf(':') + 1)];
+    const slash = full.lastIndexOf('/');
+    const o = { oid: ref.oid, type: type as ItemInfo['type'], group: slash < 0 ? '' : full.slice(0, slash), id: full.slice(slash + 1), full_id: full };
+    if (!canWrite(key, o)) return this.refuse(`${ref.oid}: the command key may not write it`);
+    let change: { status?: number; value?: string | null };
+    if (ref.field === 'status') {
+      if (typeof v !== 'number' || !Number.isInteger(v)) return this.refuse(`${ref.oid}: status must be an integer`);
+      change = { status: v };
+    } else {
+      const text = itemValue(v);
+      if (text === undefined) return this.refuse(`${ref.oid}: value of a kind an item does not take`);
+      change = { value: text };
+    }
+    const source = `sparkplug:${this.s.edgeNodeId}`;
+    if (type === 'unit') {
+      const now = items.state(ref.oid);
+      const status = change.status ?? now?.nstatus ?? now?.status ?? 0;
+      items.action(ref.oid, { status, ...(change.value !== undefined ? { value: change.value } : {}) }, source)
+        .then(() => { this.stats.commands_run++; }, (err) => this.refuse(`${ref.oid}: ${describe(err)}`));
+      return;
+    }
+    try {
+      items.update(ref.oid, change, source);
+      this.stats.commands_run++;
+    } catch (err) {
+      this.refuse(`${ref.oid}: ${describe(err)}`);
+    }
+  }
+
+  // ---- Endpoint ----
+
+  /** Follow the items: a device whose items change is born again (or dies). */
+  itemsReady(): void {
+    if (!this.started || this.unwatch) return;
+    const items = this.items();
+    if (!items) return;
+    let pending = new Set<string>();
+    this.unwatch = items.watch?.((it) => {
+      if (!pending.size) {
+        queueMicrotask(() => {
+          const devices = pending;
+          pending = new Set();
+          if (this.stopped || !this.publishing) return;
+          void this.run(async () => {
+            if (!this.publishing) return;
+            const layout = this.layout();
+            for (const d of devices) await this.deviceBirth(d, layout.get(d));
+          }).catch((err) => this.failed('device birth', err));
+        });
+      }
+      pending.add(this.deviceOf(it));
+    }) ?? (() => {});
+  }
+
+  async start(): Promise<void> {
+    if (this.started) return;
+    this.started = true;
+    this.conn.start();
+    this.itemsReady();
+    await this.conn.waitConnected(this.s.mqtt.timeout * 1000);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.unwatch?.();
+    // a death certificate of our own: the broker drops the will of a client that says goodbye
+    await this.run(async () => {
+      if (!this.conn.connected) return;
+      await this.conn.publish(this.topic('NDEATH'), this.deathPayload(), 1).then(() => { this.stats.deaths++; }, () => undefined);
+    }).catch(() => undefined);
+    await this.conn.stop();
+  }
+
+  async test(signal: AbortSignal): Promise<void> {
+    const gaveUp = new Promise<boolean>((resolve) => {
+      if (signal.aborted) resolve(false);
+      else signal.addEventListener('abort', () => resolve(false), { once: true });
+    });
+    if (!this.started) void this.start();
+    if (!(await Promise.race([this.conn.waitConnected(), gaveUp]))) {
+      throw new Error(`cannot connect to ${this.s.mqtt.host}:${this.s.mqtt.port}${this.conn.error ? `: ${this.conn.error}` : ''}`);
+    }
+  }
+
+  /** State events become data while the node is born and its host online; otherwise they are stored (bounded). */
+  async send(subject: Subject, events: unknown[]): Promise<void> {
+    if (subject !== 'state' || !events.length) return;
+    const states = events as StateEvent[];
+    await this.run(async () => {
+      if (!this.publishing) return this.keep(states);
+      try {
+        await this.data(states, false);
+      } catch (err) {
+        if (!(err instanceof NotConnected)) throw err;
+        this.keep(states);
+      }
+    });
+  }
+
+  connection(): { up: boolean; downSince?: number; error?: string } {
+    return this.conn.health();
+  }
+
+  info(): Record<string, unknown> {
+    return {
+      host_online: this.hostOnline,
+      connected: this.conn.connected,
+      last_error: this.conn.error || null,
+      born: this.alive,
+      bdSeq: this.bdSeq,
+      seq: this.seq,
+      ...this.stats,
+      stored_now: this.store.length,
+      stored_bytes: this.storeBytes,
+    };
+  }
+
+  /** disabled: commands and host states are dropped (counted by the connection) */
+  setEnabled(enabled: boolean): void {
+    this.conn.receiving = enabled;
+  }
+}

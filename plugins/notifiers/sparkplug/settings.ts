@@ -1,0 +1,76 @@
+import * as schema from '../../../core/schema';
+import type { NotifierConfig, SettingsSchema } from '../contract';
+import { MqttSettingsSchema, readSettings, type MqttSettings, type Qos } from '../mqtt/contract';
+
+/** Every default and limit of the sparkplug notifier, declared. */
+export const SparkplugLimits = {
+  group_id: schema.text('eva', 'Sparkplug group id'),
+  qos: schema.int(0, 'QoS of births and data (the specification asks 0; NDEATH is always 1)', { min: 0, max: 2 }),
+  store_max: schema.bound(10_000, 'events stored while the primary host or the broker is away'),
+  store_max_bytes: schema.bound(10 * 1024 * 1024, 'bytes of events stored while the primary host or the broker is away (their JSON size)', 'bytes'),
+  max_batch: schema.bound(1000, 'most events in one send'),
+};
+export const SparkplugDefaults = schema.defaults(SparkplugLimits);
+
+/** How the subscribed items are laid out as Sparkplug devices. */
+export const DeviceModes = ['group', 'item', 'node'] as const;
+export type DeviceMode = (typeof DeviceModes)[number];
+
+/** What MQTT broker settings the type shares with mqtt: the same names, meanings and defaults. */
+const broker = ['host', 'port', 'username', 'password', 'keepalive', 'ca_certs', 'certfile', 'keyfile'] as const;
+
+export const SparkplugSettingsSchema: SettingsSchema = {
+  ...Object.fromEntries(broker.map((k) => [k, MqttSettingsSchema[k]])),
+  qos: SparkplugLimits.qos,
+  group_id: SparkplugLimits.group_id,
+  edge_node_id: schema.text('', 'Sparkplug edge node id; empty: the system name'),
+  primary_host_id: schema.text('', 'publish only while this host application is online (spBv1.0/STATE/<id>); empty: always'),
+  devices: schema.text('group', 'a Sparkplug device per item group (group), per item (item), or all metrics on the node (node)'),
+  command_key: schema.text('', 'id of the API key whose rights DCMD/NCMD writes to items need; empty: such writes are refused'),
+  store_max: schema.int(SparkplugDefaults.store_max, 'events stored while the primary host or the broker is away', { min: 0 }),
+  store_max_bytes: schema.int(SparkplugDefaults.store_max_bytes, 'bytes of events stored while the primary host or the broker is away', { min: 0 }),
+};
+
+export interface SparkplugSettings {
+  mqtt: MqttSettings;
+  qos: Qos;
+  groupId: string;
+  edgeNodeId: string;
+  primaryHostId: string;
+  devices: DeviceMode;
+  commandKey: string;
+  storeMax: number;
+  storeMaxBytes: number;
+}
+
+/** An id part of a Sparkplug topic: no separators or wildcards. */
+function topicId(v: unknown, what: string, fallback: string): string {
+  const s = v === undefined || v === null || v === '' ? fallback : String(v).trim();
+  if (/[/+#]/.test(s)) throw new Error(`${what} must not hold '/', '+' or '#'`);
+  return s;
+}
+
+const intOr = (v: unknown, d: number) => (v === undefined || v === null || v === '' ? d : Number(v));
+
+/** Check a config and read it; `system`: the controller's name (the default edge node id). */
+export function readSparkplug(cfg: NotifierConfig, dir: string, system: string): SparkplugSettings {
+  const mqtt = readSettings({ ...cfg, space: '', qos: 1 }, dir);
+  const qos = intOr(cfg.qos, SparkplugDefaults.qos);
+  if (qos !== 0 && qos !== 1 && qos !== 2) throw new Error('qos must be 0, 1 or 2');
+  const devices = (cfg.devices === undefined || cfg.devices === '' ? 'group' : String(cfg.devices)) as DeviceMode;
+  if (!DeviceModes.includes(devices)) throw new Error(`devices must be one of ${DeviceModes.join(', ')}`);
+  const groupId = topicId(cfg.group_id, 'group_id', SparkplugDefaults.group_id);
+  const edgeNodeId = topicId(cfg.edge_node_id, 'edge_node_id', system);
+  if (!groupId || !edgeNodeId) throw new Error('group_id and edge_node_id must not be empty');
+  return {
+    mqtt,
+    qos,
+    groupId,
+    edgeNodeId,
+    primaryHostId: topicId(cfg.primary_host_id, 'primary_host_id', ''),
+    devices,
+    commandKey: cfg.command_key === undefined || cfg.command_key === null ? '' : String(cfg.command_key),
+    storeMax: intOr(cfg.store_max, SparkplugDefaults.store_max),
+    storeMaxBytes: intOr(cfg.store_max_bytes, SparkplugDefaults.store_max_bytes),
+  };
+}

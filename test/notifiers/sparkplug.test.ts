@@ -1,0 +1,223 @@
+import 'reflect-metadata';
+import test from 'ava';
+import fs from 'node:fs';
+import path from 'node:path';
+import { startBroker, type Broker } from '../helpers/broker';
+import { Keys, makeDir, spawnController } from '../helpers/controller';
+import { controllerWith } from '../helpers/mqtt-notifier';
+import { notifierFiles, stats } from '../helpers/notifiers';
+import { keysIni } from '../helpers/keys';
+import { SparkplugHost, Types } from '../helpers/sparkplug-host';
+import { until } from '../helpers/wait';
+import { decodePayload, encodePayload, DataType } from '../../plugins/notifiers/sparkplug/payload';
+import { valueType } from '../../plugins/notifiers/sparkplug/node';
+
+const NODE = 'edge1';
+
+/** Keys of the command tests: `cmd` writes g1 only. */
+const KEYS = keysIni({
+  masterkey: { key: Keys.master, master: true, hosts_allow: ['0.0.0.0/0', '::/0'] },
+  cmd: { key: 'cmdkeycmdkeycmdkeycmdkeycmdkeycmdkeycmdkeycmdkeycmdkeycmdkey1234', groups: 'g1/#', hosts_allow: '127.0.0.1' },
+});
+
+function sparkplugNotifier(broker: Broker, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    type: 'sparkplug', host: broker.host, port: broker.port, group_id: 'plant', edge_node_id: NODE, timeout: 5,
+    events: [{ subject: 'state', types: ['#'], groups: ['g1', 'g2'] }], ...extra,
+  };
+}
+
+test('payload codec: the fields and data types round-trip, signed integers and null included', (t) => {
+  const bytes = encodePayload({
+    timestamp: 1700000000123, seq: 255, uuid: 'u', metrics: [
+      { name: 'a', alias: 7, timestamp: 1700000000000, datatype: DataType.Int32, value: -5 },
+      { name: 'b', datatype: DataType.Double, value: 1.5, is_historical: true },
+      { name: 'c', datatype: DataType.Boolean, value: true, is_transient: true },
+      { name: 'd', datatype: DataType.String, value: 'x' },
+      { name: 'e', datatype: DataType.Int64, value: 2 ** 40 },
+      { name: 'f', datatype: DataType.String, value: null },
+    ],
+  });
+  const p = decodePayload(bytes);
+  t.is(p.timestamp, 1700000000123);
+  t.is(p.seq, 255);
+  t.is(p.uuid, 'u');
+  t.deepEqual(p.metrics, [
+    { name: 'a', alias: 7, timestamp: 1700000000000, datatype: DataType.Int32, value: -5 },
+    { name: 'b', datatype: DataType.Double, value: 1.5, is_historical: true },
+    { name: 'c', datatype: DataType.Boolean, value: true, is_transient: true },
+    { name: 'd', datatype: DataType.String, value: 'x' },
+    { name: 'e', datatype: DataType.Int64, value: 2 ** 40 },
+    { name: 'f', datatype: DataType.String, value: null, is_null: true },
+  ]);
+  t.is(DataType.Int64, 4);
+  t.is(DataType.Double, 10);
+  t.is(DataType.Boolean, 11);
+  t.is(DataType.String, 12);
+  t.throws(() => decodePayload(Buffer.from([0x12, 0xff])));
+  t.is(valueType('12.5'), DataType.Double);
+  t.is(valueType('-3'), DataType.Double);
+  t.is(valueType('true'), DataType.Boolean);
+  t.is(valueType('on'), DataType.String);
+  t.is(valueType(''), DataType.String);
+  t.is(valueType(null), undefined);
+});
+
+for (const kind of ['mosquitto', 'aedes'] as const) {
+  test(`${kind}: births, data by alias, a type change reborn, devices per group, seq and stats`, async (t) => {
+    const broker = await startBroker(t, { kind });
+    const host = await SparkplugHost.connect(t, broker, 'plant');
+    const c = await controllerWith(t, { sp: sparkplugNotifier(broker) });
+    await c.ok('create', { i: 'sensor:g1/temp' });
+    await c.ok('create', { i: 'unit:g1/pump' });
+    await c.ok('create', { i: 'lvar:g2/flag' });
+    await c.ok('create', { i: 'sensor:other/x' }); // not subscribed: no metric
+    await host.until('g1 and g2 born', () => host.value(NODE, 'g1', 'unit/pump/status') !== undefined && host.value(NODE, 'g2', 'lvar/flag/value') !== undefined);
+
+    await c.ok('update', { i: 'sensor:g1/temp', s: 1, v: '21.5' });
+    await host.until('a number', () => host.value(NODE, 'g1', 'sensor/temp/value') === 21.5);
+    const data = host.messages.filter((m) => m.kind === 'DDATA');
+    t.true(data.length > 0);
+    t.true(data.every((m) => m.metrics.every((x) => x.name === undefined && x.alias !== undefined)), 'data by alias only');
+    t.is(host.value(NODE, 'g1', 'sensor/temp/status'), 1);
+
+    // a value of another type: the device is born again with the new data type
+    const births = host.messages.filter((m) => m.kind === 'DBIRTH' && m.device === 'g1').length;
+    await c.ok('update', { i: 'sensor:g1/temp', v: 'broken' });
+    await host.until('a string', () => host.value(NODE, 'g1', 'sensor/temp/value') === 'broken');
+    const last = host.messages.filter((m) => m.kind === 'DBIRTH' && m.device === 'g1');
+    t.is(last.length, births + 1);
+    t.is(last.at(-1)!.metrics.find((m) => m.name === 'sensor/temp/value')!.datatype, Types.String);
+    await c.ok('update', { i: 'lvar:g2/flag', v: 'true' });
+    await host.until('a boolean', () => host.value(NODE, 'g2', 'lvar/flag/value') === true);
+
+    // a group without covered items dies
+    await c.ok('destroy', { i: 'lvar:g2/flag' });
+    await host.until('DDEATH g2', () => host.messages.some((m) => m.kind === 'DDEATH' && m.device === 'g2'));
+    t.false(host.messages.some((m) => m.topic.includes('/other')), 'not subscribed');
+
+    // more than 256 messages: seq wraps
+    for (let i = 0; i < 300; i++) await c.ok('update', { i: 'sensor:g1/temp', v: `s${i}` });
+    await host.until('the last', () => host.value(NODE, 'g1', 'sensor/temp/value') === 's299');
+    t.deepEqual(host.problems, []);
+    const st = await stats(c.client, c.k, 'sp');
+    t.is(st.births, 1);
+    t.true(st.device_births >= 3);
+    t.is(st.device_deaths, 1);
+    t.is(st.bdSeq, 0);
+    t.is(st.seq, (host.messages.at(-1)!.seq! + 1) % 256);
+  });
+}
+
+test('rebirth on NCMD; DCMD runs a unit action and sets a sensor with the command key; the rest is refused and counted', async (t) => {
+  const broker = await startBroker(t, { kind: 'mosquitto' });
+  const host = await SparkplugHost.connect(t, broker, 'plant');
+  const c = await controllerWith(t, { sp: sparkplugNotifier(broker, { command_key: 'cmd' }) }, { keysIni: KEYS });
+  await c.ok('create', { i: 'sensor:g1/temp' });
+  await c.ok('create', { i: 'unit:g1/pump' });
+  await c.ok('create', { i: 'unit:g2/valve' });
+  await host.until('born', () => host.value(NODE, 'g2', 'unit/valve/status') !== undefined && host.value(NODE, 'g1', 'unit/pump/status') !== undefined);
+
+  const before = host.messages.length;
+  await host.command(NODE, '', [{ name: 'Node Control/Rebirth', datatype: Types.Boolean, value: true }]);
+  await host.until('a new NBIRTH', () => host.messages.slice(before).some((m) => m.kind === 'NBIRTH'));
+  await host.until('its DBIRTHs', () => host.kinds(before).filter((k) => k.startsWith('DBIRTH')).length >= 2);
+  t.is(host.kinds(before)[0], 'NBIRTH');
+
+  // a unit's status by name: its action runs; a sensor's value by alias: set
+  const aliasOf = (device: string, name: string) => host.messages.filter((m) => m.kind === 'DBIRTH' && m.device === device).at(-1)!.metrics.find((m) => m.name === name)!.alias!;
+  await host.command(NODE, 'g1', [{ name: 'unit/pump/status', datatype: Types.Int32, value: 1 }]);
+  await host.command(NODE, 'g1', [{ alias: aliasOf('g1', 'sensor/temp/value'), datatype: Types.Double, value: 30 }]);
+  await until('pump on', async () => (await c.ok('state', { i: 'unit:g1/pump' })).status === 1);
+  await until('temp set', async () => (await c.ok('state', { i: 'sensor:g1/temp' })).value === '30');
+  const results = await c.ok('result', { i: 'unit:g1/pump' });
+  t.true(results.some((a: any) => a.nstatus === 1), 'ran as an action');
+  await host.until('the host sees it', () => host.value(NODE, 'g1', 'unit/pump/status') === 1);
+
+  // refused: the key may not write g2; no such metric; a status that is not an integer; undecodable
+  await host.command(NODE, 'g2', [{ name: 'unit/valve/status', datatype: Types.Int32, value: 1 }]);
+  await host.command(NODE, 'g1', [{ name: 'unit/nothing/status', datatype: Types.Int32, value: 1 }]);
+  await host.command(NODE, 'g1', [{ name: 'unit/pump/status', datatype: Types.String, value: 'on' }]);
+  await host.client.publishAsync(`spBv1.0/plant/DCMD/${NODE}/g1`, 'not protobuf', { qos: 1 });
+  await until('4 refused', async () => (await stats(c.client, c.k, 'sp')).commands_refused === 4);
+  const st = await stats(c.client, c.k, 'sp');
+  t.is(st.commands_run, 2);
+  t.is(st.rebirth_requests, 1);
+  t.is(st.births, 2);
+  t.is((await c.ok('state', { i: 'unit:g2/valve' })).status, 0);
+  t.deepEqual(host.problems, []);
+});
+
+test('commands need a command key: without one, writes are refused', async (t) => {
+  const broker = await startBroker(t, { kind: 'mosquitto' });
+  const host = await SparkplugHost.connect(t, broker, 'plant');
+  const c = await controllerWith(t, { sp: sparkplugNotifier(broker) });
+  await c.ok('create', { i: 'sensor:g1/temp' });
+  await host.until('born', () => host.value(NODE, 'g1', 'sensor/temp/status') !== undefined);
+  const before = (await c.ok('state', { i: 'sensor:g1/temp' })).status;
+  await host.command(NODE, 'g1', [{ name: 'sensor/temp/status', datatype: Types.Int32, value: 3 }]);
+  await until('refused', async () => (await stats(c.client, c.k, 'sp')).commands_refused === 1);
+  t.not(before, 3);
+  t.is((await c.ok('state', { i: 'sensor:g1/temp' })).status, before);
+  t.is((await stats(c.client, c.k, 'sp')).commands_run, 0);
+});
+
+test('SIGKILL: the broker sends the NDEATH will with the birth bdSeq; the next start is born with bdSeq + 1', async (t) => {
+  const broker = await startBroker(t, { kind: 'mosquitto' });
+  const host = await SparkplugHost.connect(t, broker, 'plant');
+  const dir = makeDir(t, { files: notifierFiles({ sp: sparkplugNotifier(broker) }) });
+  const ctl = await spawnController(t, dir);
+  await ctl.client.ok('create', { k: Keys.master, i: 'sensor:g1/temp' });
+  await host.until('born', () => host.online(NODE) && host.value(NODE, 'g1', 'sensor/temp/status') !== undefined);
+  const bd = host.bdSeq(NODE)!;
+  t.is(bd, 0);
+  ctl.proc.kill('SIGKILL');
+  await ctl.exited;
+  const death = await host.until('NDEATH', () => host.messages.find((m) => m.kind === 'NDEATH'));
+  t.is(death.metrics.find((m) => m.name === 'bdSeq')!.value, bd);
+  t.false(host.online(NODE));
+  t.is(fs.readFileSync(path.join(dir, 'runtime', 'uc_sparkplug_sp.bdseq'), 'utf8'), '0');
+
+  const again = await spawnController(t, dir);
+  await host.until('born again', () => host.online(NODE));
+  t.is(host.bdSeq(NODE), bd + 1);
+  // a clean stop sends NDEATH itself with the same bdSeq
+  again.proc.kill('SIGTERM');
+  await again.exited;
+  await host.until('NDEATH of the second run', () => host.messages.filter((m) => m.kind === 'NDEATH').some((m) => m.metrics[0].value === bd + 1));
+  t.false(host.online(NODE));
+  t.deepEqual(host.problems, []);
+});
+
+test('primary host: nothing while it is offline, births when it comes online, then what happened meanwhile as historical data', async (t) => {
+  const broker = await startBroker(t, { kind: 'mosquitto' });
+  const host = await SparkplugHost.connect(t, broker, 'plant', 'scada');
+  await host.state('scada', false);
+  const c = await controllerWith(t, { sp: sparkplugNotifier(broker, { primary_host_id: 'scada', store_max: 3 }) });
+  await c.ok('create', { i: 'sensor:g1/temp' });
+  for (let i = 1; i <= 5; i++) await c.ok('update', { i: 'sensor:g1/temp', s: 1, v: String(i) });
+  await until('stored', async () => (await stats(c.client, c.k, 'sp')).stored === 6);
+  const st = await stats(c.client, c.k, 'sp');
+  t.is(st.stored_now, 3);
+  t.is(st.store_dropped, 3);
+  t.false(st.host_online);
+  t.is(host.messages.length, 0, 'nothing published while the host is offline');
+
+  await host.state('scada', true);
+  await host.until('historical data', () => host.messages.some((m) => m.metrics.some((x) => x.is_historical)));
+  t.deepEqual(host.kinds().slice(0, 3), ['NBIRTH', 'DBIRTH/g1', 'DDATA/g1']);
+  const hist = host.messages[2].metrics.filter((m) => m.name === 'sensor/temp/value');
+  t.deepEqual(hist.map((m) => m.value), [3, 4, 5]);
+  t.true(hist.every((m) => m.is_historical));
+  await c.ok('update', { i: 'sensor:g1/temp', v: '9' });
+  await host.until('live data', () => host.value(NODE, 'g1', 'sensor/temp/value') === 9);
+
+  // offline again: stored, not sent
+  const n = host.messages.length;
+  await host.state('scada', false);
+  await until('offline', async () => (await stats(c.client, c.k, 'sp')).host_online === false);
+  await c.ok('update', { i: 'sensor:g1/temp', v: '10' });
+  await until('stored again', async () => (await stats(c.client, c.k, 'sp')).stored_now === 1);
+  t.is(host.messages.length, n);
+  t.deepEqual(host.problems, []);
+});

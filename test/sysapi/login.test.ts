@@ -134,7 +134,8 @@ async function held(client: Client): Promise<number> {
   return Number(/^eva_login_waiting (\d+)$/m.exec(await r.text())?.[1]);
 }
 
-test('failed logins are slowed per address: the right password passes until too many guesses are booked, other addresses are not', async (t) => {
+// the guessing tests fill the process-wide password queue (16): run alone, so the other tests' logins are not refused busy
+test.serial('failed logins are slowed per address: the right password passes until too many guesses are booked, other addresses are not', async (t) => {
   const { client } = await withUser(t, { webapi: { x_real_ip: true, login_free_failures: 5, login_pending_max: 3, login_delay: 60 } });
   const attacker = from(client, '10.6.6.6');
   for (let i = 0; i < 5; i++) t.regex((await attacker({ u: 'op', p: `guess${i}` })).message!, /invalid credentials/);
@@ -159,7 +160,7 @@ test('failed logins are slowed per address: the right password passes until too 
   for (const l of late) void l.catch(() => undefined);
 });
 
-test('an IPv6 client is slowed by its /64: a host cannot take a fresh address for each guess', async (t) => {
+test.serial('an IPv6 client is slowed by its /64: a host cannot take a fresh address for each guess', async (t) => {
   const { client } = await withUser(t, { webapi: { x_real_ip: true, login_free_failures: 5, login_pending_max: 1, login_delay: 60, login_waiting_max: 1 } });
   const checked: string[] = [];
   for (let i = 1; i <= 5; i++) t.regex((await from(client, `2001:db8:1:2::${i.toString(16)}`)({ u: 'op', p: `guess${i}` })).message!, /invalid credentials/);
@@ -178,7 +179,7 @@ test('an IPv6 client is slowed by its /64: a host cannot take a fresh address fo
   void late.catch(() => undefined);
 });
 
-test('a wrong login past the free failures is answered late; the steps double', async (t) => {
+test.serial('a wrong login past the free failures is answered late; the steps double', async (t) => {
   const { client } = await withUser(t, { webapi: { x_real_ip: true, login_free_failures: 1, login_pending_max: 2, login_delay: 1.5 } });
   const attacker = from(client, '10.6.6.7');
   t.regex((await attacker({ u: 'op', p: 'bad0' })).message!, /invalid credentials/);
@@ -197,7 +198,7 @@ test('a wrong login past the free failures is answered late; the steps double', 
   t.is((await attacker({ u: 'op', p: 'secret' })).result?.user, 'op', 'nothing booked now: the right password passes');
 });
 
-test('parallel guesses cannot all start before the first fails', async (t) => {
+test.serial('parallel guesses cannot all start before the first fails', async (t) => {
   const { client } = await withUser(t, { webapi: { x_real_ip: true, login_free_failures: 5, login_pending_max: 2, login_delay: 60 } });
   const attacker = from(client, '10.6.6.8');
   const answers: { error?: number; message?: string }[] = [];

@@ -204,3 +204,42 @@ test('dead letters are bounded in count and bytes: the oldest go, counted', asyn
   t.deepEqual(oids.slice(0, 100), Array.from({ length: 100 }, (_, i) => `sensor:g/e${i}`));
   await until('outbox empty', async () => (await outboxOf(again.client)).held === 0);
 });
+
+test('a backlog goes out in full frames, not one per outbox write', async (t) => {
+  const rcv = await Receiver.start(t);
+  await rcv.close();
+  const { client } = await startController(t, { files: notifierFiles({ hook: { type: 'json', uri: rcv.uri, ...patient, events: states } }) });
+  // 30 calls of 10: 30 outbox writes (groups) while the receiver is away
+  for (let i = 0; i < 300; i += 10) {
+    await client.ok('t_emit', { k, s: 'state', d: Array.from({ length: 10 }, (_, j) => stateEvent(`sensor:g/e${i + j}`)) });
+  }
+  await until('300 on disk', async () => (await outboxOf(client)).held === 300);
+  await rcv.listen();
+  await until('all delivered', () => new Set(deduped(t, rcv.requests)).size === 300, 60_000);
+  const frames = new Set(rcv.requests.map((r) => r.headers['webhook-id'])).size;
+  t.true(frames <= 6, `${frames} frames for 300 events of 30 writes (max_batch 100)`);
+  t.deepEqual(deduped(t, rcv.requests), Array.from({ length: 300 }, (_, i) => `sensor:g/e${i}`));
+});
+
+test('a frame across outbox writes is recorded before its first try and made again from the record after a restart', async (t) => {
+  const dir = makeDir(t);
+  const file = path.join(dir, 'runtime', 'outbox', 'x');
+  const stored: number[] = [];
+  const box = new Outbox(file, (b) => stored.push(...b.map((x) => x.seq)), () => t.fail('refused'));
+  box.open();
+  for (let i = 0; i < 3; i++) {
+    box.accept('state', { n: i });
+    await box.flush();
+  }
+  t.deepEqual(stored, [1, 2, 3]);
+  await box.frame([1, 2, 3]);
+  await box.close();
+  const again = new Outbox(file, () => undefined, () => undefined);
+  const { pending } = again.open();
+  t.deepEqual(pending.map((b) => [b.seq, b.g, b.replayed]), [[1, 1, true], [2, 2, true], [3, 3, true]], 'three groups, read at start');
+  t.deepEqual(again.recordedFrame(1), [1, 2, 3]);
+  t.is(again.frameId([1, 2, 3]), box.frameId([1, 2, 3]), 'the same id after the restart');
+  again.done([1]);
+  t.is(again.recordedFrame(1), undefined, 'a frame whose first event is done is forgotten');
+  await again.close();
+});

@@ -237,8 +237,7 @@ export class Delivery {
 
   private async work(): Promise<void> {
     while (!this.closed) {
-      // a durable notifier's frame stays within one outbox group: the same events make the same frame after a restart
-      const batch = this.queue.take(this.opts.max_batch, this.batchBytes, this.durable && sameGroup);
+      const batch = this.take();
       if (!batch) {
         this.overflowing = false;
         // a durable notifier's drain also waits for what its outbox is still writing (then queued, and the loop woken)
@@ -253,6 +252,22 @@ export class Delivery {
       this.inflight = 0;
       this.inflightBytes = 0;
     }
+  }
+
+  /**
+   * The next batch. A durable notifier's frame must come out the same after a
+   * restart: one recorded before is made again from its record; events read
+   * at start are cut within their group (as they were, unrecorded, before);
+   * the others in full batches (recorded before their first try when they
+   * span groups, in deliver).
+   */
+  private take() {
+    const d = this.durable;
+    if (!d) return this.queue.take(this.opts.max_batch, this.batchBytes);
+    const head = this.queue.head() as Boxed | undefined;
+    const recorded = head && d.outbox.recordedFrame(head.seq);
+    if (recorded) return this.queue.take(recorded.length);
+    return this.queue.take(this.opts.max_batch, this.batchBytes, head?.replayed ? sameGroup : undefined);
   }
 
   /** A batch as a frame: a durable notifier's events come boxed; events too old are let go first. */
@@ -314,6 +329,8 @@ export class Delivery {
     for (let attempt = 0; ; attempt++) {
       const seqs = frame.boxes?.map((b) => b.seq);
       const id = seqs && this.durable!.outbox.frameId(seqs);
+      // a frame across groups is on disk before its first try (a restart makes it again from the record)
+      if (seqs && new Set(frame.boxes!.map((b) => b.g)).size > 1) await this.durable!.outbox.frame(seqs).catch(() => undefined);
       try {
         const endpoint = this.endpoint!;
         // a link that is down (and says so) is waited for without the timeout: only stop or disable ends the wait

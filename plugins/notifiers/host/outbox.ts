@@ -16,12 +16,16 @@ import type { Subject } from '../contract';
  *   a: the events accepted since the last write [seq, subject, event, time ms]
  *   d: seqs done with (delivered, dropped at a bound, or moved to the dead letters)
  *
- * The events of one write are a group, and a frame never spans two groups:
- * within a group the host cuts frames by its batch bounds alone, so the same
- * events make the same frames again after a restart. A frame's id is the
- * outbox's prefix (random, kept in the journal), its first seq and its
- * length: a frame cut off by a crash goes out again under the same
- * `webhook-id`, and a receiver that keeps ids gets it once. A `done` needs
+ *   f: frames that span several writes, recorded before their first try
+ *
+ * The events of one write are a group. A frame within one group is cut by
+ * the host's batch bounds alone, so after a restart the same events (cut
+ * within their group again) make the same frame; a frame that spans groups
+ * (a backlog sent in full batches) is recorded before its first try and made
+ * again from the record. A frame's id is the outbox's prefix (random, kept
+ * in the journal), its first seq and its length: a frame cut off by a crash
+ * goes out again under the same `webhook-id`, and a receiver that keeps ids
+ * gets it once. A `done` needs
  * no fsync of its own: it rides with the next accepted events (or is
  * written alone DONE_DELAY_MS later); lost in a crash, it only sends a frame again.
  *
@@ -31,12 +35,12 @@ import type { Subject } from '../contract';
  * the two leaves an event in both, read once (by seq).
  */
 
-/** One accepted event; `g`: its group (the first seq of the write that stored it). */
-export interface Boxed { seq: number; subject: Subject; event: unknown; t: number; g: number }
+/** One accepted event; `g`: its group (the first seq of the write that stored it); `replayed`: read at start. */
+export interface Boxed { seq: number; subject: Subject; event: unknown; t: number; g: number; replayed?: true }
 
 /** An event as the journal holds it; the group is written only in a snapshot (else: the record's first seq). */
 type Accepted = [seq: number, subject: Subject, event: unknown, t: number, g?: number];
-interface Entry { p?: string; n?: number; a?: Accepted[]; d?: number[] }
+interface Entry { p?: string; n?: number; a?: Accepted[]; f?: number[][]; d?: number[] }
 
 /** How long dones wait for accepted events to ride with before they are written alone. */
 const DONE_DELAY_MS = 500;
@@ -68,7 +72,9 @@ export class Outbox {
   /** accepted and not done, by seq (insertion order is seq order), with its size on disk */
   private readonly held = new Map<number, { a: Accepted; bytes: number }>();
   private heldBytes = 0;
-  private buffer: { a: Accepted[]; d: number[] } = { a: [], d: [] };
+  /** frames recorded whose events are all held: first seq -> seqs */
+  private readonly frames = new Map<number, number[]>();
+  private buffer: { a: Accepted[]; f: number[][]; d: number[]; waiters: { resolve: () => void; reject: (e: unknown) => void }[] } = { a: [], f: [], d: [], waiters: [] };
   private writing: Promise<void> | undefined;
   private closed = false;
   readonly figures: OutboxFigures = { stored: 0, refused: 0, fsyncs: 0, written: 0 };
@@ -90,6 +96,7 @@ export class Outbox {
     fs.mkdirSync(path.dirname(this.file), { recursive: true });
     const done = new Set<number>();
     const found = new Map<number, Accepted>();
+    const recorded: number[][] = [];
     for (const raw of this.journal.replay(0, torn)) {
       const e = raw as Entry;
       if (typeof e.p === 'string') this.prefix = e.p;
@@ -99,17 +106,19 @@ export class Outbox {
         if (!done.has(a[0])) found.set(a[0], [a[0], a[1], a[2], a[3], a[4] ?? group]);
         this.nextSeq = Math.max(this.nextSeq, a[0] + 1);
       }
+      for (const f of e.f ?? []) recorded.push(f);
       for (const s of e.d ?? []) { done.add(s); found.delete(s); }
     }
     const sorted = [...found.values()].sort((x, y) => x[0] - y[0]);
     for (const a of sorted) this.hold(a, JSON.stringify(a).length);
+    for (const f of recorded) if (f.length && f.every((q) => this.held.has(q))) this.frames.set(f[0], f);
     this.prefix ||= crypto.randomBytes(6).toString('base64url');
     const last = this.journal.segments().pop()?.seq ?? 0;
     this.journal.open(0);
     // the new segment opens with what is held: the older ones can go
     this.snapshot();
     this.journal.drop(last);
-    return { pending: sorted.map(boxed) };
+    return { pending: sorted.map((a) => ({ ...boxed(a), replayed: true as const })) };
   }
 
   /** events held on disk, not yet done */
@@ -134,10 +143,33 @@ export class Outbox {
     return `msg_${this.prefix}_${seqs[0]}_${seqs.length}`;
   }
 
+  /** The frame recorded for a first seq (after a restart), if whole. */
+  recordedFrame(first: number): number[] | undefined {
+    return this.frames.get(first);
+  }
+
+  /**
+   * Record a frame that spans several groups before its first try; resolves
+   * once it is on disk (so a restart makes the same frame). One already
+   * recorded is not written again.
+   */
+  frame(seqs: number[]): Promise<void> {
+    if (this.frames.get(seqs[0])?.length === seqs.length || this.closed) return Promise.resolve();
+    this.frames.set(seqs[0], seqs);
+    this.buffer.f.push(seqs);
+    return new Promise((resolve, reject) => {
+      this.buffer.waiters.push({ resolve, reject });
+      this.schedule();
+    });
+  }
+
   /** These events are done with (delivered, dropped, dead letters): written with the next write. */
   done(seqs: readonly number[]): void {
     if (!seqs.length || this.closed) return;
-    for (const s of seqs) this.release(s);
+    for (const s of seqs) {
+      this.release(s);
+      this.frames.delete(s);
+    }
     this.buffer.d.push(...seqs);
     // dones ride with the next accepted events; alone, they are written a little later, together
     this.doneTimer ??= setTimeout(() => {
@@ -180,7 +212,7 @@ export class Outbox {
   private doneDue = false;
 
   private due(): boolean {
-    return this.buffer.a.length > 0 || (this.doneDue && this.buffer.d.length > 0);
+    return this.buffer.a.length > 0 || this.buffer.f.length > 0 || (this.doneDue && this.buffer.d.length > 0);
   }
 
   private async writeAll(): Promise<void> {
@@ -189,11 +221,12 @@ export class Outbox {
     while (this.due()) {
       this.doneDue = false;
       const b = this.buffer;
-      this.buffer = { a: [], d: [] };
+      this.buffer = { a: [], f: [], d: [], waiters: [] };
       // the entry as JSON, each event's part measured on the way (what it holds on disk)
       const parts = b.a.map((a) => JSON.stringify(a));
       const fields: string[] = [];
       if (parts.length) fields.push(`"a":[${parts.join(',')}]`);
+      if (b.f.length) fields.push(`"f":${JSON.stringify(b.f)}`);
       if (b.d.length) fields.push(`"d":${JSON.stringify(b.d)}`);
       const before = this.journal.written;
       this.inWrite = b.a.length;
@@ -201,12 +234,14 @@ export class Outbox {
         await this.journal.appendJsonAsync(`{${fields.join(',')}}`);
       } catch (err) {
         this.inWrite = 0;
-        // nothing of this write is on disk: its events were never accepted
+        // nothing of this write is on disk: its events were never accepted, its frames not recorded
+        for (const f of b.f) this.frames.delete(f[0]);
+        for (const w of b.waiters) w.reject(err);
         if (b.a.length) this.refused(b.a.length, err);
         this.figures.refused += b.a.length;
         // dones lost here cost at most a frame sent again; keep them for the next write
         this.buffer.d.push(...b.d);
-        if (!b.a.length) return;
+        if (!b.a.length && !b.f.length) return;
         continue;
       }
       this.inWrite = 0;
@@ -216,6 +251,7 @@ export class Outbox {
       const group = b.a[0]?.[0];
       b.a.forEach((a, i) => { a[4] = group; this.hold(a, parts[i].length); });
       for (const s of b.d) this.release(s);
+      for (const w of b.waiters) w.resolve();
       if (b.a.length) this.stored(b.a.map(boxed));
       this.compactIfDue();
     }
@@ -248,7 +284,7 @@ export class Outbox {
 
   /** Everything held as the first record of the current segment (blocking: at open and at compaction only). */
   private snapshot(): void {
-    this.journal.append({ p: this.prefix, n: this.nextSeq, a: [...this.held.values()].map((h) => h.a) } satisfies Entry);
+    this.journal.append({ p: this.prefix, n: this.nextSeq, a: [...this.held.values()].map((h) => h.a), f: [...this.frames.values()] } satisfies Entry);
   }
 }
 

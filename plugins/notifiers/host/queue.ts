@@ -92,6 +92,11 @@ export class EventQueue {
     return best;
   }
 
+  /** The oldest waiting event (the head of the next take), without taking it. */
+  head(): unknown {
+    return this.oldest()?.peek()?.event;
+  }
+
   /**
    * Take up to `max` events, and up to `maxBytes` of them (at least one
    * event), of the subject whose first event is the oldest; `bytes` is their

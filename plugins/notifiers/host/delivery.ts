@@ -258,8 +258,9 @@ export class Delivery {
    * The next batch. A durable notifier's frame must come out the same after a
    * restart: one recorded before is made again from its record; events read
    * at start are cut within their group (as they were, unrecorded, before);
-   * the others in full batches (recorded before their first try when they
-   * span groups, in deliver).
+   * the others within their group too, unless the frame would stay under half
+   * a batch: then it goes on into the next groups (a backlog of small writes
+   * goes out in large frames), recorded before its first try (in deliver).
    */
   private take() {
     const d = this.durable;
@@ -267,7 +268,10 @@ export class Delivery {
     const head = this.queue.head() as Boxed | undefined;
     const recorded = head && d.outbox.recordedFrame(head.seq);
     if (recorded) return this.queue.take(recorded.length);
-    return this.queue.take(this.opts.max_batch, this.batchBytes, head?.replayed ? sameGroup : undefined);
+    // a frame crosses into the next group only while it is small (such a frame costs a record first)
+    const half = Math.max(1, Math.floor(this.opts.max_batch / 2));
+    const together = head?.replayed ? sameGroup : (last: unknown, next: unknown, taken: number) => sameGroup(last, next) || taken < half;
+    return this.queue.take(this.opts.max_batch, this.batchBytes, together);
   }
 
   /** A batch as a frame: a durable notifier's events come boxed; events too old are let go first. */

@@ -100,15 +100,15 @@ export class EventQueue {
   /**
    * Take up to `max` events, and up to `maxBytes` of them (at least one
    * event), of the subject whose first event is the oldest; `bytes` is their
-   * estimate. `together`: whether the next event may join the first one's batch (absent: any may).
+   * estimate. `together`: whether the next event may follow the last one taken into this batch, `taken` events so far (absent: any may).
    */
-  take(max: number, maxBytes = Number.MAX_SAFE_INTEGER, together?: (first: unknown, next: unknown) => boolean): { subject: Subject; events: unknown[]; bytes: number } | undefined {
+  take(max: number, maxBytes = Number.MAX_SAFE_INTEGER, together?: (last: unknown, next: unknown, taken: number) => boolean): { subject: Subject; events: unknown[]; bytes: number } | undefined {
     const list = this.oldest();
     if (!list) return undefined;
     const subject = [...this.lists].find(([, l]) => l === list)![0];
     const events: unknown[] = [];
     let bytes = 0;
-    while (events.length < max && list.length && (!events.length || (bytes + list.peek()!.bytes <= maxBytes && (!together || together(events[0], list.peek()!.event))))) {
+    while (events.length < max && list.length && (!events.length || (bytes + list.peek()!.bytes <= maxBytes && (!together || together(events[events.length - 1], list.peek()!.event, events.length))))) {
       const q = list.shift()!;
       events.push(q.event);
       bytes += q.bytes;

@@ -108,7 +108,7 @@ btest('operator: unit action with its progress, value set, cards with age and sp
   await page.fill(`${unit} input[aria-label="status for unit:lights/hall"]`, '0');
   await page.fill(`${unit} input[aria-label="value for unit:lights/hall"]`, '');
   await page.click(`${unit} button:has-text("Run action")`);
-  await page.waitForSelector(`${unit} .progress.error:has-text("Action failed, exit code 4: relay stuck")`, { timeout: 5000 }).catch(async (e) => { t.log(await page.textContent(`${unit} .progress`)); throw e; });
+  await page.waitForSelector(`${unit} .progress.error:has-text("Action failed, exit code 4: relay stuck")`, WAIT).catch(async (e) => { t.log(await page.textContent(`${unit} .progress`)); throw e; });
 
   // an lvar's value set from its card
   await page.fill('[data-oid="lvar:modes/night"] input[aria-label="new value of lvar:modes/night"]', 'yes');

@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import net from 'node:net';
@@ -9,7 +10,8 @@ import mqtt, { type MqttClient, type IClientOptions } from 'mqtt';
 
 /**
  * A real MQTT broker for tests: aedes in this process by default, or, when
- * MQTT_BROKER=mosquitto, a mosquitto child process on an ephemeral port.
+ * MQTT_BROKER=mosquitto (or MQTT_PROTOCOL=5: aedes speaks no MQTT 5), a
+ * mosquitto child process on an ephemeral port.
  * Both can be stopped and started again on the same port (outage tests);
  * sessions and retained messages survive that (aedes keeps its instance,
  * mosquitto its persistence file), as they would on a real broker restart.
@@ -21,10 +23,13 @@ export interface BrokerOptions {
   /** overrides MQTT_BROKER */
   kind?: 'aedes' | 'mosquitto';
   /**
-   * subscriptions to topics under these prefixes are refused (aedes only:
-   * mosquitto's ACL file accepts every subscription and filters at delivery)
+   * subscriptions to topics under these prefixes are refused. mosquitto's
+   * ACL file accepts every subscription (it filters at delivery), so there
+   * its dynamic security plugin refuses them (see `dynsecPlugin`)
    */
   denyPrefixes?: string[];
+  /** publications to topics under these prefixes are refused (mosquitto only, its dynamic security plugin) */
+  denyPublish?: string[];
   /** extra lines for mosquitto.conf (before the listener) */
   mosquittoConf?: string[];
   /** username -> password; when given, anonymous clients are refused */
@@ -43,7 +48,47 @@ export interface Broker {
   start(): Promise<void>;
 }
 
-export const brokerKind = (): 'aedes' | 'mosquitto' => (process.env.MQTT_BROKER === 'mosquitto' ? 'mosquitto' : 'aedes');
+/** The MQTT version the test helpers' mqtt notifiers speak: MQTT_PROTOCOL=5, else 3.1.1. */
+export const mqttProtocol = (): '3.1.1' | '5' => (process.env.MQTT_PROTOCOL === '5' ? '5' : '3.1.1');
+
+export const brokerKind = (): 'aedes' | 'mosquitto' => (process.env.MQTT_BROKER === 'mosquitto' || mqttProtocol() === '5' ? 'mosquitto' : 'aedes');
+
+/**
+ * mosquitto's dynamic security plugin (Debian's mosquitto package has it),
+ * or undefined: what refuses subscriptions and publications there.
+ */
+export function dynsecPlugin(): string | undefined {
+  const name = 'mosquitto_dynamic_security.so';
+  const dirs = ['/usr/lib', '/usr/local/lib'];
+  for (const d of [...dirs]) {
+    try { for (const e of fs.readdirSync(d)) if (e.endsWith('-linux-gnu')) dirs.push(path.join(d, e)); } catch { /* not there */ }
+  }
+  return dirs.map((d) => path.join(d, name)).find((f) => fs.existsSync(f));
+}
+
+/**
+ * The dynamic security plugin's file: every client (the users given, or
+ * anonymous ones) may do anything but what `deny` lists. Passwords as the
+ * plugin keeps them: PBKDF2-SHA512 of 101 rounds, a 12-byte salt.
+ */
+function dynsecConfig(users: Record<string, string> | undefined, deny: { subscribe: string[]; publish: string[] }): string {
+  const allow = ['publishClientSend', 'publishClientReceive', 'subscribePattern', 'unsubscribePattern'].map((acltype) => ({ acltype, topic: '#', allow: true }));
+  const denied = [
+    ...deny.subscribe.map((p) => ({ acltype: 'subscribePattern', topic: `${p}#`, allow: false, priority: 10 })),
+    ...deny.publish.map((p) => ({ acltype: 'publishClientSend', topic: `${p}#`, allow: false, priority: 10 })),
+  ];
+  const role = { rolename: 'test', acls: [...denied, ...allow] };
+  const clients = Object.entries(users ?? {}).map(([username, password]) => {
+    const salt = crypto.randomBytes(12);
+    const hash = crypto.pbkdf2Sync(password, salt, 101, 64, 'sha512');
+    return { username, password: hash.toString('base64'), salt: salt.toString('base64'), iterations: 101, roles: [{ rolename: 'test' }] };
+  });
+  return JSON.stringify({
+    clients, roles: [role], groups: [{ groupname: 'anonymous', roles: [{ rolename: 'test' }] }],
+    ...(users ? {} : { anonymousGroup: 'anonymous' }),
+    defaultACLAccess: { publishClientSend: false, publishClientReceive: true, subscribe: false, unsubscribe: true },
+  });
+}
 
 /** Start a broker of the kind MQTT_BROKER asks for; it is closed when the test ends. */
 export async function startBroker(t: Owner, opts: BrokerOptions = {}): Promise<Broker> {
@@ -141,7 +186,14 @@ async function startMosquitto(t: Owner, opts: BrokerOptions): Promise<Broker> {
       `allow_anonymous ${opts.users ? 'false' : 'true'}`,
       ...(opts.mosquittoConf ?? []),
     ];
-    if (opts.users) {
+    const deny = { subscribe: opts.denyPrefixes ?? [], publish: opts.denyPublish ?? [] };
+    if (deny.subscribe.length || deny.publish.length) {
+      const plugin = dynsecPlugin();
+      if (!plugin) throw new Error('refusing subscriptions or publications needs mosquitto_dynamic_security.so');
+      const file = path.join(dir, 'dynsec.json');
+      if (!fs.existsSync(file)) fs.writeFileSync(file, dynsecConfig(opts.users, deny), { mode: 0o600 });
+      l.push(`plugin ${plugin}`, `plugin_opt_config_file ${file}`);
+    } else if (opts.users) {
       const file = path.join(dir, 'passwd');
       fs.writeFileSync(file, '', { mode: 0o600 });
       for (const [u, p] of Object.entries(opts.users)) execFileSync('mosquitto_passwd', ['-b', file, u, p]);

@@ -1,6 +1,6 @@
 import type { ExecutionContext } from 'ava';
 import { startController, Keys, type DirOptions } from './controller';
-import type { Broker } from './broker';
+import { mqttProtocol, type Broker } from './broker';
 import { notifierFiles } from './notifiers';
 
 export const everything = [
@@ -9,9 +9,14 @@ export const everything = [
   { subject: 'log', level: 20 },
 ];
 
-/** A notifier file for the broker: host and port filled in, the rest from `extra`. */
+/**
+ * A notifier file for the broker: host and port filled in, the protocol
+ * MQTT_PROTOCOL asks for (the mqtt tests run over 3.1.1 and over 5), the
+ * rest from `extra`.
+ */
 export function mqttNotifier(broker: Broker, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { type: 'mqtt', host: broker.host, port: broker.port, space: 'sp', events: everything, timeout: 5, ...extra };
+  const protocol = mqttProtocol() === '5' ? { protocol: '5' } : {};
+  return { type: 'mqtt', host: broker.host, port: broker.port, space: 'sp', events: everything, timeout: 5, ...protocol, ...extra };
 }
 
 /** A controller with the given mqtt notifiers (by id). */

@@ -4,8 +4,8 @@ import type { IClientOptions, ISubscriptionGrant, MqttClient } from 'mqtt';
 import type { ModuleLogger } from '../../../core/log';
 import { onFirstUse } from '../../../core/toolkit/lazy-module';
 import { describe } from '../../../core/log';
-import { MqttDefaults, type MqttSettings, type Qos } from './settings';
-import { Routes } from './routes';
+import { MqttDefaults, type MqttSettings, type PublishProperties, type Qos } from './settings';
+import { Routes, type FilterState } from './routes';
 import { hasWildcard, topicMatches } from './topics';
 import type { Message } from './messages';
 
@@ -14,6 +14,20 @@ export type Outgoing = Omit<Message, 'payload'> & { payload: string | Buffer };
 
 /** The MQTT client library, loaded with the first connection: a controller without an mqtt notifier never loads it. */
 const mqtt = onFirstUse<typeof Mqtt>('mqtt');
+
+/** A refusal the broker answered with (an MQTT 5 reason code of 0x80 or more; 3.1.1 has only 0x80 for a subscription). */
+export interface Refusal { what: 'publish' | 'subscribe'; topic: string; code: number; reason: string; t: number }
+
+/** The reason code of an acknowledgement that refused (mqtt.js puts it in the error's `code`), or undefined for any other error. */
+function refusalCode(err: unknown): number | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'number' && code >= 0x80 ? code : undefined;
+}
+
+/** A refusal as the log says it. */
+export const refusalLine = (id: string, r: Refusal) => r.what === 'publish'
+  ? `mqtt ${id}: the broker refused a publication to ${r.topic} (reason code 0x${r.code.toString(16)}: ${r.reason}); not sent again`
+  : `mqtt ${id}: the broker refused the subscription to ${r.topic} (reason code 0x${r.code.toString(16)}: ${r.reason})`;
 
 /** Thrown by publish while the broker is away. */
 export class NotConnected extends Error {
@@ -40,7 +54,15 @@ export class Connection {
   private waiters: (() => void)[] = [];
   /** QoS 0 publications not yet written: a dropped connection fails them (the client would leave them waiting) */
   private readonly volatile = new Set<() => void>();
-  readonly stats = { connects: 0, attempts: 0, messages_in: 0, messages_ignored: 0 };
+  readonly stats = { connects: 0, attempts: 0, messages_in: 0, messages_ignored: 0, publishes_refused: 0, subscriptions_refused: 0 };
+  /** the last publication or subscription the broker refused */
+  lastRefused?: Refusal;
+  /**
+   * Told of every refusal, after it is counted; the default logs each. A
+   * refused publication is not sent again (the broker said no, not later):
+   * its send resolves, so one refused topic never holds up a batch.
+   */
+  onRefused: (r: Refusal) => void = (r) => this.log.error(refusalLine(this.s.id, r));
   /** false while the notifier is disabled: messages are counted and dropped */
   receiving = true;
   /** run after every successful (re)connect, once the subscriptions are sent */
@@ -59,11 +81,12 @@ export class Connection {
   constructor(private readonly s: MqttSettings, private readonly log: ModuleLogger, private readonly clientId: string) {
     // 3.3 wrote SPACE + '/' after a prefix that already ends with one ("sp//unit/#"): the intended filters are used
     this.allFilters = s.subscribeAll ? ['unit', 'sensor'].map((t) => `${s.prefix}${t}/#`) : [];
-    this.routes.onFilter = (filter, qos) => {
+    this.routes.onFilter = (filter, now, before) => {
       if (!this.connected) return; // the next connect subscribes what the routes hold then
-      if (this.covered(filter)) return;
-      if (qos === undefined) this.client!.unsubscribe(filter, (err) => err && this.fail(`unsubscribe ${filter}`, err));
-      else this.client!.subscribe(filter, { qos }, (err, subs, packet) => this.subscribed(err, subs, packet as { granted?: number[] }));
+      const was = this.asked(filter, before);
+      const is = this.asked(filter, now);
+      if (was !== undefined && was !== is) this.client!.unsubscribe(was, (err) => err && this.fail(`unsubscribe ${was}`, err));
+      if (is !== undefined) this.client!.subscribe(is, { qos: now!.qos }, (err, subs, packet) => this.subscribed(err, subs, packet as { granted?: number[] }));
     };
     this.routes.onError = (owner, topic, err) => this.log.error(`mqtt ${s.id}: ${owner} failed on a message to ${topic}: ${describe(err)}`);
   }
@@ -84,16 +107,32 @@ export class Connection {
   /** since when (ms) the link is down: its start or its last close; 0 while connected */
   downSince = Date.now();
 
+  /**
+   * The filter the broker is asked for, or undefined when none is (gone, or
+   * brought by the subscribe_all filters): with a shared group, a filter
+   * whose routes all take a share is `$share/<group>/<filter>` (MQTT 5);
+   * the broker hands its messages over under their own topic.
+   */
+  private asked(filter: string, st: FilterState | undefined): string | undefined {
+    if (!st || this.covered(filter, st.shared)) return undefined;
+    return st.shared && this.s.sharedGroup ? `$share/${this.s.sharedGroup}/${filter}` : filter;
+  }
+
   /** Start connecting; never throws for an unreachable broker (it keeps trying). */
   start(): void {
     const { s } = this;
+    // MQTT 5 with session_expiry: the broker keeps the session (our subscriptions and the QoS 1/2
+    // messages for them) while the link is down, and a reconnect resumes it. The client id is new
+    // at every start, so a first connect never finds an old session; otherwise a clean start, as 3.1.1.
+    const session = s.protocol === 5 && s.sessionExpiry > 0;
     const opts: IClientOptions = {
       host: s.host,
       port: s.port,
       protocol: s.tls ? 'mqtts' : 'mqtt',
-      protocolVersion: 4,
+      protocolVersion: s.protocol,
       clientId: this.clientId,
-      clean: true,
+      clean: !session,
+      ...(session ? { properties: { sessionExpiryInterval: s.sessionExpiry } } : {}),
       keepalive: s.keepalive,
       // reconnects are ours (back-off), subscriptions are ours (routes), and
       // nothing is queued while offline: the host buffers what must survive
@@ -124,8 +163,12 @@ export class Connection {
       if (this.lastError || this.stats.connects > 1) this.log.info(`mqtt ${s.id}: connected to ${s.host}:${s.port}`);
       this.lastError = '';
       this.downSince = 0;
-      const subs = Object.fromEntries([...this.routes.all()].filter(([f]) => !this.covered(f)).map(([f, qos]) => [f, { qos }]));
-      for (const f of this.allFilters) subs[f] = { qos: s.qos.state };
+      const subs: Record<string, { qos: Qos }> = {};
+      for (const [f, st] of this.routes.all()) {
+        const asked = this.asked(f, st);
+        if (asked !== undefined) subs[asked] = { qos: st.qos };
+      }
+      for (const f of this.allFilters) subs[this.asked(f, { qos: s.qos.state, shared: true })!] = { qos: s.qos.state };
       if (Object.keys(subs).length) client.subscribe(subs, (err, subs, packet) => this.subscribed(err, subs, packet as { granted?: number[] }));
       for (const w of this.waiters.splice(0)) w();
       try { this.onConnect(); } catch (err) { this.fail('on connect', err); }
@@ -146,17 +189,35 @@ export class Connection {
     });
   }
 
-  /** An exact topic the subscribe_all filters already bring. */
-  private covered(filter: string): boolean {
-    return this.allFilters.length > 0 && !hasWildcard(filter) && this.allFilters.some((f) => topicMatches(f, filter));
+  /**
+   * An exact topic the subscribe_all filters already bring. With a shared
+   * group those filters are shared, so they cover only topics that may be
+   * shared too: one that must see every message is subscribed on its own.
+   */
+  private covered(filter: string, shared: boolean): boolean {
+    if (!this.allFilters.length || hasWildcard(filter) || (this.s.sharedGroup && !shared)) return false;
+    return this.allFilters.some((f) => topicMatches(f, filter));
   }
 
-  /** A broker may refuse a subscription (its ACL): say which, since nothing will arrive on it. */
+  /** A broker may refuse a subscription (its ACL): say which and why (the reason code), since nothing will arrive on it. */
   private subscribed(err: Error | null, subs?: ISubscriptionGrant[], packet?: { granted?: number[] }): void {
     if (!err) return;
-    const refused = (subs ?? []).filter((_s, i) => ((packet?.granted?.[i] ?? 0) & 0x80) !== 0);
-    if (!refused.length) return this.fail('subscribe', err);
-    this.log.error(`mqtt ${this.s.id}: the broker refused the subscription to ${refused.map((r) => r.topic).join(', ')}`);
+    let refused = 0;
+    (subs ?? []).forEach((sub, i) => {
+      const code = packet?.granted?.[i] ?? 0;
+      if ((code & 0x80) === 0) return;
+      refused++;
+      this.refused('subscribe', sub.topic, code);
+    });
+    if (!refused) this.fail('subscribe', err);
+  }
+
+  /** Count a refusal and tell it. */
+  private refused(what: Refusal['what'], topic: string, code: number): void {
+    this.stats[what === 'publish' ? 'publishes_refused' : 'subscriptions_refused']++;
+    const reason = mqtt().ReasonCodes[code as keyof typeof Mqtt.ReasonCodes] ?? 'unknown reason';
+    this.lastRefused = { what, topic, code, reason, t: Date.now() / 1000 };
+    try { this.onRefused(this.lastRefused); } catch (err) { this.fail('refusal', err); }
   }
 
   private fail(what: string, err: unknown): void {
@@ -196,18 +257,25 @@ export class Connection {
     });
   }
 
-  /** Publish one message; resolves when the broker has it (QoS 1/2) or it is written (QoS 0). */
-  publish(topic: string, payload: string | Buffer, qos: Qos, retain = false): Promise<void> {
+  /**
+   * Publish one message; resolves when the broker has it (QoS 1/2) or it is
+   * written (QoS 0), and when the broker refused it (MQTT 5: counted and
+   * told, see onRefused). `properties`: MQTT 5 only.
+   */
+  publish(topic: string, payload: string | Buffer, qos: Qos, retain = false, properties?: PublishProperties): Promise<void> {
     const client = this.client;
     if (!client || !client.connected) return Promise.reject(new NotConnected());
     return new Promise((resolve, reject) => {
       // QoS 0 waits for the write; a write to a connection that has just died never finishes
       const fail = () => { this.volatile.delete(fail); reject(new NotConnected()); };
       if (qos === 0) this.volatile.add(fail);
-      client.publish(topic, payload, { qos, retain }, (err) => {
+      client.publish(topic, payload, properties ? { qos, retain, properties } : { qos, retain }, (err) => {
         this.volatile.delete(fail);
-        if (err) reject(err);
-        else resolve();
+        if (!err) return resolve();
+        const code = refusalCode(err);
+        if (code === undefined) return reject(err);
+        this.refused('publish', topic, code);
+        resolve();
       });
     });
   }
@@ -233,10 +301,10 @@ export class Connection {
       const client = this.client;
       if (!client || !client.connected) throw new NotConnected();
       if (m.qos > 0) {
-        acks.push(this.publish(m.topic, m.payload, m.qos, m.retain));
+        acks.push(this.publish(m.topic, m.payload, m.qos, m.retain, m.properties));
         continue;
       }
-      client.publish(m.topic, m.payload, { qos: 0, retain: m.retain });
+      client.publish(m.topic, m.payload, m.properties ? { qos: 0, retain: m.retain, properties: m.properties } : { qos: 0, retain: m.retain });
       if (client.stream.writableNeedDrain) await this.drained(client);
     }
     const acked = Promise.all(acks).then(() => undefined);
@@ -264,7 +332,31 @@ export class Connection {
     for (const w of this.waiters.splice(0)) w();
     const client = this.client;
     if (!client) return;
+    if (this.s.protocol === 5 && this.s.sessionExpiry > 0) return this.endSession(client);
     // forced: a broker that is away must not hold the stop; pending publications fail
     await new Promise<void>((resolve) => client.end(true, {}, () => resolve()));
+  }
+
+  /**
+   * The stop of a connection with a session ends the session at the broker:
+   * the next start connects under a new client id, so nothing would ever
+   * take what the broker kept for this one. Publications in flight fail (as
+   * a forced end fails them without a session), then a DISCONNECT with a
+   * session expiry of 0 says so (MQTT 5, 3.14.2.2.2); a broker that does not
+   * take it within the timeout has the socket closed under it.
+   */
+  private async endSession(client: MqttClient): Promise<void> {
+    for (const [id, pending] of Object.entries(client.outgoing)) {
+      delete client.outgoing[Number(id)];
+      if (typeof pending.cb === 'function') pending.cb(new NotConnected());
+    }
+    if (!client.connected) {
+      await new Promise<void>((resolve) => client.end(true, {}, () => resolve()));
+      return;
+    }
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => client.stream.destroy(), this.s.timeout * 1000);
+      client.end(false, { properties: { sessionExpiryInterval: 0 } }, () => { clearTimeout(timer); resolve(); });
+    });
   }
 }

@@ -7,7 +7,7 @@ import type { ModuleLogger } from '../../../core/log';
 import type { ItemsService } from '../../items/contract';
 import type { MqttSubscriber } from '../../corescripts/contract';
 import type { Endpoint } from '../contract';
-import { Connection, NotConnected } from './connection';
+import { Connection, NotConnected, refusalLine } from './connection';
 import { EchoFilter } from './echo';
 import { ItemLink } from './inbound-messages';
 import { LogCollector } from './logs';
@@ -64,6 +64,11 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
       else log.warning(`mqtt ${s.id}: collect_logs works on an sfa controller only, ignored on ${this.self.product}`);
     }
     if (s.apiEnabled) this.api = new MqttApi(this.conn, s, ctx, ctx.keys, this.self, seen, log);
+    // a refused publication comes again with every change of its item: logged once, then counted per interval
+    this.conn.onRefused = (r) => {
+      if (r.what === 'subscribe') log.error(refusalLine(s.id, r));
+      else this.refused.note(`mqtt ${s.id}: publications refused by the broker (reason code 0x${r.code.toString(16)}: ${r.reason})`, r.topic, refusalLine(s.id, r));
+    };
     this.conn.onConnect = () => {
       this.link.resubscribed();
       this.announce();
@@ -232,6 +237,9 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
       dropped_offline: this.droppedOffline,
       retained_to_catch_up: this.missedRetained.size,
       retained_not_kept: this.missedRetained.overflow,
+      publishes_refused: this.conn.stats.publishes_refused,
+      subscriptions_refused: this.conn.stats.subscriptions_refused,
+      last_refused: this.conn.lastRefused ?? null,
       ...(this.api ? { api: { ...this.api.stats } } : {}),
     };
   }

@@ -202,7 +202,8 @@ export class ItemLink {
     for (const [topic, w] of want) {
       if (this.bound.has(topic)) continue;
       this.bound.set(topic, { signature: w.signature, update: w.update });
-      this.conn.routes.add(OWNER, topic, w.qos, w.handler);
+      // shared_group (MQTT 5): the controllers of the group each take a share of updates and controls
+      this.conn.routes.add(OWNER, topic, w.qos, w.handler, true);
       if (!w.update) continue;
       subscribed.add(w.signature.split(' ')[1]);
       // ours, published before the binding but not yet with the broker: it may reach the broker after

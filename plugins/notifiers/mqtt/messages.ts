@@ -1,12 +1,18 @@
 import type { Subject } from '../contract';
 import { EventSource } from '../../items/contract';
-import type { MqttSettings, Qos } from './settings';
+import type { MqttSettings, PublishProperties, Qos } from './settings';
 import { StateFields, Topics, type StateTopics } from './topics';
 import { levelName } from '../../../core/log';
 import { isoTime } from '../../history/contract';
 
-/** One MQTT publication. */
-export interface Message { topic: string; payload: string; qos: Qos; retain: boolean }
+/** One MQTT publication; `properties` only over MQTT 5. */
+export interface Message { topic: string; payload: string; qos: Qos; retain: boolean; properties?: PublishProperties }
+
+/** MQTT 5: every publication of a batch (one subject) carries that subject's properties, made once per notifier. */
+function withProperties(out: Message[], properties: PublishProperties | undefined): Message[] {
+  if (properties) for (const m of out) m.properties = properties;
+  return out;
+}
 
 /** A state field as its subtopic carries it: numbers and booleans as text, no value as an empty payload. */
 function fieldPayload(v: unknown): string {
@@ -61,7 +67,7 @@ export function messagesOf(
       const payload = JSON.stringify({ e, t: s.timestampEnabled ? Date.now() / 1000 : null, c: `${self.product}/${self.system}` });
       out.push({ topic: Topics.serverEvents(s.prefix, self.product, self.system), payload, qos: s.qos.system, retain: false });
     }
-    return out;
+    return s.properties ? withProperties(out, s.properties.server) : out;
   }
   for (const event of events) {
     if (!event || typeof event !== 'object') continue;
@@ -98,5 +104,6 @@ export function messagesOf(
         break;
     }
   }
-  return out;
+  // 3.1.1 has no properties: one check per batch, nothing per message
+  return s.properties ? withProperties(out, s.properties[subject]) : out;
 }

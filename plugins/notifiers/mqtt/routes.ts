@@ -4,7 +4,16 @@ import type { Qos } from './settings';
 /** `retained`: the broker sent it because of a new subscription (what it kept), not as it was published. */
 export type MessageHandler = (topic: string, payload: Buffer, retained: boolean) => void;
 
-interface Route { owner: string; filter: string; qos: Qos; handler: MessageHandler }
+interface Route { owner: string; filter: string; qos: Qos; handler: MessageHandler; shared: boolean }
+
+/**
+ * How the broker is asked for a filter: the highest QoS any route wants, and
+ * whether it may be a shared subscription (every route of it allows that:
+ * one that must see every message keeps the filter unshared).
+ */
+export interface FilterState { qos: Qos; shared: boolean }
+
+const sameState = (a: FilterState | undefined, b: FilterState | undefined) => a?.qos === b?.qos && a?.shared === b?.shared;
 
 /**
  * Who listens to which topic on one connection. Every part of the endpoint
@@ -15,8 +24,8 @@ interface Route { owner: string; filter: string; qos: Qos; handler: MessageHandl
 export class Routes {
   private readonly exact = new Map<string, Route[]>();
   private readonly wild: Route[] = [];
-  /** called when a filter appears, changes QoS (qos) or goes away (undefined) */
-  onFilter: (filter: string, qos: Qos | undefined) => void = () => {};
+  /** called when a filter appears, changes QoS or sharing (`now`) or goes away (`now` undefined); `before`: how it was */
+  onFilter: (filter: string, now: FilterState | undefined, before: FilterState | undefined) => void = () => {};
   /** called when a handler throws */
   onError: (owner: string, topic: string, err: unknown) => void = () => {};
 
@@ -25,34 +34,38 @@ export class Routes {
     return this.exact.get(filter) ?? [];
   }
 
-  private maxQos(filter: string): Qos | undefined {
+  private state(filter: string): FilterState | undefined {
     const rs = this.routesOf(filter);
-    return rs.length ? (Math.max(...rs.map((r) => r.qos)) as Qos) : undefined;
+    return rs.length ? { qos: Math.max(...rs.map((r) => r.qos)) as Qos, shared: rs.every((r) => r.shared) } : undefined;
   }
 
-  /** Add or replace the owner's route for a filter. */
-  add(owner: string, filter: string, qos: Qos, handler: MessageHandler): void {
-    const before = this.maxQos(filter);
+  /**
+   * Add or replace the owner's route for a filter. `shared`: the route may
+   * take a share of the filter's messages (a shared subscription, where the
+   * connection has a group) rather than every one.
+   */
+  add(owner: string, filter: string, qos: Qos, handler: MessageHandler, shared = false): void {
+    const before = this.state(filter);
     this.drop(owner, filter);
-    const route = { owner, filter, qos, handler };
+    const route = { owner, filter, qos, handler, shared };
     if (hasWildcard(filter)) this.wild.push(route);
     else {
       const list = this.exact.get(filter);
       if (list) list.push(route);
       else this.exact.set(filter, [route]);
     }
-    const after = this.maxQos(filter);
-    if (after !== before) this.onFilter(filter, after);
+    const after = this.state(filter);
+    if (!sameState(after, before)) this.onFilter(filter, after, before);
   }
 
   /** Remove the owner's route for a filter, or every route of the owner. */
   remove(owner: string, filter?: string): void {
     const filters = filter !== undefined ? [filter] : this.filtersOf(owner);
     for (const f of filters) {
-      const before = this.maxQos(f);
+      const before = this.state(f);
       this.drop(owner, f);
-      const after = this.maxQos(f);
-      if (after !== before) this.onFilter(f, after);
+      const after = this.state(f);
+      if (!sameState(after, before)) this.onFilter(f, after, before);
     }
   }
 
@@ -76,10 +89,10 @@ export class Routes {
     return [...out];
   }
 
-  /** Every filter with the QoS to subscribe it at (after a reconnect). */
-  all(): Map<string, Qos> {
-    const out = new Map<string, Qos>();
-    for (const f of [...this.exact.keys(), ...this.wild.map((r) => r.filter)]) out.set(f, this.maxQos(f)!);
+  /** Every filter with how to subscribe it (after a reconnect). */
+  all(): Map<string, FilterState> {
+    const out = new Map<string, FilterState>();
+    for (const f of [...this.exact.keys(), ...this.wild.map((r) => r.filter)]) out.set(f, this.state(f)!);
     return out;
   }
 

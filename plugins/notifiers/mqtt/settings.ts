@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { parseBool } from '../../../core/config';
-import type { NotifierConfig, SettingsSchema } from '../contract';
+import type { NotifierConfig, SettingsSchema, Subject } from '../contract';
 import * as schema from '../../../core/schema';
 
 /** Every default and limit of the mqtt notifier. */
@@ -23,6 +23,12 @@ export const MqttLimits = {
 export const MqttDefaults = schema.defaults(MqttLimits);
 
 export type Qos = 0 | 1 | 2;
+
+/** The MQTT versions a notifier speaks (`protocol`); 3.1.1 is the protocol level 4 on the wire. */
+export const MqttProtocols = ['3.1.1', '5'] as const;
+
+/** What an MQTT 5 publication carries beside its payload (mqtt.js IClientPublishOptions properties). */
+export interface PublishProperties { messageExpiryInterval?: number; userProperties?: Record<string, string> }
 
 /**
  * How a state is published. EVA ICS 3.3 publishes one JSON object
@@ -59,7 +65,20 @@ export const MqttSettingsSchema: SettingsSchema = {
   ca_certs: schema.text('', 'CA file; set, it enables TLS'),
   certfile: schema.text('', 'client certificate file (with keyfile)'),
   keyfile: schema.text('', 'client key file (with certfile)'),
+  // notifier settings are text, numbers, booleans or objects (host/settings.ts): the protocol is text, checked by readSettings
+  protocol: schema.text('3.1.1', `MQTT version: ${MqttProtocols.join(' or ')} (message_expiry, session_expiry and shared_group need 5)`),
+  message_expiry: schema.int('protocol 5: seconds a published state lives at the broker: a retained state older than it is served to no new subscriber; 0: no expiry', { default: 0, min: 0, max: schema.MAX_TIMER_SECONDS, unit: 's' }),
+  session_expiry: schema.int('protocol 5: seconds the broker keeps the session after the connection drops: QoS 1/2 messages for our subscriptions wait for the reconnect; 0: none (a clean start, as 3.1.1)', { default: 0, min: 0, max: schema.MAX_TIMER_SECONDS, unit: 's' }),
+  shared_group: schema.text('', 'protocol 5: subscribe update and control topics as $share/<group>/...: the controllers of one group each take a part of the messages'),
 };
+
+/**
+ * Settings only MQTT 5 can carry out. With protocol 3.1.1 a value other
+ * than its default is an error at configuration, naming the setting: an
+ * operator who asks for expiry or a shared group and silently gets neither
+ * would find out only when a stale state or a doubled update hurts.
+ */
+export const Mqtt5Only = ['message_expiry', 'session_expiry', 'shared_group'] as const;
 
 /** A notifier config read into what the endpoint uses. */
 export interface MqttSettings {
@@ -90,6 +109,20 @@ export interface MqttSettings {
   tls?: { ca: string; cert?: string; key?: string };
   /** seconds to wait for the broker on start and test */
   timeout: number;
+  /** MQTT protocol level: 4 (3.1.1) or 5 */
+  protocol: 4 | 5;
+  /** protocol 5: seconds a state publication lives at the broker, 0: for ever */
+  messageExpiry: number;
+  /** protocol 5: seconds the broker keeps the session after a disconnect, 0: none (a clean start every time) */
+  sessionExpiry: number;
+  /** protocol 5: the shared subscription group of the update and control topics, '' for none */
+  sharedGroup: string;
+  /**
+   * protocol 5: the properties of each subject's publications, made once
+   * (the notification space and the subject as user properties; states
+   * with their expiry); undefined for 3.1.1, which has none
+   */
+  properties?: Partial<Record<Subject, PublishProperties>>;
 }
 
 function qosValue(v: unknown, what: string): Qos {
@@ -141,6 +174,29 @@ function stateTopicsMode(v: unknown): StateTopicsMode {
   return m as StateTopicsMode;
 }
 
+function protocolLevel(v: unknown): 4 | 5 {
+  if (unset(v)) return 4;
+  const p = text(v, 'protocol');
+  if (p === '5') return 5;
+  if (p === '3.1.1') return 4;
+  throw new Error(`protocol must be one of ${MqttProtocols.join(', ')}`);
+}
+
+/** A shared subscription group name: one topic level, no wildcards (MQTT 5, 4.8.2). */
+function sharedGroup(v: unknown): string {
+  const g = text(v, 'shared_group');
+  if (/[/+#\u0000]/.test(g)) throw new Error('shared_group must be one topic level without wildcards (no /, + or #)');
+  return g;
+}
+
+/** The MQTT 5 properties of each subject's publications: the space and the subject; states also their expiry. */
+function publishProperties(space: string, messageExpiry: number): NonNullable<MqttSettings['properties']> {
+  const of = (subject: string): PublishProperties => ({ userProperties: space ? { space, subject } : { subject } });
+  const state = of('state');
+  if (messageExpiry > 0) state.messageExpiryInterval = messageExpiry;
+  return { state, action: of('action'), log: of('log'), server: of('server') };
+}
+
 /** The space as a topic prefix: no leading or trailing slashes, no wildcards. */
 export function spacePrefix(space: unknown): string {
   const s = text(space, 'space').replace(/^\/+|\/+$/g, '');
@@ -164,9 +220,17 @@ export function readSettings(cfg: NotifierConfig, dir: string): MqttSettings {
   const abs = (p: string) => (p ? path.resolve(dir, p) : undefined);
   const username = text(cfg.username, 'username');
   const password = text(cfg.password, 'password');
+  const protocol = protocolLevel(cfg.protocol);
+  const expiry = (name: 'message_expiry' | 'session_expiry') => (unset(cfg[name]) ? 0 : num(cfg[name], name, 0, schema.MAX_TIMER_SECONDS));
+  const v5 = { message_expiry: expiry('message_expiry'), session_expiry: expiry('session_expiry'), shared_group: sharedGroup(cfg.shared_group) };
+  if (protocol === 4) {
+    const set = Mqtt5Only.find((name) => v5[name] !== MqttSettingsSchema[name].default);
+    if (set) throw new Error(`${set} needs protocol 5 (MQTT 3.1.1 cannot carry it); set protocol to 5 or remove ${set}`);
+  }
+  const prefix = spacePrefix(cfg.space);
   return {
     id: cfg.id,
-    prefix: spacePrefix(cfg.space),
+    prefix,
     host,
     port,
     username: username || undefined,
@@ -183,6 +247,11 @@ export function readSettings(cfg: NotifierConfig, dir: string): MqttSettings {
     stateTopics: stateTopicsMode(cfg.state_topics),
     tls: ca ? { ca: abs(ca)!, cert: abs(cert), key: abs(key) } : undefined,
     timeout: unset(cfg.timeout) ? 5 : num(cfg.timeout, 'timeout', 0.1, 3600, false),
+    protocol,
+    messageExpiry: v5.message_expiry,
+    sessionExpiry: v5.session_expiry,
+    sharedGroup: v5.shared_group,
+    properties: protocol === 5 ? publishProperties(prefix.slice(0, -1), v5.message_expiry) : undefined,
   };
 }
 

@@ -244,7 +244,8 @@ async function startMosquitto(t: Owner, opts: BrokerOptions): Promise<Broker> {
   return { kind: 'mosquitto', host: '127.0.0.1', get port() { return port; }, stop, start: launch };
 }
 
-export interface Received { topic: string; payload: string; qos: number; retain: boolean }
+/** `properties`: what an MQTT 5 publication carried (a subscriber connected with protocolVersion 5) */
+export interface Received { topic: string; payload: string; qos: number; retain: boolean; properties?: Record<string, unknown> }
 
 /** An independent MQTT client (not the controller's connection) that records what it receives. */
 export class Subscriber {
@@ -253,7 +254,9 @@ export class Subscriber {
 
   private constructor(readonly client: MqttClient) {
     client.on('message', (topic, payload, packet) => {
-      this.messages.push({ topic, payload: payload.toString(), qos: packet.qos, retain: packet.retain });
+      const m: Received = { topic, payload: payload.toString(), qos: packet.qos, retain: packet.retain };
+      if (packet.properties) m.properties = packet.properties as Record<string, unknown>;
+      this.messages.push(m);
       for (const w of this.waiters.splice(0)) w();
     });
   }

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import mqtt from 'mqtt';
-import { startBroker, type Broker } from '../helpers/broker';
+import { mqttProtocol, startBroker, type Broker } from '../helpers/broker';
 import { startController, Keys } from '../helpers/controller';
 import { table, fmt, benchUpdatePlugin, updateBatches, postBatches } from './lib';
 
@@ -14,6 +14,8 @@ import { table, fmt, benchUpdatePlugin, updateBatches, postBatches } from './lib
  * (3.3's JSON state, status and value, retained, per event) to the same broker in the same run.
  *
  *   node dist/test/bench/mqtt.js          (BENCH_MQTT_N events per run, default 30000)
+ *   MQTT_PROTOCOL=5 node dist/test/bench/mqtt.js   (the notifier and the raw loop over MQTT 5:
+ *                                          each message with the user properties the notifier adds)
  *
  * The raw loop and the notifier alternate over BENCH_ROUNDS rounds (default
  * 5) after a warm-up round; medians. Beside the rates, the CPU time of this
@@ -33,6 +35,7 @@ import { table, fmt, benchUpdatePlugin, updateBatches, postBatches } from './lib
 const N = Number(process.env.BENCH_MQTT_N ?? 30_000);
 const SUBSCRIBER_TIMEOUT_MS = 120_000;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const V5 = mqttProtocol() === '5';
 
 /** The subscriber child: counts `n` value messages under `filter`, prints READY, then DONE <epoch ms of the last> <count>. */
 async function subscriberMain(port: number, filter: string, n: number, qos: 0 | 1): Promise<void> {
@@ -93,15 +96,17 @@ async function measure(port: number, filter: string, qos: 0 | 1, run: () => Prom
  * all in flight, then every acknowledgement awaited).
  */
 async function rawLoop(broker: Broker, space: string, qos: 0 | 1): Promise<void> {
-  const client = mqtt.connect({ host: broker.host, port: broker.port, protocolVersion: 4, log: () => {} });
+  const client = mqtt.connect({ host: broker.host, port: broker.port, protocolVersion: V5 ? 5 : 4, log: () => {} });
   await new Promise<void>((r) => client.once('connect', () => r()));
   const acks: Promise<unknown>[] = [];
+  // over MQTT 5, what the notifier adds to each state message
+  const opts = V5 ? { qos, retain: true, properties: { userProperties: { space, subject: 'state' } } } : { qos, retain: true };
   const send = async (topic: string, payload: string) => {
     if (qos > 0) {
-      acks.push(client.publishAsync(topic, payload, { qos, retain: true }));
+      acks.push(client.publishAsync(topic, payload, opts));
       return;
     }
-    client.publish(topic, payload, { qos, retain: true });
+    client.publish(topic, payload, opts);
     if (client.stream.writableNeedDrain) await new Promise((r) => client.stream.once('drain', r));
   };
   for (let i = 1; i <= N; i++) {
@@ -134,6 +139,7 @@ async function main(): Promise<void> {
     const notifier = (qos: 0 | 1) => JSON.stringify({
       id: `q${qos}`, type: 'mqtt', enabled: qos === 0, host: broker.host, port: broker.port, space: `ctl${qos}`, qos,
       events: [{ subject: 'state', types: ['#'], groups: ['#'] }], queue_size: N + 1000, max_batch: 1000,
+      ...(V5 ? { protocol: '5' } : {}),
     });
     const c = await startController(undefined, {
       ini: process.env.BENCH_DB ? { server: { db_update: process.env.BENCH_DB } } : undefined,
@@ -203,7 +209,7 @@ async function main(): Promise<void> {
         }
       }
     }
-    console.log(`state events through mosquitto, ${N} per run (3 messages each: the JSON state, status, value)\n`);
+    console.log(`state events through mosquitto over MQTT ${V5 ? '5' : '3.1.1'}, ${N} per run (3 messages each: the JSON state, status, value)\n`);
     console.log(table(['QoS', 'updates by, db_update', 'raw mqtt.js loop, events/s', 'notifier, events/s', 'ratio', 'raw loop CPU µs/event', 'controller CPU µs/event', 'delivered'], rows));
     console.log(`\n${ROUNDS} alternating rounds after a warm-up, medians; targets: QoS 0 ≥ 0.9, QoS 1 ≥ 0.8; load average ${os.loadavg()[0].toFixed(1)}`);
   } finally {

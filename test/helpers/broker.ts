@@ -6,6 +6,7 @@ import tls from 'node:tls';
 import path from 'node:path';
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { until } from './wait';
+import { switchableServer } from './switchable-server';
 import mqtt, { type MqttClient, type IClientOptions } from 'mqtt';
 
 /**
@@ -111,45 +112,21 @@ async function startAedes(t: Owner, opts: BrokerOptions): Promise<Broker> {
       done(null, denied ? null : sub);
     },
   });
-  const sockets = new Set<net.Socket>();
-  const make = (): net.Server => {
+  const server = switchableServer(() => {
     const handle = (s: net.Socket) => aedes.handle(s);
-    const server = opts.tls
+    return opts.tls
       ? tls.createServer({
         cert: fs.readFileSync(opts.tls.cert), key: fs.readFileSync(opts.tls.key),
         ...(opts.tls.ca ? { ca: fs.readFileSync(opts.tls.ca), requestCert: true, rejectUnauthorized: true } : {}),
       }, handle)
       : net.createServer(handle);
-    server.on('connection', (s: net.Socket) => {
-      sockets.add(s);
-      s.once('close', () => sockets.delete(s));
-    });
-    return server;
-  };
-  let server: net.Server | undefined;
-  let port = 0;
-  const listen = async () => {
-    server = make();
-    await new Promise<void>((resolve, reject) => {
-      server!.once('error', reject);
-      server!.listen(port, '127.0.0.1', () => resolve());
-    });
-    port = (server.address() as net.AddressInfo).port;
-  };
-  const stop = async () => {
-    const s = server;
-    server = undefined;
-    if (!s) return;
-    const closed = new Promise<void>((r) => s.close(() => r()));
-    for (const sock of sockets) sock.destroy();
-    await closed;
-  };
-  await listen();
+  });
+  await server.listen();
   t.teardown(async () => {
-    await stop();
+    await server.stop();
     await new Promise<void>((r) => aedes.close(() => r()));
   });
-  return { kind: 'aedes', host: '127.0.0.1', get port() { return port; }, stop, start: listen };
+  return { kind: 'aedes', host: '127.0.0.1', get port() { return server.port; }, stop: () => server.stop(), start: () => server.listen() };
 }
 
 async function freePort(): Promise<number> {

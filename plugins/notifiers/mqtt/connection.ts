@@ -85,6 +85,8 @@ export class Connection {
       if (!this.connected) return; // the next connect subscribes what the routes hold then
       const was = this.asked(filter, before);
       const is = this.asked(filter, now);
+      // the same subscription at the same QoS (only whether it may be shared changed, without a group): nothing to ask
+      if (was === is && now?.qos === before?.qos) return;
       if (was !== undefined && was !== is) this.client!.unsubscribe(was, (err) => err && this.fail(`unsubscribe ${was}`, err));
       if (is !== undefined) this.client!.subscribe(is, { qos: now!.qos }, (err, subs, packet) => this.subscribed(err, subs, packet as { granted?: number[] }));
     };

@@ -9,7 +9,7 @@ import { notifierFiles, stats } from '../helpers/notifiers';
 import { keysIni } from '../helpers/keys';
 import { SparkplugHost, Types } from '../helpers/sparkplug-host';
 import { until } from '../helpers/wait';
-import { decodePayload, encodePayload, DataType } from '../../plugins/notifiers/sparkplug/payload';
+import { decodePayload, encodePayload, encodeWithProtobufjs, DataType, type Payload } from '../../plugins/notifiers/sparkplug/payload';
 import { valueType } from '../../plugins/notifiers/sparkplug/node';
 
 const NODE = 'edge1';
@@ -56,11 +56,42 @@ test('payload codec: the fields and data types round-trip, signed integers and n
   t.is(DataType.String, 12);
   t.throws(() => decodePayload(Buffer.from([0x12, 0xff])));
   t.is(valueType('12.5'), DataType.Double);
+  t.is(valueType('e5'), DataType.String);
+  t.is(valueType('Infinity'), DataType.String);
+  t.is(valueType(' 7 '), DataType.Double);
   t.is(valueType('-3'), DataType.Double);
   t.is(valueType('true'), DataType.Boolean);
   t.is(valueType('on'), DataType.String);
   t.is(valueType(''), DataType.String);
   t.is(valueType(null), undefined);
+});
+
+test('payload writer: the same bytes as protobufjs writes, long metrics and texts, negative and large integers, floats', (t) => {
+  const long = 'ü'.repeat(100);
+  const samples: Payload[] = [
+    { timestamp: 1700000000123, seq: 7, metrics: [] },
+    { metrics: [{ alias: 1, timestamp: 2 ** 50 + 3, datatype: DataType.Int32, value: 0 }] },
+    {
+      timestamp: Date.now(), seq: 0, uuid: 'x'.repeat(300), body: Buffer.from([1, 2, 3]), metrics: [
+        { name: long, alias: 300, timestamp: 1, datatype: DataType.String, value: long.repeat(5) },
+        { name: 'short', datatype: DataType.String, value: 'é'.repeat(42) },
+        { name: 'n', datatype: DataType.Int64, value: -2 },
+        { name: 'i8', datatype: DataType.Int8, value: -1 },
+        { name: 'u32', datatype: DataType.UInt32, value: 2 ** 32 - 1 },
+        { name: 'f', datatype: DataType.Float, value: 1.25 },
+        { name: 'd', datatype: DataType.Double, value: -0.1, is_historical: true, is_transient: true },
+        { name: 'b', datatype: DataType.Boolean, value: false },
+        { name: 'nul', alias: 2, datatype: DataType.Double, value: null },
+        { name: 'novalue', datatype: DataType.Double },
+      ],
+    },
+  ];
+  for (const p of samples) t.deepEqual([...encodePayload(p)], [...encodeWithProtobufjs(p)]);
+  const back = decodePayload(encodePayload(samples[2]));
+  t.is(back.metrics[0].value, long.repeat(5));
+  t.is(back.metrics[2].value, -2);
+  t.is(back.metrics[3].value, -1);
+  t.is(back.uuid, 'x'.repeat(300));
 });
 
 for (const kind of ['mosquitto', 'aedes'] as const) {
@@ -76,10 +107,15 @@ for (const kind of ['mosquitto', 'aedes'] as const) {
 
     await c.ok('update', { i: 'sensor:g1/temp', s: 1, v: '21.5' });
     await host.until('a number', () => host.value(NODE, 'g1', 'sensor/temp/value') === 21.5);
+    await c.ok('update', { i: 'sensor:g1/temp', s: 1, v: '22' });
+    await host.until('another number', () => host.value(NODE, 'g1', 'sensor/temp/value') === 22);
     const data = host.messages.filter((m) => m.kind === 'DDATA');
     t.true(data.length > 0);
     t.true(data.every((m) => m.metrics.every((x) => x.name === undefined && x.alias !== undefined)), 'data by alias only');
     t.is(host.value(NODE, 'g1', 'sensor/temp/status'), 1);
+    // by exception: the status stayed 1, so only the value went out
+    const born = host.messages.filter((m) => m.kind === 'DBIRTH' && m.device === 'g1').at(-1)!;
+    t.deepEqual(data.at(-1)!.metrics.map((m) => m.alias), [born.metrics.find((m) => m.name === 'sensor/temp/value')!.alias]);
 
     // a value of another type: the device is born again with the new data type
     const births = host.messages.filter((m) => m.kind === 'DBIRTH' && m.device === 'g1').length;

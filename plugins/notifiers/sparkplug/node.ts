@@ -5,10 +5,10 @@ import type { PluginContext } from '../../../core/plugin';
 import type { ModuleLogger } from '../../../core/log';
 import { describe } from '../../../core/log';
 import type { Endpoint, StateEvent, Subject, Subscription } from '../contract';
-import { itemSelected } from '../contract';
+import { eventSize, itemSelected } from '../contract';
 import { Connection, NotConnected, type Outgoing } from '../mqtt/contract';
 import { canWrite, type ItemInfo, type ItemsService } from '../../items/contract';
-import { DataType, decodePayload, encodePayload, type Metric, type MetricValue } from './payload';
+import { DataType, decodePayload, encodePayload, PayloadWriter, type Metric, type MetricValue } from './payload';
 import type { SparkplugSettings } from './settings';
 
 const NS = 'spBv1.0';
@@ -23,6 +23,9 @@ type Field = 'status' | 'value';
 /** One item field as a metric: where it lives and how it was born. */
 interface MetricRef { oid: string; type: string; field: Field; device: string; name: string; alias: number; datatype: number }
 
+/** One item as born: its two metrics, its device, and what was last reported of it (data reports changes only). */
+interface Slot { status: MetricRef; value: MetricRef; device: string; lastStatus: number; lastValue: string | null }
+
 /** An event held while the host or the broker was away. */
 interface Stored { e: StateEvent; bytes: number }
 
@@ -30,6 +33,9 @@ interface Stored { e: StateEvent; bytes: number }
 export function valueType(v: string | null | undefined): number | undefined {
   if (v === null || v === undefined) return undefined;
   if (v === 'true' || v === 'false') return DataType.Boolean;
+  // text that starts with a letter is never a number: no pattern to run
+  const c = v.charCodeAt(0) | 0x20;
+  if (c >= 0x61 && c <= 0x7a) return DataType.String;
   if (v.trim() !== '' && /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(v.trim()) && Number.isFinite(Number(v))) return DataType.Double;
   return DataType.String;
 }
@@ -65,8 +71,12 @@ export class SparkplugNode implements Endpoint {
   private seq = 0;
   /** the metrics born on the node ('' device) and each device, by name */
   private born = new Map<string, Map<string, MetricRef>>();
-  private readonly byKey = new Map<string, MetricRef>();
+  /** the born items by oid */
+  private readonly slots = new Map<string, Slot>();
+  /** the alias of each item's status metric (its value's is the next one), the same for the life of the process */
   private readonly aliases = new Map<string, number>();
+  /** every payload is written through it */
+  private readonly writer = new PayloadWriter();
   private nextAlias = 1;
   /** births done on this connection (data may follow) */
   private alive = false;
@@ -141,7 +151,12 @@ export class SparkplugNode implements Endpoint {
   }
 
   private message(kind: string, device: string, metrics: Metric[], seq = this.nextSeq()): Outgoing {
-    return { topic: this.topic(kind, device), payload: Buffer.from(encodePayload({ timestamp: Date.now(), metrics, seq })), qos: this.s.qos, retain: false };
+    return { topic: this.topic(kind, device), payload: encodePayload({ timestamp: Date.now(), metrics, seq }), qos: this.s.qos, retain: false };
+  }
+
+  /** The message the writer holds, with the next seq. */
+  private written(kind: string, device: string): Outgoing {
+    return { topic: this.topic(kind, device), payload: this.writer.finish(this.nextSeq()), qos: this.s.qos, retain: false };
   }
 
   private async publish(messages: Outgoing[]): Promise<void> {
@@ -194,31 +209,37 @@ export class SparkplugNode implements Endpoint {
     }
   }
 
-  private alias(key: string): number {
-    let a = this.aliases.get(key);
-    if (a === undefined) this.aliases.set(key, (a = this.nextAlias++));
+  /** The alias of an item's status metric; its value's is the next one. */
+  private alias(oid: string): number {
+    let a = this.aliases.get(oid);
+    if (a === undefined) {
+      this.aliases.set(oid, (a = this.nextAlias));
+      this.nextAlias += 2;
+    }
     return a;
   }
 
-  /** The birth metrics of some items, recorded as born. */
-  private bornMetrics(device: string, items: ItemInfo[], into: Map<string, MetricRef>): Metric[] {
-    const out: Metric[] = [];
+  /** The birth metrics of some items into the writer, each written once, recorded as born. */
+  private bornMetrics(device: string, items: ItemInfo[], into: Map<string, MetricRef>): void {
     const st = this.items();
+    const w = this.writer;
     for (const it of items) {
       const state = st?.state(it.oid);
       const t = state ? Math.round(state.t * 1000) : Date.now();
-      for (const field of ['status', 'value'] as const) {
-        const key = `${it.oid}|${field}`;
-        const name = this.metricName(it, field);
-        const v = field === 'status' ? state?.status ?? 0 : state?.value ?? null;
-        const datatype = field === 'status' ? DataType.Int32 : valueType(v as string | null) ?? this.byKey.get(key)?.datatype ?? DataType.String;
-        const ref: MetricRef = { oid: it.oid, type: it.type, field, device, name, alias: this.alias(key), datatype };
-        into.set(name, ref);
-        this.byKey.set(key, ref);
-        out.push({ name, alias: ref.alias, timestamp: t, datatype, value: field === 'status' ? Number(v) : metricValue(v as string | null, datatype) });
-      }
+      const status = Number(state?.status ?? 0);
+      const v = state?.value ?? null;
+      const datatype = valueType(v) ?? this.slots.get(it.oid)?.value.datatype ?? DataType.String;
+      const alias = this.alias(it.oid);
+      const s: MetricRef = { oid: it.oid, type: it.type, field: 'status', device, name: this.metricName(it, 'status'), alias, datatype: DataType.Int32 };
+      const r: MetricRef = { oid: it.oid, type: it.type, field: 'value', device, name: this.metricName(it, 'value'), alias: alias + 1, datatype };
+      into.set(s.name, s);
+      into.set(r.name, r);
+      this.slots.set(it.oid, { status: s, value: r, device, lastStatus: status, lastValue: v });
+      w.open(s.name, s.alias, t, DataType.Int32);
+      w.value(DataType.Int32, status);
+      w.open(r.name, r.alias, t, datatype);
+      w.value(datatype, metricValue(v, datatype));
     }
-    return out;
   }
 
   /** NBIRTH (seq 0, the bdSeq of this connection) and a DBIRTH of every device, then what was stored. */
@@ -226,22 +247,24 @@ export class SparkplugNode implements Endpoint {
     if (!this.conn.connected || !this.hostOnline) return;
     this.alive = false;
     this.born = new Map();
-    this.byKey.clear();
+    this.slots.clear();
     this.seq = 0;
     const layout = this.layout();
     const node = new Map<string, MetricRef>();
     this.born.set('', node);
-    const nodeMetrics: Metric[] = [
-      { name: BDSEQ, datatype: DataType.Int64, value: this.bdSeq },
-      { name: REBIRTH, datatype: DataType.Boolean, value: false },
-      ...this.bornMetrics('', layout.get('') ?? [], node),
-    ];
-    const messages = [this.message('NBIRTH', '', nodeMetrics, this.nextSeq())];
+    const w = this.writer;
+    w.begin(Date.now());
+    w.metric({ name: BDSEQ, datatype: DataType.Int64, value: this.bdSeq });
+    w.metric({ name: REBIRTH, datatype: DataType.Boolean, value: false });
+    this.bornMetrics('', layout.get('') ?? [], node);
+    const messages = [this.written('NBIRTH', '')];
     for (const [device, items] of layout) {
       if (device === '') continue;
       const m = new Map<string, MetricRef>();
       this.born.set(device, m);
-      messages.push(this.message('DBIRTH', device, this.bornMetrics(device, items, m)));
+      w.begin(Date.now());
+      this.bornMetrics(device, items, m);
+      messages.push(this.written('DBIRTH', device));
     }
     await this.publish(messages);
     this.stats.births++;
@@ -254,7 +277,7 @@ export class SparkplugNode implements Endpoint {
   private async deviceBirth(device: string, items: ItemInfo[] | undefined): Promise<void> {
     if (device === '') return this.birth(); // node metrics change only with a whole new birth
     const old = this.born.get(device);
-    for (const ref of old?.values() ?? []) if (this.byKey.get(`${ref.oid}|${ref.field}`) === ref) this.byKey.delete(`${ref.oid}|${ref.field}`);
+    for (const ref of old?.values() ?? []) if (this.slots.get(ref.oid)?.device === device) this.slots.delete(ref.oid);
     if (!items?.length) {
       this.born.delete(device);
       if (old) {
@@ -265,44 +288,52 @@ export class SparkplugNode implements Endpoint {
     }
     const m = new Map<string, MetricRef>();
     this.born.set(device, m);
-    await this.publish([this.message('DBIRTH', device, this.bornMetrics(device, items, m))]);
+    this.writer.begin(Date.now());
+    this.bornMetrics(device, items, m);
+    await this.publish([this.written('DBIRTH', device)]);
     this.stats.device_births++;
   }
 
   // ---- data ----
 
-  /** State events as DDATA/NDATA; events of a device that needs a new birth go with it. */
+  /**
+   * State events as DDATA/NDATA: one message per device for the whole batch
+   * (split only past `message_max_bytes`), metrics by alias, only the fields
+   * that changed since last reported. Historical ones (forwarded from the
+   * store) carry names and every field. Events of a device that needs a new
+   * birth go with it.
+   */
   private async data(events: StateEvent[], historical: boolean): Promise<void> {
-    const byDevice = new Map<string, Metric[]>();
-    const reborn = new Set<string>();
+    const byDevice = new Map<string, { slots: Slot[]; events: StateEvent[] }>();
+    let reborn: Set<string> | undefined;
+    let device = '';
+    let part: { slots: Slot[]; events: StateEvent[] } | undefined;
     for (const e of events) {
-      const status = this.byKey.get(`${e.oid}|status`);
-      const value = this.byKey.get(`${e.oid}|value`);
-      const device = this.deviceOf(e);
-      if (!status || !value) {
-        if (!historical && this.subs.some((x) => itemSelected(x, e))) reborn.add(device);
+      const slot = this.slots.get(e.oid);
+      if (!slot) {
+        if (!historical && this.subs.some((x) => itemSelected(x, e))) (reborn ??= new Set()).add(this.deviceOf(e));
         continue;
       }
-      const vt = valueType(e.value);
-      if (vt !== undefined && vt !== value.datatype && !historical) {
-        reborn.add(device);
-        continue;
+      if (!historical) {
+        const vt = valueType(e.value);
+        if (vt !== undefined && vt !== slot.value.datatype) {
+          (reborn ??= new Set()).add(slot.device);
+          continue;
+        }
       }
-      const t = Math.round(e.t * 1000);
-      let list = byDevice.get(device);
-      if (!list) byDevice.set(device, (list = []));
-      const flag = historical ? { is_historical: true } : {};
-      const datatype = historical && vt !== undefined ? vt : value.datatype;
-      list.push(
-        historical ? { name: status.name, datatype: DataType.Int32, timestamp: t, value: e.status, ...flag } : { alias: status.alias, datatype: DataType.Int32, timestamp: t, value: e.status },
-        historical ? { name: value.name, datatype, timestamp: t, value: metricValue(e.value, datatype), ...flag } : { alias: value.alias, datatype, timestamp: t, value: metricValue(e.value, datatype) },
-      );
+      if (!part || slot.device !== device) {
+        device = slot.device;
+        part = byDevice.get(device);
+        if (!part) byDevice.set(device, (part = { slots: [], events: [] }));
+      }
+      part.slots.push(slot);
+      part.events.push(e);
     }
-    if (reborn.has('')) {
+    if (reborn?.has('')) {
       await this.birth();
       return;
     }
-    if (reborn.size) {
+    if (reborn) {
       const layout = this.layout();
       for (const d of reborn) {
         byDevice.delete(d);
@@ -310,7 +341,43 @@ export class SparkplugNode implements Endpoint {
       }
     }
     const messages: Outgoing[] = [];
-    for (const [device, metrics] of byDevice) messages.push(this.message(device ? 'DDATA' : 'NDATA', device, metrics));
+    const w = this.writer;
+    const max = this.s.messageMaxBytes;
+    for (const [device, { slots, events }] of byDevice) {
+      const kind = device ? 'DDATA' : 'NDATA';
+      w.begin(Date.now());
+      for (let i = 0; i < events.length; i++) {
+        const e = events[i];
+        const slot = slots[i];
+        const t = Math.round(e.t * 1000);
+        if (historical) {
+          const datatype = valueType(e.value) ?? slot.value.datatype;
+          w.open(slot.status.name, undefined, t, DataType.Int32);
+          w.flags(true, false);
+          w.value(DataType.Int32, e.status);
+          w.open(slot.value.name, undefined, t, datatype);
+          w.flags(true, false);
+          w.value(datatype, metricValue(e.value, datatype));
+        } else {
+          if (e.status !== slot.lastStatus) {
+            w.open(undefined, slot.status.alias, t, DataType.Int32);
+            w.value(DataType.Int32, e.status);
+            slot.lastStatus = e.status;
+          }
+          if (e.value !== slot.lastValue) {
+            const datatype = slot.value.datatype;
+            w.open(undefined, slot.value.alias, t, datatype);
+            w.value(datatype, metricValue(e.value, datatype));
+            slot.lastValue = e.value;
+          }
+        }
+        if (w.size >= max) {
+          messages.push(this.written(kind, device));
+          w.begin(Date.now());
+        }
+      }
+      if (w.count) messages.push(this.written(kind, device));
+    }
     if (!messages.length) return;
     await this.publish(messages);
     this.stats.data_messages += messages.length;
@@ -329,7 +396,7 @@ export class SparkplugNode implements Endpoint {
 
   private keep(events: StateEvent[]): void {
     for (const e of events) {
-      const bytes = JSON.stringify(e).length;
+      const bytes = eventSize('state', e);
       this.store.push({ e, bytes });
       this.storeBytes += bytes;
       this.stats.stored++;

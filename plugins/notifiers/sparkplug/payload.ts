@@ -377,6 +377,16 @@ export function encodePayload(p: Payload): Buffer {
 
 /** The same with protobufjs (the reference the writer is checked against). */
 export function encodeWithProtobufjs(p: Payload): Uint8Array {
+  return encodeProtobufjsObject(protobufjsObject(p));
+}
+
+/** A payload encoded by protobufjs from the object `protobufjsObject` makes. */
+export function encodeProtobufjsObject(o: Record<string, unknown>): Uint8Array {
+  return PayloadType.encode(o).finish();
+}
+
+/** A payload as the object protobufjs encodes. */
+export function protobufjsObject(p: Payload): Record<string, unknown> {
   const metrics = p.metrics.map((m) => {
     const o: Record<string, unknown> = {};
     if (m.name !== undefined) o.name = m.name;
@@ -398,7 +408,7 @@ export function encodeWithProtobufjs(p: Payload): Uint8Array {
   if (p.seq !== undefined) msg.seq = p.seq;
   if (p.uuid !== undefined) msg.uuid = p.uuid;
   if (p.body !== undefined) msg.body = p.body;
-  return PayloadType.encode(msg).finish();
+  return msg;
 }
 
 /** A decoded metric as protobufjs gives it (`value`: the name of the oneof field set). */

@@ -225,7 +225,7 @@ test('SIGKILL: the broker sends the NDEATH will with the birth bdSeq; the next s
   t.deepEqual(host.problems, []);
 });
 
-test('primary host: nothing while it is offline, births when it comes online, then what happened meanwhile as historical data', async (t) => {
+test('primary host: nothing while it is offline, births when it comes online, then what happened meanwhile as historical data; offline again: NDEATH, a new connection, born with the next bdSeq', async (t) => {
   const broker = await startBroker(t, { kind: 'mosquitto' });
   const host = await SparkplugHost.connect(t, broker, 'plant', 'scada');
   await host.state('scada', false);
@@ -233,7 +233,7 @@ test('primary host: nothing while it is offline, births when it comes online, th
   await c.ok('create', { i: 'sensor:g1/temp' });
   for (let i = 1; i <= 5; i++) await c.ok('update', { i: 'sensor:g1/temp', s: 1, v: String(i) });
   await until('stored', async () => (await stats(c.client, c.k, 'sp')).stored === 6);
-  const st = await stats(c.client, c.k, 'sp');
+  let st = await stats(c.client, c.k, 'sp');
   t.is(st.stored_now, 3);
   t.is(st.store_dropped, 3);
   t.false(st.host_online);
@@ -247,13 +247,36 @@ test('primary host: nothing while it is offline, births when it comes online, th
   t.true(hist.every((m) => m.is_historical));
   await c.ok('update', { i: 'sensor:g1/temp', v: '9' });
   await host.until('live data', () => host.value(NODE, 'g1', 'sensor/temp/value') === 9);
+  const bd = host.bdSeq(NODE)!;
+  t.is((await stats(c.client, c.k, 'sp')).connects, 1);
 
-  // offline again: stored, not sent
+  // offline: the node's own NDEATH with the bdSeq of its birth, the connection closed and opened again
   const n = host.messages.length;
   await host.state('scada', false);
-  await until('offline', async () => (await stats(c.client, c.k, 'sp')).host_online === false);
+  const death = await host.until('NDEATH', () => host.messages.slice(n).find((m) => m.kind === 'NDEATH'));
+  t.is(death.metrics.find((m) => m.name === 'bdSeq')!.value, bd);
+  t.false(host.online(NODE));
+  await until('connected again', async () => (await stats(c.client, c.k, 'sp')).connects === 2);
+  st = await stats(c.client, c.k, 'sp');
+  t.is(st.host_offline_disconnects, 1);
+  t.is(st.deaths, 1);
+  t.is(st.bdSeq, bd + 1, 'the will of the new connection holds the next bdSeq');
+  t.false(st.born);
+
+  // meanwhile: stored, nothing but deaths published
   await c.ok('update', { i: 'sensor:g1/temp', v: '10' });
-  await until('stored again', async () => (await stats(c.client, c.k, 'sp')).stored_now === 1);
-  t.is(host.messages.length, n);
+  await c.ok('update', { i: 'sensor:g1/temp', v: '11' });
+  await until('stored again', async () => (await stats(c.client, c.k, 'sp')).stored_now === 2);
+  t.deepEqual(host.kinds(n).filter((k) => k !== 'NDEATH'), []);
+
+  // online again: born with the next bdSeq, then what was stored, historical
+  const m = host.messages.length;
+  await host.state('scada', true);
+  await host.until('historical data again', () => host.messages.slice(m).some((x) => x.metrics.some((y) => y.is_historical)));
+  t.deepEqual(host.kinds(m).slice(0, 3), ['NBIRTH', 'DBIRTH/g1', 'DDATA/g1']);
+  t.is(host.bdSeq(NODE), bd + 1);
+  t.true(host.online(NODE));
+  t.deepEqual(host.messages[m + 2].metrics.filter((x) => x.name === 'sensor/temp/value').map((x) => x.value), [10, 11]);
+  t.is((await stats(c.client, c.k, 'sp')).stored_now, 0);
   t.deepEqual(host.problems, []);
 });

@@ -64,7 +64,8 @@ function itemValue(v: MetricValue | undefined): string | null | undefined {
  * birth is always complete before data follows it.
  */
 export class SparkplugNode implements Endpoint {
-  private readonly conn: Connection;
+  private conn: Connection;
+  private readonly clientId: string;
   private readonly subs: Subscription[];
   private readonly bdSeqFile: string;
   private bdSeq = -1;
@@ -91,19 +92,27 @@ export class SparkplugNode implements Endpoint {
   readonly stats = {
     births: 0, device_births: 0, deaths: 0, device_deaths: 0, data_messages: 0, rebirth_requests: 0,
     commands_run: 0, commands_refused: 0, stored: 0, store_dropped: 0, forwarded: 0, host_online_changes: 0,
+    connects: 0, host_offline_disconnects: 0,
   };
 
   constructor(readonly s: SparkplugSettings, private readonly ctx: PluginContext, private readonly log: ModuleLogger, subs: Subscription[], id: string) {
     this.subs = subs.filter((x) => x.subject === 'state');
     this.hostOnline = !s.primaryHostId;
-    const clientId = `sparkplug-${s.groupId}-${s.edgeNodeId}-${crypto.randomBytes(4).toString('hex')}`.slice(0, 64);
-    this.conn = new Connection(s.mqtt, log, clientId);
+    this.clientId = `sparkplug-${s.groupId}-${s.edgeNodeId}-${crypto.randomBytes(4).toString('hex')}`.slice(0, 64);
     this.bdSeqFile = path.join(ctx.paths.runtime, `${ctx.paths.product}_sparkplug_${id}.bdseq`);
-    this.conn.will = () => this.nextWill();
-    this.conn.onConnect = () => this.connected();
-    this.conn.routes.add(OWNER, this.topic('NCMD'), 1, (_t, p) => this.onCommand('', p));
-    this.conn.routes.add(OWNER, `${NS}/${s.groupId}/DCMD/${s.edgeNodeId}/+`, 1, (t, p) => this.onCommand(t.slice(t.lastIndexOf('/') + 1), p));
-    if (s.primaryHostId) this.conn.routes.add(OWNER, `${NS}/STATE/${s.primaryHostId}`, 1, (_t, p) => this.onHostState(p));
+    this.conn = this.newConnection();
+  }
+
+  /** A broker connection of this node: its will, its subscriptions (a new one after the primary host went offline). */
+  private newConnection(): Connection {
+    const { s } = this;
+    const conn = new Connection(s.mqtt, this.log, this.clientId);
+    conn.will = () => this.nextWill();
+    conn.onConnect = () => this.connected();
+    conn.routes.add(OWNER, this.topic('NCMD'), 1, (_t, p) => this.onCommand('', p));
+    conn.routes.add(OWNER, `${NS}/${s.groupId}/DCMD/${s.edgeNodeId}/+`, 1, (t, p) => this.onCommand(t.slice(t.lastIndexOf('/') + 1), p));
+    if (s.primaryHostId) conn.routes.add(OWNER, `${NS}/STATE/${s.primaryHostId}`, 1, (_t, p) => this.onHostState(p));
+    return conn;
   }
 
   private topic(kind: string, device = ''): string {
@@ -171,6 +180,7 @@ export class SparkplugNode implements Endpoint {
   // ---- births ----
 
   private connected(): void {
+    this.stats.connects++;
     this.alive = false;
     if (this.s.primaryHostId) this.hostOnline = false; // the retained STATE tells again
     if (this.hostOnline) void this.run(() => this.birth()).catch((err) => this.failed('birth', err));
@@ -420,7 +430,38 @@ export class SparkplugNode implements Endpoint {
     this.stats.host_online_changes++;
     this.hostOnline = st.online;
     if (st.online) void this.run(() => this.birth()).catch((err) => this.failed('birth', err));
-    else this.alive = false;
+    else {
+      this.alive = false;
+      void this.run(() => this.leave()).catch((err) => this.failed('disconnect', err));
+    }
+  }
+
+  /**
+   * The primary host went offline: our own NDEATH (the bdSeq of this
+   * connection's birth), the connection closed, and a new one opened, whose
+   * will carries the next bdSeq; it is born once the host says it is online.
+   */
+  private async leave(): Promise<void> {
+    if (this.stopped || this.hostOnline) return;
+    const old = this.conn;
+    await this.death(old);
+    this.stats.host_offline_disconnects++;
+    await old.stop();
+    if (this.stopped) return;
+    const receiving = old.receiving;
+    this.conn = this.newConnection();
+    this.conn.receiving = receiving;
+    this.conn.start();
+  }
+
+  /**
+   * NDEATH published by the node itself before it closes a connection on
+   * purpose (the connection is then cut, so the broker may publish the will
+   * as well: the same bdSeq, which a host takes as the same death).
+   */
+  private async death(conn: Connection): Promise<void> {
+    if (!conn.connected) return;
+    await conn.publish(this.topic('NDEATH'), this.deathPayload(), 1).then(() => { this.stats.deaths++; }, () => undefined);
   }
 
   private refuse(why: string): void {
@@ -517,11 +558,8 @@ export class SparkplugNode implements Endpoint {
   async stop(): Promise<void> {
     this.stopped = true;
     this.unwatch?.();
-    // a death certificate of our own: the broker drops the will of a client that says goodbye
-    await this.run(async () => {
-      if (!this.conn.connected) return;
-      await this.conn.publish(this.topic('NDEATH'), this.deathPayload(), 1).then(() => { this.stats.deaths++; }, () => undefined);
-    }).catch(() => undefined);
+    // a death certificate of our own
+    await this.run(() => this.death(this.conn)).catch(() => undefined);
     await this.conn.stop();
   }
 

@@ -70,6 +70,9 @@ async function startProfiler() {
   };
 }
 
+/** CPU seconds (user and system, every thread) since a `process.cpuUsage()`. */
+const cpuSince = (c0: NodeJS.CpuUsage) => { const d = process.cpuUsage(c0); return (d.user + d.system) / 1e6; };
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function main(): Promise<void> {
@@ -119,6 +122,8 @@ async function main(): Promise<void> {
     const encRatios: number[] = [];
     /** seconds per message of the node, the pre-encoded raw loop and the encoding raw loop, per round */
     const perMessage: { node: number; raw: number; enc: number; updates: number }[] = [];
+    /** the same in CPU seconds of this process (every thread): less moved by other work on the machine than wall time */
+    const cpuPerMessage: { node: number; raw: number; enc: number; updates: number }[] = [];
     // warm-up, then rounds
     for (let round = 0; round <= ROUNDS; round++) {
       const events = BATCHES * PER_GROUP;
@@ -127,6 +132,7 @@ async function main(): Promise<void> {
       captured = [];
       if (round === 1) await profiler?.start();
       profiler?.mark();
+      const c0 = process.cpuUsage();
       const t0 = performance.now();
       await c.client.ok('bench_sp', { k, b: BATCHES, tag: `r${round}.` });
       // every event handed to the node, then every message it published arrived
@@ -139,6 +145,7 @@ async function main(): Promise<void> {
       await settle(() => count >= published);
       const nodeEnd = last;
       const nodeSecs = (nodeEnd - t0) / 1000;
+      const nodeCpu = cpuSince(c0);
       profiler?.mark();
       if (round === ROUNDS) await profiler?.stop(PROFILE!);
       const payloads = captured;
@@ -149,6 +156,7 @@ async function main(): Promise<void> {
       // the raw loop: the very payloads the node published this round, in the same order, on topics of the same length,
       // with mqtt.js at QoS 0, yielding after each as the node's sends do
       count = 0;
+      const rc0 = process.cpuUsage();
       const r0 = performance.now();
       for (const m of payloads) {
         raw.publish(m.topic.replace('/bench/', '/rawlp/'), m.payload, { qos: 0 });
@@ -157,11 +165,13 @@ async function main(): Promise<void> {
       }
       await settle(() => count >= msgs);
       const rawSecs = (last - r0) / 1000;
+      const rawCpu = cpuSince(rc0);
 
       // the raw loop that encodes: the same payloads, as protobufjs objects made beforehand, encoded by protobufjs
       // (its reflected, code-generated Payload type) and published; its bytes must be the node's
       const objects = payloads.map((m) => protobufjsObject(decodePayload(m.payload)));
       count = 0;
+      const ec0 = process.cpuUsage();
       const e0 = performance.now();
       for (let i = 0; i < payloads.length; i++) {
         const bytes = encodeProtobufjsObject(objects[i]);
@@ -172,10 +182,12 @@ async function main(): Promise<void> {
       }
       await settle(() => count >= msgs);
       const encSecs = (last - e0) / 1000;
+      const encCpu = cpuSince(ec0);
       if (round === 0) continue;
       ratios.push(rawSecs / nodeSecs);
       encRatios.push(encSecs / nodeSecs);
       perMessage.push({ node: nodeSecs / msgs, raw: rawSecs / msgs, enc: encSecs / msgs, updates: events / msgs });
+      cpuPerMessage.push({ node: nodeCpu / msgs, raw: rawCpu / msgs, enc: encCpu / msgs, updates: events / msgs });
       rows.push([round, msgs, fmt(bytes / msgs), fmt(metrics / msgs), fmt(msgs / nodeSecs), fmt(metrics / nodeSecs), fmt(events / nodeSecs),
         fmt(msgs / rawSecs), fmt(rawSecs / nodeSecs, 2), fmt(msgs / encSecs), fmt(encSecs / nodeSecs, 2)]);
     }
@@ -187,10 +199,13 @@ async function main(): Promise<void> {
     // the same updates with the notifier disabled: what the items service and the bus cost alone
     await c.client.ok('disable_notifier', { k, i: 'sp' });
     const alone: number[] = [];
+    const aloneCpu: number[] = [];
     for (let i = 0; i < ROUNDS; i++) {
+      const c0 = process.cpuUsage();
       const t0 = performance.now();
       await c.client.ok('bench_sp', { k, b: BATCHES, tag: `d${i}.` });
       alone.push((BATCHES * PER_GROUP) / ((performance.now() - t0) / 1000));
+      aloneCpu.push(cpuSince(c0) / (BATCHES * PER_GROUP));
     }
     console.log(`updates/s with the notifier disabled (the update path alone): ${alone.map((x) => fmt(x)).join(', ')}; median ${fmt(median(alone))}`);
     // the node's time per message less what the batch's updates cost alone: the notifier's own share, beside the raw loops
@@ -201,6 +216,13 @@ async function main(): Promise<void> {
       `so the notifier's share ${share.map((x) => fmt(x, 3)).join(', ')}; raw pre-encoded ${perMessage.map((p) => ms(p.raw)).join(', ')}; ` +
       `raw encoding ${perMessage.map((p) => ms(p.enc)).join(', ')}`);
     console.log(`ratio of the encoding raw loop to the notifier's share (updates left out): ${perMessage.map((p, i) => fmt((p.enc * 1000) / share[i], 2)).join(', ')}`);
+    const cpuUpdate = median(aloneCpu);
+    const cpuRows = cpuPerMessage.map((p, i) => {
+      const own = p.node - p.updates * cpuUpdate;
+      return [i + 1, ms(p.node), ms(p.updates * cpuUpdate), ms(own), ms(p.raw), ms(p.enc), fmt(p.raw / p.node, 2), fmt(p.enc / p.node, 2), fmt(p.enc / own, 2)];
+    });
+    console.log('\nCPU of this process per message (ms; the subscriber counting them is in every column):');
+    console.log(table(['round', 'node', 'its updates alone', 'notifier share', 'raw pre-encoded', 'raw encoding', 'ratio pre-encoded', 'ratio encoding', 'encoding / notifier share'], cpuRows));
     await c.client.ok('enable_notifier', { k, i: 'sp' });
 
     const births: number[] = [];

@@ -71,6 +71,7 @@ test('payload writer: the same bytes as protobufjs writes, long metrics and text
   const samples: Payload[] = [
     { timestamp: 1700000000123, seq: 7, metrics: [] },
     { metrics: [{ alias: 1, timestamp: 2 ** 50 + 3, datatype: DataType.Int32, value: 0 }] },
+    { metrics: [0x0fffffff, 0x10000000, 2 ** 32, 2 ** 53 - 1, 127, 128].map((n, i) => ({ alias: n, timestamp: i % 2 ? n : 1700000000123, datatype: DataType.Int64, value: n })) },
     {
       timestamp: Date.now(), seq: 0, uuid: 'x'.repeat(300), body: Buffer.from([1, 2, 3]), metrics: [
         { name: long, alias: 300, timestamp: 1, datatype: DataType.String, value: long.repeat(5) },
@@ -87,7 +88,7 @@ test('payload writer: the same bytes as protobufjs writes, long metrics and text
     },
   ];
   for (const p of samples) t.deepEqual([...encodePayload(p)], [...encodeWithProtobufjs(p)]);
-  const back = decodePayload(encodePayload(samples[2]));
+  const back = decodePayload(encodePayload(samples[3]));
   t.is(back.metrics[0].value, long.repeat(5));
   t.is(back.metrics[2].value, -2);
   t.is(back.metrics[3].value, -1);

@@ -202,15 +202,62 @@ export class PayloadWriter {
 
   /** An unsigned varint of a number up to 2^53 (negatives as 64-bit two's complement). */
   private varint(v: number): void {
-    if (v < 0) return this.negative(v);
     const b = this.buf;
     let p = this.pos;
-    while (v >= 0x80) {
-      b[p++] = (v % 0x80) | 0x80;
-      v = Math.floor(v / 0x80);
+    if (v >= 0 && v < 0x10000000) {
+      // up to 28 bits: 32-bit arithmetic
+      while (v >= 0x80) {
+        b[p++] = (v & 0x7f) | 0x80;
+        v >>>= 7;
+      }
+      b[p++] = v;
+      this.pos = p;
+      return;
     }
-    b[p++] = v;
+    if (v < 0) return this.negative(v);
+    // the low 28 bits, then the rest (exact up to 2^53)
+    let hi = Math.floor(v / 0x10000000);
+    let lo = v - hi * 0x10000000;
+    for (let i = 0; i < 4; i++) {
+      b[p++] = (lo & 0x7f) | 0x80;
+      lo >>>= 7;
+    }
+    while (hi >= 0x80) {
+      b[p++] = (hi & 0x7f) | 0x80;
+      hi = Math.floor(hi / 0x80);
+    }
+    b[p++] = hi;
     this.pos = p;
+  }
+
+  /** the last metric timestamp written and its varint: the metrics of a batch mostly share a millisecond */
+  private lastTime = -1;
+  private readonly timeBytes = Buffer.alloc(10);
+  private timeLength = 0;
+
+  private time(t: number): void {
+    if (t !== this.lastTime) {
+      const at = this.pos;
+      this.varint(t);
+      this.timeLength = this.pos - at;
+      this.buf.copy(this.timeBytes, 0, at, this.pos);
+      this.lastTime = t;
+      return;
+    }
+    const b = this.buf;
+    const tb = this.timeBytes;
+    for (let i = 0; i < this.timeLength; i++) b[this.pos++] = tb[i];
+  }
+
+  /** Text whose characters are all ASCII, byte by byte (cheaper than an encoder call for short texts); false otherwise. */
+  private ascii(s: string, at: number): boolean {
+    const b = this.buf;
+    for (let i = 0; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      if (c >= 0x80) return false;
+      b[at + i] = c;
+    }
+    return true;
   }
 
   private negative(v: number): void {
@@ -228,7 +275,7 @@ export class PayloadWriter {
       this.room(2 + 3 * s.length);
       this.buf[this.pos++] = tag;
       const at = this.pos++;
-      const n = this.buf.write(s, at + 1);
+      const n = this.ascii(s, at + 1) ? s.length : this.buf.write(s, at + 1);
       this.buf[at] = n;
       this.pos = at + 1 + n;
       return;
@@ -260,7 +307,7 @@ export class PayloadWriter {
     if (name !== undefined) this.string(0x0a, name);
     this.room(36);
     if (alias !== undefined) { this.buf[this.pos++] = 0x10; this.varint(alias); }
-    if (timestamp !== undefined) { this.buf[this.pos++] = 0x18; this.varint(timestamp); }
+    if (timestamp !== undefined) { this.buf[this.pos++] = 0x18; this.time(timestamp); }
     if (datatype !== undefined) { this.buf[this.pos++] = 0x20; this.varint(datatype); }
   }
 

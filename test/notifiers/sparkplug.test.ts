@@ -185,6 +185,23 @@ test('rebirth on NCMD; DCMD runs a unit action and sets a sensor with the comman
   t.deepEqual(host.problems, []);
 });
 
+test('items created one by one in one call: their device is born again a few times, not once per item', async (t) => {
+  const broker = await startBroker(t, { kind: 'mosquitto' });
+  const host = await SparkplugHost.connect(t, broker, 'plant');
+  const c = await controllerWith(t, { sp: sparkplugNotifier(broker) });
+  await c.ok('create', { i: 'sensor:g1/first' });
+  await host.until('born', () => host.value(NODE, 'g1', 'sensor/first/status') !== undefined);
+  const before = host.messages.length;
+  const N = 300;
+  const body = JSON.stringify(Array.from({ length: N }, (_, i) => ({ jsonrpc: '2.0', method: 'create', id: i, params: { k: c.k, i: `sensor:g1/s${i}` } })));
+  const answers = await (await fetch(`${c.url}/jrpc`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body })).json() as { error?: unknown }[];
+  t.true(answers.every((a) => !a.error));
+  await host.until('every item born', () => host.value(NODE, 'g1', `sensor/s${N - 1}/status`) !== undefined && host.value(NODE, 'g1', 'sensor/s0/status') !== undefined);
+  const births = host.kinds(before).filter((k) => k === 'DBIRTH/g1').length;
+  t.true(births >= 1 && births < N / 3, `${births} DBIRTHs for ${N} items`);
+  t.deepEqual(host.problems, []);
+});
+
 test('commands need a command key: without one, writes are refused', async (t) => {
   const broker = await startBroker(t, { kind: 'mosquitto' });
   const host = await SparkplugHost.connect(t, broker, 'plant');

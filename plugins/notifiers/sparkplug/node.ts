@@ -17,6 +17,8 @@ const BDSEQ = 'bdSeq';
 const OWNER = 'sparkplug';
 /** stored events forwarded in one data message per device */
 const FORWARD_BATCH = 500;
+/** the changes of a device's items within this time make one new DBIRTH */
+const BIRTH_WINDOW_MS = 100;
 
 type Field = 'status' | 'value';
 
@@ -87,6 +89,9 @@ export class SparkplugNode implements Endpoint {
   private store: Stored[] = [];
   private storeBytes = 0;
   private unwatch?: () => void;
+  /** devices whose items changed, born again together when the timer fires */
+  private rebirths = new Set<string>();
+  private rebirthTimer?: NodeJS.Timeout;
   private started = false;
   private stopped = false;
   readonly stats = {
@@ -258,6 +263,7 @@ export class SparkplugNode implements Endpoint {
     this.alive = false;
     this.born = new Map();
     this.slots.clear();
+    this.rebirths.clear(); // this birth covers them
     this.seq = 0;
     const layout = this.layout();
     const node = new Map<string, MetricRef>();
@@ -339,17 +345,8 @@ export class SparkplugNode implements Endpoint {
       part.slots.push(slot);
       part.events.push(e);
     }
-    if (reborn?.has('')) {
-      await this.birth();
-      return;
-    }
-    if (reborn) {
-      const layout = this.layout();
-      for (const d of reborn) {
-        byDevice.delete(d);
-        await this.deviceBirth(d, layout.get(d));
-      }
-    }
+    // their birth, soon, carries the current state of what was left out here
+    if (reborn) for (const d of reborn) this.rebirthSoon(d);
     const messages: Outgoing[] = [];
     const w = this.writer;
     const max = this.s.messageMaxBytes;
@@ -529,22 +526,30 @@ export class SparkplugNode implements Endpoint {
     if (!this.started || this.unwatch) return;
     const items = this.items();
     if (!items) return;
-    let pending = new Set<string>();
-    this.unwatch = items.watch?.((it) => {
-      if (!pending.size) {
-        queueMicrotask(() => {
-          const devices = pending;
-          pending = new Set();
-          if (this.stopped || !this.publishing) return;
-          void this.run(async () => {
-            if (!this.publishing) return;
-            const layout = this.layout();
-            for (const d of devices) await this.deviceBirth(d, layout.get(d));
-          }).catch((err) => this.failed('device birth', err));
-        });
-      }
-      pending.add(this.deviceOf(it));
-    }) ?? (() => {});
+    this.unwatch = items.watch?.((it) => this.rebirthSoon(this.deviceOf(it))) ?? (() => {});
+  }
+
+  /**
+   * A device born again (or dead) within BIRTH_WINDOW_MS: every change of its
+   * items in that time goes into one DBIRTH. Items created one by one (a
+   * thousand in one call) would otherwise each cost a DBIRTH of the whole
+   * device: quadratic in bytes and time.
+   */
+  private rebirthSoon(device: string): void {
+    this.rebirths.add(device);
+    if (this.rebirthTimer) return;
+    this.rebirthTimer = setTimeout(() => {
+      this.rebirthTimer = undefined;
+      const devices = this.rebirths;
+      this.rebirths = new Set();
+      if (this.stopped || !this.publishing) return; // the next birth covers them all
+      void this.run(async () => {
+        if (!this.publishing) return;
+        if (devices.has('')) return this.birth();
+        const layout = this.layout();
+        for (const d of devices) await this.deviceBirth(d, layout.get(d));
+      }).catch((err) => this.failed('device birth', err));
+    }, BIRTH_WINDOW_MS);
   }
 
   async start(): Promise<void> {
@@ -557,6 +562,7 @@ export class SparkplugNode implements Endpoint {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    clearTimeout(this.rebirthTimer);
     this.unwatch?.();
     // a death certificate of our own
     await this.run(() => this.death(this.conn)).catch(() => undefined);

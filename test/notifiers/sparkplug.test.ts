@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startBroker, type Broker } from '../helpers/broker';
@@ -25,6 +25,16 @@ function sparkplugNotifier(broker: Broker, extra: Record<string, unknown> = {}):
     type: 'sparkplug', host: broker.host, port: broker.port, group_id: 'plant', edge_node_id: NODE, timeout: 5,
     events: [{ subject: 'state', types: ['#'], groups: ['g1', 'g2'] }], ...extra,
   };
+}
+
+/** A broker, a host, and a controller whose node is born with one sensor of g1. */
+async function bornWith(t: ExecutionContext, sensor: string) {
+  const broker = await startBroker(t, { kind: 'mosquitto' });
+  const host = await SparkplugHost.connect(t, broker, 'plant');
+  const c = await controllerWith(t, { sp: sparkplugNotifier(broker) });
+  await c.ok('create', { i: `sensor:g1/${sensor}` });
+  await host.until('born', () => host.value(NODE, 'g1', `sensor/${sensor}/status`) !== undefined);
+  return { host, c };
 }
 
 test('payload codec: the fields and data types round-trip, signed integers and null included', (t) => {
@@ -186,11 +196,7 @@ test('rebirth on NCMD; DCMD runs a unit action and sets a sensor with the comman
 });
 
 test('items created one by one in one call: their device is born again a few times, not once per item', async (t) => {
-  const broker = await startBroker(t, { kind: 'mosquitto' });
-  const host = await SparkplugHost.connect(t, broker, 'plant');
-  const c = await controllerWith(t, { sp: sparkplugNotifier(broker) });
-  await c.ok('create', { i: 'sensor:g1/first' });
-  await host.until('born', () => host.value(NODE, 'g1', 'sensor/first/status') !== undefined);
+  const { host, c } = await bornWith(t, 'first');
   const before = host.messages.length;
   const N = 300;
   const body = JSON.stringify(Array.from({ length: N }, (_, i) => ({ jsonrpc: '2.0', method: 'create', id: i, params: { k: c.k, i: `sensor:g1/s${i}` } })));
@@ -203,11 +209,7 @@ test('items created one by one in one call: their device is born again a few tim
 });
 
 test('commands need a command key: without one, writes are refused', async (t) => {
-  const broker = await startBroker(t, { kind: 'mosquitto' });
-  const host = await SparkplugHost.connect(t, broker, 'plant');
-  const c = await controllerWith(t, { sp: sparkplugNotifier(broker) });
-  await c.ok('create', { i: 'sensor:g1/temp' });
-  await host.until('born', () => host.value(NODE, 'g1', 'sensor/temp/status') !== undefined);
+  const { host, c } = await bornWith(t, 'temp');
   const before = (await c.ok('state', { i: 'sensor:g1/temp' })).status;
   await host.command(NODE, 'g1', [{ name: 'sensor/temp/status', datatype: Types.Int32, value: 3 }]);
   await until('refused', async () => (await stats(c.client, c.k, 'sp')).commands_refused === 1);

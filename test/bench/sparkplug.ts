@@ -120,9 +120,7 @@ async function main(): Promise<void> {
     const rows: (string | number)[][] = [];
     const ratios: number[] = [];
     const encRatios: number[] = [];
-    /** seconds per message of the node, the pre-encoded raw loop and the encoding raw loop, per round */
-    const perMessage: { node: number; raw: number; enc: number; updates: number }[] = [];
-    /** the same in CPU seconds of this process (every thread): less moved by other work on the machine than wall time */
+    /** CPU seconds of this process (every thread) per message of the node, the pre-encoded raw loop and the encoding raw loop, per round */
     const cpuPerMessage: { node: number; raw: number; enc: number; updates: number }[] = [];
     // warm-up, then rounds
     for (let round = 0; round <= ROUNDS; round++) {
@@ -186,7 +184,6 @@ async function main(): Promise<void> {
       if (round === 0) continue;
       ratios.push(rawSecs / nodeSecs);
       encRatios.push(encSecs / nodeSecs);
-      perMessage.push({ node: nodeSecs / msgs, raw: rawSecs / msgs, enc: encSecs / msgs, updates: events / msgs });
       cpuPerMessage.push({ node: nodeCpu / msgs, raw: rawCpu / msgs, enc: encCpu / msgs, updates: events / msgs });
       rows.push([round, msgs, fmt(bytes / msgs), fmt(metrics / msgs), fmt(msgs / nodeSecs), fmt(metrics / nodeSecs), fmt(events / nodeSecs),
         fmt(msgs / rawSecs), fmt(rawSecs / nodeSecs, 2), fmt(msgs / encSecs), fmt(encSecs / nodeSecs, 2)]);
@@ -208,14 +205,9 @@ async function main(): Promise<void> {
       aloneCpu.push(cpuSince(c0) / (BATCHES * PER_GROUP));
     }
     console.log(`updates/s with the notifier disabled (the update path alone): ${alone.map((x) => fmt(x)).join(', ')}; median ${fmt(median(alone))}`);
-    // the node's time per message less what the batch's updates cost alone: the notifier's own share, beside the raw loops
+    // the node's CPU per message less what the batch's updates cost alone: the notifier's own share, beside the raw loops
+    // (CPU, not wall time: on a shared machine wall time moves with the other work far more than CPU time does)
     const ms = (x: number) => fmt(x * 1000, 3);
-    const updatesMs = perMessage.map((p) => (p.updates / median(alone)) * 1000);
-    const share = perMessage.map((p, i) => p.node * 1000 - updatesMs[i]);
-    console.log(`per message (ms): node ${perMessage.map((p) => ms(p.node)).join(', ')}; its updates alone ${updatesMs.map((x) => fmt(x, 3)).join(', ')}; ` +
-      `so the notifier's share ${share.map((x) => fmt(x, 3)).join(', ')}; raw pre-encoded ${perMessage.map((p) => ms(p.raw)).join(', ')}; ` +
-      `raw encoding ${perMessage.map((p) => ms(p.enc)).join(', ')}`);
-    console.log(`ratio of the encoding raw loop to the notifier's share (updates left out): ${perMessage.map((p, i) => fmt((p.enc * 1000) / share[i], 2)).join(', ')}`);
     const cpuUpdate = median(aloneCpu);
     const cpuRows = cpuPerMessage.map((p, i) => {
       const own = p.node - p.updates * cpuUpdate;

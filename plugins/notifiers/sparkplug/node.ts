@@ -316,8 +316,9 @@ export class SparkplugNode implements Endpoint {
    * State events as DDATA/NDATA: one message per device for the whole batch
    * (split only past `message_max_bytes`), metrics by alias, only the fields
    * that changed since last reported. Historical ones (forwarded from the
-   * store) carry names and every field. Events of a device that needs a new
-   * birth go with it.
+   * store) carry names and every field. An event of an item not born yet,
+   * or whose value changed data type, is left to its device's next birth
+   * (soon: `rebirthSoon`), which carries the item's state then.
    */
   private async data(events: StateEvent[], historical: boolean): Promise<void> {
     const byDevice = new Map<string, { slots: Slot[]; events: StateEvent[] }>();

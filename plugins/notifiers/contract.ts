@@ -72,3 +72,4 @@ export { subscribed } from './host/filter';
 export { checkHttpUri } from './host/config';
 export { HiddenPassword, shownUri, withoutSecrets } from './host/redaction';
 export { itemSelected } from './host/filter';
+export { eventSize } from './host/event-size';

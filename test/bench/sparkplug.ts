@@ -1,11 +1,13 @@
 import 'reflect-metadata';
+import fs from 'node:fs';
+import inspector from 'node:inspector';
 import mqtt from 'mqtt';
 import { startBroker } from '../helpers/broker';
 import { startController, Keys } from '../helpers/controller';
 import { notifierFiles } from '../helpers/notifiers';
-import { encode, Types } from '../helpers/sparkplug-host';
+import { decode, encode, Types } from '../helpers/sparkplug-host';
 import { table, fmt } from './lib';
-import { DataType, encodePayload, type Metric } from '../../plugins/notifiers/sparkplug/payload';
+import { DataType, decodePayload, encodeProtobufjsObject, encodeWithProtobufjs, PayloadWriter, protobufjsObject, type Metric } from '../../plugins/notifiers/sparkplug/payload';
 
 /**
  * Sparkplug notifier speed, through mosquitto, the controller in this
@@ -14,16 +16,19 @@ import { DataType, encodePayload, type Metric } from '../../plugins/notifiers/sp
  * - data: BATCHES batches of 1 000 `update` calls (a plugin calling the items
  *   service, one batch after the other, each a change of each of 1 000
  *   sensors of one group) become DDATA messages; their rate beside a raw
- *   loop that builds the same DDATA contents per batch (protobufjs) and
- *   publishes them with mqtt.js at the same QoS 0 to the same broker,
- *   yielding between batches as the plugin does. Target ≥ 0.8.
+ *   loop that publishes the very payloads the node published in that round
+ *   (captured by the subscriber: the same count, the same bytes, already
+ *   encoded) with mqtt.js at the same QoS 0 to the same broker, yielding
+ *   after each. The ratio is the raw loop's time over the node's. Target ≥ 0.8.
  * - birth: a rebirth request (NCMD) of a node with 5 000 items, 10 000
  *   metrics: the time from the request to the last DBIRTH at the host.
  *   Target under a second.
  *
- *   node dist/test/bench/sparkplug.js     (BENCH_SP_BATCHES, default 200; BENCH_ROUNDS, default 3)
+ *   node dist/test/bench/sparkplug.js     (BENCH_SP_BATCHES, default 200; BENCH_ROUNDS, default 3;
+ *   BENCH_SP_PROFILE=file.cpuprofile: a CPU profile of the node's rounds after the warm-up, nothing else)
  */
 const BATCHES = Number(process.env.BENCH_SP_BATCHES ?? 200);
+const PROFILE = process.env.BENCH_SP_PROFILE;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const GROUPS = 5;
 const PER_GROUP = 1000;
@@ -46,7 +51,68 @@ module.exports.plugin = {
 };
 `;
 
+/** The V8 profiler of this process, for the measured part only. */
+async function startProfiler() {
+  const session = new inspector.Session();
+  session.connect();
+  const post = (method: string, params?: object) => new Promise<any>((resolve, reject) => session.post(method, params ?? {}, (err, r) => (err ? reject(err) : resolve(r))));
+  await post('Profiler.enable');
+  // the node's rounds, on the profiler's clock (µs, monotonic), so that a reader can leave the rest out
+  const windows: number[] = [];
+  return {
+    start: () => post('Profiler.start'),
+    mark: () => { windows.push(Number(process.hrtime.bigint() / 1000n)); },
+    async stop(file: string) {
+      const { profile } = await post('Profiler.stop');
+      fs.writeFileSync(file, JSON.stringify({ ...profile, windows: windows.slice(2) }));
+      session.disconnect();
+    },
+  };
+}
+
+/** CPU seconds (user and system, every thread) since a `process.cpuUsage()`. */
+const cpuSince = (c0: NodeJS.CpuUsage) => { const d = process.cpuUsage(c0); return (d.user + d.system) / 1e6; };
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/**
+ * The encoding alone, in this process, no broker: a DDATA of 1 000 sensors'
+ * changes as the node wrote it before (an object per metric, status and
+ * value, then protobufjs) beside the payload writer (the same 2 000 metrics,
+ * then only the 1 000 values that changed, as the node sends them now).
+ */
+function encoding(): void {
+  const values = Array.from({ length: PER_GROUP }, (_, i) => `r1.${i}.${i}`);
+  const t = Date.now();
+  const w = new PayloadWriter();
+  const time = (fn: (k: number) => void) => {
+    const xs: number[] = [];
+    for (let r = 0; r < 7; r++) {
+      const t0 = performance.now();
+      for (let k = 0; k < 100; k++) fn(k);
+      xs.push((performance.now() - t0) / 100);
+    }
+    return median(xs);
+  };
+  const objects = time((k) => {
+    const metrics: Metric[] = [];
+    for (let i = 0; i < PER_GROUP; i++) {
+      metrics.push({ alias: 2 * i + 1, datatype: DataType.Int32, timestamp: t, value: 1 }, { alias: 2 * i + 2, datatype: DataType.String, timestamp: t, value: values[i] });
+    }
+    Buffer.from(encodeWithProtobufjs({ timestamp: t, metrics, seq: k % 256 }));
+  });
+  const written = (both: boolean) => time((k) => {
+    w.begin(t);
+    for (let i = 0; i < PER_GROUP; i++) {
+      if (both) { w.open(undefined, 2 * i + 1, t, DataType.Int32); w.value(DataType.Int32, 1); }
+      w.open(undefined, 2 * i + 2, t, DataType.String);
+      w.value(DataType.String, values[i]);
+    }
+    w.finish(k % 256);
+  });
+  console.log(`\nEncoding a DDATA of ${PER_GROUP} changes (ms, median of 7 × 100): metric objects + protobufjs ${fmt(objects, 3)}; ` +
+    `payload writer, status and value ${fmt(written(true), 3)}; payload writer, the changed values only ${fmt(written(false), 3)}`);
+}
 
 async function main(): Promise<void> {
   const cleanup: (() => unknown)[] = [];
@@ -73,26 +139,37 @@ async function main(): Promise<void> {
     let last = 0;
     let dbirths = 0;
     let lastBirth = 0;
+    /** what the node published as data this round, in order: the raw loop sends the very same */
+    let captured: { topic: string; payload: Buffer }[] = [];
     sub.on('message', (topic, payload) => {
       if (topic.includes('/DBIRTH/')) { dbirths++; lastBirth = performance.now(); return; }
-      if (!topic.includes('/DDATA/') && !topic.startsWith('raw/')) return;
+      if (topic.startsWith('spBv1.0/bench/DDATA/')) captured.push({ topic, payload });
+      else if (!topic.startsWith('spBv1.0/rawlp/')) return;
       count++;
       last = performance.now();
     });
-    await sub.subscribeAsync(['spBv1.0/bench/#', 'raw/#'], { qos: 0 });
+    await sub.subscribeAsync(['spBv1.0/bench/#', 'spBv1.0/rawlp/#'], { qos: 0 });
     const raw = await mqtt.connectAsync({ host: broker.host, port: broker.port, protocolVersion: 4, clean: true, log: () => {} });
     cleanup.push(() => raw.endAsync(true));
 
     const sent = async () => (await c.client.ok('get_notifier', { k, i: 'sp' })).stats;
     const settle = async (want: () => boolean) => { while (!want()) await new Promise((r) => setTimeout(r, 20)); };
+    const profiler = PROFILE ? await startProfiler() : undefined;
 
     const rows: (string | number)[][] = [];
     const ratios: number[] = [];
+    const encRatios: number[] = [];
+    /** CPU seconds of this process (every thread) per message of the node, the pre-encoded raw loop and the encoding raw loop, per round */
+    const cpuPerMessage: { node: number; raw: number; enc: number; updates: number }[] = [];
     // warm-up, then rounds
     for (let round = 0; round <= ROUNDS; round++) {
       const events = BATCHES * PER_GROUP;
       const base = await sent();
       count = 0;
+      captured = [];
+      if (round === 1) await profiler?.start();
+      profiler?.mark();
+      const c0 = process.cpuUsage();
       const t0 = performance.now();
       await c.client.ok('bench_sp', { k, b: BATCHES, tag: `r${round}.` });
       // every event handed to the node, then every message it published arrived
@@ -103,42 +180,80 @@ async function main(): Promise<void> {
       }
       const published = st.data_messages - base.data_messages;
       await settle(() => count >= published);
-      const nodeMsgs = count;
       const nodeEnd = last;
-      const nodeRate = nodeMsgs / ((nodeEnd - t0) / 1000);
+      const nodeSecs = (nodeEnd - t0) / 1000;
+      const nodeCpu = cpuSince(c0);
+      profiler?.mark();
+      if (round === ROUNDS) await profiler?.stop(PROFILE!);
+      const payloads = captured;
+      const msgs = payloads.length;
+      const bytes = payloads.reduce((n, m) => n + m.payload.length, 0);
+      const metrics = payloads.reduce((n, m) => n + decode(m.payload).metrics.length, 0);
 
-      // the raw loop: the same DDATA contents (1 000 sensors' status and value, by alias, with times) encoded and published per batch
+      // the raw loop: the very payloads the node published this round, in the same order, on topics of the same length,
+      // with mqtt.js at QoS 0, yielding after each as the node's sends do
       count = 0;
+      const rc0 = process.cpuUsage();
       const r0 = performance.now();
-      for (let b = 0; b < BATCHES; b++) {
-        const metrics: Metric[] = [];
-        const t = Date.now();
-        for (let i = 0; i < PER_GROUP; i++) {
-          metrics.push({ alias: 2 * i + 1, datatype: DataType.Int32, timestamp: t, value: 1 }, { alias: 2 * i + 2, datatype: DataType.String, timestamp: t, value: `x${round}.${b}.${i}` });
-        }
-        raw.publish('raw/bench/DDATA', Buffer.from(encodePayload({ timestamp: t, metrics, seq: b % 256 })), { qos: 0 });
+      for (const m of payloads) {
+        raw.publish(m.topic.replace('/bench/', '/rawlp/'), m.payload, { qos: 0 });
         if (raw.stream.writableNeedDrain) await new Promise((r) => raw.stream.once('drain', r));
         await new Promise((r) => setImmediate(r));
       }
-      await settle(() => count >= BATCHES);
-      const rawRate = BATCHES / ((last - r0) / 1000);
+      await settle(() => count >= msgs);
+      const rawSecs = (last - r0) / 1000;
+      const rawCpu = cpuSince(rc0);
+
+      // the raw loop that encodes: the same payloads, as protobufjs objects made beforehand, encoded by protobufjs
+      // (its reflected, code-generated Payload type) and published; its bytes must be the node's
+      const objects = payloads.map((m) => protobufjsObject(decodePayload(m.payload)));
+      count = 0;
+      const ec0 = process.cpuUsage();
+      const e0 = performance.now();
+      for (let i = 0; i < payloads.length; i++) {
+        const bytes = encodeProtobufjsObject(objects[i]);
+        if (Buffer.compare(bytes, payloads[i].payload) !== 0) throw new Error(`the raw loop's payload ${i} is not the node's`);
+        raw.publish(payloads[i].topic.replace('/bench/', '/rawlp/'), Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length), { qos: 0 });
+        if (raw.stream.writableNeedDrain) await new Promise((r) => raw.stream.once('drain', r));
+        await new Promise((r) => setImmediate(r));
+      }
+      await settle(() => count >= msgs);
+      const encSecs = (last - e0) / 1000;
+      const encCpu = cpuSince(ec0);
       if (round === 0) continue;
-      ratios.push(nodeRate / rawRate);
-      rows.push([round, nodeMsgs, fmt(nodeRate), fmt(events / ((nodeEnd - t0) / 1000)), fmt(rawRate), fmt(nodeRate / rawRate, 2)]);
+      ratios.push(rawSecs / nodeSecs);
+      encRatios.push(encSecs / nodeSecs);
+      cpuPerMessage.push({ node: nodeCpu / msgs, raw: rawCpu / msgs, enc: encCpu / msgs, updates: events / msgs });
+      rows.push([round, msgs, fmt(bytes / msgs), fmt(metrics / msgs), fmt(msgs / nodeSecs), fmt(metrics / nodeSecs), fmt(events / nodeSecs),
+        fmt(msgs / rawSecs), fmt(rawSecs / nodeSecs, 2), fmt(msgs / encSecs), fmt(encSecs / nodeSecs, 2)]);
     }
     console.log(`Data: ${BATCHES} batches of ${PER_GROUP} updates per round, QoS 0, mosquitto`);
-    console.log(table(['round', 'DDATA messages', 'node msg/s', 'node updates/s', 'raw mqtt.js msg/s', 'ratio'], rows));
-    console.log(`median ratio ${fmt(median(ratios), 2)} (target ≥ 0.8)`);
+    console.log(table(['round', 'DDATA messages', 'bytes/msg', 'metrics/msg', 'node msg/s', 'node metrics/s', 'node updates/s',
+      'raw (pre-encoded) msg/s', 'ratio', 'raw (protobufjs encode) msg/s', 'ratio'], rows));
+    console.log(`median ratio to the pre-encoded raw loop ${fmt(median(ratios), 2)}, to the encoding raw loop ${fmt(median(encRatios), 2)} (target ≥ 0.8)`);
 
     // the same updates with the notifier disabled: what the items service and the bus cost alone
     await c.client.ok('disable_notifier', { k, i: 'sp' });
     const alone: number[] = [];
+    const aloneCpu: number[] = [];
     for (let i = 0; i < ROUNDS; i++) {
+      const c0 = process.cpuUsage();
       const t0 = performance.now();
       await c.client.ok('bench_sp', { k, b: BATCHES, tag: `d${i}.` });
       alone.push((BATCHES * PER_GROUP) / ((performance.now() - t0) / 1000));
+      aloneCpu.push(cpuSince(c0) / (BATCHES * PER_GROUP));
     }
     console.log(`updates/s with the notifier disabled (the update path alone): ${alone.map((x) => fmt(x)).join(', ')}; median ${fmt(median(alone))}`);
+    // the node's CPU per message less what the batch's updates cost alone: the notifier's own share, beside the raw loops
+    // (CPU, not wall time: on a shared machine wall time moves with the other work far more than CPU time does)
+    const ms = (x: number) => fmt(x * 1000, 3);
+    const cpuUpdate = median(aloneCpu);
+    const cpuRows = cpuPerMessage.map((p, i) => {
+      const own = p.node - p.updates * cpuUpdate;
+      return [i + 1, ms(p.node), ms(p.updates * cpuUpdate), ms(own), ms(p.raw), ms(p.enc), fmt(p.raw / p.node, 2), fmt(p.enc / p.node, 2), fmt(p.enc / own, 2)];
+    });
+    console.log('\nCPU of this process per message (ms; the subscriber counting them is in every column):');
+    console.log(table(['round', 'node', 'its updates alone', 'notifier share', 'raw pre-encoded', 'raw encoding', 'ratio pre-encoded', 'ratio encoding', 'encoding / notifier share'], cpuRows));
     await c.client.ok('enable_notifier', { k, i: 'sp' });
 
     const births: number[] = [];
@@ -150,6 +265,7 @@ async function main(): Promise<void> {
       births.push(lastBirth - t0);
     }
     console.log(`\nBirth of ${GROUPS * PER_GROUP * 2} metrics (NBIRTH + ${GROUPS} DBIRTH), request to last DBIRTH: ${births.map((b) => fmt(b)).join(', ')} ms; median ${fmt(median(births))} ms (target < 1000)`);
+    encoding();
   } finally {
     for (const fn of cleanup.reverse()) await fn();
   }

@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startBroker, type Broker } from '../helpers/broker';
@@ -9,7 +9,7 @@ import { notifierFiles, stats } from '../helpers/notifiers';
 import { keysIni } from '../helpers/keys';
 import { SparkplugHost, Types } from '../helpers/sparkplug-host';
 import { until } from '../helpers/wait';
-import { decodePayload, encodePayload, DataType } from '../../plugins/notifiers/sparkplug/payload';
+import { decodePayload, encodePayload, encodeWithProtobufjs, DataType, type Payload } from '../../plugins/notifiers/sparkplug/payload';
 import { valueType } from '../../plugins/notifiers/sparkplug/node';
 
 const NODE = 'edge1';
@@ -25,6 +25,16 @@ function sparkplugNotifier(broker: Broker, extra: Record<string, unknown> = {}):
     type: 'sparkplug', host: broker.host, port: broker.port, group_id: 'plant', edge_node_id: NODE, timeout: 5,
     events: [{ subject: 'state', types: ['#'], groups: ['g1', 'g2'] }], ...extra,
   };
+}
+
+/** A broker, a host, and a controller whose node is born with one sensor of g1. */
+async function bornWith(t: ExecutionContext, sensor: string) {
+  const broker = await startBroker(t, { kind: 'mosquitto' });
+  const host = await SparkplugHost.connect(t, broker, 'plant');
+  const c = await controllerWith(t, { sp: sparkplugNotifier(broker) });
+  await c.ok('create', { i: `sensor:g1/${sensor}` });
+  await host.until('born', () => host.value(NODE, 'g1', `sensor/${sensor}/status`) !== undefined);
+  return { host, c };
 }
 
 test('payload codec: the fields and data types round-trip, signed integers and null included', (t) => {
@@ -56,11 +66,43 @@ test('payload codec: the fields and data types round-trip, signed integers and n
   t.is(DataType.String, 12);
   t.throws(() => decodePayload(Buffer.from([0x12, 0xff])));
   t.is(valueType('12.5'), DataType.Double);
+  t.is(valueType('e5'), DataType.String);
+  t.is(valueType('Infinity'), DataType.String);
+  t.is(valueType(' 7 '), DataType.Double);
   t.is(valueType('-3'), DataType.Double);
   t.is(valueType('true'), DataType.Boolean);
   t.is(valueType('on'), DataType.String);
   t.is(valueType(''), DataType.String);
   t.is(valueType(null), undefined);
+});
+
+test('payload writer: the same bytes as protobufjs writes, long metrics and texts, negative and large integers, floats', (t) => {
+  const long = 'ü'.repeat(100);
+  const samples: Payload[] = [
+    { timestamp: 1700000000123, seq: 7, metrics: [] },
+    { metrics: [{ alias: 1, timestamp: 2 ** 50 + 3, datatype: DataType.Int32, value: 0 }] },
+    { metrics: [0x0fffffff, 0x10000000, 2 ** 32, 2 ** 53 - 1, 127, 128].map((n, i) => ({ alias: n, timestamp: i % 2 ? n : 1700000000123, datatype: DataType.Int64, value: n })) },
+    {
+      timestamp: Date.now(), seq: 0, uuid: 'x'.repeat(300), body: Buffer.from([1, 2, 3]), metrics: [
+        { name: long, alias: 300, timestamp: 1, datatype: DataType.String, value: long.repeat(5) },
+        { name: 'short', datatype: DataType.String, value: 'é'.repeat(42) },
+        { name: 'n', datatype: DataType.Int64, value: -2 },
+        { name: 'i8', datatype: DataType.Int8, value: -1 },
+        { name: 'u32', datatype: DataType.UInt32, value: 2 ** 32 - 1 },
+        { name: 'f', datatype: DataType.Float, value: 1.25 },
+        { name: 'd', datatype: DataType.Double, value: -0.1, is_historical: true, is_transient: true },
+        { name: 'b', datatype: DataType.Boolean, value: false },
+        { name: 'nul', alias: 2, datatype: DataType.Double, value: null },
+        { name: 'novalue', datatype: DataType.Double },
+      ],
+    },
+  ];
+  for (const p of samples) t.deepEqual([...encodePayload(p)], [...encodeWithProtobufjs(p)]);
+  const back = decodePayload(encodePayload(samples[3]));
+  t.is(back.metrics[0].value, long.repeat(5));
+  t.is(back.metrics[2].value, -2);
+  t.is(back.metrics[3].value, -1);
+  t.is(back.uuid, 'x'.repeat(300));
 });
 
 for (const kind of ['mosquitto', 'aedes'] as const) {
@@ -76,10 +118,15 @@ for (const kind of ['mosquitto', 'aedes'] as const) {
 
     await c.ok('update', { i: 'sensor:g1/temp', s: 1, v: '21.5' });
     await host.until('a number', () => host.value(NODE, 'g1', 'sensor/temp/value') === 21.5);
+    await c.ok('update', { i: 'sensor:g1/temp', s: 1, v: '22' });
+    await host.until('another number', () => host.value(NODE, 'g1', 'sensor/temp/value') === 22);
     const data = host.messages.filter((m) => m.kind === 'DDATA');
     t.true(data.length > 0);
     t.true(data.every((m) => m.metrics.every((x) => x.name === undefined && x.alias !== undefined)), 'data by alias only');
     t.is(host.value(NODE, 'g1', 'sensor/temp/status'), 1);
+    // by exception: the status stayed 1, so only the value went out
+    const born = host.messages.filter((m) => m.kind === 'DBIRTH' && m.device === 'g1').at(-1)!;
+    t.deepEqual(data.at(-1)!.metrics.map((m) => m.alias), [born.metrics.find((m) => m.name === 'sensor/temp/value')!.alias]);
 
     // a value of another type: the device is born again with the new data type
     const births = host.messages.filter((m) => m.kind === 'DBIRTH' && m.device === 'g1').length;
@@ -148,12 +195,21 @@ test('rebirth on NCMD; DCMD runs a unit action and sets a sensor with the comman
   t.deepEqual(host.problems, []);
 });
 
+test('items created one by one in one call: their device is born again a few times, not once per item', async (t) => {
+  const { host, c } = await bornWith(t, 'first');
+  const before = host.messages.length;
+  const N = 300;
+  const body = JSON.stringify(Array.from({ length: N }, (_, i) => ({ jsonrpc: '2.0', method: 'create', id: i, params: { k: c.k, i: `sensor:g1/s${i}` } })));
+  const answers = await (await fetch(`${c.url}/jrpc`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body })).json() as { error?: unknown }[];
+  t.true(answers.every((a) => !a.error));
+  await host.until('every item born', () => host.value(NODE, 'g1', `sensor/s${N - 1}/status`) !== undefined && host.value(NODE, 'g1', 'sensor/s0/status') !== undefined);
+  const births = host.kinds(before).filter((k) => k === 'DBIRTH/g1').length;
+  t.true(births >= 1 && births < N / 3, `${births} DBIRTHs for ${N} items`);
+  t.deepEqual(host.problems, []);
+});
+
 test('commands need a command key: without one, writes are refused', async (t) => {
-  const broker = await startBroker(t, { kind: 'mosquitto' });
-  const host = await SparkplugHost.connect(t, broker, 'plant');
-  const c = await controllerWith(t, { sp: sparkplugNotifier(broker) });
-  await c.ok('create', { i: 'sensor:g1/temp' });
-  await host.until('born', () => host.value(NODE, 'g1', 'sensor/temp/status') !== undefined);
+  const { host, c } = await bornWith(t, 'temp');
   const before = (await c.ok('state', { i: 'sensor:g1/temp' })).status;
   await host.command(NODE, 'g1', [{ name: 'sensor/temp/status', datatype: Types.Int32, value: 3 }]);
   await until('refused', async () => (await stats(c.client, c.k, 'sp')).commands_refused === 1);
@@ -189,7 +245,7 @@ test('SIGKILL: the broker sends the NDEATH will with the birth bdSeq; the next s
   t.deepEqual(host.problems, []);
 });
 
-test('primary host: nothing while it is offline, births when it comes online, then what happened meanwhile as historical data', async (t) => {
+test('primary host: nothing while it is offline, births when it comes online, then what happened meanwhile as historical data; offline again: NDEATH, a new connection, born with the next bdSeq', async (t) => {
   const broker = await startBroker(t, { kind: 'mosquitto' });
   const host = await SparkplugHost.connect(t, broker, 'plant', 'scada');
   await host.state('scada', false);
@@ -197,7 +253,7 @@ test('primary host: nothing while it is offline, births when it comes online, th
   await c.ok('create', { i: 'sensor:g1/temp' });
   for (let i = 1; i <= 5; i++) await c.ok('update', { i: 'sensor:g1/temp', s: 1, v: String(i) });
   await until('stored', async () => (await stats(c.client, c.k, 'sp')).stored === 6);
-  const st = await stats(c.client, c.k, 'sp');
+  let st = await stats(c.client, c.k, 'sp');
   t.is(st.stored_now, 3);
   t.is(st.store_dropped, 3);
   t.false(st.host_online);
@@ -211,13 +267,36 @@ test('primary host: nothing while it is offline, births when it comes online, th
   t.true(hist.every((m) => m.is_historical));
   await c.ok('update', { i: 'sensor:g1/temp', v: '9' });
   await host.until('live data', () => host.value(NODE, 'g1', 'sensor/temp/value') === 9);
+  const bd = host.bdSeq(NODE)!;
+  t.is((await stats(c.client, c.k, 'sp')).connects, 1);
 
-  // offline again: stored, not sent
+  // offline: the node's own NDEATH with the bdSeq of its birth, the connection closed and opened again
   const n = host.messages.length;
   await host.state('scada', false);
-  await until('offline', async () => (await stats(c.client, c.k, 'sp')).host_online === false);
+  const death = await host.until('NDEATH', () => host.messages.slice(n).find((m) => m.kind === 'NDEATH'));
+  t.is(death.metrics.find((m) => m.name === 'bdSeq')!.value, bd);
+  t.false(host.online(NODE));
+  await until('connected again', async () => (await stats(c.client, c.k, 'sp')).connects === 2);
+  st = await stats(c.client, c.k, 'sp');
+  t.is(st.host_offline_disconnects, 1);
+  t.is(st.deaths, 1);
+  t.is(st.bdSeq, bd + 1, 'the will of the new connection holds the next bdSeq');
+  t.false(st.born);
+
+  // meanwhile: stored, nothing but deaths published
   await c.ok('update', { i: 'sensor:g1/temp', v: '10' });
-  await until('stored again', async () => (await stats(c.client, c.k, 'sp')).stored_now === 1);
-  t.is(host.messages.length, n);
+  await c.ok('update', { i: 'sensor:g1/temp', v: '11' });
+  await until('stored again', async () => (await stats(c.client, c.k, 'sp')).stored_now === 2);
+  t.deepEqual(host.kinds(n).filter((k) => k !== 'NDEATH'), []);
+
+  // online again: born with the next bdSeq, then what was stored, historical
+  const m = host.messages.length;
+  await host.state('scada', true);
+  await host.until('historical data again', () => host.messages.slice(m).some((x) => x.metrics.some((y) => y.is_historical)));
+  t.deepEqual(host.kinds(m).slice(0, 3), ['NBIRTH', 'DBIRTH/g1', 'DDATA/g1']);
+  t.is(host.bdSeq(NODE), bd + 1);
+  t.true(host.online(NODE));
+  t.deepEqual(host.messages[m + 2].metrics.filter((x) => x.name === 'sensor/temp/value').map((x) => x.value), [10, 11]);
+  t.is((await stats(c.client, c.k, 'sp')).stored_now, 0);
   t.deepEqual(host.problems, []);
 });

@@ -5,10 +5,10 @@ import type { PluginContext } from '../../../core/plugin';
 import type { ModuleLogger } from '../../../core/log';
 import { describe } from '../../../core/log';
 import type { Endpoint, StateEvent, Subject, Subscription } from '../contract';
-import { itemSelected } from '../contract';
+import { eventSize, itemSelected } from '../contract';
 import { Connection, NotConnected, type Outgoing } from '../mqtt/contract';
 import { canWrite, type ItemInfo, type ItemsService } from '../../items/contract';
-import { DataType, decodePayload, encodePayload, type Metric, type MetricValue } from './payload';
+import { DataType, decodePayload, encodePayload, PayloadWriter, type Metric, type MetricValue } from './payload';
 import type { SparkplugSettings } from './settings';
 
 const NS = 'spBv1.0';
@@ -17,11 +17,16 @@ const BDSEQ = 'bdSeq';
 const OWNER = 'sparkplug';
 /** stored events forwarded in one data message per device */
 const FORWARD_BATCH = 500;
+/** the changes of a device's items within this time make one new DBIRTH */
+const BIRTH_WINDOW_MS = 100;
 
 type Field = 'status' | 'value';
 
 /** One item field as a metric: where it lives and how it was born. */
 interface MetricRef { oid: string; type: string; field: Field; device: string; name: string; alias: number; datatype: number }
+
+/** One item as born: its two metrics, its device, and what was last reported of it (data reports changes only). */
+interface Slot { status: MetricRef; value: MetricRef; device: string; lastStatus: number; lastValue: string | null }
 
 /** An event held while the host or the broker was away. */
 interface Stored { e: StateEvent; bytes: number }
@@ -30,6 +35,9 @@ interface Stored { e: StateEvent; bytes: number }
 export function valueType(v: string | null | undefined): number | undefined {
   if (v === null || v === undefined) return undefined;
   if (v === 'true' || v === 'false') return DataType.Boolean;
+  // text that starts with a letter is never a number: no pattern to run
+  const c = v.charCodeAt(0) | 0x20;
+  if (c >= 0x61 && c <= 0x7a) return DataType.String;
   if (v.trim() !== '' && /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(v.trim()) && Number.isFinite(Number(v))) return DataType.Double;
   return DataType.String;
 }
@@ -58,15 +66,20 @@ function itemValue(v: MetricValue | undefined): string | null | undefined {
  * birth is always complete before data follows it.
  */
 export class SparkplugNode implements Endpoint {
-  private readonly conn: Connection;
+  private conn: Connection;
+  private readonly clientId: string;
   private readonly subs: Subscription[];
   private readonly bdSeqFile: string;
   private bdSeq = -1;
   private seq = 0;
   /** the metrics born on the node ('' device) and each device, by name */
   private born = new Map<string, Map<string, MetricRef>>();
-  private readonly byKey = new Map<string, MetricRef>();
+  /** the born items by oid */
+  private readonly slots = new Map<string, Slot>();
+  /** the alias of each item's status metric (its value's is the next one), the same for the life of the process */
   private readonly aliases = new Map<string, number>();
+  /** every payload is written through it */
+  private readonly writer = new PayloadWriter();
   private nextAlias = 1;
   /** births done on this connection (data may follow) */
   private alive = false;
@@ -76,24 +89,35 @@ export class SparkplugNode implements Endpoint {
   private store: Stored[] = [];
   private storeBytes = 0;
   private unwatch?: () => void;
+  /** devices whose items changed, born again together when the timer fires */
+  private rebirths = new Set<string>();
+  private rebirthTimer?: NodeJS.Timeout;
   private started = false;
   private stopped = false;
   readonly stats = {
     births: 0, device_births: 0, deaths: 0, device_deaths: 0, data_messages: 0, rebirth_requests: 0,
     commands_run: 0, commands_refused: 0, stored: 0, store_dropped: 0, forwarded: 0, host_online_changes: 0,
+    connects: 0, host_offline_disconnects: 0,
   };
 
   constructor(readonly s: SparkplugSettings, private readonly ctx: PluginContext, private readonly log: ModuleLogger, subs: Subscription[], id: string) {
     this.subs = subs.filter((x) => x.subject === 'state');
     this.hostOnline = !s.primaryHostId;
-    const clientId = `sparkplug-${s.groupId}-${s.edgeNodeId}-${crypto.randomBytes(4).toString('hex')}`.slice(0, 64);
-    this.conn = new Connection(s.mqtt, log, clientId);
+    this.clientId = `sparkplug-${s.groupId}-${s.edgeNodeId}-${crypto.randomBytes(4).toString('hex')}`.slice(0, 64);
     this.bdSeqFile = path.join(ctx.paths.runtime, `${ctx.paths.product}_sparkplug_${id}.bdseq`);
-    this.conn.will = () => this.nextWill();
-    this.conn.onConnect = () => this.connected();
-    this.conn.routes.add(OWNER, this.topic('NCMD'), 1, (_t, p) => this.onCommand('', p));
-    this.conn.routes.add(OWNER, `${NS}/${s.groupId}/DCMD/${s.edgeNodeId}/+`, 1, (t, p) => this.onCommand(t.slice(t.lastIndexOf('/') + 1), p));
-    if (s.primaryHostId) this.conn.routes.add(OWNER, `${NS}/STATE/${s.primaryHostId}`, 1, (_t, p) => this.onHostState(p));
+    this.conn = this.newConnection();
+  }
+
+  /** A broker connection of this node: its will, its subscriptions (a new one after the primary host went offline). */
+  private newConnection(): Connection {
+    const { s } = this;
+    const conn = new Connection(s.mqtt, this.log, this.clientId);
+    conn.will = () => this.nextWill();
+    conn.onConnect = () => this.connected();
+    conn.routes.add(OWNER, this.topic('NCMD'), 1, (_t, p) => this.onCommand('', p));
+    conn.routes.add(OWNER, `${NS}/${s.groupId}/DCMD/${s.edgeNodeId}/+`, 1, (t, p) => this.onCommand(t.slice(t.lastIndexOf('/') + 1), p));
+    if (s.primaryHostId) conn.routes.add(OWNER, `${NS}/STATE/${s.primaryHostId}`, 1, (_t, p) => this.onHostState(p));
+    return conn;
   }
 
   private topic(kind: string, device = ''): string {
@@ -141,7 +165,12 @@ export class SparkplugNode implements Endpoint {
   }
 
   private message(kind: string, device: string, metrics: Metric[], seq = this.nextSeq()): Outgoing {
-    return { topic: this.topic(kind, device), payload: Buffer.from(encodePayload({ timestamp: Date.now(), metrics, seq })), qos: this.s.qos, retain: false };
+    return { topic: this.topic(kind, device), payload: encodePayload({ timestamp: Date.now(), metrics, seq }), qos: this.s.qos, retain: false };
+  }
+
+  /** The message the writer holds, with the next seq. */
+  private written(kind: string, device: string): Outgoing {
+    return { topic: this.topic(kind, device), payload: this.writer.finish(this.nextSeq()), qos: this.s.qos, retain: false };
   }
 
   private async publish(messages: Outgoing[]): Promise<void> {
@@ -156,6 +185,7 @@ export class SparkplugNode implements Endpoint {
   // ---- births ----
 
   private connected(): void {
+    this.stats.connects++;
     this.alive = false;
     if (this.s.primaryHostId) this.hostOnline = false; // the retained STATE tells again
     if (this.hostOnline) void this.run(() => this.birth()).catch((err) => this.failed('birth', err));
@@ -194,31 +224,37 @@ export class SparkplugNode implements Endpoint {
     }
   }
 
-  private alias(key: string): number {
-    let a = this.aliases.get(key);
-    if (a === undefined) this.aliases.set(key, (a = this.nextAlias++));
+  /** The alias of an item's status metric; its value's is the next one. */
+  private alias(oid: string): number {
+    let a = this.aliases.get(oid);
+    if (a === undefined) {
+      this.aliases.set(oid, (a = this.nextAlias));
+      this.nextAlias += 2;
+    }
     return a;
   }
 
-  /** The birth metrics of some items, recorded as born. */
-  private bornMetrics(device: string, items: ItemInfo[], into: Map<string, MetricRef>): Metric[] {
-    const out: Metric[] = [];
+  /** The birth metrics of some items into the writer, each written once, recorded as born. */
+  private bornMetrics(device: string, items: ItemInfo[], into: Map<string, MetricRef>): void {
     const st = this.items();
+    const w = this.writer;
     for (const it of items) {
       const state = st?.state(it.oid);
       const t = state ? Math.round(state.t * 1000) : Date.now();
-      for (const field of ['status', 'value'] as const) {
-        const key = `${it.oid}|${field}`;
-        const name = this.metricName(it, field);
-        const v = field === 'status' ? state?.status ?? 0 : state?.value ?? null;
-        const datatype = field === 'status' ? DataType.Int32 : valueType(v as string | null) ?? this.byKey.get(key)?.datatype ?? DataType.String;
-        const ref: MetricRef = { oid: it.oid, type: it.type, field, device, name, alias: this.alias(key), datatype };
-        into.set(name, ref);
-        this.byKey.set(key, ref);
-        out.push({ name, alias: ref.alias, timestamp: t, datatype, value: field === 'status' ? Number(v) : metricValue(v as string | null, datatype) });
-      }
+      const status = Number(state?.status ?? 0);
+      const v = state?.value ?? null;
+      const datatype = valueType(v) ?? this.slots.get(it.oid)?.value.datatype ?? DataType.String;
+      const alias = this.alias(it.oid);
+      const s: MetricRef = { oid: it.oid, type: it.type, field: 'status', device, name: this.metricName(it, 'status'), alias, datatype: DataType.Int32 };
+      const r: MetricRef = { oid: it.oid, type: it.type, field: 'value', device, name: this.metricName(it, 'value'), alias: alias + 1, datatype };
+      into.set(s.name, s);
+      into.set(r.name, r);
+      this.slots.set(it.oid, { status: s, value: r, device, lastStatus: status, lastValue: v });
+      w.open(s.name, s.alias, t, DataType.Int32);
+      w.value(DataType.Int32, status);
+      w.open(r.name, r.alias, t, datatype);
+      w.value(datatype, metricValue(v, datatype));
     }
-    return out;
   }
 
   /** NBIRTH (seq 0, the bdSeq of this connection) and a DBIRTH of every device, then what was stored. */
@@ -226,22 +262,25 @@ export class SparkplugNode implements Endpoint {
     if (!this.conn.connected || !this.hostOnline) return;
     this.alive = false;
     this.born = new Map();
-    this.byKey.clear();
+    this.slots.clear();
+    this.rebirths.clear(); // this birth covers them
     this.seq = 0;
     const layout = this.layout();
     const node = new Map<string, MetricRef>();
     this.born.set('', node);
-    const nodeMetrics: Metric[] = [
-      { name: BDSEQ, datatype: DataType.Int64, value: this.bdSeq },
-      { name: REBIRTH, datatype: DataType.Boolean, value: false },
-      ...this.bornMetrics('', layout.get('') ?? [], node),
-    ];
-    const messages = [this.message('NBIRTH', '', nodeMetrics, this.nextSeq())];
+    const w = this.writer;
+    w.begin(Date.now());
+    w.metric({ name: BDSEQ, datatype: DataType.Int64, value: this.bdSeq });
+    w.metric({ name: REBIRTH, datatype: DataType.Boolean, value: false });
+    this.bornMetrics('', layout.get('') ?? [], node);
+    const messages = [this.written('NBIRTH', '')];
     for (const [device, items] of layout) {
       if (device === '') continue;
       const m = new Map<string, MetricRef>();
       this.born.set(device, m);
-      messages.push(this.message('DBIRTH', device, this.bornMetrics(device, items, m)));
+      w.begin(Date.now());
+      this.bornMetrics(device, items, m);
+      messages.push(this.written('DBIRTH', device));
     }
     await this.publish(messages);
     this.stats.births++;
@@ -254,7 +293,7 @@ export class SparkplugNode implements Endpoint {
   private async deviceBirth(device: string, items: ItemInfo[] | undefined): Promise<void> {
     if (device === '') return this.birth(); // node metrics change only with a whole new birth
     const old = this.born.get(device);
-    for (const ref of old?.values() ?? []) if (this.byKey.get(`${ref.oid}|${ref.field}`) === ref) this.byKey.delete(`${ref.oid}|${ref.field}`);
+    for (const ref of old?.values() ?? []) if (this.slots.get(ref.oid)?.device === device) this.slots.delete(ref.oid);
     if (!items?.length) {
       this.born.delete(device);
       if (old) {
@@ -265,52 +304,88 @@ export class SparkplugNode implements Endpoint {
     }
     const m = new Map<string, MetricRef>();
     this.born.set(device, m);
-    await this.publish([this.message('DBIRTH', device, this.bornMetrics(device, items, m))]);
+    this.writer.begin(Date.now());
+    this.bornMetrics(device, items, m);
+    await this.publish([this.written('DBIRTH', device)]);
     this.stats.device_births++;
   }
 
   // ---- data ----
 
-  /** State events as DDATA/NDATA; events of a device that needs a new birth go with it. */
+  /**
+   * State events as DDATA/NDATA: one message per device for the whole batch
+   * (split only past `message_max_bytes`), metrics by alias, only the fields
+   * that changed since last reported. Historical ones (forwarded from the
+   * store) carry names and every field. An event of an item not born yet,
+   * or whose value changed data type, is left to its device's next birth
+   * (soon: `rebirthSoon`), which carries the item's state then.
+   */
   private async data(events: StateEvent[], historical: boolean): Promise<void> {
-    const byDevice = new Map<string, Metric[]>();
-    const reborn = new Set<string>();
+    const byDevice = new Map<string, { slots: Slot[]; events: StateEvent[] }>();
+    let reborn: Set<string> | undefined;
+    let device = '';
+    let part: { slots: Slot[]; events: StateEvent[] } | undefined;
     for (const e of events) {
-      const status = this.byKey.get(`${e.oid}|status`);
-      const value = this.byKey.get(`${e.oid}|value`);
-      const device = this.deviceOf(e);
-      if (!status || !value) {
-        if (!historical && this.subs.some((x) => itemSelected(x, e))) reborn.add(device);
+      const slot = this.slots.get(e.oid);
+      if (!slot) {
+        if (!historical && this.subs.some((x) => itemSelected(x, e))) (reborn ??= new Set()).add(this.deviceOf(e));
         continue;
       }
-      const vt = valueType(e.value);
-      if (vt !== undefined && vt !== value.datatype && !historical) {
-        reborn.add(device);
-        continue;
+      if (!historical) {
+        const vt = valueType(e.value);
+        if (vt !== undefined && vt !== slot.value.datatype) {
+          (reborn ??= new Set()).add(slot.device);
+          continue;
+        }
       }
-      const t = Math.round(e.t * 1000);
-      let list = byDevice.get(device);
-      if (!list) byDevice.set(device, (list = []));
-      const flag = historical ? { is_historical: true } : {};
-      const datatype = historical && vt !== undefined ? vt : value.datatype;
-      list.push(
-        historical ? { name: status.name, datatype: DataType.Int32, timestamp: t, value: e.status, ...flag } : { alias: status.alias, datatype: DataType.Int32, timestamp: t, value: e.status },
-        historical ? { name: value.name, datatype, timestamp: t, value: metricValue(e.value, datatype), ...flag } : { alias: value.alias, datatype, timestamp: t, value: metricValue(e.value, datatype) },
-      );
-    }
-    if (reborn.has('')) {
-      await this.birth();
-      return;
-    }
-    if (reborn.size) {
-      const layout = this.layout();
-      for (const d of reborn) {
-        byDevice.delete(d);
-        await this.deviceBirth(d, layout.get(d));
+      if (!part || slot.device !== device) {
+        device = slot.device;
+        part = byDevice.get(device);
+        if (!part) byDevice.set(device, (part = { slots: [], events: [] }));
       }
+      part.slots.push(slot);
+      part.events.push(e);
     }
+    // their birth, soon, carries the current state of what was left out here
+    if (reborn) for (const d of reborn) this.rebirthSoon(d);
     const messages: Outgoing[] = [];
-    for (const [device, metrics] of byDevice) messages.push(this.message(device ? 'DDATA' : 'NDATA', device, metrics));
+    const w = this.writer;
+    const max = this.s.messageMaxBytes;
+    for (const [device, { slots, events }] of byDevice) {
+      const kind = device ? 'DDATA' : 'NDATA';
+      w.begin(Date.now());
+      for (let i = 0; i < events.length; i++) {
+        const e = events[i];
+        const slot = slots[i];
+        const t = Math.round(e.t * 1000);
+        if (historical) {
+          const datatype = valueType(e.value) ?? slot.value.datatype;
+          w.open(slot.status.name, undefined, t, DataType.Int32);
+          w.flags(true, false);
+          w.value(DataType.Int32, e.status);
+          w.open(slot.value.name, undefined, t, datatype);
+          w.flags(true, false);
+          w.value(datatype, metricValue(e.value, datatype));
+        } else {
+          if (e.status !== slot.lastStatus) {
+            w.open(undefined, slot.status.alias, t, DataType.Int32);
+            w.value(DataType.Int32, e.status);
+            slot.lastStatus = e.status;
+          }
+          if (e.value !== slot.lastValue) {
+            const datatype = slot.value.datatype;
+            w.open(undefined, slot.value.alias, t, datatype);
+            w.value(datatype, metricValue(e.value, datatype));
+            slot.lastValue = e.value;
+          }
+        }
+        if (w.size >= max) {
+          messages.push(this.written(kind, device));
+          w.begin(Date.now());
+        }
+      }
+      if (w.count) messages.push(this.written(kind, device));
+    }
     if (!messages.length) return;
     await this.publish(messages);
     this.stats.data_messages += messages.length;
@@ -329,7 +404,7 @@ export class SparkplugNode implements Endpoint {
 
   private keep(events: StateEvent[]): void {
     for (const e of events) {
-      const bytes = JSON.stringify(e).length;
+      const bytes = eventSize('state', e);
       this.store.push({ e, bytes });
       this.storeBytes += bytes;
       this.stats.stored++;
@@ -353,7 +428,38 @@ export class SparkplugNode implements Endpoint {
     this.stats.host_online_changes++;
     this.hostOnline = st.online;
     if (st.online) void this.run(() => this.birth()).catch((err) => this.failed('birth', err));
-    else this.alive = false;
+    else {
+      this.alive = false;
+      void this.run(() => this.leave()).catch((err) => this.failed('disconnect', err));
+    }
+  }
+
+  /**
+   * The primary host went offline: our own NDEATH (the bdSeq of this
+   * connection's birth), the connection closed, and a new one opened, whose
+   * will carries the next bdSeq; it is born once the host says it is online.
+   */
+  private async leave(): Promise<void> {
+    if (this.stopped || this.hostOnline) return;
+    const old = this.conn;
+    await this.death(old);
+    this.stats.host_offline_disconnects++;
+    await old.stop();
+    if (this.stopped) return;
+    const receiving = old.receiving;
+    this.conn = this.newConnection();
+    this.conn.receiving = receiving;
+    this.conn.start();
+  }
+
+  /**
+   * NDEATH published by the node itself before it closes a connection on
+   * purpose (the connection is then cut, so the broker may publish the will
+   * as well: the same bdSeq, which a host takes as the same death).
+   */
+  private async death(conn: Connection): Promise<void> {
+    if (!conn.connected) return;
+    await conn.publish(this.topic('NDEATH'), this.deathPayload(), 1).then(() => { this.stats.deaths++; }, () => undefined);
   }
 
   private refuse(why: string): void {
@@ -421,22 +527,30 @@ export class SparkplugNode implements Endpoint {
     if (!this.started || this.unwatch) return;
     const items = this.items();
     if (!items) return;
-    let pending = new Set<string>();
-    this.unwatch = items.watch?.((it) => {
-      if (!pending.size) {
-        queueMicrotask(() => {
-          const devices = pending;
-          pending = new Set();
-          if (this.stopped || !this.publishing) return;
-          void this.run(async () => {
-            if (!this.publishing) return;
-            const layout = this.layout();
-            for (const d of devices) await this.deviceBirth(d, layout.get(d));
-          }).catch((err) => this.failed('device birth', err));
-        });
-      }
-      pending.add(this.deviceOf(it));
-    }) ?? (() => {});
+    this.unwatch = items.watch?.((it) => this.rebirthSoon(this.deviceOf(it))) ?? (() => {});
+  }
+
+  /**
+   * A device born again (or dead) within BIRTH_WINDOW_MS: every change of its
+   * items in that time goes into one DBIRTH. Items created one by one (a
+   * thousand in one call) would otherwise each cost a DBIRTH of the whole
+   * device: quadratic in bytes and time.
+   */
+  private rebirthSoon(device: string): void {
+    this.rebirths.add(device);
+    if (this.rebirthTimer) return;
+    this.rebirthTimer = setTimeout(() => {
+      this.rebirthTimer = undefined;
+      const devices = this.rebirths;
+      this.rebirths = new Set();
+      if (this.stopped || !this.publishing) return; // the next birth covers them all
+      void this.run(async () => {
+        if (!this.publishing) return;
+        if (devices.has('')) return this.birth();
+        const layout = this.layout();
+        for (const d of devices) await this.deviceBirth(d, layout.get(d));
+      }).catch((err) => this.failed('device birth', err));
+    }, BIRTH_WINDOW_MS);
   }
 
   async start(): Promise<void> {
@@ -449,12 +563,10 @@ export class SparkplugNode implements Endpoint {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    clearTimeout(this.rebirthTimer);
     this.unwatch?.();
-    // a death certificate of our own: the broker drops the will of a client that says goodbye
-    await this.run(async () => {
-      if (!this.conn.connected) return;
-      await this.conn.publish(this.topic('NDEATH'), this.deathPayload(), 1).then(() => { this.stats.deaths++; }, () => undefined);
-    }).catch(() => undefined);
+    // a death certificate of our own
+    await this.run(() => this.death(this.conn)).catch(() => undefined);
     await this.conn.stop();
   }
 

@@ -7,7 +7,8 @@ export const SparkplugLimits = {
   group_id: schema.text('eva', 'Sparkplug group id'),
   qos: schema.int(0, 'QoS of births and data (the specification asks 0; NDEATH is always 1)', { min: 0, max: 2 }),
   store_max: schema.bound(10_000, 'events stored while the primary host or the broker is away'),
-  store_max_bytes: schema.bound(10 * 1024 * 1024, 'bytes of events stored while the primary host or the broker is away (their JSON size)', 'bytes'),
+  store_max_bytes: schema.bound(10 * 1024 * 1024, 'bytes of events stored while the primary host or the broker is away (as the notifier queue counts an event)', 'bytes'),
+  message_max_bytes: schema.bound(256 * 1024, 'a data message is closed and another begun once it holds this many bytes (births are never split)', 'bytes'),
   max_batch: schema.bound(1000, 'most events in one send'),
 };
 export const SparkplugDefaults = schema.defaults(SparkplugLimits);
@@ -29,6 +30,7 @@ export const SparkplugSettingsSchema: SettingsSchema = {
   command_key: schema.text('', 'id of the API key whose rights DCMD/NCMD writes to items need; empty: such writes are refused'),
   store_max: schema.int(SparkplugDefaults.store_max, 'events stored while the primary host or the broker is away', { min: 0 }),
   store_max_bytes: schema.int(SparkplugDefaults.store_max_bytes, 'bytes of events stored while the primary host or the broker is away', { min: 0 }),
+  message_max_bytes: schema.int(SparkplugDefaults.message_max_bytes, 'bytes after which a data message is closed and the next begun (births are never split)', { min: 1024 }),
 };
 
 export interface SparkplugSettings {
@@ -41,6 +43,7 @@ export interface SparkplugSettings {
   commandKey: string;
   storeMax: number;
   storeMaxBytes: number;
+  messageMaxBytes: number;
 }
 
 /** An id part of a Sparkplug topic: no separators or wildcards. */
@@ -72,5 +75,6 @@ export function readSparkplug(cfg: NotifierConfig, dir: string, system: string):
     commandKey: cfg.command_key === undefined || cfg.command_key === null ? '' : String(cfg.command_key),
     storeMax: intOr(cfg.store_max, SparkplugDefaults.store_max),
     storeMaxBytes: intOr(cfg.store_max_bytes, SparkplugDefaults.store_max_bytes),
+    messageMaxBytes: Math.max(1024, intOr(cfg.message_max_bytes, SparkplugDefaults.message_max_bytes)),
   };
 }

@@ -157,11 +157,12 @@ export class Journal {
   /** One entry (as JSON) as a record: header and payload. */
   private record(json: string): { fd: number; record: Buffer } {
     if (this.fd === undefined) throw new Error('the journal is not open');
-    const payload = Buffer.from(json, 'utf8');
-    const record = Buffer.allocUnsafe(HEADER + payload.length);
-    record.writeUInt32LE(payload.length, 0);
-    record.writeUInt32LE(zlib.crc32(payload), 4);
-    payload.copy(record, HEADER);
+    // encoded straight into the record (no payload buffer to copy)
+    const length = Buffer.byteLength(json, 'utf8');
+    const record = Buffer.allocUnsafe(HEADER + length);
+    record.write(json, HEADER, 'utf8');
+    record.writeUInt32LE(length, 0);
+    record.writeUInt32LE(zlib.crc32(record.subarray(HEADER)), 4);
     return { fd: this.fd, record };
   }
 

@@ -35,12 +35,17 @@ import type { Subject } from '../contract';
  * the two leaves an event in both, read once (by seq).
  */
 
-/** One accepted event; `g`: its group (the first seq of the write that stored it); `replayed`: read at start. */
-export interface Boxed { seq: number; subject: Subject; event: unknown; t: number; g: number; replayed?: true }
+/**
+ * One accepted event; `g`: its group (the first seq of the write that stored
+ * it); `replayed`: read at start; `bytes`: its share of the journal (the
+ * write's bytes over its events: what compaction weighs).
+ */
+export interface Boxed { seq: number; subject: Subject; event: unknown; t: number; g: number; bytes: number; replayed?: true }
 
 /** An event as the journal holds it; the group is written only in a snapshot (else: the record's first seq). */
 type Accepted = [seq: number, subject: Subject, event: unknown, t: number, g?: number];
-interface Entry { p?: string; n?: number; a?: Accepted[]; f?: number[][]; d?: number[] }
+/** `d`: seqs done, a run of them as [first, last] */
+interface Entry { p?: string; n?: number; a?: Accepted[]; f?: number[][]; d?: (number | [number, number])[] }
 
 /** How long dones wait for accepted events to ride with before they are written alone. */
 const DONE_DELAY_MS = 500;
@@ -69,8 +74,8 @@ export class Outbox {
   private readonly journal: Journal;
   private prefix = '';
   private nextSeq = 1;
-  /** accepted and not done, by seq (insertion order is seq order), with its size on disk */
-  private readonly held = new Map<number, { a: Accepted; bytes: number }>();
+  /** accepted and not done, by seq (insertion order is seq order) */
+  private readonly held = new Map<number, Boxed>();
   private heldBytes = 0;
   /** frames recorded whose events are all held: first seq -> seqs */
   private readonly frames = new Map<number, number[]>();
@@ -107,10 +112,13 @@ export class Outbox {
         this.nextSeq = Math.max(this.nextSeq, a[0] + 1);
       }
       for (const f of e.f ?? []) recorded.push(f);
-      for (const s of e.d ?? []) { done.add(s); found.delete(s); }
+      for (const d of e.d ?? []) {
+        const [from, to] = typeof d === 'number' ? [d, d] : d;
+        for (let s = from; s <= to; s++) { done.add(s); found.delete(s); }
+      }
     }
-    const sorted = [...found.values()].sort((x, y) => x[0] - y[0]);
-    for (const a of sorted) this.hold(a, JSON.stringify(a).length);
+    const sorted = [...found.values()].sort((x, y) => x[0] - y[0]).map((a) => ({ ...boxed(a, JSON.stringify(a).length), replayed: true as const }));
+    for (const b of sorted) this.hold(b);
     for (const f of recorded) if (f.length && f.every((q) => this.held.has(q))) this.frames.set(f[0], f);
     this.prefix ||= crypto.randomBytes(6).toString('base64url');
     const last = this.journal.segments().pop()?.seq ?? 0;
@@ -118,7 +126,7 @@ export class Outbox {
     // the new segment opens with what is held: the older ones can go
     this.snapshot();
     this.journal.drop(last);
-    return { pending: sorted.map((a) => ({ ...boxed(a), replayed: true as const })) };
+    return { pending: sorted };
   }
 
   /** events held on disk, not yet done */
@@ -166,11 +174,9 @@ export class Outbox {
   /** These events are done with (delivered, dropped, dead letters): written with the next write. */
   done(seqs: readonly number[]): void {
     if (!seqs.length || this.closed) return;
-    for (const s of seqs) {
-      this.release(s);
-      this.frames.delete(s);
-    }
-    this.buffer.d.push(...seqs);
+    for (const s of seqs) this.release(s);
+    if (this.frames.size) for (const s of seqs) this.frames.delete(s);
+    for (const s of seqs) this.buffer.d.push(s);
     // dones ride with the next accepted events; alone, they are written a little later, together
     this.doneTimer ??= setTimeout(() => {
       this.doneTimer = undefined;
@@ -222,16 +228,15 @@ export class Outbox {
       this.doneDue = false;
       const b = this.buffer;
       this.buffer = { a: [], f: [], d: [], waiters: [] };
-      // the entry as JSON, each event's part measured on the way (what it holds on disk)
-      const parts = b.a.map((a) => JSON.stringify(a));
-      const fields: string[] = [];
-      if (parts.length) fields.push(`"a":[${parts.join(',')}]`);
-      if (b.f.length) fields.push(`"f":${JSON.stringify(b.f)}`);
-      if (b.d.length) fields.push(`"d":${JSON.stringify(b.d)}`);
+      // one stringify for the whole write (one per event cost a call, a string and a join each)
+      const entry: Entry = {};
+      if (b.a.length) entry.a = b.a;
+      if (b.f.length) entry.f = b.f;
+      if (b.d.length) entry.d = runs(b.d);
       const before = this.journal.written;
       this.inWrite = b.a.length;
       try {
-        await this.journal.appendJsonAsync(`{${fields.join(',')}}`);
+        await this.journal.appendAsync(entry);
       } catch (err) {
         this.inWrite = 0;
         // nothing of this write is on disk: its events were never accepted, its frames not recorded
@@ -248,18 +253,21 @@ export class Outbox {
       this.figures.fsyncs++;
       this.figures.written += this.journal.written - before;
       this.figures.stored += b.a.length;
-      const group = b.a[0]?.[0];
-      b.a.forEach((a, i) => { a[4] = group; this.hold(a, parts[i].length); });
-      for (const s of b.d) this.release(s);
       for (const w of b.waiters) w.resolve();
-      if (b.a.length) this.stored(b.a.map(boxed));
+      if (b.a.length) {
+        const group = b.a[0][0];
+        const share = (this.journal.written - before) / b.a.length;
+        const boxes = b.a.map((a) => boxed(a, share, group));
+        for (const x of boxes) this.hold(x);
+        this.stored(boxes);
+      }
       this.compactIfDue();
     }
   }
 
-  private hold(a: Accepted, bytes: number): void {
-    this.held.set(a[0], { a, bytes });
-    this.heldBytes += bytes;
+  private hold(b: Boxed): void {
+    this.held.set(b.seq, b);
+    this.heldBytes += b.bytes;
   }
 
   private release(seq: number): void {
@@ -284,8 +292,20 @@ export class Outbox {
 
   /** Everything held as the first record of the current segment (blocking: at open and at compaction only). */
   private snapshot(): void {
-    this.journal.append({ p: this.prefix, n: this.nextSeq, a: [...this.held.values()].map((h) => h.a), f: [...this.frames.values()] } satisfies Entry);
+    this.journal.append({ p: this.prefix, n: this.nextSeq, a: [...this.held.values()].map((b) => [b.seq, b.subject, b.event, b.t, b.g]), f: [...this.frames.values()] } satisfies Entry);
   }
 }
 
-const boxed = (a: Accepted): Boxed => ({ seq: a[0], subject: a[1], event: a[2], t: a[3], g: a[4] ?? a[0] });
+const boxed = (a: Accepted, bytes: number, group = a[4] ?? a[0]): Boxed => ({ seq: a[0], subject: a[1], event: a[2], t: a[3], g: group, bytes });
+
+/** Seqs as written in `d`: a run of consecutive ones (a frame, mostly) as [first, last]. */
+function runs(seqs: number[]): (number | [number, number])[] {
+  const out: (number | [number, number])[] = [];
+  for (let i = 0; i < seqs.length;) {
+    let j = i;
+    while (j + 1 < seqs.length && seqs[j + 1] === seqs[j] + 1) j++;
+    out.push(j === i ? seqs[i] : [seqs[i], seqs[j]]);
+    i = j + 1;
+  }
+  return out;
+}

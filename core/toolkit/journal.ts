@@ -5,6 +5,9 @@ import zlib from 'node:zlib';
 
 const write = promisify(fs.write);
 const fdatasync = promisify(fs.fdatasync);
+const fsync = promisify(fs.fsync);
+const open = promisify(fs.open);
+const close = promisify(fs.close);
 
 /**
  * The journal of a store whose file is rewritten whole (a sql.js history,
@@ -135,6 +138,32 @@ export class Journal {
     const upTo = this.seq;
     this.startSegment(this.seq + 1);
     return upTo;
+  }
+
+  /**
+   * `rotate` without blocking the thread, for a store whose next append
+   * holds everything still wanted (the outbox): `upTo` as from rotate;
+   * `syncDir` (when a segment was made) must be awaited after that append
+   * and before it counts, so the new name is on disk too. (On ext4 the
+   * append's own fdatasync has mostly carried the name already: the
+   * directory's fsync then costs little.)
+   */
+  async rotateAsync(): Promise<{ upTo: number; syncDir?: () => Promise<void> }> {
+    if (this.offset === 0 && this.fd !== undefined) return { upTo: this.seq - 1 };
+    const upTo = this.seq;
+    const fd = await open(`${this.file}.journal.${upTo + 1}`, 'w', 0o644);
+    this.close();
+    this.fd = fd;
+    this.seq = upTo + 1;
+    this.offset = 0;
+    const dir = path.dirname(this.file);
+    return {
+      upTo,
+      syncDir: async () => {
+        const d = await open(dir, 'r');
+        try { await fsync(d); } finally { await close(d); }
+      },
+    };
   }
 
   /** Fold, step 2, once the file holding them is on disk: delete the segments up to `upTo`. */

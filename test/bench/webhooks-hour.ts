@@ -9,7 +9,7 @@ import { table, fmt, benchUpdatePlugin } from './lib';
 /**
  * A receiver that is down for a real hour: wall-clock time, not a burst.
  *
- *   node dist/test/bench/webhooks-hour.js
+ *   npm run bench -- webhooks-hour     (or node dist/test/bench/webhooks-hour.js)
  *
  * A controller (its own process, so its memory is its own) with three
  * durable json notifiers whose receivers never take anything:
@@ -102,7 +102,7 @@ async function main(): Promise<void> {
         fed = want;
       }
       if ((Date.now() - start) / 1000 >= next) {
-        await sample(String(next / 60));
+        await sample(String(Number((next / 60).toFixed(2))));
         next += SAMPLE;
       }
       await sleep(100);

@@ -102,7 +102,7 @@ export class Outbox {
   private prefix = '';
   private nextSeq = 1;
   /** accepted and not done, by seq (insertion order is seq order) */
-  private readonly held = new Map<number, Boxed>();
+  private readonly held = new Held();
   private heldBytes = 0;
   /** frames recorded whose events are all held: first seq -> seqs */
   private readonly frames = new Map<number, number[]>();
@@ -308,15 +308,13 @@ export class Outbox {
   }
 
   private hold(b: Boxed): void {
-    this.held.set(b.seq, b);
+    this.held.add(b);
     this.heldBytes += b.bytes;
   }
 
   private release(seq: number): void {
-    const h = this.held.get(seq);
-    if (!h) return;
-    this.held.delete(seq);
-    this.heldBytes -= h.bytes;
+    const h = this.held.delete(seq);
+    if (h) this.heldBytes -= h.bytes;
   }
 
   /** Whether the next write starts a new segment with what is held (the journal stays within about 4 times what it holds). */
@@ -348,4 +346,76 @@ function runs(seqs: number[]): (number | [number, number])[] {
     i = j + 1;
   }
   return out;
+}
+
+/**
+ * The events held, by seq. Seqs are dense, held in increasing order and let
+ * go mostly in order: an array from the oldest one held, its head skipped
+ * and cut off now and then (as the queue does). A Map cost more than the
+ * rest of the outbox's bookkeeping: a delete per event and a rehash as it
+ * shrank, with a backlog of a hundred thousand events.
+ */
+class Held {
+  private slots: (Boxed | undefined)[] = [];
+  /** the seq of slots[0] */
+  private first = 0;
+  /** slots before it are empty */
+  private lead = 0;
+  size = 0;
+
+  add(b: Boxed): void {
+    if (!this.size) this.reset(b.seq);
+    let i = b.seq - this.first;
+    if (i < 0) {
+      // not in order (not done by the outbox): make room in front
+      this.slots = [...new Array<undefined>(-i), ...this.slots];
+      this.first = b.seq;
+      this.lead = 0;
+      i = 0;
+    }
+    while (this.slots.length < i) this.slots.push(undefined);
+    if (!this.slots[i]) this.size++;
+    this.slots[i] = b;
+    if (i < this.lead) this.lead = i;
+  }
+
+  has(seq: number): boolean {
+    return this.slot(seq) !== undefined;
+  }
+
+  /** Let go of a seq; returns what was held. */
+  delete(seq: number): Boxed | undefined {
+    const b = this.slot(seq);
+    if (!b) return undefined;
+    this.slots[seq - this.first] = undefined;
+    if (--this.size === 0) {
+      this.reset(seq + 1);
+      return b;
+    }
+    while (this.slots[this.lead] === undefined) this.lead++;
+    if (this.lead > 1024 && this.lead * 2 > this.slots.length) {
+      this.slots = this.slots.slice(this.lead);
+      this.first += this.lead;
+      this.lead = 0;
+    }
+    return b;
+  }
+
+  *values(): Generator<Boxed> {
+    for (let i = this.lead; i < this.slots.length; i++) {
+      const b = this.slots[i];
+      if (b) yield b;
+    }
+  }
+
+  private slot(seq: number): Boxed | undefined {
+    const i = seq - this.first;
+    return i >= this.lead && i < this.slots.length ? this.slots[i] : undefined;
+  }
+
+  private reset(first: number): void {
+    this.slots = [];
+    this.first = first;
+    this.lead = 0;
+  }
 }

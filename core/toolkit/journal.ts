@@ -5,6 +5,9 @@ import zlib from 'node:zlib';
 
 const write = promisify(fs.write);
 const fdatasync = promisify(fs.fdatasync);
+const fsync = promisify(fs.fsync);
+const open = promisify(fs.open);
+const close = promisify(fs.close);
 
 /**
  * The journal of a store whose file is rewritten whole (a sql.js history,
@@ -137,6 +140,32 @@ export class Journal {
     return upTo;
   }
 
+  /**
+   * `rotate` without blocking the thread, for a store whose next append
+   * holds everything still wanted (the outbox): `upTo` as from rotate;
+   * `syncDir` (when a segment was made) must be awaited after that append
+   * and before it counts, so the new name is on disk too. (On ext4 the
+   * append's own fdatasync has mostly carried the name already: the
+   * directory's fsync then costs little.)
+   */
+  async rotateAsync(): Promise<{ upTo: number; syncDir?: () => Promise<void> }> {
+    if (this.offset === 0 && this.fd !== undefined) return { upTo: this.seq - 1 };
+    const upTo = this.seq;
+    const fd = await open(`${this.file}.journal.${upTo + 1}`, 'w', 0o644);
+    this.close();
+    this.fd = fd;
+    this.seq = upTo + 1;
+    this.offset = 0;
+    const dir = path.dirname(this.file);
+    return {
+      upTo,
+      syncDir: async () => {
+        const d = await open(dir, 'r');
+        try { await fsync(d); } finally { await close(d); }
+      },
+    };
+  }
+
   /** Fold, step 2, once the file holding them is on disk: delete the segments up to `upTo`. */
   drop(upTo: number): void {
     for (const s of this.segments()) {
@@ -157,11 +186,12 @@ export class Journal {
   /** One entry (as JSON) as a record: header and payload. */
   private record(json: string): { fd: number; record: Buffer } {
     if (this.fd === undefined) throw new Error('the journal is not open');
-    const payload = Buffer.from(json, 'utf8');
-    const record = Buffer.allocUnsafe(HEADER + payload.length);
-    record.writeUInt32LE(payload.length, 0);
-    record.writeUInt32LE(zlib.crc32(payload), 4);
-    payload.copy(record, HEADER);
+    // encoded straight into the record (no payload buffer to copy)
+    const length = Buffer.byteLength(json, 'utf8');
+    const record = Buffer.allocUnsafe(HEADER + length);
+    record.write(json, HEADER, 'utf8');
+    record.writeUInt32LE(length, 0);
+    record.writeUInt32LE(zlib.crc32(record.subarray(HEADER)), 4);
     return { fd: this.fd, record };
   }
 

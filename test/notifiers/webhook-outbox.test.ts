@@ -34,6 +34,15 @@ function deduped(t: import('ava').ExecutionContext, requests: ReceivedRequest[])
   return [...byId.values()].flatMap((b) => (JSON.parse(b) as { data: { oid: string }[] }).data.map((e) => e.oid));
 }
 
+/** An outbox of its own in a fresh folder, open; `stored`: the seqs it wrote, in order. */
+function openOutbox(t: import('ava').ExecutionContext): { file: string; stored: number[]; box: Outbox } {
+  const file = path.join(makeDir(t), 'runtime', 'outbox', 'x');
+  const stored: number[] = [];
+  const box = new Outbox(file, (b) => stored.push(...b.map((x) => x.seq)), () => t.fail('refused'));
+  box.open();
+  return { file, stored, box };
+}
+
 const outboxOf = async (client: Client, id = 'hook') => (await stats(client, k, id)).outbox as Record<string, number>;
 
 test('SIGKILL with 1,000 events in the outbox and a frame at the receiver: after the restart all 1,000 arrive, none twice by webhook-id', async (t) => {
@@ -137,11 +146,7 @@ test('a notifier kept in memory has no dead letters: the functions say so', asyn
 });
 
 test('the outbox journal stays bounded while events come and go; a restart reads only what is held', (t) => {
-  const dir = makeDir(t);
-  const file = path.join(dir, 'runtime', 'outbox', 'x');
-  const stored: number[] = [];
-  const box = new Outbox(file, (b) => stored.push(...b.map((x) => x.seq)), () => t.fail('refused'));
-  box.open();
+  const { file, stored, box } = openOutbox(t);
   const big = 'v'.repeat(1000);
   return (async () => {
     let maxBytes = 0;
@@ -222,11 +227,7 @@ test('a backlog goes out in full frames, not one per outbox write', async (t) =>
 });
 
 test('a frame across outbox writes is recorded before its first try and made again from the record after a restart', async (t) => {
-  const dir = makeDir(t);
-  const file = path.join(dir, 'runtime', 'outbox', 'x');
-  const stored: number[] = [];
-  const box = new Outbox(file, (b) => stored.push(...b.map((x) => x.seq)), () => t.fail('refused'));
-  box.open();
+  const { file, stored, box } = openOutbox(t);
   for (let i = 0; i < 3; i++) {
     box.accept('state', { n: i });
     await box.flush();
@@ -242,4 +243,36 @@ test('a frame across outbox writes is recorded before its first try and made aga
   again.done([1]);
   t.is(again.recordedFrame(1), undefined, 'a frame whose first event is done is forgotten');
   await again.close();
+});
+
+test('a compaction rides with a write: the new segment holds what was held, the write\'s own events and the frames, and the old segments go', async (t) => {
+  const { file, stored, box } = openOutbox(t);
+  const big = 'v'.repeat(1000);
+  // 1.2 MB accepted, all done but the first two: past the compaction size and four times what is held
+  for (let i = 0; i < 1200; i++) box.accept('state', { i, value: big });
+  await box.flush();
+  t.is(stored.length, 1200);
+  await box.frame([1, 2]);
+  box.done(stored.slice(2));
+  await box.flush();
+  const segments = () => fs.readdirSync(path.dirname(file)).filter((f) => f.startsWith('x.journal.'));
+  const before = segments();
+  for (let i = 0; i < 3; i++) box.accept('state', { i: 1200 + i });
+  await box.flush();
+  const after = segments();
+  t.is(after.length, 1, `one segment once compacted (${after})`);
+  t.false(before.includes(after[0]), 'a new one');
+  t.true(box.bytes < 64 * 1024, `${box.bytes} bytes left`);
+  await box.close();
+  const again = new Outbox(file, () => undefined, () => undefined);
+  const { pending } = again.open();
+  t.deepEqual(pending.map((b) => [b.seq, b.g]), [[1, 1], [2, 1], [1201, 1201], [1202, 1201], [1203, 1201]], 'held and new, each in its own group');
+  t.deepEqual(again.recordedFrame(1), [1, 2], 'the frame recorded before stays recorded');
+  t.is(again.frameId([1201, 1202, 1203]), box.frameId([1201, 1202, 1203]));
+  again.accept('state', { i: 'next' });
+  await again.flush();
+  await again.close();
+  const third = new Outbox(file, () => undefined, () => undefined);
+  t.is(third.open().pending.at(-1)?.seq, 1204, 'seqs go on after the compaction\'s record');
+  await third.close();
 });

@@ -334,7 +334,7 @@ export class Delivery {
       const seqs = frame.boxes?.map((b) => b.seq);
       const id = seqs && this.durable!.outbox.frameId(seqs);
       // a frame across groups is on disk before its first try (a restart makes it again from the record)
-      if (seqs && new Set(frame.boxes!.map((b) => b.g)).size > 1) await this.durable!.outbox.frame(seqs).catch(() => undefined);
+      if (seqs && frame.boxes!.some((b) => b.g !== frame.boxes![0].g)) await this.durable!.outbox.frame(seqs).catch(() => undefined);
       try {
         const endpoint = this.endpoint!;
         // a link that is down (and says so) is waited for without the timeout: only stop or disable ends the wait

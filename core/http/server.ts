@@ -104,15 +104,12 @@ export class HttpServer {
     this.hot = (req, res, done) => {
       const url = req.url ?? '/';
       if (url === '/jrpc' || url.startsWith('/jrpc?')) {
-        jrpc(req, clientIp(req), clientGone(req, res), (a) => {
+        void answer(req, res, rpcInternal, async () => {
+          const a = await jrpc(req, clientIp(req), clientGone(req, res));
           const b = a.body;
           if (b === undefined || typeof b === 'string' || Buffer.isBuffer(b)) send(res, a.status, a.headers ?? NoCacheHeaders, b);
           else sendPieces(res, a.status, a.headers ?? NoCacheHeaders, b);
-          done();
-        }, (err) => {
-          failed(req, res, rpcInternal, err);
-          done();
-        });
+        }, done);
         return true;
       }
       if ((req.method === 'GET' || req.method === 'HEAD') && isHealth(url)) {
@@ -122,15 +119,17 @@ export class HttpServer {
       }
       const call = route(url);
       if (!call) return false;
-      let waiting: void | Promise<void> = undefined;
-      try {
-        waiting = direct(req, res, call);
-      } catch (err) {
-        failed(req, res, directInternal, err);
-      }
-      if (!waiting) done();
-      else void waiting.catch((err) => failed(req, res, directInternal, err)).finally(done);
+      void answer(req, res, directInternal, () => direct(req, res, call), done);
       return true;
+    };
+    /** A hot request answered by `run`; what escapes it is logged and answered 500; `done` once answered. */
+    const answer = async (req: http.IncomingMessage, res: http.ServerResponse, internal: string, run: () => Promise<void>, done: () => void) => {
+      try {
+        await run();
+      } catch (err) {
+        failed(req, res, internal, err);
+      }
+      done();
     };
     // what escapes a hot handler is logged and answered 500 without details, as Koa's errors are
     const rpcInternal = JSON.stringify(rpcError(null, 10, 'internal error'));

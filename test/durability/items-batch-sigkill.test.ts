@@ -1,5 +1,7 @@
 import test from 'ava';
+import fs from 'node:fs';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import { spawnController, makeDir, Keys } from '../helpers/controller';
 import { until } from '../helpers/wait';
 import { readItemsState } from '../helpers/items-file';
@@ -73,4 +75,40 @@ test('SIGKILL during concurrent JSON RPC batches of updates (db_update instant, 
   }
   t.log(`${batches} acknowledged batches of ${SENSORS * PER_SENSOR} updates over ${ROUNDS} kills`);
   t.true(batches >= ROUNDS * CLIENTS * 2);
+});
+
+/** The item states of each record of the items journal, in order. */
+function journalRecords(itemsFile: string): number[] {
+  const rt = path.dirname(itemsFile);
+  const out: number[] = [];
+  for (const name of fs.readdirSync(rt).filter((f) => /^uc_items\.json\.journal\.\d+$/.test(f)).sort()) {
+    const data = fs.readFileSync(path.join(rt, name));
+    for (let at = 0; at + 8 <= data.length;) {
+      const len = data.readUInt32LE(at);
+      const payload = data.subarray(at + 8, at + 8 + len);
+      if (payload.length < len || zlib.crc32(payload) !== data.readUInt32LE(at + 4)) break;
+      out.push(Object.keys(JSON.parse(payload.toString('utf8'))).length);
+      at += 8 + len;
+    }
+  }
+  return out;
+}
+
+test('SIGKILL right after a JSON RPC batch of updates is answered (db_update as by default): the batch was one journal append, and nothing of it is lost', async (t) => {
+  const N = 500;
+  const items: Record<string, object> = {};
+  for (let i = 0; i < N; i++) items[`sensor:g/s${i}`] = { status: 1, value: '0', t: 1 };
+  const dir = makeDir(t, { files: { 'runtime/uc_items.json': JSON.stringify({ version: 1, items }) } });
+  const itemsFile = path.join(dir, 'runtime', 'uc_items.json');
+  const child = await spawnController(t, dir, [], 60_000);
+  const body = Array.from({ length: N }, (_, i) => ({ jsonrpc: '2.0', method: 'update', params: { k, i: `sensor:g/s${i}`, v: `v${i}` }, id: i }));
+  const res = await fetch(`${child.url}/jrpc`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  const out = await res.json() as { result?: { ok: boolean } }[];
+  child.proc.kill('SIGKILL');
+  await child.exited;
+  t.true(out.length === N && out.every((x) => x.result?.ok === true));
+  const disk = readItemsState(itemsFile).items;
+  const lost = Array.from({ length: N }, (_, i) => i).filter((i) => disk[`sensor:g/s${i}`]?.value !== `v${i}`);
+  t.deepEqual(lost, [], 'every update of the answered batch on disk');
+  t.deepEqual(journalRecords(itemsFile), [N], 'one journal record (one append, one fsync) for the whole batch');
 });

@@ -70,7 +70,7 @@ export class HttpServer {
   private readonly upgraded = new Set<Duplex>();
   private readonly clientIp: (req: http.IncomingMessage) => string;
   /** runs a request now, or once its connection's unread answers are within max_unread */
-  private readonly gate: (req: http.IncomingMessage, res: http.ServerResponse, run: () => void) => void;
+  private readonly gate: (req: http.IncomingMessage, res: http.ServerResponse, run: (answered?: () => void) => void) => void;
 
   constructor(
     private readonly config: Config, private readonly paths: Paths, dispatcher: Dispatcher, logger: Logger,
@@ -197,17 +197,20 @@ export class HttpServer {
     // them here costs no listener per request
     const cb = (req: http.IncomingMessage, res: http.ServerResponse) => {
       // a response without its socket yet: an earlier answer of the connection is still unread
-      if (res.socket === null) this.gate(req, res, () => serve(req, res));
+      if (res.socket === null) this.gate(req, res, (answered) => serve(req, res, answered));
       else serve(req, res);
     };
-    const serve = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    /** `answered`: told once the answer is made (a request the unread gate held) */
+    const serve = (req: http.IncomingMessage, res: http.ServerResponse, answered?: () => void) => {
       if (this.state !== 'serving' && !isHealth(req.url ?? '/')) {
         res.writeHead(503, { ...JsonHeaders, 'Retry-After': '1', Connection: 'close' });
         res.end(JSON.stringify({ result: 'ERROR', _error: `controller is ${this.state}` }));
+        answered?.();
         return;
       }
       this.inflight++;
-      if (!this.hot(req, res, done)) void (this.koaCallback ??= this.koaApp().callback())(req, res).finally(done);
+      const end = answered ? () => { done(); answered(); } : done;
+      if (!this.hot(req, res, end)) void (this.koaCallback ??= this.koaApp().callback())(req, res).finally(end);
     };
     const done = () => {
       if (--this.inflight === 0) this.drained?.();

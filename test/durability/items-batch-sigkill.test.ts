@@ -1,10 +1,8 @@
 import test from 'ava';
-import fs from 'node:fs';
 import path from 'node:path';
-import zlib from 'node:zlib';
 import { spawnController, makeDir, Keys } from '../helpers/controller';
 import { until } from '../helpers/wait';
-import { readItemsState } from '../helpers/items-file';
+import { journalRecords, readItemsState } from '../helpers/items-file';
 
 const k = Keys.master;
 const ROUNDS = 5;
@@ -77,23 +75,6 @@ test('SIGKILL during concurrent JSON RPC batches of updates (db_update instant, 
   t.true(batches >= ROUNDS * CLIENTS * 2);
 });
 
-/** The item states of each record of the items journal, in order. */
-function journalRecords(itemsFile: string): number[] {
-  const rt = path.dirname(itemsFile);
-  const out: number[] = [];
-  for (const name of fs.readdirSync(rt).filter((f) => /^uc_items\.json\.journal\.\d+$/.test(f)).sort()) {
-    const data = fs.readFileSync(path.join(rt, name));
-    for (let at = 0; at + 8 <= data.length;) {
-      const len = data.readUInt32LE(at);
-      const payload = data.subarray(at + 8, at + 8 + len);
-      if (payload.length < len || zlib.crc32(payload) !== data.readUInt32LE(at + 4)) break;
-      out.push(Object.keys(JSON.parse(payload.toString('utf8'))).length);
-      at += 8 + len;
-    }
-  }
-  return out;
-}
-
 test('SIGKILL right after a JSON RPC batch of updates is answered (db_update as by default): the batch was one journal append, and nothing of it is lost', async (t) => {
   const N = 500;
   const items: Record<string, object> = {};
@@ -110,5 +91,5 @@ test('SIGKILL right after a JSON RPC batch of updates is answered (db_update as 
   const disk = readItemsState(itemsFile).items;
   const lost = Array.from({ length: N }, (_, i) => i).filter((i) => disk[`sensor:g/s${i}`]?.value !== `v${i}`);
   t.deepEqual(lost, [], 'every update of the answered batch on disk');
-  t.deepEqual(journalRecords(itemsFile), [N], 'one journal record (one append, one fsync) for the whole batch');
+  t.deepEqual(journalRecords(itemsFile).map((r) => r.states), [N], 'one journal record (one append, one fsync) for the whole batch');
 });

@@ -45,27 +45,42 @@ export interface JrpcLimits { maxBody: number; maxBatch: number; maxAnswer: numb
  */
 export function jrpcProcessor(dispatcher: Dispatcher, limits: JrpcLimits, eitherScheme: boolean) {
   const { maxBody, maxBatch, maxAnswer } = limits;
-  /** The answer to a request, its body (POST) read. */
-  const process = async (req: IncomingMessage, ip: string, signal: (() => AbortSignal) | undefined, packed: boolean, raw?: Buffer): Promise<JrpcAnswer> => {
+  /** The answer to a request; rejects only for what escapes (a bug: answered 500). */
+  return async (req: IncomingMessage, ip: string, signal: (() => AbortSignal) | undefined): Promise<JrpcAnswer> => {
     let payload: unknown;
-    if (req.method === 'GET') {
+    let packed = false;
+    if (req.method === 'POST') {
+      const type = mediaType(req);
+      packed = MSGPACK_TYPES.has(type);
+      if (!packed && type !== 'application/json' && req.headers.origin !== undefined) {
+        // refused before a byte of the body is read
+        req.resume();
+        return answer(false, 415, rpcError(null, -32600, 'a JSON RPC body is application/json or application/msgpack'));
+      }
+      let raw: Buffer;
+      try {
+        raw = await readBody(req, maxBody);
+      } catch (err) {
+        if (err instanceof BodyTooLarge) return answer(packed, 413, rpcError(null, -32600, 'request body too large'));
+        return answer(packed, 400, rpcError(null, -32700, 'parse error'));
+      }
+      try {
+        payload = packed ? decoder.decode(raw) : JSON.parse(raw.toString('utf8'));
+      } catch {
+        return answer(packed, 400, rpcError(null, -32700, 'parse error'));
+      }
+    } else if (req.method === 'GET') {
       const q = new URLSearchParams((req.url ?? '').split('?')[1] ?? '');
       let params: unknown = {};
       try {
         const p = q.get('p');
         if (p) params = JSON.parse(p);
       } catch {
-        return answer(packed, 400, rpcError(null, -32700, 'parse error'));
+        return answer(false, 400, rpcError(null, -32700, 'parse error'));
       }
       payload = { jsonrpc: '2.0', method: q.get('m') ?? undefined, params, id: q.get('i') ?? undefined };
-    } else if (raw) {
-      try {
-        payload = packed ? decoder.decode(raw) : JSON.parse(raw.toString('utf8'));
-      } catch {
-        return answer(packed, 400, rpcError(null, -32700, 'parse error'));
-      }
     } else {
-      return answer(packed, 405, rpcError(null, -32600, `method ${req.method} not allowed`));
+      return answer(false, 405, rpcError(null, -32600, `method ${req.method} not allowed`));
     }
     const xkey = req.headers['x-auth-key'];
     const meta: CallMeta = {
@@ -98,23 +113,5 @@ export function jrpcProcessor(dispatcher: Dispatcher, limits: JrpcLimits, either
     const r = await rpcCall(dispatcher, payload, meta);
     // a notification: 202 with an empty body
     return r ? { status: 200, headers: packed ? MsgpackHeaders : JsonHeaders, body: encodeResponse(packed, r, maxAnswer) } : { status: 202 };
-  };
-  return async (req: IncomingMessage, ip: string, signal: (() => AbortSignal) | undefined): Promise<JrpcAnswer> => {
-    if (req.method !== 'POST') return process(req, ip, signal, false); // GET, or 405
-    const type = mediaType(req);
-    const packed = MSGPACK_TYPES.has(type);
-    if (!packed && type !== 'application/json' && req.headers.origin !== undefined) {
-      // refused before a byte of the body is read
-      req.resume();
-      return answer(false, 415, rpcError(null, -32600, 'a JSON RPC body is application/json or application/msgpack'));
-    }
-    let raw: Buffer;
-    try {
-      raw = await readBody(req, maxBody);
-    } catch (err) {
-      if (err instanceof BodyTooLarge) return answer(packed, 413, rpcError(null, -32600, 'request body too large'));
-      return answer(packed, 400, rpcError(null, -32700, 'parse error'));
-    }
-    return process(req, ip, signal, packed, raw);
   };
 }

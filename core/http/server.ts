@@ -104,12 +104,7 @@ export class HttpServer {
     this.hot = (req, res, done) => {
       const url = req.url ?? '/';
       if (url === '/jrpc' || url.startsWith('/jrpc?')) {
-        void answer(req, res, rpcInternal, async () => {
-          const a = await jrpc(req, clientIp(req), clientGone(req, res));
-          const b = a.body;
-          if (b === undefined || typeof b === 'string' || Buffer.isBuffer(b)) send(res, a.status, a.headers ?? NoCacheHeaders, b);
-          else sendPieces(res, a.status, a.headers ?? NoCacheHeaders, b);
-        }, done);
+        void answerJrpc(req, res, done);
         return true;
       }
       if ((req.method === 'GET' || req.method === 'HEAD') && isHealth(url)) {
@@ -119,15 +114,21 @@ export class HttpServer {
       }
       const call = route(url);
       if (!call) return false;
-      void answer(req, res, directInternal, () => direct(req, res, call), done);
+      direct(req, res, call).then(done, (err: unknown) => {
+        failed(req, res, directInternal, err);
+        done();
+      });
       return true;
     };
-    /** A hot request answered by `run`; what escapes it is logged and answered 500; `done` once answered. */
-    const answer = async (req: http.IncomingMessage, res: http.ServerResponse, internal: string, run: () => Promise<void>, done: () => void) => {
+    /** A JSON RPC request answered; what escapes is logged and answered 500; `done` once answered. */
+    const answerJrpc = async (req: http.IncomingMessage, res: http.ServerResponse, done: () => void) => {
       try {
-        await run();
+        const a = await jrpc(req, clientIp(req), clientGone(req, res));
+        const b = a.body;
+        if (b === undefined || typeof b === 'string' || Buffer.isBuffer(b)) send(res, a.status, a.headers ?? NoCacheHeaders, b);
+        else sendPieces(res, a.status, a.headers ?? NoCacheHeaders, b);
       } catch (err) {
-        failed(req, res, internal, err);
+        failed(req, res, rpcInternal, err);
       }
       done();
     };

@@ -1,9 +1,9 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Decoder } from '@msgpack/msgpack';
 import type { CallMeta, Dispatcher } from '../dispatch';
 import { rpcCall, rpcError } from '../rpc';
 import { BodyTooLarge, mediaType, readBody } from './body';
-import { JsonHeaders, MsgpackHeaders, type Pieces } from './reply';
+import { JsonHeaders, MsgpackHeaders, NoCacheHeaders, send, sendPieces } from './reply';
 import { HeldBatch } from './held';
 import { encodeResponse, packed as bytes } from './encode';
 import { foreignOrigin } from './origin';
@@ -15,14 +15,10 @@ const decoder = new Decoder({ useBigInt64: true });
 
 const MSGPACK_TYPES = new Set(['application/msgpack', 'application/x-msgpack']);
 
-/** What /jrpc answers: status, headers and body bytes (none for 202; a batch's in pieces). */
-export interface JrpcAnswer { status: number; headers?: Record<string, string>; body?: string | Buffer | Pieces }
-
 /** An answer in the request's encoding: MessagePack when `packed`, else JSON (errors of the payload itself: small). */
-function answer(packed: boolean, status: number, body: unknown): JrpcAnswer {
-  return packed
-    ? { status, headers: MsgpackHeaders, body: bytes(body) }
-    : { status, headers: JsonHeaders, body: JSON.stringify(body) };
+function reply(res: ServerResponse, packed: boolean, status: number, body: unknown): void {
+  if (packed) send(res, status, MsgpackHeaders, bytes(body));
+  else send(res, status, JsonHeaders, JSON.stringify(body));
 }
 
 /** What bounds a JSON RPC request: the body read, the requests of a batch, the answer's bytes (a batch's as a whole). */
@@ -32,9 +28,9 @@ export interface JrpcLimits { maxBody: number; maxBatch: number; maxAnswer: numb
  * JSON RPC 2.0 at /jrpc: JSON or MessagePack (by Content-Type, answered in
  * kind), single requests and batches, notifications (no id) answered with
  * 202 when nothing else is, and the GET form /jrpc?i=ID&m=METHOD&p=PARAMS.
- * It works on the bare request so that the hot path pays for nothing it
- * does not use (test/bench/README.md). What it gives is the answer; it
- * rejects only for what escapes (a bug: answered 500).
+ * It works on the bare request and response so that the hot path pays for
+ * nothing it does not use (test/bench/README.md); it rejects only for what
+ * escapes (a bug: answered 500).
  *
  * A browser can send a body cross-site without asking first only as
  * text/plain or a form: with an `Origin` (a browser's request) the body must
@@ -45,8 +41,8 @@ export interface JrpcLimits { maxBody: number; maxBatch: number; maxAnswer: numb
  */
 export function jrpcProcessor(dispatcher: Dispatcher, limits: JrpcLimits, eitherScheme: boolean) {
   const { maxBody, maxBatch, maxAnswer } = limits;
-  /** The answer to a request; rejects only for what escapes (a bug: answered 500). */
-  return async (req: IncomingMessage, ip: string, signal: (() => AbortSignal) | undefined): Promise<JrpcAnswer> => {
+  /** Answers a request. */
+  return async (req: IncomingMessage, res: ServerResponse, ip: string, signal: (() => AbortSignal) | undefined): Promise<void> => {
     let payload: unknown;
     let packed = false;
     if (req.method === 'POST') {
@@ -55,19 +51,19 @@ export function jrpcProcessor(dispatcher: Dispatcher, limits: JrpcLimits, either
       if (!packed && type !== 'application/json' && req.headers.origin !== undefined) {
         // refused before a byte of the body is read
         req.resume();
-        return answer(false, 415, rpcError(null, -32600, 'a JSON RPC body is application/json or application/msgpack'));
+        return reply(res, false, 415, rpcError(null, -32600, 'a JSON RPC body is application/json or application/msgpack'));
       }
       let raw: Buffer;
       try {
         raw = await readBody(req, maxBody);
       } catch (err) {
-        if (err instanceof BodyTooLarge) return answer(packed, 413, rpcError(null, -32600, 'request body too large'));
-        return answer(packed, 400, rpcError(null, -32700, 'parse error'));
+        if (err instanceof BodyTooLarge) return reply(res, packed, 413, rpcError(null, -32600, 'request body too large'));
+        return reply(res, packed, 400, rpcError(null, -32700, 'parse error'));
       }
       try {
         payload = packed ? decoder.decode(raw) : JSON.parse(raw.toString('utf8'));
       } catch {
-        return answer(packed, 400, rpcError(null, -32700, 'parse error'));
+        return reply(res, packed, 400, rpcError(null, -32700, 'parse error'));
       }
     } else if (req.method === 'GET') {
       const q = new URLSearchParams((req.url ?? '').split('?')[1] ?? '');
@@ -76,11 +72,11 @@ export function jrpcProcessor(dispatcher: Dispatcher, limits: JrpcLimits, either
         const p = q.get('p');
         if (p) params = JSON.parse(p);
       } catch {
-        return answer(false, 400, rpcError(null, -32700, 'parse error'));
+        return reply(res, false, 400, rpcError(null, -32700, 'parse error'));
       }
       payload = { jsonrpc: '2.0', method: q.get('m') ?? undefined, params, id: q.get('i') ?? undefined };
     } else {
-      return answer(false, 405, rpcError(null, -32600, `method ${req.method} not allowed`));
+      return reply(res, false, 405, rpcError(null, -32600, `method ${req.method} not allowed`));
     }
     const xkey = req.headers['x-auth-key'];
     const meta: CallMeta = {
@@ -89,7 +85,7 @@ export function jrpcProcessor(dispatcher: Dispatcher, limits: JrpcLimits, either
     };
     if (Array.isArray(payload)) {
       if (payload.length === 0 || payload.length > maxBatch) {
-        return answer(packed, 200, rpcError(null, -32600, payload.length ? `batch larger than ${maxBatch}` : 'empty batch'));
+        return reply(res, packed, 200, rpcError(null, -32600, payload.length ? `batch larger than ${maxBatch}` : 'empty batch'));
       }
       // the responses encoded as they come, within max_answer_size for the whole batch; a call whose answer waits
       // only for its write hands the write over and the next call runs at once; the writes are held back until
@@ -108,10 +104,13 @@ export function jrpcProcessor(dispatcher: Dispatcher, limits: JrpcLimits, either
         release();
       }
       const a = await out.settled();
-      return a.empty ? { status: 202 } : { status: 200, headers: packed ? MsgpackHeaders : JsonHeaders, body: a.body() };
+      // every request a notification: 202 with an empty body
+      if (a.empty) send(res, 202, NoCacheHeaders);
+      else sendPieces(res, 200, packed ? MsgpackHeaders : JsonHeaders, a.body());
+      return;
     }
     const r = await rpcCall(dispatcher, payload, meta);
-    // a notification: 202 with an empty body
-    return r ? { status: 200, headers: packed ? MsgpackHeaders : JsonHeaders, body: encodeResponse(packed, r, maxAnswer) } : { status: 202 };
+    if (r) send(res, 200, packed ? MsgpackHeaders : JsonHeaders, encodeResponse(packed, r, maxAnswer));
+    else send(res, 202, NoCacheHeaders);
   };
 }

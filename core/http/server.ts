@@ -20,7 +20,7 @@ import { Version } from '../defaults';
 import { directHandler, directRoute } from './direct';
 import { jrpcProcessor } from './jrpc';
 import { clientGone } from './gone';
-import { JsonHeaders, NoCacheHeaders, send, sendDirectError, sendJson, sendPieces } from './reply';
+import { JsonHeaders, NoCacheHeaders, send, sendDirectError, sendJson } from './reply';
 import { onFirstUse } from '../toolkit/lazy-module';
 import { rpcError } from '../rpc';
 import { HttpHooks } from './hooks';
@@ -104,7 +104,7 @@ export class HttpServer {
     this.hot = (req, res, done) => {
       const url = req.url ?? '/';
       if (url === '/jrpc' || url.startsWith('/jrpc?')) {
-        void answerJrpc(req, res, done);
+        answered(jrpc(req, res, clientIp(req), clientGone(req, res)), req, res, rpcInternal, done);
         return true;
       }
       if ((req.method === 'GET' || req.method === 'HEAD') && isHealth(url)) {
@@ -114,23 +114,15 @@ export class HttpServer {
       }
       const call = route(url);
       if (!call) return false;
-      direct(req, res, call).then(done, (err: unknown) => {
-        failed(req, res, directInternal, err);
-        done();
-      });
+      answered(direct(req, res, call), req, res, directInternal, done);
       return true;
     };
-    /** A JSON RPC request answered; what escapes is logged and answered 500; `done` once answered. */
-    const answerJrpc = async (req: http.IncomingMessage, res: http.ServerResponse, done: () => void) => {
-      try {
-        const a = await jrpc(req, clientIp(req), clientGone(req, res));
-        const b = a.body;
-        if (b === undefined || typeof b === 'string' || Buffer.isBuffer(b)) send(res, a.status, a.headers ?? NoCacheHeaders, b);
-        else sendPieces(res, a.status, a.headers ?? NoCacheHeaders, b);
-      } catch (err) {
-        failed(req, res, rpcInternal, err);
-      }
-      done();
+    /** `done` once a hot request is answered; what escapes its handler is logged and answered 500 (`internal`) */
+    const answered = (handled: Promise<void>, req: http.IncomingMessage, res: http.ServerResponse, internal: string, done: () => void) => {
+      handled.then(done, (err: unknown) => {
+        failed(req, res, internal, err);
+        done();
+      });
     };
     // what escapes a hot handler is logged and answered 500 without details, as Koa's errors are
     const rpcInternal = JSON.stringify(rpcError(null, 10, 'internal error'));

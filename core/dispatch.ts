@@ -10,11 +10,6 @@ import { LoginThrottle, webapiLimits } from './auth/throttle';
 import { RepeatLog } from './repeat-log';
 import type { ResolvedKey } from './auth/keys';
 
-/** Whether a result is a promise (or any thenable, as `await` sees one). */
-export function isThenable(v: unknown): v is PromiseLike<unknown> {
-  return typeof v === 'object' && v !== null && typeof (v as { then?: unknown }).then === 'function';
-}
-
 /** Where a call comes from, as a transport sees it. */
 export interface CallMeta {
   ip: string;
@@ -113,41 +108,27 @@ export class Dispatcher {
   }
 
   /**
-   * Run a call. The function's result comes back as the function gives it: a
-   * value when it answers at once, a promise when it waits — a function
-   * that answers at once goes through no promise at all (a promise and an
-   * await per layer cost a `test` call about 1 µs; test/bench/README.md).
-   * A failure is an ApiError, thrown, or rejected when the function waits.
+   * Run a call: its result, or its failure as an ApiError (rejected).
    */
-  call(name: string, params: Record<string, unknown>, meta: CallMeta): unknown {
+  async call(name: string, params: Record<string, unknown>, meta: CallMeta): Promise<unknown> {
     const started = performance.now();
     let fn = UNKNOWN_FUNCTION;
-    let out: unknown;
     let who: ResolvedKey | undefined;
     let call: Call;
+    let out: unknown;
     try {
       const decl = this.functions.get(name, meta.space);
       fn = decl.name;
       who = this.identify(params.k ?? meta.headerKey, meta.ip, meta.assign !== false);
       call = new Call(who, meta);
-      out = this.functions.invoke(decl, params, call);
+      out = await this.functions.invoke(decl, params, call);
     } catch (err) {
       // a wrong key past its free failures: the answer is held (the tarpit)
-      if (err instanceof KeyRefused && err.hold > 0) {
-        return this.throttle.hold(err.hold).then(() => { throw this.failed(name, fn, started, err, params, meta, who); });
-      }
+      if (err instanceof KeyRefused && err.hold > 0) await this.throttle.hold(err.hold);
       throw this.failed(name, fn, started, err, params, meta, who);
     }
-    if (!isThenable(out)) {
-      this.succeeded(call, params, meta, who, name, fn, started);
-      return out;
-    }
-    return Promise.resolve(out).then((r) => {
-      this.succeeded(call, params, meta, who, name, fn, started);
-      return r;
-    }, (err: unknown) => {
-      throw this.failed(name, fn, started, err, params, meta, who);
-    });
+    this.succeeded(call, params, meta, who, name, fn, started);
+    return out;
   }
 
   /**

@@ -1,4 +1,4 @@
-import { CallMeta, isThenable } from './dispatch';
+import type { CallMeta } from './dispatch';
 import { ApiError } from './errors';
 import { rpcResult } from './results';
 
@@ -32,14 +32,12 @@ export function rpcNotRun(req: unknown, code: number, message: string): RpcRespo
 
 /**
  * One JSON RPC 2.0 request object through the dispatcher, for every
- * transport that speaks JSON RPC (HTTP /jrpc, the MQTT API). The response,
- * or undefined for a notification (a request without id): at once when the
- * function answers at once, else a promise of it (Dispatcher.call).
- * `dispatcher.call` may also always return a promise (PluginContext.call).
+ * transport that speaks JSON RPC (HTTP /jrpc, the MQTT API): its response,
+ * or undefined for a notification (a request without id). Never rejects.
  */
-export function rpcCall(
-  dispatcher: { call(name: string, params: Record<string, unknown>, meta: CallMeta): unknown }, req: unknown, meta: CallMeta,
-): RpcResponse | undefined | Promise<RpcResponse | undefined> {
+export async function rpcCall(
+  dispatcher: { call(name: string, params: Record<string, unknown>, meta: CallMeta): Promise<unknown> }, req: unknown, meta: CallMeta,
+): Promise<RpcResponse | undefined> {
   if (!req || typeof req !== 'object' || Array.isArray(req)) return rpcError(null, -32600, 'invalid request');
   const { jsonrpc, method, params, id } = req as Record<string, unknown>;
   const notification = id === undefined || id === null;
@@ -48,30 +46,17 @@ export function rpcCall(
   if (jsonrpc !== '2.0' || !(typeof method === 'string' || noMethod(method)) || !idValid) {
     return rpcError(idValid ? id ?? null : null, -32600, 'invalid request');
   }
-  let out: unknown;
   try {
     if (params !== undefined && params !== null && (typeof params !== 'object' || Array.isArray(params))) {
       throw new ApiError('invalid_params', 'params must be an object');
     }
     // 3.3 answers a request without a method as a failed call (10), after the params check, before any other
     if (noMethod(method)) throw new ApiError('function_failed', 'API method not defined: the request has no method');
-    out = dispatcher.call(method, (params ?? {}) as Record<string, unknown>, meta);
+    const r = await dispatcher.call(method, (params ?? {}) as Record<string, unknown>, meta);
+    return notification ? undefined : { jsonrpc: '2.0', id, result: rpcResult(r) };
   } catch (err) {
-    return failed(notification, id, err);
+    if (notification) return undefined;
+    const e = err as ApiError;
+    return rpcError(id, e.code, e.message);
   }
-  // closures only for a call that waits: one answered at once makes none
-  if (isThenable(out)) return Promise.resolve(out).then((r) => done(notification, id, r), (err: unknown) => failed(notification, id, err));
-  return done(notification, id, out);
-}
-
-/** The response to a call that succeeded (none for a notification). */
-function done(notification: boolean, id: unknown, r: unknown): RpcResponse | undefined {
-  return notification ? undefined : { jsonrpc: '2.0', id, result: rpcResult(r) };
-}
-
-/** The response to a call that failed with an ApiError (none for a notification). */
-function failed(notification: boolean, id: unknown, err: unknown): RpcResponse | undefined {
-  if (notification) return undefined;
-  const e = err as ApiError;
-  return rpcError(id, e.code, e.message);
 }

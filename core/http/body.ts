@@ -15,41 +15,32 @@ export class BodyTooLarge extends Error {
 /**
  * Read a whole request body into one buffer, refusing (before reading, when
  * Content-Length says so, or as soon as the bytes pass it) more than `limit`
- * (BodyTooLarge). `done` is called once, with the body or the error: a
- * callback, not a promise, so that a call answered at once costs no promise
- * (the hot path, test/bench/README.md); readBody is the promise form.
+ * (BodyTooLarge).
  */
-export function onBody(req: IncomingMessage, limit: number, done: (err: Error | undefined, body?: Buffer) => void): void {
-  const declared = Number(req.headers['content-length']);
-  if (declared > limit) {
-    req.resume();
-    done(new BodyTooLarge(limit));
-    return;
-  }
-  let first: Buffer | undefined;
-  let chunks: Buffer[] | undefined;
-  let size = 0;
-  let settled = false;
-  const finish = (err: Error | undefined, body?: Buffer) => {
-    if (settled) return;
-    settled = true;
-    done(err, body);
-  };
-  // `on`, not `once`: a request ends once, and once's wrappers cost a hot call
-  req.on('data', (c: Buffer) => {
-    if (settled) return; // past the limit: the rest is read and dropped so the answer can be sent
-    size += c.length;
-    if (size > limit) finish(new BodyTooLarge(limit));
-    else if (!first) first = c;
-    else (chunks ??= [first]).push(c);
-  });
-  req.on('end', () => finish(undefined, chunks ? Buffer.concat(chunks, size) : first ?? Buffer.alloc(0)));
-  req.on('error', (err) => finish(err));
-}
-
-/** onBody as a promise. */
 export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => onBody(req, limit, (err, body) => (err ? reject(err) : resolve(body!))));
+  return new Promise((resolve, reject) => {
+    if (Number(req.headers['content-length']) > limit) {
+      req.resume();
+      reject(new BodyTooLarge(limit));
+      return;
+    }
+    let first: Buffer | undefined;
+    let chunks: Buffer[] | undefined;
+    let size = 0;
+    let settled = false;
+    // `on`, not `once`: a request ends once, and once's wrappers cost a hot call
+    req.on('data', (c: Buffer) => {
+      if (settled) return; // past the limit: the rest is read and dropped so the answer can be sent
+      size += c.length;
+      if (size > limit) {
+        settled = true;
+        reject(new BodyTooLarge(limit));
+      } else if (!first) first = c;
+      else (chunks ??= [first]).push(c);
+    });
+    req.on('end', () => resolve(chunks ? Buffer.concat(chunks, size) : first ?? Buffer.alloc(0)));
+    req.on('error', reject);
+  });
 }
 
 /** The media type of a request, lower case, without parameters. */

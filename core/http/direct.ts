@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import querystring from 'node:querystring';
-import { Dispatcher, isThenable } from '../dispatch';
+import type { Dispatcher } from '../dispatch';
 import { ApiError } from '../errors';
 import { ApiSpace } from '../functions';
 import { BodyTooLarge, mediaType, readBody, readMultipart } from './body';
@@ -109,37 +109,26 @@ export function directHandler(
     }
   };
 
-  /** Run the call and answer: at once when the function answers at once, else once it has. */
-  const run = (req: IncomingMessage, res: ServerResponse, route: DirectRoute, params: Params, headerKey: string | undefined): void | Promise<void> => {
+  /** Answers the call; rejects only for what escapes (a bug: answered 500). */
+  return async (req: IncomingMessage, res: ServerResponse, route: DirectRoute): Promise<void> => {
+    if (req.method !== 'GET' && req.method !== 'POST') {
+      if (!req.readableEnded) req.resume();
+      sendDirectError(res, 405, `method ${req.method} not allowed`);
+      return;
+    }
+    let params: Params = { ...querystring.parse(route.query) };
+    const xkey = req.headers['x-auth-key'];
+    const headerKey = typeof xkey === 'string' && xkey ? xkey : undefined;
     let result: unknown;
     try {
-      result = dispatcher.call(route.fn, params, {
+      if (req.method === 'POST') params = { ...params, ...await bodyParams(req, params, headerKey) };
+      result = await dispatcher.call(route.fn, params, {
         ip: clientIp(req), transport: 'direct', headers: req.headers, headerKey, space: route.space, signal: clientGone(req, res),
         assign: !foreignOrigin(req, eitherScheme),
       });
     } catch (err) {
       return failed(req, res, err);
     }
-    if (isThenable(result)) {
-      return Promise.resolve(result).then((r) => ok(res, r), (err: unknown) => failed(req, res, err));
-    }
     ok(res, result);
-  };
-
-  /** Answers the call; a promise only while something waits (a body, a function): a GET answered at once makes none. */
-  return (req: IncomingMessage, res: ServerResponse, route: DirectRoute): void | Promise<void> => {
-    if (req.method !== 'GET' && req.method !== 'POST') {
-      if (!req.readableEnded) req.resume();
-      sendDirectError(res, 405, `method ${req.method} not allowed`);
-      return;
-    }
-    const query: Params = { ...querystring.parse(route.query) };
-    const xkey = req.headers['x-auth-key'];
-    const headerKey = typeof xkey === 'string' && xkey ? xkey : undefined;
-    if (req.method === 'GET') return run(req, res, route, query, headerKey);
-    return bodyParams(req, query, headerKey).then(
-      (body) => run(req, res, route, { ...query, ...body }, headerKey),
-      (err: unknown) => failed(req, res, err),
-    );
   };
 }

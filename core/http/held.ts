@@ -43,24 +43,23 @@ export class HeldBatch {
   }
 
   /** The answer, once every write handed over settled. */
-  settled(): BatchAnswer | Promise<BatchAnswer> {
+  async settled(): Promise<BatchAnswer> {
     if (!this.writes.length) return this.out;
     let failed = false;
-    return Promise.all(this.writes.map(({ written, at }) => written.catch((err: unknown) => {
+    await Promise.all(this.writes.map(({ written, at }) => written.catch((err: unknown) => {
       if (at < 0) return;
       // the call's error (an ApiError: the dispatcher made it one) in place of its result
       const e = err as ApiError;
       const r = (this.log[at] as { r: RpcResponse }).r;
       this.log[at] = { r: rpcError(r.id, e.code, e.message) };
       failed = true;
-    }))).then(() => {
-      if (!failed) return this.out;
-      this.out = new BatchAnswer(this.packed, this.max);
-      for (const e of this.log) {
-        if ('notRun' in e) this.out.notRun(e.notRun);
-        else this.out.add(e.r);
-      }
-      return this.out;
-    });
+    })));
+    if (!failed) return this.out;
+    this.out = new BatchAnswer(this.packed, this.max);
+    for (const e of this.log) {
+      if ('notRun' in e) this.out.notRun(e.notRun);
+      else this.out.add(e.r);
+    }
+    return this.out;
   }
 }

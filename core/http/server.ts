@@ -20,7 +20,7 @@ import { Version } from '../defaults';
 import { directHandler, directRoute } from './direct';
 import { jrpcProcessor } from './jrpc';
 import { clientGone } from './gone';
-import { JsonHeaders, NoCacheHeaders, send, sendDirectError, sendJson, sendPieces } from './reply';
+import { JsonHeaders, NoCacheHeaders, send, sendDirectError, sendJson } from './reply';
 import { onFirstUse } from '../toolkit/lazy-module';
 import { rpcError } from '../rpc';
 import { HttpHooks } from './hooks';
@@ -70,7 +70,7 @@ export class HttpServer {
   private readonly upgraded = new Set<Duplex>();
   private readonly clientIp: (req: http.IncomingMessage) => string;
   /** runs a request now, or once its connection's unread answers are within max_unread */
-  private readonly gate: (req: http.IncomingMessage, res: http.ServerResponse, run: () => void) => void;
+  private readonly gate: (req: http.IncomingMessage, res: http.ServerResponse, run: (answered?: () => void) => void) => void;
 
   constructor(
     private readonly config: Config, private readonly paths: Paths, dispatcher: Dispatcher, logger: Logger,
@@ -104,15 +104,7 @@ export class HttpServer {
     this.hot = (req, res, done) => {
       const url = req.url ?? '/';
       if (url === '/jrpc' || url.startsWith('/jrpc?')) {
-        jrpc(req, clientIp(req), clientGone(req, res), (a) => {
-          const b = a.body;
-          if (b === undefined || typeof b === 'string' || Buffer.isBuffer(b)) send(res, a.status, a.headers ?? NoCacheHeaders, b);
-          else sendPieces(res, a.status, a.headers ?? NoCacheHeaders, b);
-          done();
-        }, (err) => {
-          failed(req, res, rpcInternal, err);
-          done();
-        });
+        answered(jrpc(req, res, clientIp(req), clientGone(req, res)), req, res, rpcInternal, done);
         return true;
       }
       if ((req.method === 'GET' || req.method === 'HEAD') && isHealth(url)) {
@@ -122,15 +114,15 @@ export class HttpServer {
       }
       const call = route(url);
       if (!call) return false;
-      let waiting: void | Promise<void> = undefined;
-      try {
-        waiting = direct(req, res, call);
-      } catch (err) {
-        failed(req, res, directInternal, err);
-      }
-      if (!waiting) done();
-      else void waiting.catch((err) => failed(req, res, directInternal, err)).finally(done);
+      answered(direct(req, res, call), req, res, directInternal, done);
       return true;
+    };
+    /** `done` once a hot request is answered; what escapes its handler is logged and answered 500 (`internal`) */
+    const answered = (handled: Promise<void>, req: http.IncomingMessage, res: http.ServerResponse, internal: string, done: () => void) => {
+      handled.then(done, (err: unknown) => {
+        failed(req, res, internal, err);
+        done();
+      });
     };
     // what escapes a hot handler is logged and answered 500 without details, as Koa's errors are
     const rpcInternal = JSON.stringify(rpcError(null, 10, 'internal error'));
@@ -198,17 +190,20 @@ export class HttpServer {
     // them here costs no listener per request
     const cb = (req: http.IncomingMessage, res: http.ServerResponse) => {
       // a response without its socket yet: an earlier answer of the connection is still unread
-      if (res.socket === null) this.gate(req, res, () => serve(req, res));
+      if (res.socket === null) this.gate(req, res, (answered) => serve(req, res, answered));
       else serve(req, res);
     };
-    const serve = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    /** `answered`: told once the answer is made (a request the unread gate held) */
+    const serve = (req: http.IncomingMessage, res: http.ServerResponse, answered?: () => void) => {
       if (this.state !== 'serving' && !isHealth(req.url ?? '/')) {
         res.writeHead(503, { ...JsonHeaders, 'Retry-After': '1', Connection: 'close' });
         res.end(JSON.stringify({ result: 'ERROR', _error: `controller is ${this.state}` }));
+        answered?.();
         return;
       }
       this.inflight++;
-      if (!this.hot(req, res, done)) void (this.koaCallback ??= this.koaApp().callback())(req, res).finally(done);
+      const end = answered ? () => { done(); answered(); } : done;
+      if (!this.hot(req, res, end)) void (this.koaCallback ??= this.koaApp().callback())(req, res).finally(end);
     };
     const done = () => {
       if (--this.inflight === 0) this.drained?.();

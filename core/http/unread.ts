@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
 /** A connection's requests that wait, and its answers made but not yet handed to the socket. */
-interface Waiting { runs: (() => void)[]; held: Set<ServerResponse> }
+interface Waiting { runs: (() => void)[]; held: Set<ServerResponse>; /** a waiting request was run and is not answered yet */ running: boolean }
 
 const State = Symbol('unread');
 type Tracked = Socket & { [State]?: Waiting };
@@ -32,12 +32,13 @@ export function unreadGate(max: number, maxWaiting: number) {
     return n;
   };
   const pump = (socket: Socket, w: Waiting): void => {
-    while (w.runs.length > 0 && unread(socket, w) <= max) w.runs.shift()!();
+    // one at a time: the next is run once this one's answer is made and counted
+    while (!w.running && w.runs.length > 0 && unread(socket, w) <= max) w.runs.shift()!();
   };
   const state = (socket: Tracked): Waiting => {
     let w = socket[State];
     if (w) return w;
-    const made: Waiting = { runs: [], held: new Set() };
+    const made: Waiting = { runs: [], held: new Set(), running: false };
     socket[State] = w = made;
     // less is unread once the socket's buffer empties or a waiting answer went out
     socket.on('drain', () => pump(socket, made));
@@ -47,8 +48,8 @@ export function unreadGate(max: number, maxWaiting: number) {
     });
     return w;
   };
-  /** Run the request now, or once what its connection left unread is within the bound. */
-  return (req: IncomingMessage, res: ServerResponse, run: () => void): void => {
+  /** Run the request now, or once what its connection left unread is within the bound; `run` calls `answered` once its answer is made. */
+  return (req: IncomingMessage, res: ServerResponse, run: (answered?: () => void) => void): void => {
     if (res.socket !== null) {
       run();
       return;
@@ -71,7 +72,11 @@ export function unreadGate(max: number, maxWaiting: number) {
         w.held.delete(res);
         pump(socket, w);
       });
-      run();
+      w.running = true;
+      run(() => {
+        w.running = false;
+        pump(socket, w);
+      });
     });
     pump(socket, w);
   };

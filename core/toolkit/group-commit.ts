@@ -10,6 +10,11 @@
  * create_user, set_cvar) is made in memory by the caller before it asks, and
  * gives an `undo`: when the write fails, the undos of its batch run (newest
  * first) before the next write starts, so no later write carries them.
+ *
+ * While a write hold is on (holdWrites: a JSON RPC batch dispatching its
+ * calls), a write asked for does not start: it starts once the last hold
+ * ends, carrying everything the held calls changed, unless the store says
+ * it already has a full write's worth waiting (`full`), which goes at once.
  */
 export class GroupCommit {
   /** the write under way (resolved when none) */
@@ -18,18 +23,47 @@ export class GroupCommit {
   private next: Promise<void> | undefined;
   private undos: (() => void)[] = [];
 
-  constructor(private readonly write: () => Promise<void>) {}
+  /** starts the write that waits for the holds to end (set only while one does) */
+  private gated: (() => void) | undefined;
+
+  /**
+   * `full`: the store has as much waiting as one write carries (its
+   * bounds): such a write is not held back.
+   */
+  constructor(private readonly write: () => Promise<void>, private readonly full?: () => boolean) {}
 
   /** Have the next write carry what changed so far; resolves once it is on disk, rejects (after the undo) when that write fails. */
   request(undo?: () => void): Promise<void> {
     if (undo) this.undos.push(undo);
     if (!groupCommit) return this.alone();
-    this.next ??= this.running.catch(() => {}).then(() => {
-      this.next = undefined;
-      this.running = this.commit(this.takeUndos());
-      return this.running;
-    });
+    const next = this.next;
+    if (next) {
+      // the write held back goes now (start() clears `next`: this request is in it all the same)
+      if (this.gated && this.full?.()) this.gated();
+      return next;
+    }
+    this.next = this.running.catch(() => {}).then(() => (holds === 0 || this.full?.() ? this.start() : this.whenReleased()));
     return this.next;
+  }
+
+  private start(): Promise<void> {
+    this.gated = undefined;
+    this.next = undefined;
+    this.running = this.commit(this.takeUndos());
+    return this.running;
+  }
+
+  /** The write, once the holds end (or its store is full). */
+  private whenReleased(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const go = () => {
+        if (this.gated !== go) return;
+        waiting.delete(go);
+        resolve(this.start());
+      };
+      this.gated = go;
+      waiting.add(go);
+    });
   }
 
   /** The newest write asked for: resolves once it is on disk, rejects when it failed; a later request does not prolong the wait. */
@@ -66,6 +100,35 @@ export class GroupCommit {
 }
 
 let groupCommit = true;
+
+/** write holds on now */
+let holds = 0;
+/** the writes held back, started when the last hold ends */
+const waiting = new Set<() => void>();
+
+/**
+ * Hold back every group commit's next write until the returned function is
+ * called: a caller that makes many changes in a row, awaiting between them
+ * (the calls of a JSON RPC batch), has them all carried by one write instead
+ * of the first going alone. Callers that change things meanwhile join the
+ * same write. A hold is bounded: it ends by itself once the event loop
+ * moves on (the holder waits for I/O or a timer: whatever it changed then
+ * goes), and a store with a full write's worth waiting writes anyway.
+ * Ending a hold twice is harmless.
+ */
+export function holdWrites(): () => void {
+  holds++;
+  let on = true;
+  const release = () => {
+    if (!on) return;
+    on = false;
+    clearImmediate(bound);
+    if (--holds > 0) return;
+    for (const go of [...waiting]) go();
+  };
+  const bound = setImmediate(release);
+  return release;
+}
 
 /**
  * Turn group commit off (every request writes on its own) or back on, for

@@ -86,19 +86,21 @@ function waiting(): Waiting {
  * the journal it holds is dropped) when the journal holds more item states
  * than FOLD_FLOOR or the number of items, on `save`, and at stop.
  *
- * Group commit: one write at a time (core/store/group-commit.ts). Changed
+ * Group commit: one write at a time (core/toolkit/group-commit.ts). Changed
  * items wait in `pending`, in the order they changed; a write takes them
  * from the front, up to its bounds (WriteBounds), and appends their states
  * as they are at that moment in one record with one fsync; what changed
  * meanwhile, or did not fit, waits for the next write, which follows at
- * once. Whatever arrives together (the calls of a JSON RPC batch, concurrent
- * callers) therefore shares one append and one fsync. A caller waits for the
+ * once. Whatever arrives together (the calls of a JSON RPC batch, which
+ * holds the write back until its last call ran, and concurrent callers)
+ * therefore shares one append and one fsync. A caller waits for the
  * write that carries its item (`store`), and a failed write rejects exactly
  * its own callers; its items go back to `pending`, carried by a later write.
  */
 export class ItemsFile {
   private readonly journal: Journal;
-  private readonly commits = new GroupCommit(() => this.commit());
+  /** a write hold (holdWrites) does not keep back a write with a full write's worth of states waiting */
+  private readonly commits = new GroupCommit(() => this.commit(), () => this.pending.size >= this.bounds.states);
   /** items changed in memory and not yet taken by a write, oldest first, with their waiting callers if any */
   private pending = new Map<string, Waiting | undefined>();
   /** pending items that callers wait for */

@@ -2,7 +2,7 @@ import test from 'ava';
 import path from 'node:path';
 import { spawnController, makeDir, Keys } from '../helpers/controller';
 import { until } from '../helpers/wait';
-import { readItemsState } from '../helpers/items-file';
+import { journalRecords, readItemsState } from '../helpers/items-file';
 
 const k = Keys.master;
 const ROUNDS = 5;
@@ -73,4 +73,23 @@ test('SIGKILL during concurrent JSON RPC batches of updates (db_update instant, 
   }
   t.log(`${batches} acknowledged batches of ${SENSORS * PER_SENSOR} updates over ${ROUNDS} kills`);
   t.true(batches >= ROUNDS * CLIENTS * 2);
+});
+
+test('SIGKILL right after a JSON RPC batch of updates is answered (db_update as by default): the batch was one journal append, and nothing of it is lost', async (t) => {
+  const N = 500;
+  const items: Record<string, object> = {};
+  for (let i = 0; i < N; i++) items[`sensor:g/s${i}`] = { status: 1, value: '0', t: 1 };
+  const dir = makeDir(t, { files: { 'runtime/uc_items.json': JSON.stringify({ version: 1, items }) } });
+  const itemsFile = path.join(dir, 'runtime', 'uc_items.json');
+  const child = await spawnController(t, dir, [], 60_000);
+  const body = Array.from({ length: N }, (_, i) => ({ jsonrpc: '2.0', method: 'update', params: { k, i: `sensor:g/s${i}`, v: `v${i}` }, id: i }));
+  const res = await fetch(`${child.url}/jrpc`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  const out = await res.json() as { result?: { ok: boolean } }[];
+  child.proc.kill('SIGKILL');
+  await child.exited;
+  t.true(out.length === N && out.every((x) => x.result?.ok === true));
+  const disk = readItemsState(itemsFile).items;
+  const lost = Array.from({ length: N }, (_, i) => i).filter((i) => disk[`sensor:g/s${i}`]?.value !== `v${i}`);
+  t.deepEqual(lost, [], 'every update of the answered batch on disk');
+  t.deepEqual(journalRecords(itemsFile).map((r) => r.states), [N], 'one journal record (one append, one fsync) for the whole batch');
 });

@@ -34,3 +34,23 @@ export function readItemsState(file: string): { items: Record<string, any>; segm
   }
   return { items, segments, doc };
 }
+
+/** The records of every journal segment of the items file, in order: their item states and payload bytes. */
+export function journalRecords(file: string): { states: number; bytes: number }[] {
+  const dir = path.dirname(file);
+  const prefix = `${path.basename(file)}.journal.`;
+  const out: { states: number; bytes: number }[] = [];
+  const segments = fs.readdirSync(dir).filter((n) => n.startsWith(prefix) && /^\d+$/.test(n.slice(prefix.length)))
+    .sort((a, b) => Number(a.slice(prefix.length)) - Number(b.slice(prefix.length)));
+  for (const name of segments) {
+    const data = fs.readFileSync(path.join(dir, name));
+    for (let at = 0; at + 8 <= data.length;) {
+      const len = data.readUInt32LE(at);
+      const payload = data.subarray(at + 8, at + 8 + len);
+      if (payload.length < len || zlib.crc32(payload) !== data.readUInt32LE(at + 4)) break;
+      out.push({ states: Object.keys(JSON.parse(payload.toString('utf8'))).length, bytes: len });
+      at += 8 + len;
+    }
+  }
+  return out;
+}

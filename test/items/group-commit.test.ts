@@ -1,11 +1,9 @@
 import 'reflect-metadata';
 import test from 'ava';
-import fs from 'node:fs';
 import path from 'node:path';
-import zlib from 'node:zlib';
 import { Dispatcher } from '../../core/dispatch';
 import { makeDir, Keys } from '../helpers/controller';
-import { readItemsState } from '../helpers/items-file';
+import { journalRecords, readItemsState } from '../helpers/items-file';
 import { startItemsController, ITEM_KEYS_INI } from '../helpers/items';
 
 /**
@@ -34,22 +32,7 @@ async function writes(url: string) {
   return { appends: figure('items_journal_appends_total'), states: figure('items_journal_states_total'), folds: figure('items_file_writes_total') };
 }
 
-/** The records of every journal segment: their item states and payload bytes. */
-function records(dir: string): { states: number; bytes: number }[] {
-  const rt = path.join(dir, 'runtime');
-  const out: { states: number; bytes: number }[] = [];
-  for (const name of fs.readdirSync(rt).filter((f) => /^uc_items\.json\.journal\.\d+$/.test(f)).sort()) {
-    const data = fs.readFileSync(path.join(rt, name));
-    for (let at = 0; at + 8 <= data.length;) {
-      const len = data.readUInt32LE(at);
-      const payload = data.subarray(at + 8, at + 8 + len);
-      if (payload.length < len || zlib.crc32(payload) !== data.readUInt32LE(at + 4)) break;
-      out.push({ states: Object.keys(JSON.parse(payload.toString('utf8'))).length, bytes: len });
-      at += 8 + len;
-    }
-  }
-  return out;
-}
+const records = (dir: string) => journalRecords(itemsFile(dir));
 
 const batch = (calls: [string, Record<string, unknown>][]) => calls.map(([method, params], id) => ({ jsonrpc: '2.0', method, params: { k, ...params }, id }));
 

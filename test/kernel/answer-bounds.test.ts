@@ -101,15 +101,15 @@ test('rpc.discover is made once and shared: the same bytes every call, made agai
 
   // one object for every call, not one made per call
   const meta = { ip: '127.0.0.1', transport: 'test', headers: {} };
-  const made = ctl.get(Dispatcher).call('rpc.discover', {}, meta);
-  t.is(ctl.get(Dispatcher).call('rpc.discover', {}, meta), made);
+  const made = await ctl.get(Dispatcher).call('rpc.discover', {}, meta);
+  t.is(await ctl.get(Dispatcher).call('rpc.discover', {}, meta), made);
 
   const functions = ctl.get(FunctionRegistry);
   functions.register('late', { name: 'late_fn', permission: 'any', params: {}, description: 'came late', handler: () => true });
   const after = await rpc(url, one);
   t.true(after.body.result.methods.some((m: any) => m.name === 'late_fn'));
   t.true((await rpc(url, one, true)).body.result.methods.some((m: any) => m.name === 'late_fn'), 'the MessagePack bytes are made again too');
-  t.not(ctl.get(Dispatcher).call('rpc.discover', {}, meta), made);
+  t.not(await ctl.get(Dispatcher).call('rpc.discover', {}, meta), made);
   functions.unregisterOwner('late');
   t.deepEqual((await rpc(url, one)).body.result, doc);
 });

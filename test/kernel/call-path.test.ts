@@ -3,32 +3,28 @@ import test from 'ava';
 import { encode, decode } from '@msgpack/msgpack';
 import { startController, Keys } from '../helpers/controller';
 import { ECHO_PLUGIN } from '../helpers/echo-plugin';
-import { Dispatcher, isThenable } from '../../core/dispatch';
+import { Dispatcher } from '../../core/dispatch';
 import { ApiError } from '../../core/errors';
 
 /**
- * A function that answers at once goes through the dispatcher, JSON RPC and
- * the hot HTTP path without a promise; one that waits still does. These
- * tests hold what that must not change: results, errors, order, metrics,
- * and answers that keep their own bytes.
+ * Calls that answer at once and calls that wait go one path (the
+ * dispatcher, JSON RPC, the hot HTTP path): results, errors, order,
+ * metrics, and answers that keep their own bytes.
  */
 const start = (t: any, ini = {}) => startController(t, { files: { 'plugins/echo.js': ECHO_PLUGIN }, ini });
 const k = Keys.master;
 const meta = { ip: '127.0.0.1', transport: 'test', headers: {} };
 
-test('Dispatcher.call gives what a function answers at once as it is and what waits as a promise; failures are thrown or rejected ApiErrors, and every call is counted', async (t) => {
+test('Dispatcher.call resolves with what a function answers, at once or once it waited; failures reject as ApiErrors, and every call is counted', async (t) => {
   const { ctl, url } = await start(t);
   const d = ctl.get(Dispatcher);
-  const now = d.call('echo', { k, s: 'x' }, meta) as { params: unknown };
-  t.false(isThenable(now));
+  const now = await d.call('echo', { k, s: 'x' }, meta) as { params: unknown };
   t.deepEqual(now.params, { s: 'x' }, 'k is the transport\'s, not a parameter of the function');
-  const later = d.call('hold', { k, ms: 1 }, meta);
-  t.true(isThenable(later));
-  t.deepEqual(await later, { released: true });
-  t.throws(() => d.call('fail', { k, kind: 'busy' }, meta), { instanceOf: ApiError, message: 'failed as busy' });
-  t.throws(() => d.call('boom', { k }, meta), { instanceOf: ApiError, message: 'function failed, see the controller log' });
-  t.throws(() => d.call('echo', { k, s: 'x', nope: 1 }, meta), { instanceOf: ApiError, message: 'unknown parameter: nope' });
-  t.throws(() => d.call('echo', { k: 'wrong' }, meta), { instanceOf: ApiError });
+  t.deepEqual(await d.call('hold', { k, ms: 1 }, meta), { released: true });
+  await t.throwsAsync(d.call('fail', { k, kind: 'busy' }, meta), { instanceOf: ApiError, message: 'failed as busy' });
+  await t.throwsAsync(d.call('boom', { k }, meta), { instanceOf: ApiError, message: 'function failed, see the controller log' });
+  await t.throwsAsync(d.call('echo', { k, s: 'x', nope: 1 }, meta), { instanceOf: ApiError, message: 'unknown parameter: nope' });
+  await t.throwsAsync(d.call('echo', { k: 'wrong' }, meta), { instanceOf: ApiError });
   const text = await (await fetch(`${url}/metrics`, { headers: { 'X-Auth-Key': k } })).text();
   const count = (fn: string, result: string) => Number(new RegExp(`^eva_api_calls_total\\{function="${fn}",result="${result}"\\} (\\d+)$`, 'm').exec(text)?.[1]);
   t.is(count('echo', 'ok'), 1);

@@ -15,6 +15,9 @@ const FIELDS = TextFields.length;
 /** What a row weighs for the byte bound besides its text: the id (a UUID, 36) and the two times (16). */
 export const FIXED_BYTES = 52;
 
+/** params texts held once at most (a flood of one call repeats one) */
+const SEEN = 256;
+
 /** slots a ring starts with; it doubles, up to its row bound, when a flood needs them */
 const INITIAL = 1024;
 
@@ -56,6 +59,8 @@ export class CallRing {
   bytes = 0;
   /** records dropped past the bounds (never handed to the table) */
   dropped = 0;
+  /** params texts of recent calls, each once */
+  private readonly seen = new Map<string, string>();
 
   constructor(private readonly maxRows: number, private readonly maxBytes: number) {
     this.cap = Math.min(maxRows, INITIAL);
@@ -71,6 +76,15 @@ export class CallRing {
   }
 
   push(t: number, tf: number, gw: string, ip: string | null, auth: string, u: string | null, ki: string | null, func: string, params: string, status: string): void {
+    if (params.length > 2) {
+      // a repeated text is held once: the call's own copy dies young instead of aging with the ring
+      const seen = this.seen.get(params);
+      if (seen !== undefined) params = seen;
+      else {
+        if (this.seen.size >= SEEN) this.seen.clear();
+        this.seen.set(params, params);
+      }
+    }
     if (this.count === this.cap) {
       if (this.cap < this.maxRows) this.grow();
       else this.drop();
@@ -98,7 +112,6 @@ export class CallRing {
   private drop(): void {
     const i = this.head;
     this.bytes -= this.weight[i];
-    this.text.fill(null, i * FIELDS, (i + 1) * FIELDS);
     this.head = i + 1 === this.cap ? 0 : i + 1;
     this.count--;
     this.dropped++;

@@ -68,7 +68,7 @@ test('records survive a restart (the user db); the stop writes the last ones', a
 });
 
 test('a flood: the buffer keeps the newest api_log_max_records, which replace the whole table at the next write', async (t) => {
-  const { client, dir } = await startController(t, { ini: { server: { keep_api_log: 3600, api_log_max_records: 5, api_log_write_interval: 3600 } } });
+  const { client, dir, url } = await startController(t, { ini: { server: { keep_api_log: 3600, api_log_max_records: 5, api_log_write_interval: 3600 } } });
   for (let i = 0; i < 3; i++) await client.ok('set_cvar', { ...m, i: `a${i}`, v: '1' });
   t.deepEqual((await client.ok('api_log_get', m)).map((r: any) => r.params), [0, 1, 2].map((i) => `{"i":"a${i}","v":"1"}`));
   for (let i = 0; i < 6; i++) await client.ok('set_cvar', { ...m, i: `b${i}`, v: '1' });
@@ -76,4 +76,7 @@ test('a flood: the buffer keeps the newest api_log_max_records, which replace th
   const want = [1, 2, 3, 4, 5].map((i) => `{"i":"b${i}","v":"1"}`);
   t.deepEqual((await client.ok('api_log_get', m)).map((r: any) => r.params), want);
   t.deepEqual(rowsOf(dir).map((r) => r.params), want);
+  // the two oldest never reached the table: counted
+  const metrics = await (await fetch(`${url}/metrics`, { headers: { 'X-Auth-Key': Keys.master } })).text();
+  t.regex(metrics, /^eva_api_log_dropped 2$/m);
 });

@@ -4,14 +4,14 @@ import path from 'node:path';
 import test from 'ava';
 import { ApiLogStore } from '../../plugins/sysapi/apilog/store';
 import { UserDb } from '../../plugins/sysapi/userdb';
-import type { ApiLogRecord } from '../../plugins/sysapi/apilog/table';
+import { batchOf, type ApiLogRecord } from '../../plugins/sysapi/apilog/ring';
 import { TableThread } from '../../plugins/sysapi/apilog/thread';
 import { SqliteFile } from '../../core/toolkit/sqlite-file';
 import { sqlite3 } from '../helpers/accounts';
 import { keepingLog, tmpDir } from '../helpers/history-db';
 
 const record = (i: number): ApiLogRecord => ({
-  id: '', t: Date.now() / 1000, tf: Date.now() / 1000, gw: 'http', ip: '127.0.0.1', auth: 'key', u: null, utp: null,
+  t: Date.now() / 1000, tf: Date.now() / 1000, gw: 'http', ip: '127.0.0.1', auth: 'key', u: null,
   ki: 'masterkey', func: 'test', params: `{"i":${i}}`, status: 'OK',
 });
 
@@ -68,10 +68,23 @@ test('the thread takes one batch at a time: a second while one is in flight is r
     db.close();
     return bytes;
   };
-  const job = async (records: ApiLogRecord[]) => ({ image: await image(), records, replaceAll: false, before: 0, maxRows: 2, maxBytes: 1 << 20 });
+  const job = async (records: ApiLogRecord[]) => ({ image: await image(), batch: batchOf(records), replaceAll: false, before: 0, maxRows: 2, maxBytes: 1 << 20 });
   const first = thread.run(await job([record(0), record(1), record(2)]));
   await t.throwsAsync(thread.run(await job([record(3)])), { message: /busy/ });
   t.is((await first).stored, 2, 'trimmed to maxRows in the thread');
   await t.throwsAsync(thread.run({ ...(await job([record(4)])), image: new TextEncoder().encode('not a database, not at all') }));
   t.is((await thread.run(await job([record(5)]))).stored, 1, 'the next batch is done');
+});
+
+test('a query waits for a write under way: the records it took are in the answer', async (t) => {
+  const { store } = await open(t);
+  store.add(record(0));
+  await store.write(); // the user db open, the thread holding its copy
+  store.add(record(1));
+  const writing = store.write();
+  // the write has taken record 1 from the ring and waits for the thread
+  await new Promise((resolve) => setImmediate(resolve));
+  t.is(store.buffered, 0);
+  t.deepEqual((await store.query({ filter: {} })).map((r) => r.params), ['{"i":0}', '{"i":1}']);
+  await writing;
 });

@@ -12,7 +12,8 @@ export const ApiLogSettings = {
   api_log_write_interval: seconds(5, 'how often new API call log records are written to the user db (a stop writes them too)', 0.1),
 };
 
-const HTTP_TRANSPORTS = new Set(['jrpc', 'direct']);
+/** performance.now() is counted from here (ms, Unix) */
+const TIME_ORIGIN = performance.timeOrigin;
 
 /**
  * api_log_get and the API call log (EVA ICS 3.3 `[server] keep_api_log`):
@@ -36,22 +37,16 @@ export const plugin = definePlugin({
     if (keep > 0) {
       // registered before the observer: at stop the observer goes first, then the last records are written
       ctx.onStop(() => store.close());
+      const ring = store.ring;
+      // the record's fields go into the ring's columns: no object per call
       ctx.onCall((fn, params, meta, who, started, error) => {
-        const http = HTTP_TRANSPORTS.has(meta.transport);
-        store.add({
-          id: '', // made when it reaches the table
-          t: (performance.timeOrigin + started) / 1000,
-          tf: (performance.timeOrigin + performance.now()) / 1000,
-          gw: http ? 'http' : meta.transport,
-          ip: http ? meta.ip : null,
-          auth: who?.token ? 'token' : 'key',
-          u: who?.user ?? null,
-          utp: null,
-          ki: who?.key.id ?? null,
-          func: fn.length > 128 ? fn.slice(0, 128) : fn,
-          params: summarize(fn, params),
-          status: error ? StatusNames[error.kind] : 'OK',
-        });
+        const tr = meta.transport;
+        const http = tr === 'jrpc' || tr === 'direct';
+        ring.push(
+          (TIME_ORIGIN + started) / 1000, (TIME_ORIGIN + performance.now()) / 1000, http ? 'http' : tr, http ? meta.ip : null,
+          who?.token ? 'token' : 'key', who?.user ?? null, who?.key.id ?? null, fn.length > 128 ? fn.slice(0, 128) : fn,
+          summarize(fn, params), error ? StatusNames[error.kind] : 'OK',
+        );
       });
       ctx.interval(() => { if (store.due(Date.now())) void store.write(); }, s.api_log_write_interval * 1000);
       // rows aged while the controller was stopped go at once

@@ -8,6 +8,7 @@ const MAX_STRING = 100;
 /** deeper values are kept as one word: the cost of a call's record stays bounded */
 const MAX_DEPTH = 4;
 const HIDDEN = '<hidden>';
+const NONE = '{}';
 
 /**
  * Parameters that are secrets, by function: the 3.3 list (create_user p,
@@ -50,6 +51,15 @@ function value(v: unknown, depth: number): unknown {
 
 /** The record's `params`: JSON of what may be kept, at most MAX_PARAMS characters (as 3.3, it may end cut). */
 export function summarize(fn: string, params: Record<string, unknown>): string {
+  // most calls have no parameter but the key: one shared text, nothing made
+  let any = false;
+  for (const name in params) {
+    if (name !== 'k') {
+      any = true;
+      break;
+    }
+  }
+  if (!any) return NONE;
   let out = '{';
   for (const name in params) {
     if (name === 'k') continue;

@@ -1,16 +1,6 @@
 import crypto from 'node:crypto';
 import type { SqliteFile } from '../../../core/toolkit/sqlite-file';
-
-/**
- * One API call as the log keeps it (EVA ICS 3.3's api_log row); times in
- * Unix seconds. `id` (a UUID, as 3.3) is made when the record reaches the
- * table: most of the cost of a record a call makes, and under a flood most
- * records never get there (the bounds drop them first).
- */
-export interface ApiLogRecord {
-  id: string; t: number; tf: number; gw: string; ip: string | null; auth: string; u: string | null; utp: string | null;
-  ki: string | null; func: string; params: string; status: string;
-}
+import { FIXED_BYTES, TextFields, type Batch } from './ring';
 
 /** Table api_log of the user db, with the columns and types EVA ICS 3.3 made, so either reads the other's file. */
 export const ApiLogColumns: [string, string][] = [
@@ -20,13 +10,7 @@ export const ApiLogColumns: [string, string][] = [
 ];
 const COLUMNS = ApiLogColumns.map(([n]) => n);
 
-const ID_LENGTH = 36;
-
-/** What a row weighs for the byte bound: its text plus 16 for the two times. */
-export function rowBytes(r: ApiLogRecord): number {
-  return 16 + ID_LENGTH + r.gw.length + (r.ip?.length ?? 0) + r.auth.length + (r.u?.length ?? 0) + (r.utp?.length ?? 0)
-    + (r.ki?.length ?? 0) + r.func.length + r.params.length + r.status.length;
-}
+/** What a row weighs for the byte bound: its text plus 16 for the two times (CallRing counts the same as the row is recorded). */
 const ROW_BYTES_SQL = `16 + ${COLUMNS.filter((c) => c !== 't' && c !== 'tf').map((c) => `ifnull(length(${c}), 0)`).join(' + ')}`;
 
 /** The fields a filter (api_log_get f) may name; `params` matches a part of the text. */
@@ -35,50 +19,131 @@ export type Filter = Partial<Record<(typeof FilterFields)[number], string | numb
 
 export interface Query { start?: number; end?: number; limit?: number; filter: Filter }
 
-/** A value as an SQL literal (NUL cannot pass through sql.js's C string: it goes). */
-function literal(v: string | number | null): string {
-  if (v === null) return 'NULL';
-  if (typeof v === 'number') return Number.isFinite(v) ? String(v) : 'NULL';
-  return `'${v.replace(/\0/g, '').replace(/'/g, "''")}'`;
-}
+const FIELDS = TextFields.length;
+/** values bound per row: id, t, tf and the text fields */
+const PER_ROW = 3 + FIELDS;
+/** id, t, tf, then TextFields in their order (utp, which nothing sets, NULL) */
+const ROW = '(?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?)';
+const INSERT = 'INSERT OR REPLACE INTO api_log (id, t, tf, gw, ip, auth, u, utp, ki, func, params, status) VALUES ';
+/** rows per statement: sql.js costs per step as well as per bound value */
+const ROWS_PER_STEP = 32;
 
-/** rows per INSERT statement: sql.js costs per statement and per bound value, so a batch is a few long statements of literals */
-const ROWS_PER_STATEMENT = 100;
+/** NUL cannot be matched in SQLite text (length() and LIKE stop at it): it goes. */
+const noNul = (s: string) => (s.includes('\0') ? s.replace(/\0/g, '') : s);
 
-/** Add records, in one transaction. */
-export function insert(db: SqliteFile, records: readonly ApiLogRecord[]): void {
-  db.run('BEGIN');
-  try {
-    for (let i = 0; i < records.length; i += ROWS_PER_STATEMENT) {
-      let sql = `INSERT OR REPLACE INTO api_log (${COLUMNS.join(', ')}) VALUES `;
-      const end = Math.min(records.length, i + ROWS_PER_STATEMENT);
-      for (let j = i; j < end; j++) {
-        const r = records[j];
-        if (!r.id) r.id = crypto.randomUUID();
-        sql += `${j > i ? ',' : ''}(${literal(r.id)},${literal(r.t)},${literal(r.tf)},${literal(r.gw)},${literal(r.ip)},${literal(r.auth)},`
-          + `${literal(r.u)},${literal(r.utp)},${literal(r.ki)},${literal(r.func)},${literal(r.params)},${literal(r.status)})`;
+/**
+ * Table api_log of one user db (the log's thread's copy, or the
+ * controller's own when the batch is redone there): batches go in with
+ * prepared statements, and it keeps what it knows of the table (rows,
+ * weight, the oldest time) so that a trim runs only the deletes that can
+ * delete something.
+ */
+export class ApiLogTable {
+  /** rows in the table; -1: not known (counted when needed) */
+  private rows = -1;
+  /** their weight for the byte bound (at least); -1: not known */
+  private bytes = -1;
+  /** no row is older than this (Unix seconds) */
+  private oldest = -Infinity;
+
+  constructor(readonly db: SqliteFile) {}
+
+  /** Every row goes (a batch that alone fills the table). */
+  clear(): void {
+    this.db.run('DELETE FROM api_log');
+    this.rows = 0;
+    this.bytes = 0;
+    this.oldest = Infinity;
+  }
+
+  /** Add records `from`..`to` of a batch, in one transaction; each gets its id (a UUID, as 3.3) here. */
+  insert(b: Batch, from = 0, to = b.n): void {
+    if (to <= from) return;
+    const strings = b.strings.map(noNul);
+    const sql = this.db.db;
+    sql.run('BEGIN');
+    const many = to - from >= ROWS_PER_STEP ? sql.prepare(INSERT + new Array(ROWS_PER_STEP).fill(ROW).join(', ')) : undefined;
+    const one = sql.prepare(INSERT + ROW);
+    try {
+      const values = new Array<string | number | null>(ROWS_PER_STEP * PER_ROW);
+      const row = new Array<string | number | null>(PER_ROW);
+      const fill = (out: (string | number | null)[], at: number, r: number) => {
+        out[at] = crypto.randomUUID();
+        out[at + 1] = b.t[r];
+        out[at + 2] = b.tf[r];
+        for (let f = 0; f < FIELDS; f++) {
+          const id = b.ids[r * FIELDS + f];
+          out[at + 3 + f] = id < 0 ? null : strings[id];
+        }
+      };
+      let r = from;
+      if (many) {
+        for (; r + ROWS_PER_STEP <= to; r += ROWS_PER_STEP) {
+          for (let j = 0; j < ROWS_PER_STEP; j++) fill(values, j * PER_ROW, r + j);
+          many.run(values);
+        }
       }
-      db.db.exec(sql);
+      for (; r < to; r++) {
+        fill(row, 0, r);
+        one.run(row);
+      }
+      sql.run('COMMIT');
+    } catch (err) {
+      sql.run('ROLLBACK');
+      this.rows = this.bytes = -1;
+      throw err;
+    } finally {
+      many?.free();
+      one.free();
     }
-    db.run('COMMIT');
-  } catch (err) {
-    db.run('ROLLBACK');
-    throw err;
+    if (this.rows >= 0) this.rows += to - from;
+    if (this.bytes >= 0) this.bytes += to - from === b.n ? b.bytes : weigh(b, from, to);
+    for (let r = from; r < to; r++) if (b.t[r] < this.oldest) this.oldest = b.t[r];
+  }
+
+  /**
+   * Trim: records older than `before` (Unix seconds; 0: none by age), then
+   * the oldest (by the order they were added) while more than `maxRows` or
+   * `maxBytes` remain. Returns the rows left.
+   */
+  trim(before: number, maxRows: number, maxBytes: number): number {
+    const db = this.db;
+    if (before > 0 && this.oldest < before) {
+      db.run('DELETE FROM api_log WHERE t < ?', [before]);
+      if (db.db.getRowsModified() > 0) this.rows = this.bytes = -1;
+      this.oldest = before;
+    }
+    if (this.rows < 0 || this.rows > maxRows) {
+      db.run('DELETE FROM api_log WHERE rowid <= (SELECT rowid FROM api_log ORDER BY rowid DESC LIMIT 1 OFFSET ?)', [maxRows]);
+      if (db.db.getRowsModified() > 0) {
+        this.rows = maxRows;
+        this.bytes = -1;
+      }
+    }
+    if (this.bytes < 0) this.bytes = Number(db.rows(`SELECT ifnull(sum(${ROW_BYTES_SQL}), 0) AS n FROM api_log`)[0].n);
+    if (this.bytes > maxBytes) {
+      // the newest row whose running total of bytes (from the newest back) passes the bound: it and every older one go
+      db.run(`DELETE FROM api_log WHERE rowid <= (SELECT rowid FROM (SELECT rowid, sum(${ROW_BYTES_SQL}) OVER (ORDER BY rowid DESC) AS acc FROM api_log)
+        WHERE acc > ? ORDER BY rowid DESC LIMIT 1)`, [maxBytes]);
+      this.rows = -1;
+      this.bytes = Number(db.rows(`SELECT ifnull(sum(${ROW_BYTES_SQL}), 0) AS n FROM api_log`)[0].n);
+    }
+    if (this.rows < 0) this.rows = Number(db.rows('SELECT count(*) AS n FROM api_log')[0].n);
+    return this.rows;
   }
 }
 
-/**
- * Trim: records older than `before` (Unix seconds; 0: none by age), then the
- * oldest (by the order they were added) while more than `maxRows` or
- * `maxBytes` remain. Returns the rows left.
- */
-export function trim(db: SqliteFile, before: number, maxRows: number, maxBytes: number): number {
-  if (before > 0) db.run('DELETE FROM api_log WHERE t < ?', [before]);
-  db.run('DELETE FROM api_log WHERE rowid <= (SELECT rowid FROM api_log ORDER BY rowid DESC LIMIT 1 OFFSET ?)', [maxRows]);
-  // the newest row whose running total of bytes (from the newest back) passes the bound: it and every older one go
-  db.run(`DELETE FROM api_log WHERE rowid <= (SELECT rowid FROM (SELECT rowid, sum(${ROW_BYTES_SQL}) OVER (ORDER BY rowid DESC) AS acc FROM api_log)
-    WHERE acc > ? ORDER BY rowid DESC LIMIT 1)`, [maxBytes]);
-  return Number(db.rows('SELECT count(*) AS n FROM api_log')[0].n);
+/** The weight of records `from`..`to` of a batch (as CallRing counts it). */
+function weigh(b: Batch, from: number, to: number): number {
+  let n = 0;
+  for (let r = from; r < to; r++) {
+    n += FIXED_BYTES;
+    for (let f = 0; f < FIELDS; f++) {
+      const id = b.ids[r * FIELDS + f];
+      if (id >= 0) n += b.strings[id].length;
+    }
+  }
+  return n;
 }
 
 /** Records by time (oldest first); with `limit`, the newest that many (3.3's api_log_get). */

@@ -1,24 +1,35 @@
 import { parentPort } from 'node:worker_threads';
 import { SqliteFile } from '../../../core/toolkit/sqlite-file';
-import { insert, trim } from './table';
+import { ApiLogTable } from './table';
 import type { TableJob, TableDone } from './thread';
 
 /**
- * The API call log's thread: it takes a copy of the user db, puts a batch of
- * records into its table api_log, trims it and hands the copy back. sql.js
- * costs several µs per inserted row; here it costs the calls nothing.
+ * The API call log's thread: it holds a copy of the user db, puts a batch
+ * of records into its table api_log, trims it and hands the bytes back,
+ * keeping the copy for the next batch (which brings new bytes only when
+ * the controller's user db changed meanwhile). sql.js costs a few µs per
+ * inserted row; here it costs the calls nothing.
  */
+let table: ApiLogTable | undefined;
+
 async function run(job: TableJob): Promise<TableDone> {
-  const db = await SqliteFile.image(job.image);
+  if (job.image) {
+    table?.db.close();
+    table = undefined;
+    table = new ApiLogTable(await SqliteFile.image(job.image));
+  }
+  if (!table) throw new Error('no copy of the user db');
   try {
     // the batch alone fills the table (a flood): every stored row would be trimmed, one statement ends them all
-    if (job.replaceAll) db.run('DELETE FROM api_log');
-    if (job.records.length > 0) insert(db, job.records);
-    const stored = trim(db, job.before, job.maxRows, job.maxBytes);
-    const image = db.db.export();
-    return { image, stored };
-  } finally {
-    db.close();
+    if (job.replaceAll) table.clear();
+    table.insert(job.batch);
+    const stored = table.trim(job.before, job.maxRows, job.maxBytes);
+    return { image: table.db.db.export(), stored };
+  } catch (err) {
+    // the next batch brings the controller's bytes
+    table.db.close();
+    table = undefined;
+    throw err;
   }
 }
 

@@ -1,4 +1,4 @@
-import type { Subject } from '../contract';
+import type { Subject } from '../notifier-type';
 
 /**
  * What an event holds besides its variable texts: the object, its keys, the

@@ -210,6 +210,28 @@ test('dead letters are bounded in count and bytes: the oldest go, counted', asyn
   await until('outbox empty', async () => (await outboxOf(again.client)).held === 0);
 });
 
+(root ? test : test.skip)('a refused write gives its seqs back: the next events follow the held ones without a hole', async (t) => {
+  const dir = path.join(makeDir(t), 'mnt');
+  mountSmall(t, dir, '1m');
+  const file = path.join(dir, 'outbox', 'x');
+  const stored: number[] = [];
+  let refused = 0;
+  const box = new Outbox(file, (b) => stored.push(...b.map((x) => x.seq)), (n) => { refused += n; });
+  box.open();
+  for (let i = 0; i < 3; i++) box.accept('state', { i });
+  await box.flush();
+  t.deepEqual(stored, [1, 2, 3]);
+  const filler = fill(dir);
+  for (let i = 0; i < 5; i++) box.accept('state', { i, pad: 'p'.repeat(4096) });
+  await box.flush();
+  t.is(refused, 5, 'the write on the full disk is refused');
+  fs.rmSync(filler);
+  box.accept('state', { i: 'after' });
+  await box.flush();
+  t.deepEqual(stored, [1, 2, 3, 4], 'the refused events took no seq');
+  await box.close();
+});
+
 test('a backlog goes out in full frames, not one per outbox write', async (t) => {
   const rcv = await Receiver.start(t);
   await rcv.close();

@@ -169,7 +169,8 @@ export class Outbox {
   /** Accept an event: written with whatever else arrives meanwhile; `stored` or `refused` tells the outcome. */
   accept(subject: Subject, event: unknown): void {
     if (this.closed) return;
-    this.buffer.a.push([this.nextSeq++, subject, event, Date.now()]);
+    // its seq comes with the write that holds it (see writeAll)
+    this.buffer.a.push([0, subject, event, Date.now()]);
     this.schedule();
   }
 
@@ -259,6 +260,11 @@ export class Outbox {
       this.inWrite = b.a.length;
       let compacted: Awaited<ReturnType<Journal['rotateAsync']>> | undefined;
       let tuples = b.a.length;
+      // Seqs are handed out here, not on accept, so that a refused write
+      // gives its seqs back: a disk full for hours would otherwise leave a
+      // hole per refused event between the held ones (writes never overlap).
+      const firstSeq = this.nextSeq;
+      for (const a of b.a) a[0] = this.nextSeq++;
       try {
         if (this.compactDue()) compacted = await this.journal.rotateAsync().catch(() => undefined);
         // one stringify for the whole write (one per event cost a call, a string and a join each)
@@ -281,6 +287,7 @@ export class Outbox {
         await compacted?.syncDir?.();
       } catch (err) {
         this.inWrite = 0;
+        this.nextSeq = firstSeq;
         // nothing of this write is on disk: its events were never accepted, its frames not recorded
         for (const f of b.f) this.frames.delete(f[0]);
         for (const w of b.waiters) w.reject(err);

@@ -288,6 +288,7 @@ test('primary host: nothing while it is offline, births when it comes online, th
   await c.ok('update', { i: 'sensor:g1/temp', v: '11' });
   await until('stored again', async () => (await stats(c.client, c.k, 'sp')).stored_now === 2);
   t.deepEqual(host.kinds(n).filter((k) => k !== 'NDEATH'), []);
+  t.is(host.kinds(n).length, 1, 'one NDEATH: the DISCONNECT made the broker drop the will');
 
   // online again: born with the next bdSeq, then what was stored, historical
   const m = host.messages.length;

@@ -327,27 +327,33 @@ export class Connection {
     });
   }
 
-  async stop(): Promise<void> {
+  /**
+   * `clean`: end with a DISCONNECT, so that the broker drops the will (a
+   * Sparkplug node that has published its own NDEATH); otherwise the socket
+   * is closed and the broker publishes the will, if any.
+   */
+  async stop(opts: { clean?: boolean } = {}): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
     this.timer = undefined;
     for (const w of this.waiters.splice(0)) w();
     const client = this.client;
     if (!client) return;
-    if (this.s.protocol === 5 && this.s.sessionExpiry > 0) return this.endSession(client);
+    if (this.s.protocol === 5 && this.s.sessionExpiry > 0) return this.endClean(client, { sessionExpiryInterval: 0 });
+    if (opts.clean) return this.endClean(client);
     // forced: a broker that is away must not hold the stop; pending publications fail
     await new Promise<void>((resolve) => client.end(true, {}, () => resolve()));
   }
 
   /**
-   * The stop of a connection with a session ends the session at the broker:
-   * the next start connects under a new client id, so nothing would ever
-   * take what the broker kept for this one. Publications in flight fail (as
-   * a forced end fails them without a session), then a DISCONNECT with a
-   * session expiry of 0 says so (MQTT 5, 3.14.2.2.2); a broker that does not
-   * take it within the timeout has the socket closed under it.
+   * A stop with a DISCONNECT. With a session, it ends the session at the
+   * broker: the next start connects under a new client id, so nothing would
+   * ever take what the broker kept for this one (a session expiry of 0,
+   * MQTT 5, 3.14.2.2.2). Publications in flight fail (as a forced end fails
+   * them); a broker that does not take the DISCONNECT within the timeout has
+   * the socket closed under it.
    */
-  private async endSession(client: MqttClient): Promise<void> {
+  private async endClean(client: MqttClient, properties?: { sessionExpiryInterval: number }): Promise<void> {
     for (const [id, pending] of Object.entries(client.outgoing)) {
       delete client.outgoing[Number(id)];
       if (typeof pending.cb === 'function') pending.cb(new NotConnected());
@@ -358,7 +364,7 @@ export class Connection {
     }
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => client.stream.destroy(), this.s.timeout * 1000);
-      client.end(false, { properties: { sessionExpiryInterval: 0 } }, () => { clearTimeout(timer); resolve(); });
+      client.end(false, properties ? { properties } : {}, () => { clearTimeout(timer); resolve(); });
     });
   }
 }

@@ -442,9 +442,9 @@ export class SparkplugNode implements Endpoint {
   private async leave(): Promise<void> {
     if (this.stopped || this.hostOnline) return;
     const old = this.conn;
-    await this.death(old);
+    const died = await this.death(old);
     this.stats.host_offline_disconnects++;
-    await old.stop();
+    await old.stop({ clean: died });
     if (this.stopped) return;
     const receiving = old.receiving;
     this.conn = this.newConnection();
@@ -454,12 +454,12 @@ export class SparkplugNode implements Endpoint {
 
   /**
    * NDEATH published by the node itself before it closes a connection on
-   * purpose (the connection is then cut, so the broker may publish the will
-   * as well: the same bdSeq, which a host takes as the same death).
+   * purpose; the connection then ends with a DISCONNECT, so the broker drops
+   * the will (had the NDEATH failed, a cut link makes the broker send it).
    */
-  private async death(conn: Connection): Promise<void> {
-    if (!conn.connected) return;
-    await conn.publish(this.topic('NDEATH'), this.deathPayload(), 1).then(() => { this.stats.deaths++; }, () => undefined);
+  private async death(conn: Connection): Promise<boolean> {
+    if (!conn.connected) return false;
+    return conn.publish(this.topic('NDEATH'), this.deathPayload(), 1).then(() => { this.stats.deaths++; return true; }, () => false);
   }
 
   private refuse(why: string): void {
@@ -566,8 +566,9 @@ export class SparkplugNode implements Endpoint {
     clearTimeout(this.rebirthTimer);
     this.unwatch?.();
     // a death certificate of our own
-    await this.run(() => this.death(this.conn)).catch(() => undefined);
-    await this.conn.stop();
+    let died = false;
+    await this.run(async () => { died = await this.death(this.conn); }).catch(() => undefined);
+    await this.conn.stop({ clean: died });
   }
 
   async test(signal: AbortSignal): Promise<void> {

@@ -36,6 +36,8 @@ const N = Number(process.env.BENCH_MQTT_N ?? 30_000);
 const SUBSCRIBER_TIMEOUT_MS = 120_000;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const V5 = mqttProtocol() === '5';
+/** QoS 1 publications of the raw loop awaiting their acknowledgement, at most */
+const MAX_IN_FLIGHT = 60_000;
 
 /** The subscriber child: counts `n` value messages under `filter`, prints READY, then DONE <epoch ms of the last> <count>. */
 async function subscriberMain(port: number, filter: string, n: number, qos: 0 | 1): Promise<void> {
@@ -101,9 +103,21 @@ async function rawLoop(broker: Broker, space: string, qos: 0 | 1): Promise<void>
   const acks: Promise<unknown>[] = [];
   // over MQTT 5, what the notifier adds to each state message
   const opts = V5 ? { qos, retain: true, properties: { userProperties: { space, subject: 'state' } } } : { qos, retain: true };
+  // mqtt.js hands out message ids 1–65535 in turn without checking which are
+  // still in flight: past that many unacknowledged, a reused id loses the
+  // earlier publication's acknowledgement and the loop would wait for ever
+  let inFlight = 0;
+  let freed: (() => void) | undefined;
   const send = async (topic: string, payload: string) => {
     if (qos > 0) {
-      acks.push(client.publishAsync(topic, payload, opts));
+      if (inFlight >= MAX_IN_FLIGHT) await new Promise<void>((r) => { freed = r; });
+      inFlight++;
+      acks.push(client.publishAsync(topic, payload, opts).finally(() => {
+        inFlight--;
+        const f = freed;
+        freed = undefined;
+        f?.();
+      }));
       return;
     }
     client.publish(topic, payload, opts);

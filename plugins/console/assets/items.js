@@ -116,8 +116,11 @@ Object.assign(Pages, {
     page.append(cards, chart);
     listen('state', put);
     listen('action', (a) => {
-      for (const out of cards.querySelectorAll('.progress[data-uuid]')) if (out.dataset.uuid === a.uuid) showAction(out, a);
-      if (!actions.has(a.uuid)) actions.set(a.uuid, a);
+      let shown = false;
+      for (const out of cards.querySelectorAll('.progress[data-uuid]')) if (out.dataset.uuid === a.uuid) { showAction(out, a); shown = true; }
+      // before the call's answer: keep the furthest status seen, not the first (all of them may come first)
+      const had = actions.get(a.uuid);
+      if (!shown && (!had || ActionOrder.indexOf(a.status) > ActionOrder.indexOf(had.status))) actions.set(a.uuid, a);
       if (actions.size > 200) actions.delete(actions.keys().next().value);
     });
     const states = await api('state', {});

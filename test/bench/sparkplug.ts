@@ -29,7 +29,8 @@ import { DataType, decodePayload, encodeProtobufjsObject, encodeWithProtobufjs, 
  *   Target under a second.
  *
  *   node dist/test/bench/sparkplug.js     (BENCH_SP_BATCHES, default 200; BENCH_ROUNDS, default 3;
- *   BENCH_SP_PROFILE=file.cpuprofile: a CPU profile of the node's rounds after the warm-up, nothing else)
+ *   BENCH_SP_LAYOUT=group or item: that layout only; BENCH_SP_PROFILE=file.cpuprofile: a CPU profile from the first
+ *   measured round on, with the time windows of the node's rounds in the file)
  */
 const BATCHES = Number(process.env.BENCH_SP_BATCHES ?? 200);
 const PROFILE = process.env.BENCH_SP_PROFILE;
@@ -68,7 +69,7 @@ async function startProfiler() {
     mark: () => { windows.push(Number(process.hrtime.bigint() / 1000n)); },
     async stop(file: string) {
       const { profile } = await post('Profiler.stop');
-      fs.writeFileSync(file, JSON.stringify({ ...profile, windows: windows.slice(2) }));
+      fs.writeFileSync(file, JSON.stringify({ ...profile, windows }));
       session.disconnect();
     },
   };
@@ -124,6 +125,8 @@ const LAYOUTS: Layout[] = [
   { id: 'sp', node: 'n1', devices: 'group', what: 'devices = group: a batch of 1 000 updates of one group, one DDATA of 1 000 metrics' },
   { id: 'spi', node: 'n2', devices: 'item', what: 'devices = item: a batch of 1 000 updates of 1 000 items, 1 000 DDATA of one metric' },
 ];
+/** the layouts measured: BENCH_SP_LAYOUT=group or item, one of them; every one by default */
+const RUN = LAYOUTS.filter((l) => !process.env.BENCH_SP_LAYOUT || l.devices === process.env.BENCH_SP_LAYOUT);
 
 async function main(): Promise<void> {
   const cleanup: (() => unknown)[] = [];
@@ -172,8 +175,8 @@ async function main(): Promise<void> {
 
     /** per layout: CPU seconds of this process (every thread) per message of the node, the pre-encoded raw loop and the encoding raw loop, per round */
     const cpuPerMessage = new Map<Layout, { node: number; raw: number; enc: number; updates: number }[]>();
-    for (const [li, layout] of LAYOUTS.entries()) {
-      if (li > 0) {
+    for (const [li, layout] of RUN.entries()) {
+      if (layout !== LAYOUTS[0]) {
         // this layout's node alone, born, and its births over
         for (const l of LAYOUTS) if (l !== layout) await c.client.ok('disable_notifier', { k, i: l.id });
         await c.client.ok('enable_notifier', { k, i: layout.id });
@@ -195,7 +198,7 @@ async function main(): Promise<void> {
         count = 0;
         captured = [];
         if (round === 1 && li === 0) await profiler?.start();
-        profiler?.mark();
+        if (round > 0) profiler?.mark();
         const c0 = process.cpuUsage();
         const t0 = performance.now();
         await c.client.ok('bench_sp', { k, b: BATCHES, tag: `${layout.id}r${round}.` });
@@ -210,8 +213,8 @@ async function main(): Promise<void> {
         const nodeEnd = last;
         const nodeSecs = (nodeEnd - t0) / 1000;
         const nodeCpu = cpuSince(c0);
-        profiler?.mark();
-        if (round === ROUNDS && li === LAYOUTS.length - 1) await profiler?.stop(PROFILE!);
+        if (round > 0) profiler?.mark();
+        if (round === ROUNDS && li === RUN.length - 1) await profiler?.stop(PROFILE!);
         const payloads = captured;
         const msgs = payloads.length;
         if (msgs !== published) throw new Error(`${layout.id}: the node published ${published} data messages, the subscriber saw ${msgs}`);
@@ -280,7 +283,7 @@ async function main(): Promise<void> {
       `CPU ${fmt(cpuUpdate * 1e6, 2)} µs per update`);
     // the node's CPU per message less what the batch's updates cost alone: the notifier's own share, beside the raw loops
     // (CPU, not wall time: on a shared machine wall time moves with the other work far more than CPU time does)
-    for (const layout of LAYOUTS) {
+    for (const layout of RUN) {
       const cpuRows = cpuPerMessage.get(layout)!.map((p, i) => {
         const own = p.node - p.updates * cpuUpdate;
         return [i + 1, us(p.node), us(p.updates * cpuUpdate), us(own), us(p.raw), us(p.enc), fmt(p.raw / p.node, 2), fmt(p.enc / p.node, 2), fmt(p.enc / own, 2)];

@@ -314,6 +314,27 @@ export class Connection {
     return { acked };
   }
 
+  /**
+   * QoS 0 publications framed beforehand (`PublishFrames.take`), in one
+   * socket write, pausing while the socket is full; the same order as
+   * `publishBatch` gives. While the client holds publications back (after
+   * a reconnect it first sends again the QoS 1/2 ones in flight, and
+   * queues new ones behind them) they go through it, so nothing overtakes
+   * what was published before.
+   */
+  async publishFrames(frames: { bytes: Buffer; messages: () => Outgoing[] }): Promise<void> {
+    const client = this.client;
+    if (!client || !client.connected) throw new NotConnected();
+    if (!frames.bytes.length) return;
+    // the client's own state (mqtt.js 5); a client without it is never written past
+    const held = client as unknown as { _storeProcessing?: unknown; _storeProcessingQueue?: unknown[] };
+    if (client.disconnecting || held._storeProcessing !== false || !Array.isArray(held._storeProcessingQueue) || held._storeProcessingQueue.length) {
+      return this.publishAll(frames.messages());
+    }
+    client.stream.write(frames.bytes);
+    if (client.stream.writableNeedDrain) await this.drained(client);
+  }
+
   /** Resolves when the socket can take more, or the connection is gone. */
   private drained(client: MqttClient): Promise<void> {
     return new Promise((resolve) => {

@@ -5,4 +5,5 @@
  */
 export { topicFilterProblem, validTopic } from './topics';
 export { Connection, NotConnected, type Outgoing } from './connection';
+export { PublishFrames } from './publish-frames';
 export { MqttDefaults, MqttSettingsSchema, parseMqttProps, readSettings, type MqttSettings, type Qos } from './settings';

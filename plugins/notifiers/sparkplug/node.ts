@@ -6,7 +6,7 @@ import type { ModuleLogger } from '../../../core/log';
 import { describe } from '../../../core/log';
 import type { Endpoint, StateEvent, Subject, Subscription } from '../contract';
 import { eventSize, itemSelected } from '../contract';
-import { Connection, NotConnected, type Outgoing } from '../mqtt/contract';
+import { Connection, NotConnected, PublishFrames, type Outgoing } from '../mqtt/contract';
 import { canWrite, type ItemInfo, type ItemsService } from '../../items/contract';
 import { DataType, decodePayload, encodePayload, PayloadWriter, type Metric, type MetricValue } from './payload';
 import type { SparkplugSettings } from './settings';
@@ -25,8 +25,15 @@ type Field = 'status' | 'value';
 /** One item field as a metric: where it lives and how it was born. */
 interface MetricRef { oid: string; type: string; field: Field; device: string; name: string; alias: number; datatype: number }
 
+/**
+ * A device as born (the node itself: ''), with its data topic, and the
+ * events of its items in the send being written (`epoch`: that send's
+ * number): a send groups its events by device without a map of its own.
+ */
+interface Device { name: string; topic: string; topicBytes: Buffer; epoch: number; slots: Slot[]; events: StateEvent[] }
+
 /** One item as born: its two metrics, its device, and what was last reported of it (data reports changes only). */
-interface Slot { status: MetricRef; value: MetricRef; device: string; lastStatus: number; lastValue: string | null }
+interface Slot { status: MetricRef; value: MetricRef; device: string; dev: Device; lastStatus: number; lastValue: string | null }
 
 /** An event held while the host or the broker was away. */
 interface Stored { e: StateEvent; bytes: number }
@@ -81,6 +88,10 @@ export class SparkplugNode implements Endpoint {
   /** every payload is written through it */
   private readonly writer = new PayloadWriter();
   private nextAlias = 1;
+  /** the number of the last data send (Device.epoch) */
+  private epoch = 0;
+  /** bytes the last data send framed: the next starts with that much room */
+  private framedBytes = 16 * 1024;
   /** births done on this connection (data may follow) */
   private alive = false;
   private hostOnline: boolean;
@@ -238,6 +249,8 @@ export class SparkplugNode implements Endpoint {
   private bornMetrics(device: string, items: ItemInfo[], into: Map<string, MetricRef>): void {
     const st = this.items();
     const w = this.writer;
+    const topic = this.topic(device ? 'DDATA' : 'NDATA', device);
+    const dev: Device = { name: device, topic, topicBytes: Buffer.from(topic), epoch: 0, slots: [], events: [] };
     for (const it of items) {
       const state = st?.state(it.oid);
       const t = state ? Math.round(state.t * 1000) : Date.now();
@@ -249,7 +262,7 @@ export class SparkplugNode implements Endpoint {
       const r: MetricRef = { oid: it.oid, type: it.type, field: 'value', device, name: this.metricName(it, 'value'), alias: alias + 1, datatype };
       into.set(s.name, s);
       into.set(r.name, r);
-      this.slots.set(it.oid, { status: s, value: r, device, lastStatus: status, lastValue: v });
+      this.slots.set(it.oid, { status: s, value: r, device, dev, lastStatus: status, lastValue: v });
       w.open(s.name, s.alias, t, DataType.Int32);
       w.value(DataType.Int32, status);
       w.open(r.name, r.alias, t, datatype);
@@ -321,11 +334,11 @@ export class SparkplugNode implements Endpoint {
    * (soon: `rebirthSoon`), which carries the item's state then.
    */
   private async data(events: StateEvent[], historical: boolean): Promise<void> {
-    const byDevice = new Map<string, { slots: Slot[]; events: StateEvent[] }>();
+    const epoch = ++this.epoch;
+    const parts: Device[] = [];
     let reborn: Set<string> | undefined;
-    let device = '';
-    let part: { slots: Slot[]; events: StateEvent[] } | undefined;
-    for (const e of events) {
+    for (let i = 0; i < events.length; i++) {
+      const e = events[i];
       const slot = this.slots.get(e.oid);
       if (!slot) {
         if (!historical && this.subs.some((x) => itemSelected(x, e))) (reborn ??= new Set()).add(this.deviceOf(e));
@@ -338,22 +351,27 @@ export class SparkplugNode implements Endpoint {
           continue;
         }
       }
-      if (!part || slot.device !== device) {
-        device = slot.device;
-        part = byDevice.get(device);
-        if (!part) byDevice.set(device, (part = { slots: [], events: [] }));
+      const d = slot.dev;
+      if (d.epoch !== epoch) {
+        d.epoch = epoch;
+        d.slots.length = 0;
+        d.events.length = 0;
+        parts.push(d);
       }
-      part.slots.push(slot);
-      part.events.push(e);
+      d.slots.push(slot);
+      d.events.push(e);
     }
     // their birth, soon, carries the current state of what was left out here
     if (reborn) for (const d of reborn) this.rebirthSoon(d);
+    // QoS 0 (the default): every message framed into one buffer, one socket write; otherwise through the client
+    const frames = this.s.qos === 0 ? new PublishFrames(this.s.mqtt.protocol, this.framedBytes) : undefined;
     const messages: Outgoing[] = [];
     const w = this.writer;
     const max = this.s.messageMaxBytes;
-    for (const [device, { slots, events }] of byDevice) {
-      const kind = device ? 'DDATA' : 'NDATA';
-      w.begin(Date.now());
+    const now = Date.now();
+    for (const d of parts) {
+      const { slots, events } = d;
+      w.begin(now);
       for (let i = 0; i < events.length; i++) {
         const e = events[i];
         const slot = slots[i];
@@ -380,15 +398,32 @@ export class SparkplugNode implements Endpoint {
           }
         }
         if (w.size >= max) {
-          messages.push(this.written(kind, device));
-          w.begin(Date.now());
+          this.dataMessage(d, frames, messages);
+          w.begin(now);
         }
       }
-      if (w.count) messages.push(this.written(kind, device));
+      if (w.count) this.dataMessage(d, frames, messages);
+      // the events are not held past their send
+      slots.length = 0;
+      events.length = 0;
     }
-    if (!messages.length) return;
-    await this.publish(messages);
-    this.stats.data_messages += messages.length;
+    const count = frames ? frames.count : messages.length;
+    if (!count) return;
+    if (frames) {
+      const taken = frames.take();
+      this.framedBytes = Math.max(1024, taken.bytes.length);
+      await this.conn.publishFrames(taken);
+    } else {
+      await this.publish(messages);
+    }
+    this.stats.data_messages += count;
+  }
+
+  /** The data message the writer holds, of a device, with the next seq: framed, or as a message. */
+  private dataMessage(d: Device, frames: PublishFrames | undefined, messages: Outgoing[]): void {
+    const seq = this.nextSeq();
+    if (frames) frames.add(d.topic, d.topicBytes, this.writer.end(seq));
+    else messages.push({ topic: d.topic, payload: this.writer.finish(seq), qos: this.s.qos, retain: false });
   }
 
   /** What was stored while the host or the broker was away, flagged historical. */

@@ -394,6 +394,14 @@ export class PayloadWriter {
 
   /** The message's bytes (a copy): seq, uuid and body after the metrics, as their field numbers go. */
   finish(seq?: number, uuid?: string, body?: Uint8Array): Buffer {
+    const view = this.end(seq, uuid, body);
+    const out = Buffer.allocUnsafe(view.length);
+    view.copy(out);
+    return out;
+  }
+
+  /** The same, in place: valid until the next `begin` (for a caller that copies it on at once). */
+  end(seq?: number, uuid?: string, body?: Uint8Array): Buffer {
     if (seq !== undefined) {
       this.room(11);
       this.buf[this.pos++] = 0x18;
@@ -407,9 +415,7 @@ export class PayloadWriter {
       this.buf.set(body, this.pos);
       this.pos += body.length;
     }
-    const out = Buffer.allocUnsafe(this.pos);
-    this.buf.copy(out, 0, 0, this.pos);
-    return out;
+    return this.buf.subarray(0, this.pos);
   }
 }
 

@@ -11,6 +11,8 @@ import { SparkplugHost, Types } from '../helpers/sparkplug-host';
 import { until } from '../helpers/wait';
 import { decodePayload, encodePayload, encodeWithProtobufjs, DataType, type Payload } from '../../plugins/notifiers/sparkplug/payload';
 import { valueType } from '../../plugins/notifiers/sparkplug/node';
+import { PublishFrames } from '../../plugins/notifiers/mqtt/publish-frames';
+import mqttPacket from 'mqtt-packet';
 
 const NODE = 'edge1';
 
@@ -207,6 +209,64 @@ test('items created one by one in one call: their device is born again a few tim
   t.true(births >= 1 && births < N / 3, `${births} DBIRTHs for ${N} items`);
   t.deepEqual(host.problems, []);
 });
+
+test('publish frames: the bytes mqtt-packet writes for QoS 0 publications, 3.1.1 and 5, and the same messages for the client', (t) => {
+  const topic = 'spBv1.0/plant/DDATA/edge1/sensor.g1.é';
+  const payloads = [Buffer.alloc(0), Buffer.from('x'), Buffer.alloc(200, 7), Buffer.alloc(20_000, 9)];
+  for (const protocolVersion of [4, 5] as const) {
+    const frames = new PublishFrames(protocolVersion, 16);
+    for (const p of payloads) frames.add(topic, Buffer.from(topic), p);
+    t.is(frames.count, payloads.length);
+    const { bytes, messages } = frames.take();
+    t.is(frames.count, 0);
+    const want = Buffer.concat(payloads.map((payload) => mqttPacket.generate({ cmd: 'publish', topic, payload, qos: 0, retain: false, dup: false, ...(protocolVersion === 5 ? { properties: {} } : {}) }, { protocolVersion })));
+    t.deepEqual(bytes, want, `protocol ${protocolVersion}`);
+    t.deepEqual(messages().map((m) => [m.topic, Buffer.from(m.payload).toString('hex'), m.qos, m.retain]), payloads.map((p) => [topic, p.toString('hex'), 0, false]));
+    // what was taken stays as it was when the writer goes on
+    frames.add(topic, Buffer.from(topic), Buffer.from('next'));
+    t.deepEqual(bytes, want);
+  }
+});
+
+/** A function that changes sensors g1/s0 … s<n-1> in one call (one notifier batch), each to `<tag><i>`. */
+const UPDATES_PLUGIN = `
+module.exports.plugin = {
+  name: 'sp-updates', kind: 'sysapi', version: '1.0.0', needs: ['items'],
+  start(ctx) {
+    ctx.register({ name: 'sp_updates', permission: 'master', description: 'change sensors g1/s0…',
+      params: { n: { type: 'integer', required: true, description: 'how many' }, tag: { type: 'string', required: true, description: 'value prefix' } },
+      handler(p) { const items = ctx.service('items'); for (let i = 0; i < p.n; i++) items.update('sensor:g1/s' + i, { status: 1, value: p.tag + i }); return true; } });
+  },
+};
+`;
+
+for (const qos of [0, 1] as const) {
+  test(`devices = item, QoS ${qos}: 300 items changed in one call, a DDATA each, in the order of the changes, seq on across them`, async (t) => {
+    const broker = await startBroker(t, { kind: 'mosquitto' });
+    const host = await SparkplugHost.connect(t, broker, 'plant');
+    const c = await controllerWith(t, { sp: sparkplugNotifier(broker, { devices: 'item', qos }) }, { files: { 'plugins/sp-updates.js': UPDATES_PLUGIN } });
+    const N = 300;
+    const body = JSON.stringify(Array.from({ length: N }, (_, i) => ({ jsonrpc: '2.0', method: 'create', id: i, params: { k: c.k, i: `sensor:g1/s${i}` } })));
+    const answers = await (await fetch(`${c.url}/jrpc`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body })).json() as { error?: unknown }[];
+    t.true(answers.every((a) => !a.error));
+    const devices = Array.from({ length: N }, (_, i) => `sensor.g1.s${i}`);
+    await host.until('every item born', () => devices.every((d) => host.value(NODE, d, 'status') !== undefined));
+    for (const tag of ['a', 'b']) {
+      const from = host.messages.length;
+      const sent = (await stats(c.client, c.k, 'sp')).data_messages as number;
+      await c.ok('sp_updates', { n: N, tag });
+      await host.until('every value', () => devices.every((d, i) => host.value(NODE, d, 'value') === `${tag}${i}`));
+      const data = host.messages.slice(from).filter((m) => m.kind === 'DDATA');
+      // the first round also changes the status (null → 1): two metrics; then the value alone
+      t.deepEqual(data.map((m) => m.device), devices);
+      t.true(data.every((m) => m.metrics.length === (tag === 'a' ? 2 : 1)));
+      t.true(data.every((m, i) => m.seq === (data[0].seq! + i) % 256), 'seq one after the other, wrapping');
+      // counted once the broker took them (QoS 1: acknowledged)
+      await until('counted', async () => (await stats(c.client, c.k, 'sp')).data_messages === sent + N);
+    }
+    t.deepEqual(host.problems, []);
+  });
+}
 
 test('commands need a command key: without one, writes are refused', async (t) => {
   const { host, c } = await bornWith(t, 'temp');

@@ -268,6 +268,26 @@ for (const qos of [0, 1] as const) {
   });
 }
 
+test('message_max_bytes: a batch of one device split into several DDATA, seq on across them, every change once', async (t) => {
+  const broker = await startBroker(t, { kind: 'mosquitto' });
+  const host = await SparkplugHost.connect(t, broker, 'plant');
+  const c = await controllerWith(t, { sp: sparkplugNotifier(broker, { message_max_bytes: 1024 }) }, { files: { 'plugins/sp-updates.js': UPDATES_PLUGIN } });
+  const N = 300;
+  const body = JSON.stringify(Array.from({ length: N }, (_, i) => ({ jsonrpc: '2.0', method: 'create', id: i, params: { k: c.k, i: `sensor:g1/s${i}` } })));
+  const answers = await (await fetch(`${c.url}/jrpc`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body })).json() as { error?: unknown }[];
+  t.true(answers.every((a) => !a.error));
+  await host.until('every item born', () => host.value(NODE, 'g1', `sensor/s${N - 1}/status`) !== undefined);
+  const from = host.messages.length;
+  await c.ok('sp_updates', { n: N, tag: 'v' });
+  await host.until('every value', () => Array.from({ length: N }, (_, i) => i).every((i) => host.value(NODE, 'g1', `sensor/s${i}/value`) === `v${i}`));
+  const data = host.messages.slice(from).filter((m) => m.kind === 'DDATA');
+  t.true(data.length >= 4, `${data.length} messages`);
+  t.true(data.every((m, i) => m.seq === (data[0].seq! + i) % 256));
+  // status and value of each item, once, in the order of the changes
+  t.is(data.reduce((n, m) => n + m.metrics.length, 0), 2 * N);
+  t.deepEqual(host.problems, []);
+});
+
 test('commands need a command key: without one, writes are refused', async (t) => {
   const { host, c } = await bornWith(t, 'temp');
   const before = (await c.ok('state', { i: 'sensor:g1/temp' })).status;

@@ -5,7 +5,7 @@ import mqtt from 'mqtt';
 import { startBroker } from '../helpers/broker';
 import { startController, Keys } from '../helpers/controller';
 import { notifierFiles } from '../helpers/notifiers';
-import { decode, encode, Types } from '../helpers/sparkplug-host';
+import { decode, encode, Types, updatesPlugin } from '../helpers/sparkplug-host';
 import { table, fmt } from './lib';
 import { DataType, decodePayload, encodeProtobufjsObject, encodeWithProtobufjs, PayloadWriter, protobufjsObject, type Metric } from '../../plugins/notifiers/sparkplug/payload';
 
@@ -38,23 +38,6 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const GROUPS = 5;
 const PER_GROUP = 1000;
 
-const PLUGIN = `
-module.exports.plugin = {
-  name: 'bench-sp', kind: 'sysapi', version: '1.0.0', needs: ['items'],
-  start(ctx) {
-    ctx.register({ name: 'bench_sp', permission: 'master', description: 'batches of updates of g0',
-      params: { b: { type: 'integer', required: true, description: 'batches' }, tag: { type: 'string', required: true, description: 'tag' } },
-      async handler(p) {
-        const items = ctx.service('items');
-        for (let b = 0; b < p.b; b++) {
-          for (let i = 0; i < ${PER_GROUP}; i++) items.update('sensor:g0/g0s' + i, { status: 1, value: p.tag + b + '.' + i });
-          await new Promise((r) => setImmediate(r));
-        }
-        return true;
-      } });
-  },
-};
-`;
 
 /** The V8 profiler of this process, for the measured part only. */
 async function startProfiler() {
@@ -136,7 +119,7 @@ async function main(): Promise<void> {
     const common = { type: 'sparkplug', host: broker.host, port: broker.port, group_id: 'bench', timeout: 30, queue_size: 1_000_000, events: [{ subject: 'state', types: ['#'], groups: ['#'] }] };
     // one layout enabled at a time: the other gets no events
     const files = notifierFiles(Object.fromEntries(LAYOUTS.map((l, i) => [l.id, { ...common, edge_node_id: l.node, devices: l.devices, enabled: i === 0 }])));
-    files['plugins/bench-sp.js'] = PLUGIN;
+    files['plugins/sp-updates.js'] = updatesPlugin('sensor:g0/g0s', PER_GROUP);
     const c = await startController(undefined, { files });
     cleanup.push(() => c.stop());
     const k = Keys.master;
@@ -201,7 +184,7 @@ async function main(): Promise<void> {
         if (round > 0) profiler?.mark();
         const c0 = process.cpuUsage();
         const t0 = performance.now();
-        await c.client.ok('bench_sp', { k, b: BATCHES, tag: `${layout.id}r${round}.` });
+        await c.client.ok('sp_updates', { k, b: BATCHES, tag: `${layout.id}r${round}.` });
         // every event handed to the node, then every message it published arrived
         let st = await stats(layout.id);
         while (st.sent - base.sent < events) {
@@ -274,7 +257,7 @@ async function main(): Promise<void> {
     for (let i = 0; i < ROUNDS; i++) {
       const c0 = process.cpuUsage();
       const t0 = performance.now();
-      await c.client.ok('bench_sp', { k, b: BATCHES, tag: `d${i}.` });
+      await c.client.ok('sp_updates', { k, b: BATCHES, tag: `d${i}.` });
       alone.push((BATCHES * PER_GROUP) / ((performance.now() - t0) / 1000));
       aloneCpu.push(cpuSince(c0) / (BATCHES * PER_GROUP));
     }

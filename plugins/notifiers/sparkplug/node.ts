@@ -331,7 +331,8 @@ export class SparkplugNode implements Endpoint {
    * that changed since last reported. Historical ones (forwarded from the
    * store) carry names and every field. An event of an item not born yet,
    * or whose value changed data type, is left to its device's next birth
-   * (soon: `rebirthSoon`), which carries the item's state then.
+   * (soon: `rebirthSoon`), which carries the item's state then. At QoS 0
+   * the messages go out framed in one socket write, in seq order.
    */
   private async data(events: StateEvent[], historical: boolean): Promise<void> {
     const epoch = ++this.epoch;

@@ -15,10 +15,10 @@ import { DataType, decodePayload, encodeProtobufjsObject, encodeWithProtobufjs, 
  *
  * - data: BATCHES batches of 1 000 `update` calls (a plugin calling the items
  *   service, one batch after the other, each a change of each of 1 000
- *   sensors of one group) become data messages, in two layouts of the node:
- *   `devices = group` (one DDATA of 1 000 metrics per batch) and
+ *   sensors of one group) become data messages, in the three layouts of
+ *   the node: `devices = group` (one DDATA of 1 000 metrics per batch),
  *   `devices = item` (1 000 DDATA of one metric per batch: a message per
- *   update). Their rate beside a raw loop that publishes the very payloads
+ *   update) and `devices = node` (one NDATA of 1 000 metrics per batch). Their rate beside a raw loop that publishes the very payloads
  *   the node published in that round (captured by the subscriber: the same
  *   count, the same bytes, the same order, already encoded) with mqtt.js at
  *   the same QoS 0 to the same broker, yielding after each batch's messages
@@ -29,7 +29,7 @@ import { DataType, decodePayload, encodeProtobufjsObject, encodeWithProtobufjs, 
  *   Target under a second.
  *
  *   node dist/test/bench/sparkplug.js     (BENCH_SP_BATCHES, default 200; BENCH_ROUNDS, default 3;
- *   BENCH_SP_LAYOUT=group or item: that layout only; BENCH_SP_PROFILE=file.cpuprofile: a CPU profile from the first
+ *   BENCH_SP_LAYOUT=group, item or node: that layout only; BENCH_SP_PROFILE=file.cpuprofile: a CPU profile from the first
  *   measured round on, with the time windows of the node's rounds in the file)
  */
 const BATCHES = Number(process.env.BENCH_SP_BATCHES ?? 200);
@@ -103,12 +103,13 @@ function encoding(): void {
 }
 
 /** A layout of the node on the same updates: its notifier, its edge node id, what a message carries. */
-interface Layout { id: string; node: string; devices: 'group' | 'item'; what: string }
+interface Layout { id: string; node: string; devices: 'group' | 'item' | 'node'; what: string }
 const LAYOUTS: Layout[] = [
   { id: 'sp', node: 'n1', devices: 'group', what: 'devices = group: a batch of 1 000 updates of one group, one DDATA of 1 000 metrics' },
   { id: 'spi', node: 'n2', devices: 'item', what: 'devices = item: a batch of 1 000 updates of 1 000 items, 1 000 DDATA of one metric' },
+  { id: 'spn', node: 'n3', devices: 'node', what: 'devices = node: a batch of 1 000 updates, one NDATA of 1 000 metrics' },
 ];
-/** the layouts measured: BENCH_SP_LAYOUT=group or item, one of them; every one by default */
+/** the layouts measured: BENCH_SP_LAYOUT=group, item or node, one of them; every one by default */
 const RUN = LAYOUTS.filter((l) => !process.env.BENCH_SP_LAYOUT || l.devices === process.env.BENCH_SP_LAYOUT);
 
 async function main(): Promise<void> {
@@ -163,12 +164,11 @@ async function main(): Promise<void> {
         // this layout's node alone, born, and its births over
         for (const l of LAYOUTS) if (l !== layout) await c.client.ok('disable_notifier', { k, i: l.id });
         await c.client.ok('enable_notifier', { k, i: layout.id });
-        await settle(() => dbirths > 0);
         let st = await stats(layout.id);
         while (!st.born) { await new Promise((r) => setTimeout(r, 50)); st = await stats(layout.id); }
         await new Promise((r) => setTimeout(r, 500));
       }
-      dataTopic = `spBv1.0/bench/DDATA/${layout.node}/`;
+      dataTopic = layout.devices === 'node' ? `spBv1.0/bench/NDATA/${layout.node}` : `spBv1.0/bench/DDATA/${layout.node}/`;
       const rows: (string | number)[][] = [];
       const ratios: number[] = [];
       const encRatios: number[] = [];
@@ -245,7 +245,7 @@ async function main(): Promise<void> {
           fmt(msgs / rawSecs), fmt(rawSecs / nodeSecs, 2), fmt(msgs / encSecs), fmt(encSecs / nodeSecs, 2)]);
       }
       console.log(`\nData, ${layout.what}: ${BATCHES} batches of ${PER_GROUP} updates per round, QoS 0, mosquitto`);
-      console.log(table(['round', 'DDATA messages', 'bytes/msg', 'metrics/msg', 'node msg/s', 'node metrics/s', 'node updates/s',
+      console.log(table(['round', 'data messages', 'bytes/msg', 'metrics/msg', 'node msg/s', 'node metrics/s', 'node updates/s',
         'raw (pre-encoded) msg/s', 'ratio', 'raw (protobufjs encode) msg/s', 'ratio'], rows));
       console.log(`median ratio to the pre-encoded raw loop ${fmt(median(ratios), 2)}, to the encoding raw loop ${fmt(median(encRatios), 2)} (target ≥ 0.8)`);
     }

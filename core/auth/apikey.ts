@@ -31,9 +31,11 @@ export class ApiKey {
   readonly id: string;
   key: string;
   readonly master: boolean;
-  sysfunc: boolean;
+  private sys: boolean;
   readonly dynamic: boolean;
   lists: Record<KeyListField, string[]>;
+  /** changes with every change of what the key allows (sysfunc, a list): what was made of the key before is stale */
+  revision = 0;
   hostsAllow: NetworkList;
   hostsAssign: NetworkList;
 
@@ -41,11 +43,20 @@ export class ApiKey {
     this.id = p.id;
     this.key = p.key;
     this.master = !!p.master;
-    this.sysfunc = !!p.sysfunc;
+    this.sys = !!p.sysfunc;
     this.dynamic = !!p.dynamic;
     this.lists = Object.fromEntries(KeyListFields.map((f) => [f, [...(p.lists?.[f] ?? [])]])) as ApiKey['lists'];
     this.hostsAllow = new NetworkList(this.lists.hosts_allow);
     this.hostsAssign = new NetworkList(this.lists.hosts_assign);
+  }
+
+  get sysfunc(): boolean {
+    return this.sys;
+  }
+
+  set sysfunc(on: boolean) {
+    this.sys = on;
+    this.revision++;
   }
 
   /** Replace a list property, revalidating networks (throws on a bad one). */
@@ -53,6 +64,7 @@ export class ApiKey {
     if (field === 'hosts_allow') this.hostsAllow = new NetworkList(values);
     if (field === 'hosts_assign') this.hostsAssign = new NetworkList(values);
     this.lists[field] = values;
+    this.revision++;
   }
 
   allows(what: string): boolean {

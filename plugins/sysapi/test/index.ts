@@ -2,6 +2,9 @@ import { definePlugin } from '../../../core/plugin';
 import { Build, Product_names, Version } from '../../../core/defaults';
 import { withStatus } from '../../../core/results';
 import { Levels } from '../../../core/log';
+import { FixedPart } from '../../../core/http/encode';
+import type { ApiKey } from '../../../core/auth/apikey';
+import type { CallContext } from '../../../core/functions';
 
 /** `test`: system info and the acl of the calling key (spec "System info"). */
 export const plugin = definePlugin({
@@ -11,6 +14,38 @@ export const plugin = definePlugin({
   start(ctx) {
     const started = Date.now();
     const { config, paths, logger } = ctx;
+    const made = new WeakMap<ApiKey, { revision: number; debug: boolean; part: FixedPart }>();
+    /** The answer's members for this caller but time and uptime. */
+    const fixedInfo = (call: CallContext): Record<string, unknown> => {
+      const key = call.key!;
+      // the caller as 3.3 describes it (aci): the key id, and for a token its user and mode
+      const aci: Record<string, unknown> = call.token
+        ? { auth: 'token', key_id: key.id, token_mode: call.readonly ? 'readonly' : 'normal', u: call.user ?? null, utp: null }
+        : { key_id: key.id };
+      const info: Record<string, unknown> = {
+        aci,
+        // 3.3 lists cdata for every key, the master key too
+        acl: { ...key.acl(), cdata: [...key.lists.cdata] },
+        controller: `${paths.product}/${config.server.name}`,
+        // the default log level (3.3: the logging level id; set_debug does not change it)
+        log_level: Levels.info,
+        layout: config.server.layout,
+        product_build: Build,
+        product_code: paths.product,
+        product_name: Product_names[paths.product],
+        system: config.server.name,
+        version: Version,
+      };
+      // a read-only token is told what any key is told (3.3: its master and sysfunc checks answered "restricted")
+      if ((key.master || key.sysfunc) && !call.readonly) {
+        info.db_update = config.dbUpdateCode;
+        info.debug = logger.debugMode;
+        info.polldelay = config.server.polldelay;
+        info.setup_mode = config.sysapi.setup_mode;
+      }
+      if (key.master && !call.readonly) info.file_management = config.sysapi.file_management;
+      return info;
+    };
     ctx.register({
       name: 'test',
       permission: 'any',
@@ -19,35 +54,14 @@ export const plugin = definePlugin({
       returns: 'system info object',
       handler(_p, call) {
         const key = call.key!;
-        // the caller as 3.3 describes it (aci): the key id, and for a token its user and mode
-        const aci: Record<string, unknown> = call.token
-          ? { auth: 'token', key_id: key.id, token_mode: call.readonly ? 'readonly' : 'normal', u: call.user ?? null, utp: null }
-          : { key_id: key.id };
-        const info: Record<string, unknown> = {
-          aci,
-          // 3.3 lists cdata for every key, the master key too
-          acl: { ...key.acl(), cdata: [...key.lists.cdata] },
-          controller: `${paths.product}/${config.server.name}`,
-          // the default log level (3.3: the logging level id; set_debug does not change it)
-          log_level: Levels.info,
-          layout: config.server.layout,
-          product_build: Build,
-          product_code: paths.product,
-          product_name: Product_names[paths.product],
-          system: config.server.name,
-          time: Date.now() / 1000,
-          uptime: Math.floor((Date.now() - started) / 1000),
-          version: Version,
-        };
-        // a read-only token is told what any key is told (3.3: its master and sysfunc checks answered "restricted")
-        if ((key.master || key.sysfunc) && !call.readonly) {
-          info.db_update = config.dbUpdateCode;
-          info.debug = logger.debugMode;
-          info.polldelay = config.server.polldelay;
-          info.setup_mode = config.sysapi.setup_mode;
+        // all but time and uptime stays the same between a key's calls (monitors call `test` every few seconds):
+        // made and encoded once per key, made again when the key or the debug mode changes; a token's is made per call
+        let fixed = call.token ? undefined : made.get(key);
+        if (!fixed || fixed.revision !== key.revision || fixed.debug !== logger.debugMode) {
+          fixed = { revision: key.revision, debug: logger.debugMode, part: new FixedPart(fixedInfo(call)) };
+          if (!call.token) made.set(key, fixed);
         }
-        if (key.master && !call.readonly) info.file_management = config.sysapi.file_management;
-        return withStatus(info);
+        return withStatus(fixed.part.with({ time: Date.now() / 1000, uptime: Math.floor((Date.now() - started) / 1000) }));
       },
     });
   },

@@ -1,0 +1,85 @@
+import test from 'ava';
+import { encode, decode } from '@msgpack/msgpack';
+import { startController, Keys } from '../helpers/controller';
+
+// `test` encodes the members that stay the same between a key's calls once
+// (plugins/sysapi/test): these pin that every transport answers the same
+// members, that time and uptime are each call's own, and that what the
+// answer says follows the debug mode and the key's changes.
+
+const m = Keys.master;
+
+/** A JSON RPC request (or batch) over MessagePack; its decoded answer. */
+async function packed(url: string, body: unknown): Promise<any> {
+  const r = await fetch(`${url}/jrpc`, { method: 'POST', headers: { 'Content-Type': 'application/msgpack' }, body: encode(body) });
+  return decode(new Uint8Array(await r.arrayBuffer()));
+}
+
+/** A JSON RPC batch over JSON; its answer. */
+async function batch(url: string, body: unknown[]): Promise<any> {
+  const r = await fetch(`${url}/jrpc`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  return r.json();
+}
+
+/** The members that stay the same between calls. */
+const stable = (r: Record<string, unknown>) => {
+  const { time, uptime, ...rest } = r;
+  return rest;
+};
+
+const call = (id: number, k: string) => ({ jsonrpc: '2.0', method: 'test', params: { k }, id });
+
+test('test answers the same members over JSON RPC (JSON, MessagePack, single and batched) and the direct API', async (t) => {
+  const { client, url } = await startController(t);
+  const json = await client.ok('test', { k: m });
+  t.true(json.ok);
+  t.is(json.aci.key_id, 'masterkey');
+  t.is(typeof json.time, 'number');
+  t.is(typeof json.uptime, 'number');
+  const one = await packed(url, call(7, m));
+  t.is(one.id, 7);
+  t.deepEqual(stable(one.result), stable(json));
+  const twoPacked = await packed(url, [call(1, m), call(2, m)]);
+  const twoJson = await batch(url, [call(1, m), call(2, m)]);
+  for (const r of [...twoPacked, ...twoJson]) t.deepEqual(stable(r.result), stable(json));
+  t.deepEqual([...twoPacked, ...twoJson].map((r) => r.id), [1, 2, 1, 2]);
+  const direct = (await client.get('test', { k: m })).body;
+  const { result, ...members } = stable(direct);
+  t.is(result, 'OK');
+  const { ok, ...rpcMembers } = stable(json);
+  t.true(ok);
+  t.deepEqual(members, rpcMembers);
+});
+
+test("test's time is each call's own", async (t) => {
+  const { client, url } = await startController(t);
+  const first = await client.ok('test', { k: m });
+  await new Promise((r) => setTimeout(r, 30));
+  const second = await client.ok('test', { k: m });
+  const third = (await packed(url, call(1, m))).result;
+  t.true(second.time - first.time >= 0.02, `${first.time} then ${second.time}`);
+  t.true(third.time >= second.time);
+});
+
+test('test follows what changes: the debug mode, a key made sysfunc, its lists', async (t) => {
+  const { client, url } = await startController(t);
+  t.false((await client.ok('test', { k: m })).debug);
+  await client.ok('set_debug', { k: m, debug: true });
+  t.true((await client.ok('test', { k: m })).debug);
+  t.true((await packed(url, call(1, m))).result.debug);
+  await client.ok('set_debug', { k: m, debug: false });
+  t.false((await packed(url, call(1, m))).result.debug);
+
+  const key = (await client.ok('create_key', { k: m, i: 'dyn' })).key as string;
+  const plain = await client.ok('test', { k: key });
+  t.is(plain.aci.key_id, 'dyn');
+  t.false(plain.acl.sysfunc);
+  t.false('db_update' in plain);
+  await client.ok('set_key_prop', { k: m, i: 'dyn', p: 'sysfunc', v: true });
+  const sys = await client.ok('test', { k: key });
+  t.true(sys.acl.sysfunc);
+  t.is(typeof sys.db_update, 'number');
+  await client.ok('set_key_prop', { k: m, i: 'dyn', p: 'cdata', v: 'a,b' });
+  t.deepEqual((await client.ok('test', { k: key })).acl.cdata, ['a', 'b']);
+  t.deepEqual((await packed(url, call(1, key))).result.acl.cdata, ['a', 'b']);
+});

@@ -12,6 +12,22 @@ import { foreignOrigin } from './origin';
 
 type Params = Record<string, unknown>;
 
+/**
+ * A query string's parameters as a plain object, as a spread of
+ * querystring's would be (a `__proto__` field is a field), without the
+ * spread: querystring's object has no prototype, and copying it by spread
+ * costs three times its parsing.
+ */
+function queryParams(query: string): Params {
+  const parsed = querystring.parse(query);
+  const params: Params = {};
+  for (const name in parsed) {
+    if (name === '__proto__') Object.defineProperty(params, name, { value: parsed[name], enumerable: true, writable: true, configurable: true });
+    else params[name] = parsed[name];
+  }
+  return params;
+}
+
 /** Form fields as parameters; a repeated field is the list of its values (as in a query string). */
 function formParams(form: URLSearchParams): Params {
   const params: Params = {};
@@ -116,7 +132,7 @@ export function directHandler(
       sendDirectError(res, 405, `method ${req.method} not allowed`);
       return;
     }
-    let params: Params = { ...querystring.parse(route.query) };
+    let params = queryParams(route.query);
     const xkey = req.headers['x-auth-key'];
     const headerKey = typeof xkey === 'string' && xkey ? xkey : undefined;
     let result: unknown;

@@ -35,119 +35,25 @@ const encodingsOf = (v: unknown): Encodings | undefined =>
 const sharedJson = (value: unknown, e: Encodings): Buffer => (e.json ??= Buffer.from(JSON.stringify(value)));
 const sharedPacked = (value: unknown, e: Encodings): Buffer => (e.packed ??= packed(value));
 
-/** Marks a result built on a FixedPart. */
-const Built = Symbol('fixedPart');
-
-/**
- * The members of a result that stay the same from one call to the next
- * (`test`'s answer but its time and uptime): each transport encodes them
- * once, and an answer built on them (`with`) pays only for the members
- * that change. The part must not change once made: make another instead.
- * Its encodings are made on first use.
- */
-export class FixedPart {
-  /** how many members `value` has: a result built on it has them first */
-  private readonly count: number;
-  /** `value` as JSON, without its braces */
-  private json?: string;
-  /** `value` as MessagePack map entries, without the map's head, and how many */
-  private packed?: { entries: Uint8Array; n: number };
-
-  constructor(readonly value: Record<string, unknown>) {
-    this.count = Object.keys(value).length;
-  }
-
-  /**
-   * A result: the fixed members, then `changing`'s, none of whose names the
-   * part holds (nor the success field a transport adds: WithStatus). It is
-   * a plain object: a transport that does not know the mark encodes it as
-   * it is, to the same value.
-   */
-  with(changing: Record<string, unknown>): Record<string, unknown> {
-    // Object.assign: a spread of two objects takes V8's slow path (ten times the time here)
-    const r: Record<string | symbol, unknown> = Object.assign({}, this.value, changing);
-    r[Built] = this;
-    return r;
-  }
-
-  /** `r` (built on this part) as JSON: the part's text, then each later member. */
-  toJson(r: Record<string, unknown>): string {
-    let s = (this.json ??= JSON.stringify(this.value).slice(1, -1));
-    const keys = Object.keys(r);
-    for (let i = this.count; i < keys.length; i++) {
-      const v = JSON.stringify(r[keys[i]]);
-      // undefined (and functions) are left out, as JSON.stringify leaves them out of an object
-      if (v !== undefined) s += `${s === '' ? '' : ','}${JSON.stringify(keys[i])}:${v}`;
-    }
-    return `{${s}}`;
-  }
-
-  /**
-   * `r` (built on this part) as MessagePack, after `before` (bytes of its
-   * own): one map of the part's entries and the later members', in one
-   * buffer.
-   */
-  toPacked(r: Record<string, unknown>, before?: Buffer): Buffer {
-    const fixed = (this.packed ??= mapEntries(packed(this.value)));
-    const keys = Object.keys(r);
-    const later: Record<string, unknown> = {};
-    for (let i = this.count; i < keys.length; i++) later[keys[i]] = r[keys[i]];
-    // the encoder's own bytes, good until its next encoding: copied once, into the answer
-    const rest = mapEntries(encoder.encodeSharedRef(later));
-    const head = mapHead(fixed.n + rest.n);
-    const out = Buffer.allocUnsafe((before?.length ?? 0) + head.length + fixed.entries.length + rest.entries.length);
-    let at = before ? before.copy(out) : 0;
-    at += head.copy(out, at);
-    out.set(fixed.entries, at);
-    out.set(rest.entries, at + fixed.entries.length);
-    return out;
-  }
-}
-
-const builtOn = (v: unknown): FixedPart | undefined =>
-  (typeof v === 'object' && v !== null ? (v as Record<symbol, FixedPart | undefined>)[Built] : undefined);
-
-/** A MessagePack map's entries and their count, from its encoding. */
-function mapEntries(map: Uint8Array): { entries: Uint8Array; n: number } {
-  const b = map[0];
-  if (b >= 0x80 && b <= 0x8f) return { entries: map.subarray(1), n: b & 0x0f };
-  if (b === 0xde) return { entries: map.subarray(3), n: (map[1] << 8) | map[2] };
-  return { entries: map.subarray(5), n: ((map[1] << 24) | (map[2] << 16) | (map[3] << 8) | map[4]) >>> 0 };
-}
-
-/** The head of a MessagePack map of `n` entries (and of an array: `array`). */
-function mapHead(n: number, array = false): Buffer {
-  if (n < 16) return Buffer.from([(array ? 0x90 : 0x80) | n]);
-  if (n < 0x10000) return Buffer.from([array ? 0xdc : 0xde, n >> 8, n & 0xff]);
-  return Buffer.from([array ? 0xdd : 0xdf, (n >>> 24) & 0xff, (n >> 16) & 0xff, (n >> 8) & 0xff, n & 0xff]);
-}
-
-/** A value as JSON: a shared result's bytes are made once, a result built on a fixed part spliced. */
+/** A value as JSON: a shared result's bytes are made once. */
 export function jsonOf(value: unknown): string | Buffer {
   const e = encodingsOf(value);
-  if (e) return sharedJson(value, e);
-  const part = builtOn(value);
-  return part ? part.toJson(value as Record<string, unknown>) : JSON.stringify(value);
+  return e ? sharedJson(value, e) : JSON.stringify(value);
 }
-
 
 /** One piece of an answer: text, or bytes (a shared result's are referenced, never copied). */
 type Piece = string | Buffer;
 
 /**
- * A JSON RPC response whose result is encoded apart (a shared result's
- * bytes, a result built on a fixed part), as the three pieces around and of
- * the result: the response with a nil result, whose nil (MessagePack: its
- * last byte) the result's encoding replaces.
+ * A JSON RPC response whose result is shared, as the three pieces around
+ * and of the result's bytes: the response with a nil result, whose nil
+ * (MessagePack: its last byte) the result's bytes replace.
  */
-function resultPieces<R extends Piece>(isPacked: boolean, r: RpcResponse, result: R): [Piece, R, Piece] {
-  if (!isPacked) return [`{"jsonrpc":"2.0","id":${JSON.stringify(r.id)},"result":`, result, '}'];
+function sharedPieces(isPacked: boolean, r: RpcResponse, e: Encodings): [Piece, Buffer, Piece] {
+  if (!isPacked) return [`{"jsonrpc":"2.0","id":${JSON.stringify(r.id)},"result":`, sharedJson(r.result, e), '}'];
   const head = packed({ jsonrpc: '2.0', id: r.id, result: null });
-  return [head.subarray(0, head.length - 1), result, ''];
+  return [head.subarray(0, head.length - 1), sharedPacked(r.result, e), ''];
 }
-
-const sharedPieces = (isPacked: boolean, r: RpcResponse, e: Encodings) =>
-  resultPieces(isPacked, r, isPacked ? sharedPacked(r.result, e) : sharedJson(r.result, e));
 
 const byteLength = (p: Piece) => (typeof p === 'string' ? Buffer.byteLength(p) : p.length);
 
@@ -166,13 +72,8 @@ export const tooLarge = (max: number) => `answer larger than max_answer_size (${
  */
 export function encodeResponse(isPacked: boolean, r: RpcResponse, max: number): Piece {
   const e = encodingsOf(r.result);
-  const part = builtOn(r.result);
   let body: Piece;
-  if (part !== undefined) {
-    const result = r.result as Record<string, unknown>;
-    if (isPacked) body = part.toPacked(result, resultPieces(true, r, '')[0] as Buffer);
-    else body = resultPieces(false, r, part.toJson(result)).join('');
-  } else if (e === undefined) {
+  if (e === undefined) {
     body = isPacked ? packed(r) : JSON.stringify(r);
   } else {
     const [head, result, tail] = sharedPieces(isPacked, r, e);
@@ -209,7 +110,7 @@ export class BatchAnswer {
     if (!r) return;
     const e = encodingsOf(r.result);
     if (e === undefined) {
-      const body = builtOn(r.result) ? encodeResponse(this.isPacked, r, Infinity) : this.isPacked ? packed(r) : JSON.stringify(r);
+      const body = this.isPacked ? packed(r) : JSON.stringify(r);
       if (this.fits(byteLength(body))) return this.push(body);
     } else {
       const [head, result, tail] = sharedPieces(this.isPacked, r, e);
@@ -241,7 +142,9 @@ export class BatchAnswer {
     this.flush();
     const n = this.count;
     if (this.isPacked) {
-      const head = mapHead(n, true);
+      const head = n < 16 ? Buffer.from([0x90 | n])
+        : n < 0x10000 ? Buffer.from([0xdc, n >> 8, n & 0xff])
+          : Buffer.from([0xdd, (n >>> 24) & 0xff, (n >> 16) & 0xff, (n >> 8) & 0xff, n & 0xff]);
       this.pieces.unshift(head);
       this.bytes += head.length;
     }

@@ -100,6 +100,12 @@ test('names of the object prototype are unknown parameters, never an unchecked w
   t.regex(((await d.json()) as any)._error, /unknown parameter: __proto__/);
   const r = await rpcRaw(url, `{"jsonrpc":"2.0","method":"echo","id":1,"params":${proto}}`);
   t.is(r.body.error.code, 11);
+  // in a query string too, once or repeated (a list, which as a prototype would lend its members)
+  for (const query of ['__proto__=1', '__proto__=a&__proto__=b']) {
+    const q = await fetch(`${url}/sys-api/echo?k=${Keys.ops}&s=x&${query}`);
+    t.is(q.status, 400, query);
+    t.regex(((await q.json()) as any)._error, /unknown parameter: __proto__/);
+  }
   for (const name of ['toString', 'constructor', 'hasOwnProperty']) {
     const q = await client.get('echo', { k: Keys.ops, s: 'x', [name]: '1' });
     t.is(q.status, 400, name);

@@ -2,7 +2,7 @@ import test from 'ava';
 import { encode, decode } from '@msgpack/msgpack';
 import { startController, Keys } from '../helpers/controller';
 
-// `test` encodes the members that stay the same between a key's calls once
+// `test` makes the members that stay the same between a key's calls once
 // (plugins/sysapi/test): these pin that every transport answers the same
 // members, that time and uptime are each call's own, and that what the
 // answer says follows the debug mode and the key's changes.

@@ -5,7 +5,8 @@ import mqtt from 'mqtt';
 import { startBroker } from '../helpers/broker';
 import { startController, Keys } from '../helpers/controller';
 import { notifierFiles } from '../helpers/notifiers';
-import { decode, encode, Types, updatesPlugin } from '../helpers/sparkplug-host';
+import { decode, encode, Types } from '../helpers/sparkplug-host';
+import { ITEM_PROBE_PLUGIN } from '../helpers/item-probe-plugin';
 import { table, fmt } from './lib';
 import { DataType, decodePayload, encodeProtobufjsObject, encodeWithProtobufjs, PayloadWriter, protobufjsObject, type Metric } from '../../plugins/notifiers/sparkplug/payload';
 
@@ -120,7 +121,7 @@ async function main(): Promise<void> {
     const common = { type: 'sparkplug', host: broker.host, port: broker.port, group_id: 'bench', timeout: 30, queue_size: 1_000_000, events: [{ subject: 'state', types: ['#'], groups: ['#'] }] };
     // one layout enabled at a time: the other gets no events
     const files = notifierFiles(Object.fromEntries(LAYOUTS.map((l, i) => [l.id, { ...common, edge_node_id: l.node, devices: l.devices, enabled: i === 0 }])));
-    files['plugins/sp-updates.js'] = updatesPlugin('sensor:g0/g0s', PER_GROUP);
+    files['plugins/itemsprobe.js'] = ITEM_PROBE_PLUGIN;
     const c = await startController(undefined, { files });
     cleanup.push(() => c.stop());
     const k = Keys.master;
@@ -184,7 +185,7 @@ async function main(): Promise<void> {
         if (round > 0) profiler?.mark();
         const c0 = process.cpuUsage();
         const t0 = performance.now();
-        await c.client.ok('sp_updates', { k, b: BATCHES, tag: `${layout.id}r${round}.` });
+        await c.client.ok('probe_batches', { k, prefix: 'sensor:g0/g0s', n: PER_GROUP, b: BATCHES, tag: `${layout.id}r${round}.` });
         // every event handed to the node, then every message it published arrived
         let st = await stats(layout.id);
         while (st.sent - base.sent < events) {
@@ -257,7 +258,7 @@ async function main(): Promise<void> {
     for (let i = 0; i < ROUNDS; i++) {
       const c0 = process.cpuUsage();
       const t0 = performance.now();
-      await c.client.ok('sp_updates', { k, b: BATCHES, tag: `d${i}.` });
+      await c.client.ok('probe_batches', { k, prefix: 'sensor:g0/g0s', n: PER_GROUP, b: BATCHES, tag: `d${i}.` });
       alone.push((BATCHES * PER_GROUP) / ((performance.now() - t0) / 1000));
       aloneCpu.push(cpuSince(c0) / (BATCHES * PER_GROUP));
     }

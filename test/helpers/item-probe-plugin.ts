@@ -22,6 +22,17 @@ module.exports.plugin = {
       params: { i: p('string', true), s: p('integer', true), v: p('string'), pr: p('integer') },
       handler: async (q) => ({ uuid: await items.action(q.i, { status: q.s, value: q.v, priority: q.pr }, 'probe') }) });
     ctx.register({ name: 'probe_watched', permission: 'master', description: 'watch calls', params: {}, handler: () => watched });
+    // changes <prefix>0 … <prefix><n - 1> in b batches, each to <tag><batch>.<i>: a batch's changes one after the
+    // other in one go (they reach a notifier together), then a yield before the next
+    ctx.register({ name: 'probe_batches', permission: 'master', description: 'batches of items.update',
+      params: { prefix: p('string', true), n: p('integer', true), b: p('integer', true), tag: p('string', true) },
+      handler: async (q) => {
+        for (let b = 0; b < q.b; b++) {
+          for (let i = 0; i < q.n; i++) items.update(q.prefix + i, { status: 1, value: q.tag + b + '.' + i });
+          await new Promise((r) => setImmediate(r));
+        }
+        return true;
+      } });
   },
 };
 `;

@@ -193,29 +193,3 @@ export class SparkplugHost {
     await this.client.publishAsync(topic, encode(metrics), { qos: 1 });
   }
 }
-
-/**
- * A drop-in plugin whose function `sp_updates` changes the sensors
- * `<prefix>0` … `<prefix><n - 1>` in `b` batches, each to
- * `<tag><batch>.<i>`: a batch's changes one after the other in one go (they
- * reach a notifier together), then a yield before the next.
- */
-export function updatesPlugin(prefix: string, n: number): string {
-  return `
-module.exports.plugin = {
-  name: 'sp-updates', kind: 'sysapi', version: '1.0.0', needs: ['items'],
-  start(ctx) {
-    ctx.register({ name: 'sp_updates', permission: 'master', description: 'batches of changes of ${prefix}…',
-      params: { b: { type: 'integer', required: true, description: 'batches' }, tag: { type: 'string', required: true, description: 'value prefix' } },
-      async handler(p) {
-        const items = ctx.service('items');
-        for (let b = 0; b < p.b; b++) {
-          for (let i = 0; i < ${n}; i++) items.update('${prefix}' + i, { status: 1, value: p.tag + b + '.' + i });
-          await new Promise((r) => setImmediate(r));
-        }
-        return true;
-      } });
-  },
-};
-`;
-}

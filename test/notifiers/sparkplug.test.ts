@@ -7,7 +7,8 @@ import { Keys, makeDir, spawnController } from '../helpers/controller';
 import { controllerWith } from '../helpers/mqtt-notifier';
 import { notifierFiles, stats } from '../helpers/notifiers';
 import { keysIni } from '../helpers/keys';
-import { SparkplugHost, Types, updatesPlugin } from '../helpers/sparkplug-host';
+import { SparkplugHost, Types } from '../helpers/sparkplug-host';
+import { ITEM_PROBE_PLUGIN } from '../helpers/item-probe-plugin';
 import { until } from '../helpers/wait';
 import { decodePayload, encodePayload, encodeWithProtobufjs, DataType, type Payload } from '../../plugins/notifiers/sparkplug/payload';
 import { valueType } from '../../plugins/notifiers/sparkplug/node';
@@ -233,7 +234,7 @@ for (const qos of [0, 1] as const) {
   test(`devices = item, QoS ${qos}: 300 items changed in one call, a DDATA each, in the order of the changes, seq on across them`, async (t) => {
     const broker = await startBroker(t, { kind: 'mosquitto' });
     const host = await SparkplugHost.connect(t, broker, 'plant');
-    const c = await controllerWith(t, { sp: sparkplugNotifier(broker, { devices: 'item', qos }) }, { files: { 'plugins/sp-updates.js': updatesPlugin('sensor:g1/s', 300) } });
+    const c = await controllerWith(t, { sp: sparkplugNotifier(broker, { devices: 'item', qos }) }, { files: { 'plugins/itemsprobe.js': ITEM_PROBE_PLUGIN } });
     const N = 300;
     const body = JSON.stringify(Array.from({ length: N }, (_, i) => ({ jsonrpc: '2.0', method: 'create', id: i, params: { k: c.k, i: `sensor:g1/s${i}` } })));
     const answers = await (await fetch(`${c.url}/jrpc`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body })).json() as { error?: unknown }[];
@@ -243,7 +244,7 @@ for (const qos of [0, 1] as const) {
     for (const tag of ['a', 'b']) {
       const from = host.messages.length;
       const sent = (await stats(c.client, c.k, 'sp')).data_messages as number;
-      await c.ok('sp_updates', { b: 1, tag });
+      await c.ok('probe_batches', { prefix: 'sensor:g1/s', n: 300, b: 1, tag });
       await host.until('every value', () => devices.every((d, i) => host.value(NODE, d, 'value') === `${tag}0.${i}`));
       const data = host.messages.slice(from).filter((m) => m.kind === 'DDATA');
       // the first round also changes the status (null → 1): two metrics; then the value alone
@@ -260,14 +261,14 @@ for (const qos of [0, 1] as const) {
 test('message_max_bytes: a batch of one device split into several DDATA, seq on across them, every change once', async (t) => {
   const broker = await startBroker(t, { kind: 'mosquitto' });
   const host = await SparkplugHost.connect(t, broker, 'plant');
-  const c = await controllerWith(t, { sp: sparkplugNotifier(broker, { message_max_bytes: 1024 }) }, { files: { 'plugins/sp-updates.js': updatesPlugin('sensor:g1/s', 300) } });
+  const c = await controllerWith(t, { sp: sparkplugNotifier(broker, { message_max_bytes: 1024 }) }, { files: { 'plugins/itemsprobe.js': ITEM_PROBE_PLUGIN } });
   const N = 300;
   const body = JSON.stringify(Array.from({ length: N }, (_, i) => ({ jsonrpc: '2.0', method: 'create', id: i, params: { k: c.k, i: `sensor:g1/s${i}` } })));
   const answers = await (await fetch(`${c.url}/jrpc`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body })).json() as { error?: unknown }[];
   t.true(answers.every((a) => !a.error));
   await host.until('every item born', () => host.value(NODE, 'g1', `sensor/s${N - 1}/status`) !== undefined);
   const from = host.messages.length;
-  await c.ok('sp_updates', { b: 1, tag: 'v' });
+  await c.ok('probe_batches', { prefix: 'sensor:g1/s', n: 300, b: 1, tag: 'v' });
   await host.until('every value', () => Array.from({ length: N }, (_, i) => i).every((i) => host.value(NODE, 'g1', `sensor/s${i}/value`) === `v0.${i}`));
   const data = host.messages.slice(from).filter((m) => m.kind === 'DDATA');
   t.true(data.length >= 4, `${data.length} messages`);

@@ -42,9 +42,9 @@ const Built = Symbol('fixedPart');
  * The members of a result that stay the same from one call to the next
  * (`test`'s answer but its time and uptime): each encoding of them is made
  * once, and an answer built on them (`with`) encodes only the members that
- * change, spliced after them. Encoding the whole `test` answer cost 1.4 µs
- * (JSON) and 2.0 µs (MessagePack) here, the splice 0.6 and 1.1
- * (test/bench/README.md). The part must not change once made: make
+ * change, spliced after them. Encoding the whole `test` response cost
+ * 1.4–1.6 µs (JSON) and 2.2–2.5 µs (MessagePack) here, the splice 0.8 and
+ * 1.3 (test/bench/README.md). The part must not change once made: make
  * another.
  */
 export class FixedPart {

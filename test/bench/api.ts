@@ -87,7 +87,9 @@ async function main() {
         // alternate the servers over several rounds and keep each one's median:
         // a burst of load from elsewhere on this shared machine then hits all alike
         for (let i = 0; i < ROUNDS; i++) {
-          for (const server of servers) {
+          // each round starts one server further: no server always runs right after the same one
+          for (let j = 0; j < servers.length; j++) {
+            const server = servers[(i + j) % servers.length];
             const before = cpuSeconds(server.proc.pid!);
             const l = await load(server, c, SECONDS);
             server.cpu += cpuSeconds(server.proc.pid!) - before;

@@ -133,14 +133,20 @@ export function jsonOf(value: unknown): string | Buffer {
 type Piece = string | Buffer;
 
 /**
- * A JSON RPC response whose result is shared, as the three pieces around
- * and of the result's bytes: the response with a nil result, whose nil
- * (MessagePack: its last byte) the result's bytes replace.
+ * What comes before the result of a JSON RPC response whose result is
+ * encoded apart: the response with a nil result, up to that nil (JSON: the
+ * text up to `"result":`; MessagePack: all but its last byte). The JSON
+ * form is closed by '}', the MessagePack one by nothing.
  */
+function responseHead(isPacked: boolean, id: unknown): Piece {
+  if (!isPacked) return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`;
+  const head = packed({ jsonrpc: '2.0', id, result: null });
+  return head.subarray(0, head.length - 1);
+}
+
+/** A JSON RPC response whose result is shared, as the three pieces around and of the result's bytes. */
 function sharedPieces(isPacked: boolean, r: RpcResponse, e: Encodings): [Piece, Buffer, Piece] {
-  if (!isPacked) return [`{"jsonrpc":"2.0","id":${JSON.stringify(r.id)},"result":`, sharedJson(r.result, e), '}'];
-  const head = packed({ jsonrpc: '2.0', id: r.id, result: null });
-  return [head.subarray(0, head.length - 1), sharedPacked(r.result, e), ''];
+  return [responseHead(isPacked, r.id), isPacked ? sharedPacked(r.result, e) : sharedJson(r.result, e), isPacked ? '' : '}'];
 }
 
 const byteLength = (p: Piece) => (typeof p === 'string' ? Buffer.byteLength(p) : p.length);
@@ -159,10 +165,8 @@ function encodeOne(isPacked: boolean, r: RpcResponse): Piece {
   const part = builtOn(r.result);
   if (part === undefined) return isPacked ? packed(r) : JSON.stringify(r);
   const result = r.result as Record<string, unknown>;
-  if (!isPacked) return `{"jsonrpc":"2.0","id":${JSON.stringify(r.id)},"result":${part.toJson(result)}}`;
-  // the response with a nil result, its nil (the last byte) left for the result
-  const head = packed({ jsonrpc: '2.0', id: r.id, result: null });
-  return part.toPacked(result, head.subarray(0, head.length - 1));
+  const head = responseHead(isPacked, r.id);
+  return typeof head === 'string' ? `${head}${part.toJson(result)}}` : part.toPacked(result, head);
 }
 
 /**

@@ -92,13 +92,16 @@ export class FixedPart {
   toPacked(r: Record<string, unknown>, before: Uint8Array): Buffer {
     const fixed = (this.packed ??= mapEntries(packed(this.value)));
     // the encoder's own bytes, good until its next encoding: copied once, into the answer
-    const rest = mapEntries(encoder.encodeSharedRef(this.later(r)));
-    const head = mapHead(fixed.n + rest.n);
-    const out = Buffer.allocUnsafe(before.length + head.length + fixed.entries.length + rest.entries.length);
+    const rest = encoder.encodeSharedRef(this.later(r));
+    const restAt = entriesAt(rest);
+    const n = fixed.n + mapCount(rest);
+    const out = Buffer.allocUnsafe(before.length + mapHeadLength(n) + fixed.entries.length + rest.length - restAt);
     out.set(before, 0);
-    out.set(head, before.length);
-    out.set(fixed.entries, before.length + head.length);
-    out.set(rest.entries, before.length + head.length + fixed.entries.length);
+    let o = writeMapHead(out, before.length, n);
+    out.set(fixed.entries, o);
+    o += fixed.entries.length;
+    // a few bytes: copied one by one rather than through a view of them
+    for (let i = restAt; i < rest.length; i++) out[o++] = rest[i];
     return out;
   }
 }
@@ -106,19 +109,41 @@ export class FixedPart {
 const builtOn = (v: unknown): FixedPart | undefined =>
   (typeof v === 'object' && v !== null ? (v as Record<symbol, FixedPart | undefined>)[Built] : undefined);
 
-/** A MessagePack map's entries and their count, from its encoding. */
-function mapEntries(map: Uint8Array): { entries: Uint8Array; n: number } {
+/** Where a MessagePack map's entries start in its encoding (past its head). */
+const entriesAt = (map: Uint8Array): number => (map[0] === 0xde ? 3 : map[0] === 0xdf ? 5 : 1);
+
+/** How many entries a MessagePack map has, from its encoding. */
+function mapCount(map: Uint8Array): number {
   const b = map[0];
-  if (b >= 0x80 && b <= 0x8f) return { entries: map.subarray(1), n: b & 0x0f };
-  if (b === 0xde) return { entries: map.subarray(3), n: (map[1] << 8) | map[2] };
-  return { entries: map.subarray(5), n: ((map[1] << 24) | (map[2] << 16) | (map[3] << 8) | map[4]) >>> 0 };
+  if (b === 0xde) return (map[1] << 8) | map[2];
+  if (b === 0xdf) return ((map[1] << 24) | (map[2] << 16) | (map[3] << 8) | map[4]) >>> 0;
+  return b & 0x0f;
 }
 
-/** The head of a MessagePack map (or `array`) of `n` entries. */
-function mapHead(n: number, array = false): Uint8Array {
-  if (n < 16) return Uint8Array.of((array ? 0x90 : 0x80) | n);
-  if (n < 0x10000) return Uint8Array.of(array ? 0xdc : 0xde, n >> 8, n & 0xff);
-  return Uint8Array.of(array ? 0xdd : 0xdf, (n >>> 24) & 0xff, (n >> 16) & 0xff, (n >> 8) & 0xff, n & 0xff);
+/** A MessagePack map's entries and their count, from its encoding. */
+const mapEntries = (map: Uint8Array): { entries: Uint8Array; n: number } => ({ entries: map.subarray(entriesAt(map)), n: mapCount(map) });
+
+/** The length of the head of a MessagePack map (or array) of `n` entries. */
+const mapHeadLength = (n: number): number => (n < 16 ? 1 : n < 0x10000 ? 3 : 5);
+
+/** Writes the head of a MessagePack map (or `array`) of `n` entries at `o`; returns where it ends. */
+function writeMapHead(out: Uint8Array, o: number, n: number, array = false): number {
+  if (n < 16) {
+    out[o] = (array ? 0x90 : 0x80) | n;
+    return o + 1;
+  }
+  if (n < 0x10000) {
+    out[o] = array ? 0xdc : 0xde;
+    out[o + 1] = n >> 8;
+    out[o + 2] = n & 0xff;
+    return o + 3;
+  }
+  out[o] = array ? 0xdd : 0xdf;
+  out[o + 1] = (n >>> 24) & 0xff;
+  out[o + 2] = (n >> 16) & 0xff;
+  out[o + 3] = (n >> 8) & 0xff;
+  out[o + 4] = n & 0xff;
+  return o + 5;
 }
 
 /** A value as JSON: a shared result's bytes are made once, a result built on a fixed part spliced. */
@@ -140,9 +165,21 @@ type Piece = string | Buffer;
  */
 function responseHead(isPacked: boolean, id: unknown): Piece {
   if (!isPacked) return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`;
-  const head = packed({ jsonrpc: '2.0', id, result: null });
-  return head.subarray(0, head.length - 1);
+  // made of kept bytes around the id's (through the encoder, this was 0.45 µs of a 19 µs call)
+  const small = typeof id === 'number' && Number.isInteger(id) && id >= 0 && id < 128;
+  const idBytes = small ? undefined : encoder.encodeSharedRef(id);
+  const n = small ? 1 : idBytes!.length;
+  const head = Buffer.allocUnsafe(HeadStart.length + n + HeadEnd.length);
+  head.set(HeadStart, 0);
+  if (small) head[HeadStart.length] = id;
+  else head.set(idBytes!, HeadStart.length);
+  head.set(HeadEnd, HeadStart.length + n);
+  return head;
 }
+
+/** A MessagePack response's head around its id: a map of three, `jsonrpc`, `2.0`, `id`; then the name `result`. */
+const HeadStart = Buffer.concat([Uint8Array.of(0x83), packed('jsonrpc'), packed('2.0'), packed('id')]);
+const HeadEnd = packed('result');
 
 /** A JSON RPC response whose result is shared, as the three pieces around and of the result's bytes. */
 function sharedPieces(isPacked: boolean, r: RpcResponse, e: Encodings): [Piece, Buffer, Piece] {
@@ -245,7 +282,8 @@ export class BatchAnswer {
     this.flush();
     const n = this.count;
     if (this.isPacked) {
-      const head = Buffer.from(mapHead(n, true));
+      const head = Buffer.allocUnsafe(mapHeadLength(n));
+      writeMapHead(head, 0, n, true);
       this.pieces.unshift(head);
       this.bytes += head.length;
     }

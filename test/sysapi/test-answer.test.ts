@@ -51,6 +51,30 @@ test('test answers the same members over JSON RPC (JSON, MessagePack, single and
   t.deepEqual(members, rpcMembers);
 });
 
+test('a MessagePack answer is the encoding of its own value, byte for byte, whatever the id', async (t) => {
+  // the response's head is made of kept bytes around the id's, the result of kept bytes and a spliced part
+  const { url } = await startController(t);
+  const ids: unknown[] = [0, 1, 127, 128, 255, 65536, 2 ** 32 - 1, -1, -33, 1.5, '', 'a', 'x'.repeat(40), 'é☃'];
+  for (const id of ids) {
+    const req = { jsonrpc: '2.0', method: 'test', params: { k: m }, id };
+    const bytes = new Uint8Array(await (await fetch(`${url}/jrpc`, {
+      method: 'POST', headers: { 'Content-Type': 'application/msgpack' }, body: encode(req),
+    })).arrayBuffer());
+    const answer = decode(bytes) as Record<string, any>;
+    t.deepEqual(Object.keys(answer), ['jsonrpc', 'id', 'result'], String(id));
+    t.is(answer.id, id);
+    t.true(answer.result.ok);
+    t.deepEqual(bytes, encode(answer), `id ${JSON.stringify(id)}`);
+  }
+  // a batch: its array head, then each answer as it would be alone
+  const bytes = new Uint8Array(await (await fetch(`${url}/jrpc`, {
+    method: 'POST', headers: { 'Content-Type': 'application/msgpack' }, body: encode([call(1, m), call(300, m)]),
+  })).arrayBuffer());
+  const answers = decode(bytes) as any[];
+  t.deepEqual(answers.map((a) => a.id), [1, 300]);
+  t.deepEqual(bytes, encode(answers));
+});
+
 test("test's time is each call's own", async (t) => {
   const { client, url } = await startController(t);
   const first = await client.ok('test', { k: m });

@@ -138,14 +138,16 @@ export class Dispatcher {
   private succeeded(
     call: Call, params: Record<string, unknown>, meta: CallMeta, who: ResolvedKey | undefined, name: string, fn: string, started: number,
   ): void {
-    const ok = () => {
-      this.metrics.call(fn, CALL_OK, (performance.now() - started) / 1000);
-      if (this.observer !== undefined) this.observer(fn, params, meta, who, started, undefined);
-    };
-    if (!call.held) return ok();
-    meta.hold!(call.held.then(ok, (err: unknown) => {
+    if (!call.held) return this.counted(fn, params, meta, who, started);
+    meta.hold!(call.held.then(() => this.counted(fn, params, meta, who, started), (err: unknown) => {
       throw this.failed(name, fn, started, err, params, meta, who);
     }));
+  }
+
+  /** A call's success, counted and observed. */
+  private counted(fn: string, params: Record<string, unknown>, meta: CallMeta, who: ResolvedKey | undefined, started: number): void {
+    this.metrics.call(fn, CALL_OK, (performance.now() - started) / 1000);
+    if (this.observer !== undefined) this.observer(fn, params, meta, who, started, undefined);
   }
 
   /** A call's failure as its ApiError, counted (and observed); an internal one logged with its stack. */

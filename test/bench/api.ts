@@ -32,9 +32,10 @@ interface Server { name: string; proc: import('node:child_process').ChildProcess
  * headers (bare-server.ts), with wrk (one thread, 32 connections). wrk runs
  * on CPU 0 alone and every server favoured (lib.ts, favour), so that the
  * reference runs at its limit: each row says how much of a CPU its server
- * had (CPU share). The servers alternate over ROUNDS rounds; the medians
- * and their ratio to bare node:http are printed, with the CPU time each
- * server spent per request (user+system, /proc/<pid>/stat).
+ * had (CPU share). Every round starts every server afresh (in a turning
+ * order) and alternates them on each call; the medians over the ROUNDS
+ * rounds and their ratio to bare node:http are printed, with the CPU time
+ * each server spent per request (user+system, /proc/<pid>/stat).
  * BENCH_API_OTHER=<dist/core/main.js of another build> adds that build (on
  * a four-key directory of its own); BENCH_API_OLD_BARE=1 adds the earlier reference
  * (bare-server.ts `old`). Then `realWork` and `apiLog`; BENCH_API=transport,
@@ -42,23 +43,12 @@ interface Server { name: string; proc: import('node:child_process').ChildProcess
  */
 async function main() {
   const log = { log_file: path.join(os.tmpdir(), `bench-api-${process.pid}.log`) };
-  const dirs = [
-    makeDir(undefined, { keysIni: realKeys(), ini: { server: { ...log, db_update: 'instant', keep_logmem: 86400 } } }),
-    makeDir(undefined, { keysIni: `[masterkey]\nkey = ${Keys.master}\nmaster = yes\nhosts_allow = 127.0.0.1, ::1\n`, ini: { server: log } }),
+  const fourKeys = () => makeDir(undefined, { keysIni: realKeys(), ini: { server: { ...log, db_update: 'instant', keep_logmem: 86400 } } });
+  const kinds = [
+    { name: 'controller, 4 keys', main: MAIN, dir: fourKeys() },
+    { name: 'controller, 1 key', main: MAIN, dir: makeDir(undefined, { keysIni: `[masterkey]\nkey = ${Keys.master}\nmaster = yes\nhosts_allow = 127.0.0.1, ::1\n`, ini: { server: log } }) },
   ];
-  const fresh = (name: string, started: { proc: Server['proc']; port: number }, bare = false): Server => {
-    favour(started.proc.pid);
-    return { name, ...started, bare, runs: [], cpu: 0, n: 0, wall: 0 };
-  };
-  const controllers: Server[] = [
-    fresh('controller, 4 keys', await startChild(MAIN, ['--dir', dirs[0]])),
-    fresh('controller, 1 key', await startChild(MAIN, ['--dir', dirs[1]])),
-  ];
-  if (process.env.BENCH_API_OTHER) {
-    dirs.push(makeDir(undefined, { keysIni: realKeys(), ini: { server: { ...log, db_update: 'instant', keep_logmem: 86400 } } }));
-    controllers.push(fresh('other build, 4 keys', await startChild(process.env.BENCH_API_OTHER, ['--dir', dirs[2]])));
-  }
-  const base = `http://127.0.0.1:${controllers[0].port}`;
+  if (process.env.BENCH_API_OTHER) kinds.push({ name: 'other build, 4 keys', main: process.env.BENCH_API_OTHER, dir: fourKeys() });
   const rpc = { jsonrpc: '2.0', method: 'test', params: { k: Keys.master }, id: 1 };
   const json = { 'Content-Type': 'application/json' };
   const cases: Case[] = [
@@ -68,51 +58,82 @@ async function main() {
     { name: 'direct POST /sys-api/test (JSON)', method: 'POST', path: '/sys-api/test', headers: json, body: Buffer.from(JSON.stringify({ k: Keys.master })) },
   ];
   const load = (server: Server, c: Case, seconds: number) => wrkLoad({ url: `http://127.0.0.1:${server.port}${c.path}`, method: c.method, body: c.body, headers: c.headers, seconds, cpu: 0 });
-  const rows: (string | number)[][] = [];
+  const fresh = (name: string, started: { proc: Server['proc']; port: number }, bare = false): Server => {
+    favour(started.proc.pid);
+    return { name, ...started, bare, runs: [], cpu: 0, n: 0, wall: 0 };
+  };
+  /** what each server did in every round, by case and server name */
+  const done = new Map<Case, Map<string, Server>>(cases.map((c) => [c, new Map()]));
+  const add = (c: Case, s: Server, l: Load, cpu: number) => {
+    const m = done.get(c)!;
+    const acc = m.get(s.name) ?? { ...s, runs: [], cpu: 0, n: 0, wall: 0 };
+    m.set(s.name, acc);
+    acc.cpu += cpu;
+    acc.n += l.rps * SECONDS;
+    acc.wall += SECONDS;
+    acc.runs.push(l);
+  };
+  /** the bare servers' arguments per case: what the controller answered, with its type */
+  const answers = new Map<Case, string[]>();
   try {
-    // every path of every controller warm (JIT) before the first case is measured
-    for (const ctl of controllers) for (const c of cases) await load(ctl, c, 2);
-    for (const c of cases) {
-      // the bare server answers exactly what the controller answered
-      const sample = await fetch(base + c.path, { method: c.method, headers: c.headers, body: c.body });
-      const answer = Buffer.from(await sample.arrayBuffer());
-      if (sample.status !== 200) throw new Error(`${c.name}: ${sample.status} ${answer}`);
-      const args = [sample.headers.get('content-type')!, answer.toString('base64')];
-      const bare = [fresh('bare node:http', await startChild(path.join(__dirname, 'bare-server.js'), args), true)];
-      if (process.env.BENCH_API_OLD_BARE) bare.push(fresh('bare node:http, earlier reference', await startChild(path.join(__dirname, 'bare-server.js'), [...args, 'old']), true));
-      const servers = [...controllers.map((s) => ({ ...s, runs: [], cpu: 0, n: 0, wall: 0 })), ...bare];
+    // Every round starts every server afresh: the same build in two processes differed by up to 2.5 µs a
+    // request for the whole life of each (test/bench/README.md), so a ratio of one process each is as much
+    // the processes' luck as the code. The medians are then over as many processes as rounds.
+    for (let i = 0; i < ROUNDS; i++) {
+      const controllers: Server[] = [];
+      // the start order turns too
+      for (let j = 0; j < kinds.length; j++) {
+        const k = kinds[(i + j) % kinds.length];
+        controllers.push(fresh(k.name, await startChild(k.main, ['--dir', k.dir])));
+      }
+      controllers.sort((a, b) => kinds.findIndex((k) => k.name === a.name) - kinds.findIndex((k) => k.name === b.name));
       try {
-        // warm up first (JIT, connection pools): the first second of a cold server is not its speed
-        for (const server of servers) await load(server, c, 1);
-        // alternate the servers over several rounds and keep each one's median:
-        // a burst of load from elsewhere on this shared machine then hits all alike
-        for (let i = 0; i < ROUNDS; i++) {
-          // each round starts one server further: no server always runs right after the same one
-          for (let j = 0; j < servers.length; j++) {
-            const server = servers[(i + j) % servers.length];
-            const before = cpuSeconds(server.proc.pid!);
-            const l = await load(server, c, SECONDS);
-            server.cpu += cpuSeconds(server.proc.pid!) - before;
-            server.n += l.rps * SECONDS;
-            server.wall += SECONDS;
-            server.runs.push(l);
+        // every path of every controller warm (JIT) before the first case is measured
+        for (const ctl of controllers) for (const c of cases) await load(ctl, c, 2);
+        for (const c of cases) {
+          if (!answers.has(c)) {
+            // the bare server answers exactly what the controller answered
+            const sample = await fetch(`http://127.0.0.1:${controllers[0].port}${c.path}`, { method: c.method, headers: c.headers, body: c.body });
+            const answer = Buffer.from(await sample.arrayBuffer());
+            if (sample.status !== 200) throw new Error(`${c.name}: ${sample.status} ${answer}`);
+            answers.set(c, [sample.headers.get('content-type')!, answer.toString('base64')]);
+          }
+          const args = answers.get(c)!;
+          const bare = [fresh('bare node:http', await startChild(path.join(__dirname, 'bare-server.js'), args), true)];
+          if (process.env.BENCH_API_OLD_BARE) bare.push(fresh('bare node:http, earlier reference', await startChild(path.join(__dirname, 'bare-server.js'), [...args, 'old']), true));
+          const servers = [...controllers, ...bare];
+          try {
+            // warm up first (JIT, connection pools): the first second of a cold server is not its speed
+            for (const server of servers) await load(server, c, 1);
+            // each round starts one server further: no server always runs right after the same one
+            for (let j = 0; j < servers.length; j++) {
+              const server = servers[(i + j) % servers.length];
+              const before = cpuSeconds(server.proc.pid!);
+              const l = await load(server, c, SECONDS);
+              add(c, server, l, cpuSeconds(server.proc.pid!) - before);
+            }
+          } finally {
+            for (const server of bare) await stopChild(server.proc);
           }
         }
-        const ref = median(servers.find((s) => s.bare)!.runs);
-        for (const server of servers) {
-          const m = median(server.runs);
-          rows.push([c.name, server.name, fmt(m.rps), fmt(m.p99, 2), fmt((server.cpu / server.n) * 1e6, 1), `${fmt((server.cpu / server.wall) * 100)} %`,
-            fmt(m.rps / ref.rps, 2), fmt(m.p99 / ref.p99, 2), server.runs.reduce((n, l) => n + l.errors, 0)]);
-        }
       } finally {
-        for (const server of bare) await stopChild(server.proc);
+        for (const server of controllers) await stopChild(server.proc);
       }
     }
   } finally {
-    for (const ctl of controllers) await stopChild(ctl.proc);
-    for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
+    for (const k of kinds) fs.rmSync(k.dir, { recursive: true, force: true });
   }
-  console.log(`\nAPI, wrk (1 thread, on CPU 0): keep-alive, 32 connections, ${ROUNDS} alternating rounds of ${SECONDS} s, medians (${os.cpus().length} cores)\n`);
+  const rows: (string | number)[][] = [];
+  for (const c of cases) {
+    const servers = [...done.get(c)!.values()];
+    const ref = median(servers.find((s) => s.bare)!.runs);
+    for (const server of servers) {
+      const m = median(server.runs);
+      rows.push([c.name, server.name, fmt(m.rps), fmt(m.p99, 2), fmt((server.cpu / server.n) * 1e6, 1), `${fmt((server.cpu / server.wall) * 100)} %`,
+        fmt(m.rps / ref.rps, 2), fmt(m.p99 / ref.p99, 2), server.runs.reduce((n, l) => n + l.errors, 0)]);
+    }
+  }
+  console.log(`\nAPI, wrk (1 thread, on CPU 0): keep-alive, 32 connections, ${ROUNDS} rounds of ${SECONDS} s, each on servers started afresh, alternating; medians (${os.cpus().length} cores)\n`);
   console.log(table(['call', 'server', 'req/s', 'p99 ms', 'CPU µs/req', 'CPU share', 'ratio to bare', 'p99 ratio', 'errors'], rows));
 }
 

@@ -61,7 +61,8 @@ export const plugin = definePlugin({
           fixed = { revision: key.revision, debug: logger.debugMode, part: new FixedPart(fixedInfo(call)) };
           if (!call.token) made.set(key, fixed);
         }
-        return withStatus(fixed.part.with({ time: Date.now() / 1000, uptime: Math.floor((Date.now() - started) / 1000) }));
+        const now = Date.now();
+        return withStatus(fixed.part.with({ time: now / 1000, uptime: Math.floor((now - started) / 1000) }));
       },
     });
   },

@@ -2,23 +2,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { encode } from '@msgpack/msgpack';
-import { wrkLoad, startChild, stopChild, table, fmt, median, cpuSeconds, manyKeys, favour, type Load } from './lib';
+import { wrkLoad, startChild, stopChild, table, fmt, median, cpuSeconds, manyKeys, favour, realKeys, type Load } from './lib';
 import { makeDir, Keys, MAIN } from '../helpers/controller';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 
 type Case = { name: string; method: 'GET' | 'POST'; path: string; headers: Record<string, string>; body?: Buffer };
-
-/** etc/uc_apikeys.ini of a controller as one is set up: four keys, the master one from the machine itself only. */
-function realKeys(): string {
-  return [
-    `[masterkey]\nkey = ${Keys.master}\nmaster = yes\nhosts_allow = 127.0.0.1, ::1\n`,
-    `[operator]\nkey = ${Keys.ops}\nsysfunc = yes\nallow = cmd, lock, device\ngroups = #\nhosts_allow = 127.0.0.1, ::1\n`,
-    `[plain]\nkey = ${Keys.plain}\nhosts_allow = 0.0.0.0/0\n`,
-    `[far]\nkey = ${'far'.padEnd(64, 'f')}\nhosts_allow = 10.0.0.0/8\n`,
-  ].join('\n');
-}
 
 /** A server of the API benchmark: a controller, or bare node:http. */
 interface Server { name: string; proc: import('node:child_process').ChildProcess; port: number; bare?: boolean; runs: Load[]; cpu: number; n: number; wall: number }

@@ -6,7 +6,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import autocannon from 'autocannon';
 import { keysIni, type KeyFields } from '../helpers/keys';
-import { makeDir } from '../helpers/controller';
+import { makeDir, Keys } from '../helpers/controller';
 import { EVA33_SCHEMA } from '../helpers/eva33-history';
 
 /** Shared pieces of the benchmarks: child servers, load runs, the table. */
@@ -132,6 +132,16 @@ export function stopChild(proc: ChildProcess): Promise<void> {
     proc.once('exit', () => resolve());
     proc.kill('SIGTERM');
   });
+}
+
+/** etc/uc_apikeys.ini of a controller as one is set up: four keys, the master one from the machine itself only. */
+export function realKeys(): string {
+  return [
+    `[masterkey]\nkey = ${Keys.master}\nmaster = yes\nhosts_allow = 127.0.0.1, ::1\n`,
+    `[operator]\nkey = ${Keys.ops}\nsysfunc = yes\nallow = cmd, lock, device\ngroups = #\nhosts_allow = 127.0.0.1, ::1\n`,
+    `[plain]\nkey = ${Keys.plain}\nhosts_allow = 0.0.0.0/0\n`,
+    `[far]\nkey = ${'far'.padEnd(64, 'f')}\nhosts_allow = 10.0.0.0/8\n`,
+  ].join('\n');
 }
 
 /** An apikeys.ini: the master key (test/helpers' Keys.master) and `n` more keys, `allow = lock`, from 127.0.0.1. */

@@ -12,6 +12,20 @@ export const rpcError = (id: unknown, code: number, message: string): RpcRespons
  */
 const isId = (id: unknown) => typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id));
 
+/**
+ * A request's id as it is answered. MessagePack's 64-bit integers arrive as
+ * bigints (clients write an id of 2^32 or more so: a millisecond clock, say):
+ * within 2^53 such an id is the number it is, and goes back as the client
+ * wrote it; beyond, it is no id (as a parameter so large is refused rather
+ * than rounded, core/schema/parse.ts).
+ */
+const idOf = (req: Record<string, unknown>): unknown => {
+  const id = req.id;
+  if (typeof id !== 'bigint') return id;
+  return id >= -MAX_EXACT && id <= MAX_EXACT ? Number(id) : NaN;
+};
+const MAX_EXACT = BigInt(Number.MAX_SAFE_INTEGER);
+
 /** A request without a method: none, null or empty (3.3: "API method not defined", code 10, not -32600). */
 const noMethod = (method: unknown) => method === undefined || method === null || method === '';
 
@@ -22,7 +36,8 @@ const noMethod = (method: unknown) => method === undefined || method === null ||
  */
 export function rpcNotRun(req: unknown, code: number, message: string): RpcResponse | undefined {
   if (!req || typeof req !== 'object' || Array.isArray(req)) return rpcError(null, -32600, 'invalid request');
-  const { jsonrpc, method, id } = req as Record<string, unknown>;
+  const { jsonrpc, method } = req as Record<string, unknown>;
+  const id = idOf(req as Record<string, unknown>);
   const notification = id === undefined || id === null;
   if (jsonrpc !== '2.0' || !(typeof method === 'string' || noMethod(method)) || !(notification || isId(id))) {
     return rpcError(notification || isId(id) ? id ?? null : null, -32600, 'invalid request');
@@ -39,7 +54,8 @@ export async function rpcCall(
   dispatcher: { call(name: string, params: Record<string, unknown>, meta: CallMeta): Promise<unknown> }, req: unknown, meta: CallMeta,
 ): Promise<RpcResponse | undefined> {
   if (!req || typeof req !== 'object' || Array.isArray(req)) return rpcError(null, -32600, 'invalid request');
-  const { jsonrpc, method, params, id } = req as Record<string, unknown>;
+  const { jsonrpc, method, params } = req as Record<string, unknown>;
+  const id = idOf(req as Record<string, unknown>);
   const notification = id === undefined || id === null;
   const idValid = notification || isId(id);
   // an id that is no id is not echoed back: the error then carries null (JSON RPC 2.0, section 5)

@@ -54,7 +54,8 @@ test('test answers the same members over JSON RPC (JSON, MessagePack, single and
 test('a MessagePack answer is the encoding of its own value, byte for byte, whatever the id', async (t) => {
   // the response's head is made of kept bytes around the id's, the result of kept bytes and a spliced part
   const { url } = await startController(t);
-  const ids: unknown[] = [0, 1, 127, 128, 255, 65536, 2 ** 32 - 1, -1, -33, 1.5, '', 'a', 'x'.repeat(40), 'é☃'];
+  // 2^32 and more: a 64-bit integer on the wire, which arrives as a bigint and goes back as it came
+  const ids: unknown[] = [0, 1, 127, 128, 255, 65536, 2 ** 32 - 1, 2 ** 32 + 1, 1764133200123, 2 ** 53 - 1, -1, -33, -(2 ** 40), 1.5, '', 'a', 'x'.repeat(40), 'é☃'];
   for (const id of ids) {
     const req = { jsonrpc: '2.0', method: 'test', params: { k: m }, id };
     const bytes = new Uint8Array(await (await fetch(`${url}/jrpc`, {
@@ -66,6 +67,13 @@ test('a MessagePack answer is the encoding of its own value, byte for byte, what
     t.true(answer.result.ok);
     t.deepEqual(bytes, encode(answer), `id ${JSON.stringify(id)}`);
   }
+  // beyond 2^53 an integer id cannot be answered exactly: it is no id (as a parameter so large is refused)
+  const huge = decode(new Uint8Array(await (await fetch(`${url}/jrpc`, {
+    method: 'POST', headers: { 'Content-Type': 'application/msgpack' },
+    body: encode({ jsonrpc: '2.0', method: 'test', params: { k: m }, id: 2n ** 60n }, { useBigInt64: true }),
+  })).arrayBuffer())) as Record<string, any>;
+  t.is(huge.id, null);
+  t.is(huge.error.code, -32600);
   // a batch: its array head, then each answer as it would be alone
   const bytes = new Uint8Array(await (await fetch(`${url}/jrpc`, {
     method: 'POST', headers: { 'Content-Type': 'application/msgpack' }, body: encode([call(1, m), call(300, m)]),

@@ -13,35 +13,47 @@ export class BodyTooLarge extends Error {
 }
 
 /**
- * Read a whole request body into one buffer, refusing (before reading, when
- * Content-Length says so, or as soon as the bytes pass it) more than `limit`
- * (BodyTooLarge).
+ * Read a whole request body into one buffer, then `done(undefined, raw)`;
+ * `done(err)` for a body larger than `limit` (BodyTooLarge: before reading,
+ * when Content-Length says so, or as soon as the bytes pass it) or a read
+ * that fails. `done` is called once, and may be called before this returns.
+ * A callback, node's own shape for a stream, not a promise: the function
+ * calls read their bodies this way (server.ts says why).
  */
-export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    if (Number(req.headers['content-length']) > limit) {
-      req.resume();
-      reject(new BodyTooLarge(limit));
-      return;
-    }
-    let first: Buffer | undefined;
-    let chunks: Buffer[] | undefined;
-    let size = 0;
-    let settled = false;
-    // `on`, not `once`: a request ends once, and once's wrappers cost a hot call
-    req.on('data', (c: Buffer) => {
-      if (settled) return; // past the limit: the rest is read and dropped so the answer can be sent
-      size += c.length;
-      if (size > limit) {
-        settled = true;
-        reject(new BodyTooLarge(limit));
-      } else if (!first) first = c;
-      else (chunks ??= [first]).push(c);
-    });
-    req.on('end', () => resolve(chunks ? Buffer.concat(chunks, size) : first ?? Buffer.alloc(0)));
-    req.on('error', reject);
+export function readBody(req: IncomingMessage, limit: number, done: (err: Error | undefined, raw: Buffer) => void): void {
+  if (Number(req.headers['content-length']) > limit) {
+    req.resume();
+    done(new BodyTooLarge(limit), Empty);
+    return;
+  }
+  let first: Buffer | undefined;
+  let chunks: Buffer[] | undefined;
+  let size = 0;
+  let settled = false;
+  // `on`, not `once`: a request ends once, and once's wrappers cost a hot call
+  req.on('data', (c: Buffer) => {
+    if (settled) return; // past the limit: the rest is read and dropped so the answer can be sent
+    size += c.length;
+    if (size > limit) {
+      settled = true;
+      done(new BodyTooLarge(limit), Empty);
+    } else if (!first) first = c;
+    else (chunks ??= [first]).push(c);
+  });
+  req.on('end', () => {
+    if (settled) return;
+    settled = true;
+    done(undefined, chunks ? Buffer.concat(chunks, size) : first ?? Empty);
+  });
+  req.on('error', (err) => {
+    if (settled) return;
+    settled = true;
+    done(err, Empty);
   });
 }
+
+/** the body of a request that sent none */
+const Empty = Buffer.alloc(0);
 
 /** The media type of a request, lower case, without parameters. */
 export function mediaType(req: IncomingMessage): string {

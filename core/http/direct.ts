@@ -4,7 +4,7 @@ import type { Dispatcher } from '../dispatch';
 import { ApiError } from '../errors';
 import { ApiSpace } from '../functions';
 import { BodyTooLarge, mediaType, readBody, readMultipart } from './body';
-import { JsonHeaders, send, sendDirectError } from './reply';
+import { JsonHeaders, send, sendDirectError, type Escaped } from './reply';
 import { directResult } from '../results';
 import { clientGone } from './gone';
 import { jsonOf, overLimit, tooLarge } from './encode';
@@ -79,6 +79,7 @@ export function directRoute(product: string): (url: string) => DirectRoute | und
  */
 export function directHandler(
   dispatcher: Dispatcher, limits: { maxBody: number; maxAnswer: number }, clientIp: (req: IncomingMessage) => string, eitherScheme: boolean,
+  escaped: Escaped,
 ) {
   const { maxBody, maxAnswer } = limits;
   /** The success answer, within max_answer_size. */
@@ -87,14 +88,9 @@ export function directHandler(
     if (overLimit(body, maxAnswer)) sendDirectError(res, 413, tooLarge(maxAnswer));
     else send(res, 200, JsonHeaders, body);
   };
-  async function bodyParams(req: IncomingMessage, query: Params, headerKey: string | undefined): Promise<Params> {
-    const type = mediaType(req);
-    if (type === 'multipart/form-data') {
-      const k = query.k ?? headerKey;
-      if (k !== undefined && k !== '') dispatcher.identify(k, clientIp(req));
-      return readMultipart(req, maxBody);
-    }
-    const raw = await readBody(req, maxBody);
+
+  /** A JSON or urlencoded body's parameters; throws ApiError for a body that is not a JSON object. */
+  const parsed = (type: string, raw: Buffer): Params => {
     if (raw.length === 0) return {};
     if (type === 'application/x-www-form-urlencoded') {
       return formParams(new URLSearchParams(raw.toString('utf8')));
@@ -110,7 +106,33 @@ export function directHandler(
       throw new ApiError('invalid_params', 'request body must be a JSON object');
     }
     return body as Params;
-  }
+  };
+
+  /** The parameters of a POST body, to `then` once read (or its failure). */
+  const bodyParams = (req: IncomingMessage, query: Params, headerKey: string | undefined, then: (err: unknown, params?: Params) => void): void => {
+    const type = mediaType(req);
+    if (type === 'multipart/form-data') {
+      try {
+        const k = query.k ?? headerKey;
+        if (k !== undefined && k !== '') dispatcher.identify(k, clientIp(req));
+      } catch (err) {
+        then(err);
+        return;
+      }
+      readMultipart(req, maxBody).then((params) => then(undefined, params), then);
+      return;
+    }
+    readBody(req, maxBody, (err, raw) => {
+      if (err) return then(err);
+      let params: Params;
+      try {
+        params = parsed(type, raw);
+      } catch (e) {
+        return then(e);
+      }
+      then(undefined, params);
+    });
+  };
 
   /** What a failed call answers: its error's status, 413 for a body too large, 400 for a body that cannot be read. */
   const failed = (req: IncomingMessage, res: ServerResponse, err: unknown): void => {
@@ -125,26 +147,53 @@ export function directHandler(
     }
   };
 
-  /** Answers the call; rejects only for what escapes (a bug: answered 500). */
-  return async (req: IncomingMessage, res: ServerResponse, route: DirectRoute): Promise<void> => {
-    if (req.method !== 'GET' && req.method !== 'POST') {
-      if (!req.readableEnded) req.resume();
-      sendDirectError(res, 405, `method ${req.method} not allowed`);
-      return;
-    }
-    let params = queryParams(route.query);
-    const xkey = req.headers['x-auth-key'];
-    const headerKey = typeof xkey === 'string' && xkey ? xkey : undefined;
-    let result: unknown;
+  /** Answers the call, then calls `done` (the hot path's shape: server.ts). */
+  return (req: IncomingMessage, res: ServerResponse, route: DirectRoute, done: () => void): void => {
+    /** answers with `answer`, then `done`; what escapes it (a bug) goes to `escaped` */
+    const end = (answer: () => void): void => {
+      try {
+        answer();
+      } catch (err) {
+        escaped(req, res, err);
+      }
+      done();
+    };
+    /** runs the call with `params` */
+    const run = (params: Params, headerKey: string | undefined): void => {
+      let called: Promise<unknown>;
+      try {
+        called = dispatcher.call(route.fn, params, {
+          ip: clientIp(req), transport: 'direct', headers: req.headers, headerKey, space: route.space, signal: clientGone(req, res),
+          assign: !foreignOrigin(req, eitherScheme),
+        });
+      } catch (err) {
+        escaped(req, res, err);
+        done();
+        return;
+      }
+      called.then((result) => end(() => ok(res, result)), (err: unknown) => end(() => failed(req, res, err)));
+    };
     try {
-      if (req.method === 'POST') params = { ...params, ...await bodyParams(req, params, headerKey) };
-      result = await dispatcher.call(route.fn, params, {
-        ip: clientIp(req), transport: 'direct', headers: req.headers, headerKey, space: route.space, signal: clientGone(req, res),
-        assign: !foreignOrigin(req, eitherScheme),
+      if (req.method !== 'GET' && req.method !== 'POST') {
+        if (!req.readableEnded) req.resume();
+        sendDirectError(res, 405, `method ${req.method} not allowed`);
+        done();
+        return;
+      }
+      const query = queryParams(route.query);
+      const xkey = req.headers['x-auth-key'];
+      const headerKey = typeof xkey === 'string' && xkey ? xkey : undefined;
+      if (req.method === 'GET') {
+        run(query, headerKey);
+        return;
+      }
+      bodyParams(req, query, headerKey, (err, body) => {
+        if (body === undefined) end(() => failed(req, res, err));
+        else run({ ...query, ...body }, headerKey);
       });
     } catch (err) {
-      return failed(req, res, err);
+      escaped(req, res, err);
+      done();
     }
-    ok(res, result);
   };
 }

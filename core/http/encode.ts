@@ -88,23 +88,31 @@ export class FixedPart {
     return fixed === '' ? rest : `{${fixed},${rest.slice(1)}`;
   }
 
-  /** `before` (bytes of its own, not the encoder's), then `r` as MessagePack, in one buffer. */
-  toPacked(r: Record<string, unknown>, before: Uint8Array): Buffer {
+  /**
+   * `before` (bytes of its own, not the encoder's), then `r` as MessagePack:
+   * bytes shared until the next answer is made (scratch), to be copied or
+   * made text at once.
+   */
+  toPacked(r: Record<string, unknown>, before: Uint8Array): Uint8Array {
     const fixed = (this.packed ??= mapEntries(packed(this.value)));
     // the encoder's own bytes, good until its next encoding: copied once, into the answer
     const rest = encoder.encodeSharedRef(this.later(r));
     const restAt = entriesAt(rest);
     const n = fixed.n + mapCount(rest);
-    const out = Buffer.allocUnsafe(before.length + mapHeadLength(n) + fixed.entries.length + rest.length - restAt);
+    const length = before.length + mapHeadLength(n) + fixed.entries.length + rest.length - restAt;
+    const out = length <= scratch.length ? scratch : Buffer.allocUnsafe(length);
     out.set(before, 0);
     let o = writeMapHead(out, before.length, n);
     out.set(fixed.entries, o);
     o += fixed.entries.length;
     // a few bytes: copied one by one rather than through a view of them
     for (let i = restAt; i < rest.length; i++) out[o++] = rest[i];
-    return out;
+    return out.subarray(0, length);
   }
 }
+
+/** Where MessagePack answers built on a FixedPart are made, one at a time; a larger one gets bytes of its own. */
+const scratch = Buffer.allocUnsafe(16 * 1024);
 
 const builtOn = (v: unknown): FixedPart | undefined =>
   (typeof v === 'object' && v !== null ? (v as Record<symbol, FixedPart | undefined>)[Built] : undefined);
@@ -197,32 +205,52 @@ export function overLimit(body: Piece, max: number): boolean {
 /** The message of an answer past the bound. */
 export const tooLarge = (max: number) => `answer larger than max_answer_size (${max} bytes)`;
 
-/** One JSON RPC response, encoded (a result of shared bytes: see sharedPieces and BatchAnswer). */
-function encodeOne(isPacked: boolean, r: RpcResponse): Piece {
+/**
+ * One JSON RPC response (a result of shared bytes: see sharedPieces and
+ * BatchAnswer): JSON text, or MessagePack bytes shared until the next
+ * encoding (the encoder's or the scratch), to be copied or made text at once.
+ */
+function encodeOne(isPacked: boolean, r: RpcResponse): string | Uint8Array {
   const part = builtOn(r.result);
-  if (part === undefined) return isPacked ? packed(r) : JSON.stringify(r);
+  if (part === undefined) return isPacked ? encoder.encodeSharedRef(r) : JSON.stringify(r);
   const result = r.result as Record<string, unknown>;
   const head = responseHead(isPacked, r.id);
   return typeof head === 'string' ? `${head}${part.toJson(result)}}` : part.toPacked(result, head);
 }
 
+/** One JSON RPC response as a piece of its own. */
+const ownPiece = (body: string | Uint8Array): Piece => (typeof body === 'string' ? body : Buffer.from(body));
+
 /**
  * One JSON RPC response encoded, within `max` bytes: a larger one becomes
  * error 13 with its id (the function ran; its answer is not sent).
+ *
+ * MessagePack bytes up to 16 KiB come as text of one character a byte
+ * (latin1: send them so). node:http writes a text answer in one piece with
+ * its head; bytes cost a buffer from node's pool, a piece apart in the
+ * write, and their memory to collect: through HTTP, 1.2 µs of an 18 µs
+ * call (test/bench/README.md, "The hot path in node's shape").
  */
 export function encodeResponse(isPacked: boolean, r: RpcResponse, max: number): Piece {
   const e = encodingsOf(r.result);
-  let body: Piece;
   if (e === undefined) {
-    body = encodeOne(isPacked, r);
+    const body = encodeOne(isPacked, r);
+    if (typeof body === 'string') {
+      if (!overLimit(body, max)) return body;
+    } else if (body.length <= max) {
+      return body.length <= AsText ? Buffer.from(body.buffer, body.byteOffset, body.length).toString('latin1') : Buffer.from(body);
+    }
   } else {
     const [head, result, tail] = sharedPieces(isPacked, r, e);
-    body = Buffer.concat([typeof head === 'string' ? Buffer.from(head) : head, result, Buffer.from(tail)]);
+    const body = Buffer.concat([typeof head === 'string' ? Buffer.from(head) : head, result, Buffer.from(tail)]);
+    if (body.length <= max) return body;
   }
-  if (!overLimit(body, max)) return body;
   const refused = rpcError(r.id, ErrorKinds.too_large.code, tooLarge(max));
   return isPacked ? packed(refused) : JSON.stringify(refused);
 }
+
+/** MessagePack answers up to this many bytes are made text (encodeResponse). */
+const AsText = 16 * 1024;
 
 /**
  * A batch answer, encoded as its responses come, within `max` bytes as a
@@ -250,7 +278,7 @@ export class BatchAnswer {
     if (!r) return;
     const e = encodingsOf(r.result);
     if (e === undefined) {
-      const body = encodeOne(this.isPacked, r);
+      const body = ownPiece(encodeOne(this.isPacked, r));
       if (this.fits(byteLength(body))) return this.push(body);
     } else {
       const [head, result, tail] = sharedPieces(this.isPacked, r, e);

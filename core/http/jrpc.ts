@@ -3,7 +3,7 @@ import { Decoder } from '@msgpack/msgpack';
 import type { CallMeta, Dispatcher } from '../dispatch';
 import { rpcCall, rpcError } from '../rpc';
 import { BodyTooLarge, mediaType, readBody } from './body';
-import { JsonHeaders, MsgpackHeaders, NoCacheHeaders, send, sendPieces } from './reply';
+import { JsonHeaders, MsgpackHeaders, NoCacheHeaders, send, sendPieces, type Escaped } from './reply';
 import { HeldBatch } from './held';
 import { encodeResponse, packed as bytes } from './encode';
 import { foreignOrigin } from './origin';
@@ -29,8 +29,8 @@ export interface JrpcLimits { maxBody: number; maxBatch: number; maxAnswer: numb
  * kind), single requests and batches, notifications (no id) answered with
  * 202 when nothing else is, and the GET form /jrpc?i=ID&m=METHOD&p=PARAMS.
  * It works on the bare request and response so that the hot path pays for
- * nothing it does not use (test/bench/README.md); it rejects only for what
- * escapes (a bug: answered 500).
+ * nothing it does not use (test/bench/README.md); what escapes it (a bug)
+ * goes to `escaped`.
  *
  * A browser can send a body cross-site without asking first only as
  * text/plain or a form: with an `Origin` (a browser's request) the body must
@@ -39,78 +39,126 @@ export interface JrpcLimits { maxBody: number; maxBatch: number; maxAnswer: numb
  * JSON. A request from a page of another origin never gets the key
  * hosts_assign gives its address (foreignOrigin).
  */
-export function jrpcProcessor(dispatcher: Dispatcher, limits: JrpcLimits, eitherScheme: boolean) {
+export function jrpcProcessor(dispatcher: Dispatcher, limits: JrpcLimits, eitherScheme: boolean, escaped: Escaped) {
   const { maxBody, maxBatch, maxAnswer } = limits;
-  /** Answers a request. */
-  return async (req: IncomingMessage, res: ServerResponse, ip: string, signal: (() => AbortSignal) | undefined): Promise<void> => {
-    let payload: unknown;
-    let packed = false;
-    if (req.method === 'POST') {
-      const type = mediaType(req);
-      packed = MSGPACK_TYPES.has(type);
-      if (!packed && type !== 'application/json' && req.headers.origin !== undefined) {
-        // refused before a byte of the body is read
-        req.resume();
-        return reply(res, false, 415, rpcError(null, -32600, 'a JSON RPC body is application/json or application/msgpack'));
+
+  /** Answers a batch: its calls one after another, the answer once their held writes settled. */
+  const batch = async (res: ServerResponse, payload: unknown[], packed: boolean, meta: CallMeta): Promise<void> => {
+    // the responses encoded as they come, within max_answer_size for the whole batch; a call whose answer waits
+    // only for its write hands the write over and the next call runs at once; the writes are held back until
+    // the last call ran (holdWrites): the batch's changes go to disk together, and the batch is answered once
+    // they did (./held.ts)
+    const out = new HeldBatch(packed, maxAnswer);
+    const batchMeta: CallMeta = { ...meta, hold: out.hold };
+    const release = holdWrites();
+    try {
+      // one after another: a batch may lock, work and unlock in order
+      for (const one of payload) {
+        if (out.full) out.notRun(one);
+        else out.add(await rpcCall(dispatcher, one, batchMeta));
       }
-      let raw: Buffer;
-      try {
-        raw = await readBody(req, maxBody);
-      } catch (err) {
-        if (err instanceof BodyTooLarge) return reply(res, packed, 413, rpcError(null, -32600, 'request body too large'));
-        return reply(res, packed, 400, rpcError(null, -32700, 'parse error'));
-      }
-      try {
-        payload = packed ? decoder.decode(raw) : JSON.parse(raw.toString('utf8'));
-      } catch {
-        return reply(res, packed, 400, rpcError(null, -32700, 'parse error'));
-      }
-    } else if (req.method === 'GET') {
-      const q = new URLSearchParams((req.url ?? '').split('?')[1] ?? '');
-      let params: unknown = {};
-      try {
-        const p = q.get('p');
-        if (p) params = JSON.parse(p);
-      } catch {
-        return reply(res, false, 400, rpcError(null, -32700, 'parse error'));
-      }
-      payload = { jsonrpc: '2.0', method: q.get('m') ?? undefined, params, id: q.get('i') ?? undefined };
-    } else {
-      return reply(res, false, 405, rpcError(null, -32600, `method ${req.method} not allowed`));
+    } finally {
+      release();
     }
+    const a = await out.settled();
+    // every request a notification: 202 with an empty body
+    if (a.empty) send(res, 202, NoCacheHeaders);
+    else sendPieces(res, 200, packed ? MsgpackHeaders : JsonHeaders, a.body());
+  };
+
+  /** Answers a request or a batch, then `done`. */
+  const answer = (
+    req: IncomingMessage, res: ServerResponse, payload: unknown, packed: boolean, ip: string, signal: (() => AbortSignal) | undefined, done: () => void,
+  ): void => {
     const xkey = req.headers['x-auth-key'];
     const meta: CallMeta = {
       ip, transport: 'jrpc', headers: req.headers, headerKey: typeof xkey === 'string' && xkey ? xkey : undefined, signal,
       assign: !foreignOrigin(req, eitherScheme),
     };
-    if (Array.isArray(payload)) {
-      if (payload.length === 0 || payload.length > maxBatch) {
-        return reply(res, packed, 200, rpcError(null, -32600, payload.length ? `batch larger than ${maxBatch}` : 'empty batch'));
-      }
-      // the responses encoded as they come, within max_answer_size for the whole batch; a call whose answer waits
-      // only for its write hands the write over and the next call runs at once; the writes are held back until
-      // the last call ran (holdWrites): the batch's changes go to disk together, and the batch is answered once
-      // they did (./held.ts)
-      const out = new HeldBatch(packed, maxAnswer);
-      const batchMeta: CallMeta = { ...meta, hold: out.hold };
-      const release = holdWrites();
-      try {
-        // one after another: a batch may lock, work and unlock in order
-        for (const one of payload) {
-          if (out.full) out.notRun(one);
-          else out.add(await rpcCall(dispatcher, one, batchMeta));
+    const bug = (err: unknown) => {
+      escaped(req, res, err);
+      done();
+    };
+    if (!Array.isArray(payload)) {
+      rpcCall(dispatcher, payload, meta).then((r) => {
+        try {
+          if (r) send(res, 200, packed ? MsgpackHeaders : JsonHeaders, encodeResponse(packed, r, maxAnswer), packed);
+          else send(res, 202, NoCacheHeaders);
+        } catch (err) {
+          return bug(err);
         }
-      } finally {
-        release();
-      }
-      const a = await out.settled();
-      // every request a notification: 202 with an empty body
-      if (a.empty) send(res, 202, NoCacheHeaders);
-      else sendPieces(res, 200, packed ? MsgpackHeaders : JsonHeaders, a.body());
-      return;
+        done();
+      }, bug);
+    } else if (payload.length === 0 || payload.length > maxBatch) {
+      reply(res, packed, 200, rpcError(null, -32600, payload.length ? `batch larger than ${maxBatch}` : 'empty batch'));
+      done();
+    } else {
+      batch(res, payload, packed, meta).then(done, bug);
     }
-    const r = await rpcCall(dispatcher, payload, meta);
-    if (r) send(res, 200, packed ? MsgpackHeaders : JsonHeaders, encodeResponse(packed, r, maxAnswer));
-    else send(res, 202, NoCacheHeaders);
+  };
+
+  /** The payload of the GET form, or undefined when its params are no JSON (answered 400). */
+  const fromQuery = (req: IncomingMessage, res: ServerResponse): unknown => {
+    const q = new URLSearchParams((req.url ?? '').split('?')[1] ?? '');
+    let params: unknown = {};
+    try {
+      const p = q.get('p');
+      if (p) params = JSON.parse(p);
+    } catch {
+      reply(res, false, 400, rpcError(null, -32700, 'parse error'));
+      return undefined;
+    }
+    return { jsonrpc: '2.0', method: q.get('m') ?? undefined, params, id: q.get('i') ?? undefined };
+  };
+
+  /** Answers a request, then calls `done` (the hot path's shape: server.ts). */
+  return (req: IncomingMessage, res: ServerResponse, ip: string, signal: (() => AbortSignal) | undefined, done: () => void): void => {
+    try {
+      if (req.method === 'GET') {
+        const payload = fromQuery(req, res);
+        if (payload === undefined) done();
+        else answer(req, res, payload, false, ip, signal, done);
+        return;
+      }
+      if (req.method !== 'POST') {
+        reply(res, false, 405, rpcError(null, -32600, `method ${req.method} not allowed`));
+        done();
+        return;
+      }
+      const type = mediaType(req);
+      const packed = MSGPACK_TYPES.has(type);
+      if (!packed && type !== 'application/json' && req.headers.origin !== undefined) {
+        // refused before a byte of the body is read
+        req.resume();
+        reply(res, false, 415, rpcError(null, -32600, 'a JSON RPC body is application/json or application/msgpack'));
+        done();
+        return;
+      }
+      readBody(req, maxBody, (err, raw) => {
+        try {
+          if (err) {
+            if (err instanceof BodyTooLarge) reply(res, packed, 413, rpcError(null, -32600, 'request body too large'));
+            else reply(res, packed, 400, rpcError(null, -32700, 'parse error'));
+            done();
+            return;
+          }
+          let payload: unknown;
+          try {
+            payload = packed ? decoder.decode(raw) : JSON.parse(raw.toString('utf8'));
+          } catch {
+            reply(res, packed, 400, rpcError(null, -32700, 'parse error'));
+            done();
+            return;
+          }
+          answer(req, res, payload, packed, ip, signal, done);
+        } catch (err) {
+          escaped(req, res, err);
+          done();
+        }
+      });
+    } catch (err) {
+      escaped(req, res, err);
+      done();
+    }
   };
 }

@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 
 /** Headers of every function answer (spec, transport rule 7). */
 export const NoCacheHeaders = {
@@ -11,19 +11,25 @@ export const NoCacheHeaders = {
 export const JsonHeaders = { ...NoCacheHeaders, 'Content-Type': 'application/json' };
 export const MsgpackHeaders = { ...NoCacheHeaders, 'Content-Type': 'application/msgpack' };
 
+/** Answers a request whose handler let `err` escape (a bug): logged, answered 500 without details (server.ts). */
+export type Escaped = (req: IncomingMessage, res: ServerResponse, err: unknown) => void;
+
 /** header objects as node's flat [name, value, ...] lists: writeHead takes those without walking an object */
 const flat = new WeakMap<Record<string, string>, string[]>();
 
 /**
  * Answer straight on node:http, with Content-Length (never chunked). A
- * string body goes out in the same write as the head: one syscall.
+ * string body goes out in the same write as the head: one syscall. It is
+ * UTF-8 text, or with `latin1` bytes as text, one character a byte (a
+ * MessagePack answer: encodeResponse).
  */
-export function send(res: ServerResponse, status: number, headers: Record<string, string>, body: string | Buffer = ''): void {
+export function send(res: ServerResponse, status: number, headers: Record<string, string>, body: string | Buffer = '', latin1 = false): void {
   let list = flat.get(headers);
   if (!list) flat.set(headers, (list = Object.entries(headers).flat()));
-  const length = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+  const length = typeof body !== 'string' || latin1 ? body.length : Buffer.byteLength(body);
   res.writeHead(status, [...list, 'Content-Length', String(length)]);
-  res.end(body);
+  if (latin1) res.end(body, 'latin1');
+  else res.end(body);
 }
 
 /** An answer made of pieces (a batch answer): its bytes as they are, none joined; `length` is their total. */

@@ -20,7 +20,7 @@ import { Version } from '../defaults';
 import { directHandler, directRoute } from './direct';
 import { jrpcProcessor } from './jrpc';
 import { clientGone } from './gone';
-import { JsonHeaders, NoCacheHeaders, send, sendDirectError, sendJson } from './reply';
+import { JsonHeaders, NoCacheHeaders, send, sendDirectError, sendJson, type Escaped } from './reply';
 import { onFirstUse } from '../toolkit/lazy-module';
 import { rpcError } from '../rpc';
 import { HttpHooks } from './hooks';
@@ -93,18 +93,31 @@ export class HttpServer {
         ok, state: this.state, product: paths.product, version: Version, uptime, ...(degraded.length ? { degraded } : {}), ...states,
       });
     };
+    // what escapes a hot handler (a bug) is logged and answered 500 without details, as Koa's errors are
+    const failed = (internal: string): Escaped => (req, res, err) => {
+      // the path only: a query may hold a key
+      this.log.error(`${req.method} ${(req.url ?? '').split('?')[0]}: ${String((err as Error)?.stack ?? err)}`);
+      if (!res.headersSent) send(res, 500, JsonHeaders, internal);
+      else res.end();
+    };
     // behind a proxy that ends TLS (x_real_ip) the browser's scheme is not the socket's
-    const jrpc = jrpcProcessor(dispatcher, { maxBody: w.max_body_size, maxBatch: w.max_batch, maxAnswer: w.max_answer_size }, w.x_real_ip);
-    const direct = directHandler(dispatcher, { maxBody: w.max_body_size, maxAnswer: w.max_answer_size }, clientIp, w.x_real_ip);
+    const jrpc = jrpcProcessor(dispatcher, { maxBody: w.max_body_size, maxBatch: w.max_batch, maxAnswer: w.max_answer_size }, w.x_real_ip,
+      failed(JSON.stringify(rpcError(null, 10, 'internal error'))));
+    const direct = directHandler(dispatcher, { maxBody: w.max_body_size, maxAnswer: w.max_answer_size }, clientIp, w.x_real_ip,
+      failed(JSON.stringify({ result: 'ERROR', _error: 'internal error' })));
     this.gate = unreadGate(w.max_unread, w.max_waiting);
     const route = directRoute(paths.product);
     // Function calls — /jrpc and the direct paths — and /health, which a
-    // supervisor asks every few seconds, are answered here on node:http
-    // (test/bench/README.md); Koa serves the rest.
+    // supervisor asks every few seconds, are answered here on node:http; Koa
+    // serves the rest. The call handlers are written in node's own shape:
+    // the body read by its events, the end told by a callback (`done`), no
+    // promise of their own around the call's; through promises, a call cost
+    // 1.5–3 µs more of about 20 (test/bench/README.md, "The hot path in
+    // node's shape"). The call itself (rpcCall, Dispatcher.call) is async.
     this.hot = (req, res, done) => {
       const url = req.url ?? '/';
       if (url === '/jrpc' || url.startsWith('/jrpc?')) {
-        answered(jrpc(req, res, clientIp(req), clientGone(req, res)), req, res, rpcInternal, done);
+        jrpc(req, res, clientIp(req), clientGone(req, res), done);
         return true;
       }
       if ((req.method === 'GET' || req.method === 'HEAD') && isHealth(url)) {
@@ -114,24 +127,8 @@ export class HttpServer {
       }
       const call = route(url);
       if (!call) return false;
-      answered(direct(req, res, call), req, res, directInternal, done);
+      direct(req, res, call, done);
       return true;
-    };
-    /** `done` once a hot request is answered; what escapes its handler is logged and answered 500 (`internal`) */
-    const answered = (handled: Promise<void>, req: http.IncomingMessage, res: http.ServerResponse, internal: string, done: () => void) => {
-      handled.then(done, (err: unknown) => {
-        failed(req, res, internal, err);
-        done();
-      });
-    };
-    // what escapes a hot handler is logged and answered 500 without details, as Koa's errors are
-    const rpcInternal = JSON.stringify(rpcError(null, 10, 'internal error'));
-    const directInternal = JSON.stringify({ result: 'ERROR', _error: 'internal error' });
-    const failed = (req: http.IncomingMessage, res: http.ServerResponse, internal: string, err: unknown) => {
-      // the path only: a query may hold a key
-      this.log.error(`${req.method} ${(req.url ?? '').split('?')[0]}: ${String((err as Error)?.stack ?? err)}`);
-      if (!res.headersSent) send(res, 500, JsonHeaders, internal);
-      else res.end();
     };
     this.koaApp = () => this.buildKoa(dispatcher, metrics);
   }

@@ -7,111 +7,132 @@ import { HttpServer } from '../../core/http/server';
 import { table, fmt, realKeys } from './lib';
 
 /**
- * The API's own cost per call, in process: a `test` request goes through
- * node's own request and response objects on a socket that only counts
- * what is written, once through the controller's request handler and
- * once through a bare node:http handler answering the same bytes. No
- * kernel, no load generator, nothing else on the CPUs between the two: what
- * is left is the JavaScript a call runs beyond bare node:http, which moves
- * by ±0.3 µs between runs where the HTTP benchmark (api.ts) moves by
- * ±1.5 µs. It says where a change's microseconds went, not the ratio to
- * bare node:http (the kernel's loopback and node's parser are not in it):
- * that is api.ts's. BENCH_INPROC_N requests per pass (30,000), the least of
+ * The API's own cost per call, in process: a `test` request's bytes are
+ * pushed into a connection of the controller's own node:http server, whose
+ * parser makes the request as it does for a socket, and the answer is
+ * written to that connection, which only counts it; then the same through a
+ * bare node:http server answering the same bytes. No kernel, no load
+ * generator, nothing else on the CPUs between the two: what is left is what
+ * a call costs beyond bare node:http, which moves by ±0.3 µs between runs
+ * where the HTTP benchmark (api.ts) moves by ±1.5 µs. It says where a
+ * change's microseconds went, not the ratio to bare node:http (the kernel's
+ * loopback and the socket's writes are not in it): that is api.ts's.
+ * BENCH_INPROC_N requests per pass (30,000), the least of
  * BENCH_INPROC_PASSES passes (5).
+ *
+ * Through node's parser, not request objects made by hand: headers set by
+ * hand had a shape of their own each time, which made every header lookup
+ * of the controller cost 0.1–0.2 µs (test/bench/README.md).
  */
 const N = Number(process.env.BENCH_INPROC_N ?? 30_000);
 const PASSES = Number(process.env.BENCH_INPROC_PASSES ?? 5);
 
-type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 interface Case { name: string; method: string; url: string; headers: Record<string, string>; body?: Buffer }
 
-/**
- * A socket that takes every write and counts it; its reading side never
- * yields anything. Text is taken as text, as a real socket takes it (a
- * Duplex would turn it into a Buffer first, a cost node:http never pays).
- */
-function countingSocket(onWrite: (chunk: Buffer | string) => void = () => undefined): Duplex {
-  const s = new Duplex({
+/** A connection to `server` that takes every write and counts it; `send` settles once the whole answer (by its Content-Length) was written. */
+function connect(server: http.Server): { send(request: Buffer): Promise<void>; answer(): Buffer } {
+  let head = '';
+  let total = -1;
+  let got = 0;
+  let kept: Buffer[] = [];
+  let wake: (() => void) | undefined;
+  const take = (c: Buffer | string) => {
+    got += c.length;
+    kept.push(typeof c === 'string' ? Buffer.from(c, 'latin1') : c);
+    if (total >= 0) return;
+    head += typeof c === 'string' ? c : c.toString('latin1');
+    const end = head.indexOf('\r\n\r\n');
+    if (end >= 0) total = end + 4 + Number(/Content-Length: (\d+)/i.exec(head)![1]);
+  };
+  const written = () => {
+    if (total < 0 || got < total || !wake) return;
+    const w = wake;
+    wake = undefined;
+    w();
+  };
+  // text is taken as text, as a real socket takes it (a Duplex would turn it into a Buffer first)
+  const socket = new Duplex({
     decodeStrings: false,
-    write(c: Buffer | string, _e, cb) { onWrite(c); cb(); },
-    writev(cs: { chunk: Buffer | string }[], cb) { for (const c of cs) onWrite(c.chunk); cb(); },
+    write(c: Buffer | string, _e, cb) { take(c); cb(); written(); },
+    writev(cs: { chunk: Buffer | string }[], cb) { for (const c of cs) take(c.chunk); cb(); written(); },
     read() {},
   });
-  Object.defineProperty(s, 'remoteAddress', { value: '127.0.0.1' });
-  return s;
+  Object.defineProperty(socket, 'remoteAddress', { value: '127.0.0.1' });
+  server.emit('connection', socket);
+  return {
+    send(request) {
+      return new Promise((resolve) => {
+        head = '';
+        total = -1;
+        got = 0;
+        kept = [];
+        wake = resolve;
+        socket.push(request);
+      });
+    },
+    answer: () => Buffer.concat(kept),
+  };
 }
 
-/** One request through `handler`, settled once its answer is written. */
-function once(handler: Handler, c: Case, onWrite?: (chunk: Buffer | string) => void): Promise<void> {
-  return new Promise((resolve) => {
-    const sock = countingSocket(onWrite);
-    const req = new http.IncomingMessage(sock as never);
-    req.method = c.method;
-    req.url = c.url;
-    req.headers = { ...c.headers, ...(c.body ? { 'content-length': String(c.body.length) } : {}) };
-    const res = new http.ServerResponse(req);
-    res.assignSocket(sock as never);
-    res.on('finish', resolve);
-    handler(req, res);
-    if (c.body) req.push(c.body);
-    // as node's parser marks a request read whole: else its end destroys the socket
-    req.complete = true;
-    req.push(null);
-  });
+/** A request's bytes, as a client sends them. */
+function requestOf(c: Case): Buffer {
+  const lines = [`${c.method} ${c.url} HTTP/1.1`, 'Host: 127.0.0.1:8812', ...Object.entries(c.headers).map(([k, v]) => `${k}: ${v}`)];
+  if (c.body) lines.push(`Content-Length: ${c.body.length}`);
+  return Buffer.concat([Buffer.from(`${lines.join('\r\n')}\r\n\r\n`), c.body ?? Buffer.alloc(0)]);
 }
 
-/** CPU µs per request of `handler`: the least of PASSES passes of N after a warm-up. */
-async function cost(handler: Handler, c: Case): Promise<number> {
-  for (let i = 0; i < 20_000; i++) await once(handler, c);
+/** CPU µs per request of `server`: the least of PASSES passes of N after a warm-up. */
+async function cost(server: http.Server, c: Case): Promise<number> {
+  const conn = connect(server);
+  const request = requestOf(c);
+  for (let i = 0; i < 20_000; i++) await conn.send(request);
   let least = Infinity;
   for (let p = 0; p < PASSES; p++) {
     const before = process.cpuUsage();
-    for (let i = 0; i < N; i++) await once(handler, c);
+    for (let i = 0; i < N; i++) await conn.send(request);
     const used = process.cpuUsage(before);
     least = Math.min(least, (used.user + used.system) / N);
   }
   return least;
 }
 
-/** What the controller writes for `c`: the body and its Content-Type. */
-async function answerOf(handler: Handler, c: Case): Promise<{ type: string; body: string }> {
-  const chunks: Buffer[] = [];
-  await once(handler, c, (chunk) => chunks.push(typeof chunk === 'string' ? Buffer.from(chunk, 'latin1') : chunk));
-  const all = Buffer.concat(chunks).toString('latin1');
+/** What the controller answers to `c`: the body and its Content-Type. */
+async function answerOf(server: http.Server, c: Case): Promise<{ type: string; body: string }> {
+  const conn = connect(server);
+  await conn.send(requestOf(c));
+  const all = conn.answer().toString('latin1');
   return { type: /Content-Type: ([^\r]*)/.exec(all)![1], body: all.slice(all.indexOf('\r\n\r\n') + 4) };
 }
 
 async function main() {
   const started = await startController(undefined, { keysIni: realKeys(), ini: { server: { db_update: 'instant', keep_logmem: 86400 } } });
   try {
-    // the handler the controller's node:http server runs for every request
     const server = (started.ctl.get(HttpServer) as unknown as { servers: http.Server[] }).servers[0];
-    const controller = server.listeners('request')[0] as Handler;
     const rpc = { jsonrpc: '2.0', method: 'test', params: { k: Keys.master }, id: 1 };
     const cases: Case[] = [
-      { name: 'JSON RPC / JSON', method: 'POST', url: '/jrpc', headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify(rpc)) },
-      { name: 'JSON RPC / MessagePack', method: 'POST', url: '/jrpc', headers: { 'content-type': 'application/msgpack' }, body: Buffer.from(encode(rpc)) },
+      { name: 'JSON RPC / JSON', method: 'POST', url: '/jrpc', headers: { 'Content-Type': 'application/json' }, body: Buffer.from(JSON.stringify(rpc)) },
+      { name: 'JSON RPC / MessagePack', method: 'POST', url: '/jrpc', headers: { 'Content-Type': 'application/msgpack' }, body: Buffer.from(encode(rpc)) },
       { name: 'direct GET /sys-api/test', method: 'GET', url: `/sys-api/test?k=${Keys.master}`, headers: {} },
-      { name: 'direct POST /sys-api/test (JSON)', method: 'POST', url: '/sys-api/test', headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify({ k: Keys.master })) },
+      { name: 'direct POST /sys-api/test (JSON)', method: 'POST', url: '/sys-api/test', headers: { 'Content-Type': 'application/json' }, body: Buffer.from(JSON.stringify({ k: Keys.master })) },
     ];
     const rows: (string | number)[][] = [];
     for (const c of cases) {
-      const { type, body } = await answerOf(controller, c);
+      const { type, body } = await answerOf(server, c);
       const head = ['Cache-Control', 'no-cache, no-store, must-revalidate', 'Expires', '0', 'Pragma', 'no-cache', 'Content-Type', type, 'Content-Length', String(body.length)];
       const drop = () => undefined;
       // bare-server.ts's handler
-      const bare: Handler = (req, res) => {
+      const bare = http.createServer((req, res) => {
         req.on('data', drop);
         req.on('end', () => {
           res.writeHead(200, head);
           res.end(body, 'latin1');
         });
-      };
+      });
       const b = await cost(bare, c);
-      const ctl = await cost(controller, c);
+      const ctl = await cost(server, c);
       rows.push([c.name, fmt(b, 2), fmt(ctl, 2), fmt(ctl - b, 2)]);
     }
-    console.log(`\nAPI in process (node's request and response objects on a counting socket, four-key directory): CPU µs per request, the least of ${PASSES} passes of ${N}\n`);
+    console.log(`\nAPI in process (request bytes through node's parser, answers to a counting connection, four-key directory): CPU µs per request, the least of ${PASSES} passes of ${N}\n`);
     console.log(table(['call', 'bare node:http handler', 'controller', 'controller beyond bare'], rows));
   } finally {
     await started.stop();

@@ -25,6 +25,9 @@ module.exports.plugin = {
     }
     ctx.register({ name: 'boom', permission: 'any', description: 'fails', params: {},
       handler: () => { throw new Error('secret internal detail at /srv/x.js:1'); } });
+    // an answer no encoding can write (it holds itself): what escapes the transport after the call
+    ctx.register({ name: 'cyclic', permission: 'any', description: 'a result that holds itself', params: {},
+      handler: () => { const r = { note: 'secret internal detail' }; r.self = r; return r; } });
     ctx.register({ name: 'fail', permission: 'any', description: 'throws an API error of a kind',
       params: { kind: { type: 'string', required: true, description: 'error kind' } },
       handler: (p) => { throw ctx.error(p.kind, 'failed as ' + p.kind); } });

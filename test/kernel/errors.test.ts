@@ -173,6 +173,31 @@ test('a 500 never shows the internal error', async (t) => {
   t.true(log.includes('secret internal detail'));
 });
 
+test('what escapes a call on node:http (an answer no encoding can write) is answered 500 without details and logged; the controller goes on', async (t) => {
+  const { url, client, dir } = await start(t);
+  const k = Keys.ops;
+  const one = { jsonrpc: '2.0', method: 'cyclic', params: { k }, id: 1 };
+  const answers = [
+    ['direct GET', await fetch(`${url}/sys-api/cyclic?k=${k}`)],
+    ['direct POST', await fetch(`${url}/sys-api/cyclic`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ k }) })],
+    ['JSON RPC', await fetch(`${url}/jrpc`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(one) })],
+    ['JSON RPC, MessagePack', await fetch(`${url}/jrpc`, { method: 'POST', headers: { 'Content-Type': 'application/msgpack' }, body: encode(one) })],
+    ['JSON RPC batch', await fetch(`${url}/jrpc`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify([one, { ...one, id: 2 }]) })],
+    ['JSON RPC, GET form', await fetch(`${url}/jrpc?i=1&m=cyclic&p=${encodeURIComponent(JSON.stringify({ k }))}`)],
+  ] as const;
+  for (const [name, r] of answers) {
+    t.is(r.status, 500, name);
+    assertNoCache(t, r.headers);
+    const text = await r.text();
+    t.false(text.includes('secret'), name);
+    t.true(text.includes('internal error'), name);
+  }
+  await stillAlive(t, client);
+  const log = require('node:fs').readFileSync(`${dir}/controller.log`, 'utf8');
+  t.is(log.match(/(GET|POST) \/(sys-api\/cyclic|jrpc): \S*Error/g)?.length, answers.length, log);
+  t.false(log.includes(k), 'no key in the log');
+});
+
 test('oversized bodies are refused with 413 (declared and chunked), the server stays up', async (t) => {
   const { url, client } = await start(t, { webapi: { max_body_size: 2048 } });
   const big = JSON.stringify({ k: Keys.ops, s: 'x'.repeat(5000) });

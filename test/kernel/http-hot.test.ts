@@ -2,6 +2,7 @@ import http from 'node:http';
 import test from 'ava';
 import { encode, decode } from '@msgpack/msgpack';
 import { startController, Keys } from '../helpers/controller';
+import { ECHO_PLUGIN } from '../helpers/echo-plugin';
 
 interface Raw { status: number; headers: http.IncomingHttpHeaders; body: Buffer }
 
@@ -69,4 +70,25 @@ test('direct paths match as the router did: any case of prefix, a trailing slash
   // the GET form of /jrpc goes through Koa and still works
   const get = await raw(url, 'GET', `/jrpc?i=7&m=test&p=${encodeURIComponent(JSON.stringify({ k: Keys.master }))}`);
   t.is(JSON.parse(get.body.toString()).id, '7');
+});
+
+test('a MessagePack answer goes out byte for byte, made text up to 16 KiB and bytes beyond, whatever bytes it holds', async (t) => {
+  const { url } = await startController(t, { files: { 'plugins/echo.js': ECHO_PLUGIN } });
+  // characters of one to four UTF-8 bytes, NUL and DEL: every kind of byte in the answer
+  const pattern = 'aé☃𝄞\u0000\u007f\u0080z';
+  const sizes: number[] = [];
+  for (const n of [1, 100, 9_700, 9_900, 20_000]) {
+    const s = pattern.repeat(Math.ceil(n / pattern.length)).slice(0, n);
+    const r = await raw(url, 'POST', '/jrpc', { 'Content-Type': 'application/msgpack' },
+      Buffer.from(encode({ jsonrpc: '2.0', method: 'echo', params: { k: Keys.ops, s }, id: n })));
+    t.is(r.status, 200, `${n}`);
+    t.is(Number(r.headers['content-length']), r.body.length);
+    const answer = decode(r.body) as any;
+    t.is(answer.id, n);
+    t.is(answer.result.params.s, s, `${n} characters`);
+    t.deepEqual(r.body, Buffer.from(encode(answer)), `${n} characters: byte for byte`);
+    sizes.push(r.body.length);
+  }
+  // both sides of the border between text and bytes
+  t.true(sizes.some((b) => b <= 16 * 1024 && b > 15 * 1024) && sizes.some((b) => b > 16 * 1024 && b < 17 * 1024), sizes.join(', '));
 });

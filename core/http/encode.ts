@@ -228,8 +228,9 @@ const ownPiece = (body: string | Uint8Array): Piece => (typeof body === 'string'
  * MessagePack bytes up to 16 KiB come as text of one character a byte
  * (latin1: send them so). node:http writes a text answer in one piece with
  * its head; bytes cost a buffer from node's pool, a piece apart in the
- * write, and their memory to collect: through HTTP, 1.2 µs of an 18 µs
- * call (test/bench/README.md, "The hot path in node's shape").
+ * write, and their memory to collect: 1.2 µs of an 18 µs call through
+ * HTTP, in processes warmed for 2 s (test/bench/README.md, "The hot path
+ * in node's shape").
  */
 export function encodeResponse(isPacked: boolean, r: RpcResponse, max: number): Piece {
   const e = encodingsOf(r.result);

@@ -111,9 +111,10 @@ export class HttpServer {
     // supervisor asks every few seconds, are answered here on node:http; Koa
     // serves the rest. The call handlers are written in node's own shape:
     // the body read by its events, the end told by a callback (`done`), no
-    // promise of their own around the call's; through promises, a call cost
-    // 1.5–3 µs more of about 20 (test/bench/README.md, "The hot path in
-    // node's shape"). The call itself (rpcCall, Dispatcher.call) is async.
+    // promise of their own around the call's: through promises, a call cost
+    // 0.3–0.9 µs more of about 18 in process (test/bench/README.md, "The
+    // hot path in node's shape"). The call itself (rpcCall,
+    // Dispatcher.call) is async.
     this.hot = (req, res, done) => {
       const url = req.url ?? '/';
       if (url === '/jrpc' || url.startsWith('/jrpc?')) {

@@ -83,6 +83,31 @@ test('a MessagePack answer is the encoding of its own value, byte for byte, what
   t.deepEqual(bytes, encode(answers));
 });
 
+test('a test answer past the 16 KiB it is made in (a key with a long list) has bytes of its own, byte for byte, alone and in a batch', async (t) => {
+  const { client, url } = await startController(t);
+  const key = (await client.ok('create_key', { k: m, i: 'long' })).key as string;
+  const post = async (body: unknown) => new Uint8Array(await (await fetch(`${url}/jrpc`, {
+    method: 'POST', headers: { 'Content-Type': 'application/msgpack' }, body: encode(body),
+  })).arrayBuffer());
+  const sizes: number[] = [];
+  // about 15 KiB, then about 22 KiB of cdata: both sides of the scratch
+  for (const n of [1_500, 2_200]) {
+    const cdata = Array.from({ length: n }, (_, i) => `c${String(i).padStart(8, '0')}`);
+    await client.ok('set_key_prop', { k: m, i: 'long', p: 'cdata', v: cdata.join(',') });
+    const one = await post(call(1, key));
+    const answer = decode(one) as Record<string, any>;
+    t.deepEqual(answer.result.acl.cdata, cdata, `${n} items`);
+    t.deepEqual(one, encode(answer), `${n} items: byte for byte`);
+    sizes.push(one.length);
+    const batch = await post([call(1, key), call(2, m), call(3, key)]);
+    const answers = decode(batch) as any[];
+    t.deepEqual(answers.map((a) => a.id), [1, 2, 3]);
+    t.deepEqual(answers[2].result.acl.cdata, cdata);
+    t.deepEqual(batch, encode(answers), `${n} items, a batch: byte for byte`);
+  }
+  t.true(sizes[0] < 16 * 1024 && sizes[1] > 16 * 1024, sizes.join(', '));
+});
+
 test("test's time is each call's own", async (t) => {
   const { client, url } = await startController(t);
   const first = await client.ok('test', { k: m });

@@ -259,6 +259,9 @@ needs('sqlite3', 'python3')('readers during a stream of item updates through the
   const k = Keys.master;
   const sensors = ['sensor:env/s1', 'sensor:env/s2', 'sensor:env/s3'];
   for (const i of sensors) await c.client.ok('create', { k, i });
+  // notifiers start after the controller listens (a slow one must not hold the API back): the history writes its
+  // file at its own start, about 0.1 s later here, and a reader before that finds no file at all
+  t.true(await until('the history file', () => fs.existsSync(file)));
   // a budget that lets the file follow the flush interval (the default keeps a file minutes behind: plugins/notifiers/README.md);
   // through the API, the host's queue, the commit interval and the history thread: a wider margin than the flush interval alone
   const written = await streamWithReaders(t, file, 3, async (n) => {

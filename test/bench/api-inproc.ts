@@ -84,19 +84,24 @@ function requestOf(c: Case): Buffer {
   return Buffer.concat([Buffer.from(`${lines.join('\r\n')}\r\n\r\n`), c.body ?? Buffer.alloc(0)]);
 }
 
-/** CPU µs per request of `server`: the least of PASSES passes of N after a warm-up. */
-async function cost(server: http.Server, c: Case): Promise<number> {
-  const conn = connect(server);
-  const request = requestOf(c);
-  for (let i = 0; i < 20_000; i++) await conn.send(request);
+/** CPU µs per run of `step`: the least of PASSES passes of N after a warm-up. */
+async function leastCost(step: () => Promise<unknown>): Promise<number> {
+  for (let i = 0; i < 20_000; i++) await step();
   let least = Infinity;
   for (let p = 0; p < PASSES; p++) {
     const before = process.cpuUsage();
-    for (let i = 0; i < N; i++) await conn.send(request);
+    for (let i = 0; i < N; i++) await step();
     const used = process.cpuUsage(before);
     least = Math.min(least, (used.user + used.system) / N);
   }
   return least;
+}
+
+/** CPU µs per request of `server`. */
+function cost(server: http.Server, c: Case): Promise<number> {
+  const conn = connect(server);
+  const request = requestOf(c);
+  return leastCost(() => conn.send(request));
 }
 
 /** What the controller answers to `c`: the body and its Content-Type. */
@@ -136,17 +141,7 @@ async function layers(dispatcher: Dispatcher): Promise<(string | number)[][]> {
     ['JSON: parsed, called, encoded', async () => encodeResponse(false, (await rpcCall(dispatcher, JSON.parse(json.toString('utf8')), meta()))!, 1e9)],
   ];
   const rows: (string | number)[][] = [];
-  for (const [name, step] of steps) {
-    for (let i = 0; i < 20_000; i++) await step();
-    let least = Infinity;
-    for (let p = 0; p < PASSES; p++) {
-      const before = process.cpuUsage();
-      for (let i = 0; i < N; i++) await step();
-      const used = process.cpuUsage(before);
-      least = Math.min(least, (used.user + used.system) / N);
-    }
-    rows.push([name, fmt(least, 2)]);
-  }
+  for (const [name, step] of steps) rows.push([name, fmt(await leastCost(step), 2)]);
   return rows;
 }
 

@@ -128,6 +128,8 @@ async function layers(dispatcher: Dispatcher): Promise<(string | number)[][]> {
   const packed = Buffer.from(encode(request()));
   const json = Buffer.from(JSON.stringify(request()));
   const decoder = new Decoder({ useBigInt64: true });
+  /** the call of `payload`, its answer encoded */
+  const answered = async (isPacked: boolean, payload: unknown) => encodeResponse(isPacked, (await rpcCall(dispatcher, payload, meta()))!, 1e9);
   const steps: [string, () => Promise<unknown>][] = [
     ['the loop alone (an awaited empty step)', async () => undefined],
     ['MessagePack request decoded', async () => decoder.decode(packed)],
@@ -135,10 +137,10 @@ async function layers(dispatcher: Dispatcher): Promise<(string | number)[][]> {
     ['the key found (Dispatcher.identify: SHA-256, map, hosts_allow)', async () => dispatcher.identify(k, '127.0.0.1')],
     ['Dispatcher.call (key, checks, handler, metrics)', () => dispatcher.call('test', { k }, meta())],
     ['rpcCall (the JSON RPC request around it)', () => rpcCall(dispatcher, request(), meta())],
-    ['rpcCall, answer encoded (MessagePack)', async () => encodeResponse(true, (await rpcCall(dispatcher, request(), meta()))!, 1e9)],
-    ['rpcCall, answer encoded (JSON)', async () => encodeResponse(false, (await rpcCall(dispatcher, request(), meta()))!, 1e9)],
-    ['MessagePack: decoded, called, encoded', async () => encodeResponse(true, (await rpcCall(dispatcher, decoder.decode(packed), meta()))!, 1e9)],
-    ['JSON: parsed, called, encoded', async () => encodeResponse(false, (await rpcCall(dispatcher, JSON.parse(json.toString('utf8')), meta()))!, 1e9)],
+    ['rpcCall, answer encoded (MessagePack)', () => answered(true, request())],
+    ['rpcCall, answer encoded (JSON)', () => answered(false, request())],
+    ['MessagePack: decoded, called, encoded', () => answered(true, decoder.decode(packed))],
+    ['JSON: parsed, called, encoded', () => answered(false, JSON.parse(json.toString('utf8')))],
   ];
   const rows: (string | number)[][] = [];
   for (const [name, step] of steps) rows.push([name, fmt(await leastCost(step), 2)]);

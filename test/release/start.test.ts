@@ -54,6 +54,8 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     npm.proc.kill(signal);
     t.is(await npm.exited, 0);
     await until('the controller to stop with npm', () => !alive(controller));
+    // npm's exit may come before the last of its output has been read from the pipe
+    await until(`npm's output to say ${signal}: stopping`, () => npm.output().includes(`${signal}: stopping`)).catch(() => undefined);
     t.regex(npm.output(), new RegExp(`${signal}: stopping`));
     t.regex(fs.readFileSync(path.join(dir, 'controller.log'), 'utf8'), /controller stopped/);
   });

@@ -4,12 +4,15 @@ import crypto from 'node:crypto';
 import type { PluginContext } from '../../../core/plugin';
 import type { ModuleLogger } from '../../../core/log';
 import { describe } from '../../../core/log';
+import { RepeatLog } from '../../../core/repeat-log';
 import type { Endpoint, StateEvent, Subject, Subscription } from '../contract';
 import { eventSize, itemSelected } from '../contract';
 import { Connection, NotConnected, PublishFrames, type Outgoing } from '../mqtt/contract';
 import { canWrite, type ItemInfo, type ItemsService } from '../../items/contract';
 import { DataType, decodePayload, encodePayload, PayloadWriter, type Metric, type MetricValue } from './payload';
 import type { SparkplugSettings } from './settings';
+import { RebirthGate } from './rebirth';
+import { hostState } from './host-state';
 
 const NS = 'spBv1.0';
 const REBIRTH = 'Node Control/Rebirth';
@@ -105,10 +108,17 @@ export class SparkplugNode implements Endpoint {
   private rebirthTimer?: NodeJS.Timeout;
   private started = false;
   private stopped = false;
+  /** whether a STATE with a timestamp has been taken: from then on one without is refused */
+  private hostTimestamped = false;
+  /** rebirths asked for by NCMD: coalesced and bounded */
+  private readonly rebirthGate: RebirthGate;
+  /** refused commands and host states: logged once, then counted per interval */
+  private readonly refused: RepeatLog;
   readonly stats = {
     births: 0, device_births: 0, deaths: 0, device_deaths: 0, data_messages: 0, rebirth_requests: 0,
+    rebirths_coalesced: 0, rebirths_limited: 0,
     commands_run: 0, commands_refused: 0, stored: 0, store_dropped: 0, forwarded: 0, host_online_changes: 0,
-    connects: 0, host_offline_disconnects: 0,
+    host_states_refused: 0, connects: 0, host_offline_disconnects: 0,
   };
 
   constructor(readonly s: SparkplugSettings, private readonly ctx: PluginContext, private readonly log: ModuleLogger, subs: Subscription[], id: string) {
@@ -117,6 +127,8 @@ export class SparkplugNode implements Endpoint {
     this.clientId = `sparkplug-${s.groupId}-${s.edgeNodeId}-${crypto.randomBytes(4).toString('hex')}`.slice(0, 64);
     this.bdSeqFile = path.join(ctx.paths.runtime, `${ctx.paths.product}_sparkplug_${id}.bdseq`);
     this.conn = this.newConnection();
+    this.refused = new RepeatLog(log, () => ctx.config.server.log_repeat_interval);
+    this.rebirthGate = new RebirthGate(s.rebirthMax, s.rebirthWindow * 1000);
   }
 
   /** A broker connection of this node: its will, its subscriptions (a new one after the primary host went offline). */
@@ -125,9 +137,9 @@ export class SparkplugNode implements Endpoint {
     const conn = new Connection(s.mqtt, this.log, this.clientId);
     conn.will = () => this.nextWill();
     conn.onConnect = () => this.connected();
-    conn.routes.add(OWNER, this.topic('NCMD'), 1, (_t, p) => this.onCommand('', p));
-    conn.routes.add(OWNER, `${NS}/${s.groupId}/DCMD/${s.edgeNodeId}/+`, 1, (t, p) => this.onCommand(t.slice(t.lastIndexOf('/') + 1), p));
-    if (s.primaryHostId) conn.routes.add(OWNER, `${NS}/STATE/${s.primaryHostId}`, 1, (_t, p) => this.onHostState(p));
+    conn.routes.add(OWNER, this.topic('NCMD'), 1, (t, p) => this.onCommand('', t, p));
+    conn.routes.add(OWNER, `${NS}/${s.groupId}/DCMD/${s.edgeNodeId}/+`, 1, (t, p) => this.onCommand(t.slice(t.lastIndexOf('/') + 1), t, p));
+    if (s.primaryHostId) conn.routes.add(OWNER, `${NS}/STATE/${s.primaryHostId}`, 1, (t, p) => this.onHostState(t, p));
     return conn;
   }
 
@@ -453,17 +465,23 @@ export class SparkplugNode implements Endpoint {
 
   // ---- what arrives ----
 
-  private onHostState(payload: Buffer): void {
-    let st: { online?: unknown; timestamp?: unknown };
-    try { st = JSON.parse(payload.toString('utf8')) as typeof st; } catch { return; }
-    if (!st || typeof st.online !== 'boolean') return;
-    const ts = typeof st.timestamp === 'number' ? st.timestamp : 0;
-    if (ts && ts < this.hostTimestamp) return; // an older state than the one known
-    this.hostTimestamp = ts;
-    if (st.online === this.hostOnline) return;
+  /** The primary host's STATE (host-state.ts judges it): online, the node is born; offline, it leaves. */
+  private onHostState(topic: string, payload: Buffer): void {
+    const v = hostState(payload, { timestamp: this.hostTimestamp, timestamped: this.hostTimestamped }, Date.now(), this.s.hostStateMaxAhead * 1000);
+    if (v.kind === 'older') return;
+    if (v.kind === 'refused') {
+      this.stats.host_states_refused++;
+      this.refused.note(`sparkplug ${this.s.edgeNodeId}: host states refused (${v.what})`, topic, `sparkplug ${this.s.edgeNodeId}: host state refused: ${v.what}: ${v.detail}`);
+      return;
+    }
+    if (v.timestamp !== undefined) {
+      this.hostTimestamp = v.timestamp;
+      this.hostTimestamped = true;
+    }
+    if (v.online === this.hostOnline) return;
     this.stats.host_online_changes++;
-    this.hostOnline = st.online;
-    if (st.online) void this.run(() => this.birth()).catch((err) => this.failed('birth', err));
+    this.hostOnline = v.online;
+    if (v.online) void this.run(() => this.birth()).catch((err) => this.failed('birth', err));
     else {
       this.alive = false;
       void this.run(() => this.leave()).catch((err) => this.failed('disconnect', err));
@@ -498,46 +516,75 @@ export class SparkplugNode implements Endpoint {
     return conn.publish(this.topic('NDEATH'), this.deathPayload(), 1).then(() => { this.stats.deaths++; return true; }, () => false);
   }
 
-  private refuse(why: string): void {
+  /**
+   * A refused command, counted; logged once, then counted per interval
+   * (whoever can publish to the broker must not be able to grow the log).
+   * `what`: the kind, a fixed phrase; `detail`: this one, in its first line.
+   */
+  private refuse(topic: string, what: string, detail = ''): void {
     this.stats.commands_refused++;
-    this.log.warning(`sparkplug ${this.s.edgeNodeId}: command refused: ${why}`);
+    const node = `sparkplug ${this.s.edgeNodeId}`;
+    this.refused.note(`${node}: commands refused (${what})`, topic, `${node}: command refused: ${what}${detail ? `: ${detail}` : ''}`);
   }
 
-  private onCommand(device: string, payload: Buffer): void {
+  private onCommand(device: string, topic: string, payload: Buffer): void {
     let metrics: Metric[];
-    try { metrics = decodePayload(payload).metrics; } catch (err) { return this.refuse(`not a Sparkplug payload: ${describe(err)}`); }
+    try { metrics = decodePayload(payload).metrics; } catch (err) { return this.refuse(topic, 'not a Sparkplug payload', describe(err)); }
+    let rebirth = false;
     for (const m of metrics) {
       if (device === '' && m.name === REBIRTH) {
-        if (m.value !== true) { this.refuse(`${REBIRTH} is not true`); continue; }
-        this.stats.rebirth_requests++;
-        void this.run(() => this.birth()).catch((err) => this.failed('rebirth', err));
+        if (m.value !== true) this.refuse(topic, `${REBIRTH} is not true`);
+        else rebirth = true;
         continue;
       }
       const born = this.born.get(device);
       const ref = m.alias !== undefined && !m.name
         ? [...(born?.values() ?? [])].find((r) => r.alias === m.alias)
         : m.name !== undefined ? born?.get(m.name) : undefined;
-      if (!ref) { this.refuse(`no metric ${m.name ?? `alias ${m.alias}`} on ${device || 'the node'}`); continue; }
-      this.write(ref, m.value);
+      if (!ref) { this.refuse(topic, 'no such metric', `${m.name !== undefined ? JSON.stringify(m.name.slice(0, 100)) : `alias ${m.alias}`} on ${device || 'the node'}`); continue; }
+      this.write(topic, ref, m.value);
     }
+    // one rebirth per command, however many metrics ask for it
+    if (rebirth) this.rebirth(topic);
+  }
+
+  /** A rebirth asked for by a command: joins one queued, or is refused past rebirth_max per rebirth_window (rebirth.ts). */
+  private rebirth(topic: string): void {
+    this.stats.rebirth_requests++;
+    const answer = this.rebirthGate.ask(Date.now());
+    if (answer === 'coalesced') {
+      this.stats.rebirths_coalesced++;
+      return;
+    }
+    if (answer === 'limited') {
+      this.stats.rebirths_limited++;
+      const node = `sparkplug ${this.s.edgeNodeId}`;
+      this.refused.note(`${node}: rebirths refused (more than rebirth_max ${this.s.rebirthMax} in ${this.s.rebirthWindow} s)`, topic,
+        `${node}: rebirth refused: more than rebirth_max ${this.s.rebirthMax} asked for in rebirth_window ${this.s.rebirthWindow} s`);
+      return;
+    }
+    void this.run(() => {
+      this.rebirthGate.begun();
+      return this.birth();
+    }).catch((err) => this.failed('rebirth', err));
   }
 
   /** A command writing an item's metric: a unit's runs its action, a sensor's or lvar's sets it; the command key must be allowed to. */
-  private write(ref: MetricRef, v: MetricValue | undefined): void {
+  private write(topic: string, ref: MetricRef, v: MetricValue | undefined): void {
     const items = this.items();
     const key = this.s.commandKey ? this.ctx.keys.get(this.s.commandKey) : undefined;
-    if (!items || !key) return this.refuse(`${ref.oid}: no command_key set`);
+    if (!items || !key) return this.refuse(topic, 'no command_key set', ref.oid);
     const [type, full] = [ref.type, ref.oid.slice(ref.oid.indexOf(':') + 1)];
     const slash = full.lastIndexOf('/');
     const o = { oid: ref.oid, type: type as ItemInfo['type'], group: slash < 0 ? '' : full.slice(0, slash), id: full.slice(slash + 1), full_id: full };
-    if (!canWrite(key, o)) return this.refuse(`${ref.oid}: the command key may not write it`);
+    if (!canWrite(key, o)) return this.refuse(topic, 'the command key may not write the item', ref.oid);
     let change: { status?: number; value?: string | null };
     if (ref.field === 'status') {
-      if (typeof v !== 'number' || !Number.isInteger(v)) return this.refuse(`${ref.oid}: status must be an integer`);
+      if (typeof v !== 'number' || !Number.isInteger(v)) return this.refuse(topic, 'a status that is not an integer', ref.oid);
       change = { status: v };
     } else {
       const text = itemValue(v);
-      if (text === undefined) return this.refuse(`${ref.oid}: value of a kind an item does not take`);
+      if (text === undefined) return this.refuse(topic, 'a value of a kind an item does not take', ref.oid);
       change = { value: text };
     }
     const source = `sparkplug:${this.s.edgeNodeId}`;
@@ -545,14 +592,14 @@ export class SparkplugNode implements Endpoint {
       const now = items.state(ref.oid);
       const status = change.status ?? now?.nstatus ?? now?.status ?? 0;
       items.action(ref.oid, { status, ...(change.value !== undefined ? { value: change.value } : {}) }, source)
-        .then(() => { this.stats.commands_run++; }, (err) => this.refuse(`${ref.oid}: ${describe(err)}`));
+        .then(() => { this.stats.commands_run++; }, (err) => this.refuse(topic, 'the action failed', `${ref.oid}: ${describe(err)}`));
       return;
     }
     try {
       items.update(ref.oid, change, source);
       this.stats.commands_run++;
     } catch (err) {
-      this.refuse(`${ref.oid}: ${describe(err)}`);
+      this.refuse(topic, 'the update failed', `${ref.oid}: ${describe(err)}`);
     }
   }
 
@@ -605,6 +652,7 @@ export class SparkplugNode implements Endpoint {
     let died = false;
     await this.run(async () => { died = await this.death(this.conn); }).catch(() => undefined);
     await this.conn.stop({ clean: died });
+    this.refused.flush();
   }
 
   async test(signal: AbortSignal): Promise<void> {

@@ -10,6 +10,9 @@ export const SparkplugLimits = {
   store_max_bytes: schema.bound(10 * 1024 * 1024, 'bytes of events stored while the primary host or the broker is away (as the notifier queue counts an event)', 'bytes'),
   message_max_bytes: schema.bound(256 * 1024, 'a data message is closed and another begun once it holds this many bytes (births are never split)', 'bytes'),
   max_batch: schema.bound(1000, 'most events in one send'),
+  rebirth_max: schema.bound(10, 'rebirths asked for by NCMD that run in rebirth_window; more are counted (rebirths_limited) and not run'),
+  rebirth_window: schema.seconds(60, 'the window rebirth_max counts in', 1),
+  host_state_max_ahead: schema.seconds(300, 'a primary host STATE whose timestamp is further ahead of the node\'s clock is refused (counted as host_states_refused)'),
 };
 export const SparkplugDefaults = schema.defaults(SparkplugLimits);
 
@@ -44,6 +47,11 @@ export interface SparkplugSettings {
   storeMax: number;
   storeMaxBytes: number;
   messageMaxBytes: number;
+  /** rebirths asked for by NCMD that run in `rebirthWindow` seconds */
+  rebirthMax: number;
+  rebirthWindow: number;
+  /** seconds a primary host STATE's timestamp may be ahead of the node's clock */
+  hostStateMaxAhead: number;
 }
 
 /** An id part of a Sparkplug topic: no separators or wildcards. */
@@ -54,6 +62,15 @@ function topicId(v: unknown, what: string, fallback: string): string {
 }
 
 const intOr = (v: unknown, d: number) => (v === undefined || v === null || v === '' ? d : Number(v));
+
+/** A number setting within [min, max], or a clear error. */
+function within(cfg: NotifierConfig, name: 'rebirth_max' | 'rebirth_window' | 'host_state_max_ahead', min: number, max: number, integer: boolean): number {
+  const v = intOr(cfg[name], SparkplugDefaults[name]);
+  if (!Number.isFinite(v) || v < min || v > max || (integer && !Number.isInteger(v))) {
+    throw new Error(`${name} must be ${integer ? 'a whole number' : 'a number'} from ${min} to ${max}`);
+  }
+  return v;
+}
 
 /** Check a config and read it; `system`: the controller's name (the default edge node id). */
 export function readSparkplug(cfg: NotifierConfig, dir: string, system: string): SparkplugSettings {
@@ -76,5 +93,8 @@ export function readSparkplug(cfg: NotifierConfig, dir: string, system: string):
     storeMax: intOr(cfg.store_max, SparkplugDefaults.store_max),
     storeMaxBytes: intOr(cfg.store_max_bytes, SparkplugDefaults.store_max_bytes),
     messageMaxBytes: Math.max(1024, intOr(cfg.message_max_bytes, SparkplugDefaults.message_max_bytes)),
+    rebirthMax: within(cfg, 'rebirth_max', 1, SparkplugLimits.rebirth_max.max!, true),
+    rebirthWindow: within(cfg, 'rebirth_window', 1, SparkplugLimits.rebirth_window.max!, false),
+    hostStateMaxAhead: within(cfg, 'host_state_max_ahead', 0, SparkplugLimits.host_state_max_ahead.max!, false),
   };
 }

@@ -2,12 +2,13 @@ import 'reflect-metadata';
 import test, { type ExecutionContext } from 'ava';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startBroker, type Broker } from '../helpers/broker';
+import { startBroker } from '../helpers/broker';
 import { Keys, makeDir, spawnController } from '../helpers/controller';
 import { controllerWith } from '../helpers/mqtt-notifier';
 import { notifierFiles, stats } from '../helpers/notifiers';
 import { keysIni } from '../helpers/keys';
 import { SparkplugHost, Types } from '../helpers/sparkplug-host';
+import { NODE, sparkplugNotifier } from '../helpers/sparkplug-node';
 import { ITEM_PROBE_PLUGIN } from '../helpers/item-probe-plugin';
 import { until } from '../helpers/wait';
 import { decodePayload, encodePayload, encodeWithProtobufjs, DataType, type Payload } from '../../plugins/notifiers/sparkplug/payload';
@@ -15,20 +16,12 @@ import { valueType } from '../../plugins/notifiers/sparkplug/node';
 import { PublishFrames } from '../../plugins/notifiers/mqtt/publish-frames';
 import mqttPacket from 'mqtt-packet';
 
-const NODE = 'edge1';
 
 /** Keys of the command tests: `cmd` writes g1 only. */
 const KEYS = keysIni({
   masterkey: { key: Keys.master, master: true, hosts_allow: ['0.0.0.0/0', '::/0'] },
   cmd: { key: 'cmdkeycmdkeycmdkeycmdkeycmdkeycmdkeycmdkeycmdkeycmdkeycmdkey1234', groups: 'g1/#', hosts_allow: '127.0.0.1' },
 });
-
-function sparkplugNotifier(broker: Broker, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    type: 'sparkplug', host: broker.host, port: broker.port, group_id: 'plant', edge_node_id: NODE, timeout: 5,
-    events: [{ subject: 'state', types: ['#'], groups: ['g1', 'g2'] }], ...extra,
-  };
-}
 
 /** A broker, a host, and a controller whose node is born with one sensor of g1. */
 async function bornWith(t: ExecutionContext, sensor: string) {

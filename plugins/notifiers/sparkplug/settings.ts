@@ -11,8 +11,8 @@ export const SparkplugLimits = {
   message_max_bytes: schema.bound(256 * 1024, 'a data message is closed and another begun once it holds this many bytes (births are never split)', 'bytes'),
   max_batch: schema.bound(1000, 'most events in one send'),
   rebirth_max: schema.bound(10, 'rebirths asked for by NCMD that run in rebirth_window; more are counted (rebirths_limited) and not run'),
-  rebirth_window: schema.seconds(60, 'the window rebirth_max counts in', 1),
-  host_state_max_ahead: schema.seconds(300, 'a primary host STATE whose timestamp is further ahead of the node\'s clock is refused (counted as host_states_refused)'),
+  rebirth_window: schema.num(60, 'seconds: the window rebirth_max counts in', { min: 1, max: 86_400 * 366, unit: 's' }),
+  host_state_max_ahead: schema.num(300, 'a primary host STATE whose timestamp is further ahead of the node\'s clock is refused (counted as host_states_refused)', { max: 86_400 * 366, unit: 's' }),
 };
 export const SparkplugDefaults = schema.defaults(SparkplugLimits);
 
@@ -34,6 +34,9 @@ export const SparkplugSettingsSchema: SettingsSchema = {
   store_max: schema.int(SparkplugDefaults.store_max, 'events stored while the primary host or the broker is away', { min: 0 }),
   store_max_bytes: schema.int(SparkplugDefaults.store_max_bytes, 'bytes of events stored while the primary host or the broker is away', { min: 0 }),
   message_max_bytes: schema.int(SparkplugDefaults.message_max_bytes, 'bytes after which a data message is closed and the next begun (births are never split)', { min: 1024 }),
+  rebirth_max: SparkplugLimits.rebirth_max,
+  rebirth_window: SparkplugLimits.rebirth_window,
+  host_state_max_ahead: SparkplugLimits.host_state_max_ahead,
 };
 
 export interface SparkplugSettings {

@@ -8,6 +8,9 @@ import { SparkplugHost, Types, encode } from '../helpers/sparkplug-host';
 import { loggedCount, NODE, sparkplugNotifier } from '../helpers/sparkplug-node';
 import { until } from '../helpers/wait';
 import { RebirthGate } from '../../plugins/notifiers/sparkplug/rebirth';
+import { readSparkplug } from '../../plugins/notifiers/sparkplug/settings';
+import { sparkplugType } from '../../plugins/notifiers/sparkplug';
+import type { NotifierConfig } from '../../plugins/notifiers/contract';
 
 const REBIRTH = { name: 'Node Control/Rebirth', datatype: Types.Boolean, value: true };
 
@@ -119,4 +122,14 @@ test('rebirth gate: a request while one is queued joins it; at most max per wind
   t.is(g.ask(6002), 'limited');
   // a clock set back starts a new window rather than waiting for the old one
   t.is(g.ask(1000), 'run');
+});
+
+test('rebirth_max, rebirth_window and host_state_max_ahead: defaults, and a clear error for a value out of range', (t) => {
+  const cfg = (extra: Record<string, unknown>) => ({ id: 'sp', type: 'sparkplug', enabled: true, host: '127.0.0.1', events: [], ...extra }) as unknown as NotifierConfig;
+  const s = readSparkplug(cfg({}), '.', 'node');
+  t.like(s, { rebirthMax: 10, rebirthWindow: 60, hostStateMaxAhead: 300 });
+  t.like(readSparkplug(cfg({ rebirth_max: 3, rebirth_window: 0.5e4, host_state_max_ahead: 0 }), '.', 'node'), { rebirthMax: 3, rebirthWindow: 5000, hostStateMaxAhead: 0 });
+  for (const [field, value] of [['rebirth_max', 0], ['rebirth_max', 1.5], ['rebirth_max', 'many'], ['rebirth_window', 0], ['host_state_max_ahead', -1]] as const) {
+    t.throws(() => sparkplugType.validate!(cfg({ [field]: value })), { message: new RegExp(`^${field} must be a (whole )?number from`) }, `${field} ${value}`);
+  }
 });

@@ -9,9 +9,10 @@ import { HiddenPassword, withoutSecrets } from '../host/redaction';
 import { DefaultLogLevel } from '../host/filter';
 import { loadTypes, type TypeCatalogue } from './notifier-types';
 import { CliError, NotifierFiles, checked, knownFields, setField, type RawConfig } from './notifier-files';
-import { standaloneContext } from './notifier-env';
-import { withDeadline } from '../../../core/toolkit/deadline';
-import { endpointFactory, parseProps, targetOf, typeHelp } from '../host/settings';
+import { askController } from './notifier-live';
+import { testHere } from './notifier-here';
+import { Config } from '../../../core/config';
+import { parseProps, targetOf, typeHelp } from '../host/settings';
 import { PackageVersion } from '../../../core/version';
 import { checkIniFiles, configErrorText } from '../../../core/settings/check';
 import { CONFIG_EXIT_CODE, ConfigError } from '../../../core/settings/schema';
@@ -150,27 +151,29 @@ function program(io: Io, defaultProduct: Product, catalogue: TypeCatalogue): Com
     });
 
   cmd.command('test')
-    .description('Test the endpoint of a notifier (mqtt: publish to [space]/test; web hooks: a request of subject test)')
+    .description('Test the endpoint of a notifier: by the running controller of the directory when it answers (test_notifier, '
+      + 'with the key file\'s master key), else from here (mqtt: publish to [space]/test; web hooks: a request of subject test; '
+      + 'sparkplug: the broker connection only)')
     .argument('<id>', 'notifier id')
     .action(async (id: string) => {
       const c = await ctx();
       const { cfg, type } = checked(c.files.read(id), id, c.types);
-      // only the endpoint is tested: nothing of a running controller (API over MQTT, log collection) is started here
-      cfg.api_enabled = false;
-      cfg.collect_logs = false;
-      const env = standaloneContext(c.paths);
-      const endpoint = endpointFactory(type, env.ctx).create(cfg, { ctx: env.ctx, log: env.ctx.quietLog(`notifier.${id}`) });
-      // the same clock as the controller's: the notifier's timeout, for the test and for the stop after it
-      const timeout = cfg.timeout ?? env.ctx.config.server.timeout;
-      try {
-        await withDeadline(timeout, (signal) => endpoint.test(signal));
-      } catch (err) {
-        throw new CliError(`${id}: test failed: ${describe(err)}`);
-      } finally {
-        await withDeadline(timeout, async () => endpoint.stop()).catch(() => undefined);
-        await env.close();
+      const config = new Config(c.paths);
+      const asked = await askController(c.paths, config, id, cfg.timeout ?? config.server.timeout);
+      if (asked.by === 'controller') {
+        const how = `tested by the running controller at ${asked.url}`;
+        if (asked.failed !== undefined) throw new CliError(`${id}: test failed: ${asked.failed} (${how})`);
+        io.out(`${id}: test passed (${how})\n`);
+        return;
       }
-      io.out(`${id}: test passed\n`);
+      const how = `tested by the command line: ${asked.why}`;
+      let what: string | undefined;
+      try {
+        what = await testHere(c.paths, cfg, type);
+      } catch (err) {
+        throw new CliError(`${id}: test failed: ${describe(err)} (${how})`);
+      }
+      io.out(`${id}: test passed (${how}${what ? `; ${what}` : ''})\n`);
     });
 
   cmd.command('create')

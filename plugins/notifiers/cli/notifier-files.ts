@@ -7,6 +7,7 @@ import { settingDefaults } from '../host/settings';
 import { NotifierIdPattern, checkConfig } from '../host/config';
 import { CommonSettings } from '../host/defaults';
 import { defaults, fromNotifier, fromText, type Decl } from '../../../core/schema';
+import { suggest } from '../../../core/settings/schema';
 
 /** Mode of a notifier file the command line creates. */
 const NewFileMode = 0o600;
@@ -132,7 +133,12 @@ export function setField(raw: RawConfig, type: NotifierType, prop: string, value
   if (field === 'id' || field === 'type' || field === 'events') {
     throw new CliError(`${field} cannot be set: ${field === 'events' ? 'use subscribe / unsubscribe' : 'create a new notifier instead'}`);
   }
-  if (!(field in known) || rest.length) throw new CliError(`unknown property ${prop} for a ${type.name} notifier (known: ${Object.keys(known).join(', ')})`);
+  if (!(field in known) || rest.length) {
+    // the closest name, as the settings check suggests one for the ini (a member is kept: qo.state -> qos.state)
+    const near = field in known ? undefined : suggest(field, Object.keys(known));
+    const meant = near && [near, ...(member === undefined ? [] : [member])].join('.');
+    throw new CliError(`unknown property ${prop} for a ${type.name} notifier${meant ? ` (did you mean ${meant}?)` : ''}; known: ${Object.keys(known).join(', ')}`);
+  }
   const example = known[field];
   const decl = type.settings[field];
   const common = Object.hasOwn(CommonSettings, field) ? CommonSettings[field as keyof typeof CommonSettings] : undefined;
@@ -143,7 +149,8 @@ export function setField(raw: RawConfig, type: NotifierType, prop: string, value
     return;
   }
   if (!example || typeof example !== 'object' || !(member in (example))) {
-    throw new CliError(`unknown property ${prop}: ${field} has no member ${member}`);
+    const near = example && typeof example === 'object' ? suggest(member, Object.keys(example)) : undefined;
+    throw new CliError(`unknown property ${prop}: ${field} has no member ${member}${near ? ` (did you mean ${field}.${near}?)` : ''}`);
   }
   // start from the current value: a single number stands for every member
   const current = raw[field];

@@ -15,7 +15,7 @@ import { Config } from '../../../core/config';
 import { parseProps, targetOf, typeHelp } from '../host/settings';
 import { PackageVersion } from '../../../core/version';
 import { checkIniFiles, configErrorText } from '../../../core/settings/check';
-import { CONFIG_EXIT_CODE, ConfigError } from '../../../core/settings/schema';
+import { CONFIG_EXIT_CODE, ConfigError, suggest } from '../../../core/settings/schema';
 import { describeSetting } from '../../../core/schema';
 import { CommonSettings, FileFields, NotifierSubjects } from '../host/defaults';
 
@@ -294,6 +294,15 @@ function program(io: Io, defaultProduct: Product, catalogue: TypeCatalogue): Com
       io.out(`notifier ${id} destroyed; ${APPLY}\n`);
     });
 
+  // an error of the command line itself (an unknown command or option) is one line, with the closest name and where the
+  // usage is, not the whole help (the commands' own usage errors, made before this, still show the command's short help)
+  cmd.showHelpAfterError(false).configureOutput({
+    outputError: (s, write) => write(`${s.trimEnd().replace(/\n\(Did you mean (.*)\?\)$/, ' (did you mean $1?)').replace(/\.$/, '')}; see ${cmd.name()} --help\n`),
+  });
+  cmd.on('command:*', (operands: string[]) => {
+    const near = suggest(operands[0], cmd.commands.map((c) => c.name()));
+    cmd.error(`error: unknown command '${operands[0]}'${near ? ` (did you mean ${near}?)` : ''}`, { exitCode: ExitCodes.usage, code: 'commander.unknownCommand' });
+  });
   cmd.addHelpText('after', () => typesHelp(catalogue));
   return cmd;
 }

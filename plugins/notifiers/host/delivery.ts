@@ -361,7 +361,9 @@ export class Delivery {
           events = frame.events;
           this.inflight = events.length;
         }
-        if (!this.failing) this.log.warning(`notifier ${this.id}: delivery failed: ${describe(err)}; retrying`);
+        // "retrying" only for a frame that is tried again: one refused for good, on its last try or at a stop is not
+        const again = events.length > 0 && attempt < this.opts.retries && !this.draining && generation === this.generation && !(this.durable && (err as DeliveryError).permanent);
+        if (!this.failing) this.log.warning(`notifier ${this.id}: delivery failed: ${describe(err)}; ${again ? 'retrying' : 'not retried'}`);
         if (!this.failing) this.failingSince = Date.now();
         this.failing = true;
         this.lastError = describe(err);

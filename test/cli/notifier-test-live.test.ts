@@ -2,11 +2,12 @@ import test, { type ExecutionContext } from 'ava';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { makeDir, spawnController, type Child } from '../helpers/controller';
+import { Keys, makeDir, spawnController, type Child } from '../helpers/controller';
 import { startBroker, Subscriber, type Broker } from '../helpers/broker';
 import { SparkplugHost } from '../helpers/sparkplug-host';
 import { Receiver } from '../helpers/receiver';
-import { notifierFiles } from '../helpers/notifiers';
+import { notifierFiles, stats } from '../helpers/notifiers';
+import { until } from '../helpers/wait';
 import { runCli } from '../helpers/cli';
 
 /**
@@ -78,7 +79,8 @@ test('test of a sparkplug notifier while its controller runs: the controller tes
 
   // the test fails in the controller: exit 1, and the reason from the controller
   await broker.stop();
-  await host.until('the broker gone', () => !host.client.connected);
+  // the controller's node has seen the link go: its test cannot pass on a connection about to close
+  await until('the node disconnected', async () => (await stats(ctl.client, Keys.master, 'sp')).connected === false);
   const away = await runCli(t, ['--dir', dir, 'test', 'sp']);
   t.is(away.code, 1);
   t.regex(away.err, new RegExp(`^error: sp: test failed: cannot connect to 127\\.0\\.0\\.1:${broker.port}.* \\(tested by the running controller at ${ctl.url}\\)\n$`));

@@ -9,6 +9,9 @@ import { Receiver } from '../helpers/receiver';
 import { notifierFiles, stats } from '../helpers/notifiers';
 import { until } from '../helpers/wait';
 import { runCli } from '../helpers/cli';
+import { Config } from '../../core/config';
+import { Paths } from '../../core/paths';
+import { controllerUrl, masterKey } from '../../plugins/notifiers/cli/notifier-live';
 
 /**
  * `uc-notifier test` while the controller of the directory runs: the
@@ -133,4 +136,20 @@ test('test when the controller answers but refuses the key file\'s master key: t
   t.is(r.code, 0, r.err);
   t.regex(r.out, new RegExp(`^hook: test passed \\(tested by the command line: the controller at ${ctl.url} refused the master key of etc/uc_apikeys\\.ini: .+\\)\n$`));
   t.is(rcv.requests.length, 1);
+});
+
+test('where the command line looks for the controller: its listen address, every address read as the loopback; none for port 0 or without a master key', (t) => {
+  const urlOf = (listen: string) => controllerUrl(new Config(new Paths(makeDir(t, { ini: { webapi: { listen } } }), 'uc')));
+  t.like(urlOf('0.0.0.0:8812'), { url: 'http://127.0.0.1:8812', where: '127.0.0.1:8812' });
+  t.like(urlOf(':8813'), { url: 'http://127.0.0.1:8813' });
+  t.like(urlOf('[::]:8814'), { url: 'http://[::1]:8814' });
+  t.like(urlOf('10.1.2.3:8815'), { url: 'http://10.1.2.3:8815' });
+  t.regex(urlOf('127.0.0.1:0') as string, /port is chosen at its start \(listen 127\.0\.0\.1:0\), so it cannot be asked/);
+
+  const keysOf = (keysIni: string) => masterKey(new Paths(makeDir(t, { keysIni }), 'uc'));
+  t.deepEqual(keysOf('[ops]\nkey = opsopsops\nsysfunc = yes\n\n[admin]\nkey = firstmaster\nmaster = yes\n\n[other]\nkey = second\nmaster = yes\n'), { key: 'firstmaster' });
+  t.is(keysOf('[ops]\nkey = opsopsops\nsysfunc = yes\n'), 'etc/uc_apikeys.ini holds no master key, so a running controller cannot be asked');
+  const dir = makeDir(t);
+  fs.rmSync(path.join(dir, 'etc', 'uc_apikeys.ini'));
+  t.is(masterKey(new Paths(dir, 'uc')), 'etc/uc_apikeys.ini cannot be read (ENOENT), so a running controller cannot be asked');
 });

@@ -66,23 +66,54 @@ export class Journal {
    * whole record.
    */
   *replay(held: number, torn: (segment: string, at: number) => void): Generator<unknown> {
+    for (const segment of this.unheld(held)) yield* this.entries(segment, torn);
+  }
+
+  /**
+   * The segments after `held` and before `below`, oldest first; those up to
+   * `held` are deleted (the file holds them). A store that opened its new
+   * segment before its replay (to take entries meanwhile) reads these one by
+   * one with `entries`, and may record each one read in its file.
+   */
+  unheld(held: number, below = Infinity): { seq: number; name: string; size: number }[] {
+    const out: { seq: number; name: string; size: number }[] = [];
     for (const { seq, name } of this.segments()) {
-      if (seq <= held) { fs.rmSync(name, { force: true }); continue; } // the file holds it
-      const data = fs.readFileSync(name);
-      let at = 0;
-      while (at < data.length) {
-        if (data.length - at < HEADER) { torn(name, at); break; }
-        const len = data.readUInt32LE(at);
-        const crc = data.readUInt32LE(at + 4);
-        const end = at + HEADER + len;
-        if (end > data.length || zlib.crc32(data.subarray(at + HEADER, end)) !== crc) { torn(name, at); break; }
-        let entry: unknown;
-        try { entry = JSON.parse(data.subarray(at + HEADER, end).toString('utf8')); } catch { torn(name, at); break; }
-        yield entry;
-        at = end;
-      }
-      this.bytes += data.length;
+      if (seq <= held) { fs.rmSync(name, { force: true }); continue; }
+      if (seq >= below) break;
+      out.push({ seq, name, size: fs.statSync(name, { throwIfNoEntry: false })?.size ?? 0 });
     }
+    return out;
+  }
+
+  /** The entries of one segment `unheld` listed; its bytes count as not yet folded. */
+  *entries(segment: { name: string }, torn: (segment: string, at: number) => void): Generator<unknown> {
+    const data = fs.readFileSync(segment.name);
+    this.bytes += data.length;
+    yield* records(data, (at) => torn(segment.name, at));
+  }
+
+  /**
+   * The entries appended since the segment `from` was opened, the open
+   * segment's up to its last whole record (a store that took entries while
+   * it replayed older segments reads them back; `from` is `openSeq` then).
+   */
+  *since(from: number, torn: (segment: string, at: number) => void): Generator<unknown> {
+    for (const { seq, name } of this.segments()) {
+      if (seq < from) continue;
+      if (seq !== this.seq || this.fd === undefined) {
+        yield* records(fs.readFileSync(name), (at) => torn(name, at));
+        continue;
+      }
+      const data = Buffer.allocUnsafe(this.offset);
+      let done = 0;
+      while (done < data.length) done += fs.readSync(this.fd, data, done, data.length - done, done);
+      yield* records(data, (at) => torn(name, at));
+    }
+  }
+
+  /** The number of the open segment. */
+  get openSeq(): number {
+    return this.seq;
   }
 
   /** Start a new segment after the existing ones (they stay until the next fold) and after `held`. */
@@ -168,11 +199,16 @@ export class Journal {
 
   /** Fold, step 2, once the file holding them is on disk: delete the segments up to `upTo`. */
   drop(upTo: number): void {
+    let left = this.offset;
     for (const s of this.segments()) {
-      if (s.seq > upTo) continue;
+      if (s.seq > upTo) {
+        // segments kept besides the open one (a store that checkpointed part of a long replay) still count
+        if (s.seq !== this.seq || this.fd === undefined) { try { left += fs.statSync(s.name).size; } catch { /* gone meanwhile */ } }
+        continue;
+      }
       fs.rmSync(s.name, { force: true });
     }
-    this.bytes = this.offset;
+    this.bytes = left;
   }
 
   /** Close the current segment; `tidy`: delete it when empty (at stop, so a stopped store leaves no empty journal). */
@@ -209,11 +245,27 @@ export class Journal {
   private startSegment(seq: number): void {
     this.close();
     const name = `${this.file}.journal.${seq}`;
-    this.fd = fs.openSync(name, 'w', 0o644);
+    this.fd = fs.openSync(name, 'w+', 0o644); // read too: a store may read back what it appended (since)
     this.seq = seq;
     this.offset = 0;
     // the new name must survive a power cut too, or the entries appended to it would vanish with it
     const dir = fs.openSync(path.dirname(this.file), 'r');
     try { fs.fsyncSync(dir); } finally { fs.closeSync(dir); }
+  }
+}
+
+/** The whole records of a segment's bytes, in order; `torn` is told where the first one that is not whole starts. */
+function* records(data: Buffer, torn: (at: number) => void): Generator<unknown> {
+  let at = 0;
+  while (at < data.length) {
+    if (data.length - at < HEADER) { torn(at); return; }
+    const len = data.readUInt32LE(at);
+    const crc = data.readUInt32LE(at + 4);
+    const end = at + HEADER + len;
+    if (end > data.length || zlib.crc32(data.subarray(at + HEADER, end)) !== crc) { torn(at); return; }
+    let entry: unknown;
+    try { entry = JSON.parse(data.subarray(at + HEADER, end).toString('utf8')); } catch { torn(at); return; }
+    yield entry;
+    at = end;
   }
 }

@@ -12,6 +12,8 @@ export type { HistoryQuery };
 export interface HistoryBackend {
   /** open or connect; called once before the first write */
   start(): Promise<void>;
+  /** resolves once writes are taken, which may be before reads are answered (a journal replaying at start); absent: start */
+  accepting?(): Promise<void>;
   /** store rows; resolves only once they survive a SIGKILL (journal fsync, database commit); rejects: the host retries */
   write(rows: HistoryRow[]): Promise<void>;
   /** rows matching the query, oldest first, as [space, t, oid, status, value] */

@@ -45,34 +45,70 @@ class HistoryThread {
   }
 }
 
-/** Serve the main thread: one message at a time, in order, each answered by its id. */
+/**
+ * Serve the main thread: one message at a time, in order, each answered by
+ * its id. While the journal replays at start, rows are taken at once
+ * (journaled, answered; the replay inserts them after the older segments)
+ * and everything else waits for the replay: a query never finds less than
+ * was acknowledged.
+ */
 function serve(): void {
   const port = parentPort!;
   const opts = (workerData as { options: HistoryOptions }).options;
   const send = (m: FromWorker) => port.postMessage(m);
   const warn = (message: string) => send({ kind: 'warning', message });
-  // ready only once the file exists and the journal is replayed: a reader or a query never finds less
-  let chain: Promise<HistoryThread | undefined> = HistoryFile.open(opts, warn, nowSeconds()).then(
-    (store) => { send({ kind: 'ready', stats: store.snapshot }); return new HistoryThread(store); },
+  let store: HistoryFile | undefined;
+  const fail = (err: unknown) => {
+    send({ kind: 'failed', message: (err as Error).message });
     // nothing else runs here: closing the port ends the thread, never terminated from outside
-    (err) => { send({ kind: 'failed', message: (err as Error).message }); port.close(); return undefined; },
-  );
+    try { store?.close(); } catch { /* closing what failed */ }
+    port.close();
+    return undefined;
+  };
+  // accepting once the file is open and the journal's new segment too; ready once the journal is replayed
+  let chain: Promise<HistoryThread | undefined> = HistoryFile.begin(opts, warn, nowSeconds()).then(async (s) => {
+    store = s;
+    send({ kind: 'accepting', stats: s.snapshot });
+    try {
+      await s.replay(nowSeconds);
+    } catch (err) {
+      return fail(err);
+    }
+    if (!s.replaying) send({ kind: 'ready', stats: s.snapshot });
+    return s.replaying ? undefined : new HistoryThread(s); // abandoned by a stop: that stop closes it
+  }, fail);
+  const answer = async (m: ToWorker, s: HistoryFile, run: () => Promise<HistoryRow[] | Bucket[] | undefined>) => {
+    try {
+      const rows = await run();
+      send({ kind: 'done', id: m.id, stats: s.snapshot, rows });
+    } catch (err) {
+      send({ kind: 'error', id: m.id, message: (err as Error).message });
+    }
+  };
   port.on('message', (m: ToWorker) => {
+    if (store?.replaying) {
+      const s = store;
+      if (m.kind === 'insert') { void answer(m, s, async () => { s.write(m.rows); return undefined; }); return; }
+      if (m.kind === 'stop') s.abandon(); // everything not yet replayed stays in the journal for the next start
+    }
     chain = chain.then(async (h) => {
-      if (!h) return h;
-      try {
-        let rows: HistoryRow[] | Bucket[] | undefined;
+      if (!h) {
+        // the replay was abandoned: only the stop is answered, and the thread ends
+        const s = store;
+        if (m.kind === 'stop' && s) await answer(m, s, async () => { s.close(); return undefined; });
+        if (m.kind === 'stop') port.close();
+        return h;
+      }
+      await answer(m, h.store, async () => {
         if (m.kind === 'insert') h.store.write(m.rows);
-        else if (m.kind === 'query') rows = h.store.query(m.query);
-        else if (m.kind === 'resample') rows = h.store.resample(m.space, m.oid, m.start, m.end, m.step);
+        else if (m.kind === 'query') return h.store.query(m.query);
+        else if (m.kind === 'resample') return h.store.resample(m.space, m.oid, m.start, m.end, m.step);
         else if (m.kind === 'flush') await h.store.checkpointAll(nowSeconds());
         else if (m.kind === 'clean') h.store.clean(nowSeconds());
         else if (m.kind === 'stop') await h.stop();
-        send({ kind: 'done', id: m.id, stats: h.store.snapshot, rows });
-        if (m.kind === 'stop') port.close();
-      } catch (err) {
-        send({ kind: 'error', id: m.id, message: (err as Error).message });
-      }
+        return undefined;
+      });
+      if (m.kind === 'stop') port.close();
       return h;
     });
   });

@@ -24,6 +24,8 @@ export interface HistoryOptions {
   journalShare: number;
   /** ...or this many bytes, whichever is more */
   journalFloor: number;
+  /** ...but at most this many bytes, whatever the file's size: the replay at start takes a few seconds at most (absent: no such bound) */
+  journalMax?: number;
   cleanInterval: number;
   /**
    * seconds between two journal commits (fsyncs): a batch waits for the rest
@@ -67,6 +69,10 @@ export interface HistoryStats {
   journal_written: number;
   /** rows replayed from the journal at start */
   replayed: number;
+  /** journal bytes still to replay at start (0 once the replay is over) */
+  replaying: number;
+  /** rows taken (journaled) while the journal replayed at start, inserted after it */
+  taken_replaying: number;
   /** bytes written by checkpoints since start */
   checkpoint_written: number;
 }
@@ -80,6 +86,7 @@ export type ToWorker =
   | { kind: 'stop'; id: number };
 
 export type FromWorker =
+  | { kind: 'accepting'; stats: HistoryStats }
   | { kind: 'ready'; stats: HistoryStats }
   | { kind: 'failed'; message: string }
   | { kind: 'done'; id: number; stats: HistoryStats; rows?: HistoryRow[] | Bucket[] }
@@ -102,7 +109,8 @@ type Call = { kind: 'insert'; rows: HistoryRow[] } | { kind: 'query'; query: His
  */
 export class History implements HistoryBackend, HistoryReader {
   private worker: Worker | undefined;
-  private ready: Promise<void> | undefined;
+  /** the thread being started: it takes rows once `accepting` resolves, answers everything once `ready` does */
+  private opening: { accepting: Promise<void>; ready: Promise<void> } | undefined;
   /** resolves when the last thread started has exited */
   private gone: Promise<void> = Promise.resolve();
   private nextId = 1;
@@ -113,23 +121,40 @@ export class History implements HistoryBackend, HistoryReader {
 
   constructor(readonly options: HistoryOptions, private readonly log: ModuleLogger) {}
 
-  /**
-   * Start the thread and open (or create) the file. A new thread starts only
-   * once the one before it has exited: a thread is never terminated from
-   * outside while it runs WASM, nor started while another one is being torn
-   * down (either crashed node with SIGSEGV under load). A thread ends itself:
-   * after its `stop` answer, or after it reported that it could not open.
-   */
+  /** Start the thread and open (or create) the file; resolves once the journal is replayed (`accepting` is earlier). */
   start(): Promise<void> {
-    this.ready ??= this.gone.then(() => new Promise<void>((resolve, reject) => {
+    return this.launch().ready;
+  }
+
+  /** Resolves once rows are taken: the file and the journal are open, while the journal may still be replaying. */
+  accepting(): Promise<void> {
+    return this.launch().accepting;
+  }
+
+  /**
+   * A new thread starts only once the one before it has exited: a thread is
+   * never terminated from outside while it runs WASM, nor started while
+   * another one is being torn down (either crashed node with SIGSEGV under
+   * load). A thread ends itself: after its `stop` answer, or after it
+   * reported that it could not open.
+   */
+  private launch(): { accepting: Promise<void>; ready: Promise<void> } {
+    if (this.opening) return this.opening;
+    const accepting = settleable();
+    const ready = settleable();
+    const opening = { accepting: accepting.promise, ready: ready.promise };
+    this.opening = opening;
+    const failed = (err: Error) => { accepting.reject(err); ready.reject(err); };
+    void this.gone.then(() => {
       if (this.stopped) throw new Error('the history is stopped');
       const w = new Worker(WORKER_FILE, { workerData: { historyWorker: true, options: this.options } });
       this.worker = w;
       this.gone = new Promise<void>((ended) => w.once('exit', () => ended()));
       w.on('message', (m: FromWorker) => {
         switch (m.kind) {
-          case 'ready': this.stats = m.stats; resolve(); break;
-          case 'failed': reject(new Error(m.message)); break; // the thread ends itself; the next batch tries again
+          case 'accepting': this.stats = m.stats; accepting.resolve(); break;
+          case 'ready': this.stats = m.stats; accepting.resolve(); ready.resolve(); break;
+          case 'failed': failed(new Error(m.message)); break; // the thread ends itself; the next batch tries again
           case 'warning': this.log.warning(m.message); break;
           case 'done': this.stats = m.stats; this.settle(m.id, undefined, m.rows); break;
           case 'error': this.settle(m.id, new Error(m.message)); break;
@@ -137,14 +162,14 @@ export class History implements HistoryBackend, HistoryReader {
       });
       w.on('error', (err) => this.log.error(`history thread of ${this.options.file} failed: ${err.message}`));
       w.on('exit', (code) => {
-        if (this.worker === w) { this.worker = undefined; this.ready = undefined; }
+        if (this.worker === w) { this.worker = undefined; this.opening = undefined; }
         const lost = new Error(`history thread of ${this.options.file} ended (exit code ${code})`);
-        reject(lost);
+        failed(lost);
         for (const id of [...this.pending.keys()]) this.settle(id, lost);
         if (!this.stopped && code !== 0) this.log.error(`${lost.message}; it starts again on the next event`);
       });
-    }));
-    return this.ready;
+    }).catch(failed);
+    return opening;
   }
 
   /** Resolves once the rows are in the journal on disk (fsync'd) and in the database. */
@@ -188,7 +213,8 @@ export class History implements HistoryBackend, HistoryReader {
     const w = this.worker;
     if (!w) return this.gone;
     try {
-      await this.ready?.catch(() => undefined);
+      // a thread still replaying its journal leaves the rest of it for the next start
+      await this.opening?.accepting.catch(() => undefined);
       // a thread that ended by itself meanwhile (it could not open the file) has nothing to stop
       if (this.worker === w) await this.send({ kind: 'stop' }).catch((err: unknown) => { if (this.worker === w) throw err; });
     } finally {
@@ -203,7 +229,8 @@ export class History implements HistoryBackend, HistoryReader {
 
   private async call(c: Call): Promise<HistoryRow[] | Bucket[] | undefined> {
     if (this.stopped) throw new Error('the history is stopped');
-    await this.start();
+    // rows are taken while the journal replays; anything that reads or writes the file waits for the replay
+    await (c.kind === 'insert' ? this.accepting() : this.start());
     if (this.pending.size >= this.options.maxPending) throw new Error(`history of ${this.options.file} is busy: ${this.pending.size} batches waiting`);
     return this.send(c);
   }
@@ -224,4 +251,13 @@ export class History implements HistoryBackend, HistoryReader {
     this.pending.delete(id);
     if (err) p.reject(err); else p.resolve(rows);
   }
+}
+
+/** A promise with its resolve and reject, marked handled (whoever awaits it still sees the rejection). */
+function settleable(): { promise: Promise<void>; resolve: () => void; reject: (e: Error) => void } {
+  let resolve!: () => void;
+  let reject!: (e: Error) => void;
+  const promise = new Promise<void>((res, rej) => { resolve = res; reject = rej; });
+  promise.catch(() => undefined);
+  return { promise, resolve, reject };
 }

@@ -5,7 +5,8 @@
  * nearly all of the wear. A checkpoint is due, at most once per
  * `minInterval` and only when something changed, when
  * - the journal has grown past `journalShare` of the file (start-up replay
- *   and the journal's own size stay bounded), or
+ *   and the journal's own size stay bounded), or past `journalMax` whatever
+ *   the file's size (the replay at start stays within a few seconds), or
  * - the write budget allows it: `bytesPerHour` times the time since the last
  *   checkpoint, less the journal bytes written meanwhile, covers one file.
  * Times in seconds, sizes in bytes. Pure, so the benchmark can run it over a
@@ -17,6 +18,8 @@ export interface PolicyOptions {
   journalShare: number;
   /** the journal may always grow to this much, however small the file */
   journalFloor: number;
+  /** ...and never more than this many bytes, whatever the file's size (absent: no bound besides the share) */
+  journalMax?: number;
 }
 
 export class CheckpointPolicy {
@@ -30,7 +33,7 @@ export class CheckpointPolicy {
   /** `journalWritten`: bytes appended to the journal since start; `fileBytes`: what a checkpoint writes. */
   due(now: number, dirty: boolean, journalBytes: number, journalWritten: number, fileBytes: number): boolean {
     if (!dirty || now - this.last < this.o.minInterval) return false;
-    if (journalBytes > Math.max(this.o.journalShare * fileBytes, this.o.journalFloor)) return true;
+    if (journalBytes > Math.min(Math.max(this.o.journalShare * fileBytes, this.o.journalFloor), this.o.journalMax ?? Infinity)) return true;
     const credit = (this.o.bytesPerHour * (now - this.last)) / 3600 - (journalWritten - this.journalAtLast);
     return credit >= fileBytes;
   }

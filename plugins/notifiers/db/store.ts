@@ -27,8 +27,15 @@ export class HistoryFile {
   readonly stats: HistoryStats = {
     rows: 0, batches: 0, received: 0, inserted: 0, replaced: 0, trimmed: 0, expired: 0, flushes: 0, flush_errors: 0,
     last_flush_ms: 0, last_export_ms: 0, last_flush: 0, file_size: 0, last_error: '',
-    journal_bytes: 0, journal_written: 0, replayed: 0, checkpoint_written: 0,
+    journal_bytes: 0, journal_written: 0, replayed: 0, checkpoint_written: 0, replaying: 0, taken_replaying: 0,
   };
+
+  /** the segment the journal opened for rows taken while the older ones replay (undefined: not replaying) */
+  private replayFrom: number | undefined;
+  /** the last segment the file holds */
+  private held = 0;
+  /** set by `abandon`: the replay ends at its next pause */
+  private abandoned = false;
 
   private constructor(
     private readonly db: SqliteFile,
@@ -36,6 +43,8 @@ export class HistoryFile {
     private readonly journal: Journal | undefined,
     private readonly policy: CheckpointPolicy,
     private readonly warn: (message: string) => void,
+    /** the file was created now, or its rollup built from its rows now: written as soon as the replay is over */
+    private readonly rewrite: boolean,
   ) {}
 
   /**
@@ -44,6 +53,17 @@ export class HistoryFile {
    * false` is the design before the journal (the benchmark compares both).
    */
   static async open(opts: HistoryOptions, warn: (message: string) => void, now: number, journal = true): Promise<HistoryFile> {
+    const h = await HistoryFile.begin(opts, warn, now, journal);
+    await h.replay(() => now);
+    return h;
+  }
+
+  /**
+   * Open (or create) the file and start the journal's new segment: from
+   * here on rows are taken (`write` journals them), while `replay` brings in
+   * the older segments and then those rows.
+   */
+  static async begin(opts: HistoryOptions, warn: (message: string) => void, now: number, journal = true): Promise<HistoryFile> {
     // a folder of the controller's own named in the notifier file (db:history/site1.db) is made, as the file is
     fs.mkdirSync(path.dirname(opts.file), { recursive: true });
     let db: SqliteFile; // SqliteFile.open also removes temp files a killed writer left
@@ -67,35 +87,126 @@ export class HistoryFile {
     const built = openRollup(db);
     const policy = new CheckpointPolicy({
       minInterval: opts.flushInterval, bytesPerHour: opts.maxWriteBytesPerHour,
-      journalShare: opts.journalShare, journalFloor: opts.journalFloor,
+      journalShare: opts.journalShare, journalFloor: opts.journalFloor, journalMax: opts.journalMax,
     }, now);
     const j = journal ? new Journal(opts.file) : undefined;
-    const h = new HistoryFile(db, opts, j, policy, warn);
+    const h = new HistoryFile(db, opts, j, policy, warn, fresh || built);
     h.rows = h.count();
-    if (j) {
-      const held = Number(db.rows('PRAGMA user_version')[0].user_version);
-      for (const batch of j.replay(held, (segment, at) => warn(`${segment}: a torn record at byte ${at} (a write cut short before it was acknowledged) ends its replay`))) {
-        if (!Array.isArray(batch)) continue;
-        h.insertRows(batch as HistoryRow[]);
-        h.stats.replayed += batch.length;
-      }
-      j.open(held);
-    }
-    h.dirty = fresh || built || h.stats.replayed > 0;
-    h.clean(now);
     h.stats.rows = h.rows;
+    if (j) {
+      h.held = Number(db.rows('PRAGMA user_version')[0].user_version);
+      // the new segment first (after every existing one): rows taken during the replay go there
+      j.open(h.held);
+      h.replayFrom = j.openSeq;
+      h.stats.replaying = j.unheld(h.held, h.replayFrom).reduce((n, s) => n + s.size, 0);
+    }
+    return h;
+  }
+
+  /** Whether the journal is still being replayed (rows are taken, but not yet in the database). */
+  get replaying(): boolean {
+    return this.replayFrom !== undefined;
+  }
+
+  /**
+   * Replay the older segments into the database, pausing every REPLAY_SLICE_MS
+   * so that the thread takes rows meanwhile (`write`); then the rows taken
+   * meanwhile, read back from the journal. A replay longer than the journal
+   * bound (`journalMax`: the journal of a controller killed again and again
+   * while replaying, or one from before the bound) writes the file after
+   * each such stretch, recording the segments it holds, so the next start
+   * goes on from there. Resolves early, with everything still in the
+   * journal, after `abandon`. Then, as before the replay: expired rows
+   * cleaned, and a new file (or rollup) written at once.
+   */
+  async replay(now: () => number): Promise<void> {
+    const j = this.journal;
+    const from = this.replayFrom;
+    if (j && from !== undefined) {
+      const torn = (segment: string, at: number) => this.warn(`${segment}: a torn record at byte ${at} (a write cut short before it was acknowledged) ends its replay`);
+      const segments = j.unheld(this.held, from);
+      let unrecorded = 0; // bytes replayed since the file last recorded what it holds
+      let slice = performance.now();
+      for (const [i, segment] of segments.entries()) {
+        for (const batch of j.entries(segment, torn)) {
+          if (Array.isArray(batch)) {
+            this.insertRows(batch as HistoryRow[]);
+            this.stats.replayed += batch.length;
+            this.dirty = true;
+          }
+          if (performance.now() - slice < REPLAY_SLICE_MS) continue;
+          await new Promise((r) => setImmediate(r)); // messages in: rows are journaled meanwhile
+          if (this.abandoned) return;
+          slice = performance.now();
+        }
+        this.stats.replaying -= segment.size;
+        unrecorded += segment.size;
+        if (i < segments.length - 1 && unrecorded >= (this.opts.journalMax ?? Infinity)) {
+          await this.checkpointReplayed(segment.seq, now());
+          unrecorded = 0;
+          if (this.abandoned) return;
+        }
+      }
+      // the rows taken meanwhile: nothing is appended while this runs (one thread)
+      for (const batch of j.since(from, torn)) {
+        if (!Array.isArray(batch)) continue;
+        this.insertRows(batch as HistoryRow[]);
+        this.dirty = true;
+      }
+      this.stats.replaying = 0;
+      this.replayFrom = undefined;
+    }
+    const t = now();
+    if (this.rewrite) this.dirty = true;
+    this.clean(t);
+    this.stats.rows = this.rows;
     // a new file is written before the history counts as started, so a reader never finds no file;
     // a rollup just built from the rows is written at once too, so that it is built only once
-    if (fresh || built) await h.checkpoint(now);
-    return h;
+    if (this.rewrite) await this.checkpoint(t);
+  }
+
+  /** Stop a replay at its next pause; what it has not brought in stays in the journal for the next start. */
+  abandon(): void {
+    this.abandoned = true;
+  }
+
+  /**
+   * The file written during the replay, holding the segments up to `held`
+   * (not the rows taken meanwhile: they are not in the database yet), which
+   * are then deleted.
+   */
+  private async checkpointReplayed(held: number, now: number): Promise<void> {
+    const started = performance.now();
+    try {
+      this.db.run(`PRAGMA user_version = ${Math.trunc(held)}`); // our own counter: no value from outside
+      const image = this.db.db.export();
+      await writeFileAtomic(this.opts.file, image);
+      this.journal!.drop(held);
+      this.held = held;
+      this.policy.done(now, this.journal!.written);
+      this.stats.checkpoint_written += image.length;
+      this.stats.flushes++;
+      this.stats.last_flush_ms = Math.round(performance.now() - started);
+      this.stats.last_flush = now;
+    } catch (err) {
+      // the replay goes on: the journal still holds everything
+      this.stats.flush_errors++;
+      this.stats.last_error = (err as Error).message;
+      this.warn(`history checkpoint of ${this.opts.file} during the replay failed: ${(err as Error).message}`);
+    }
   }
 
   /** Store a batch: journaled (on disk) first, then in the database. */
   write(batch: HistoryRow[]): void {
     this.journal?.append(batch);
-    this.insertRows(batch);
     this.stats.batches++;
     this.stats.received += batch.length;
+    if (this.replaying) {
+      // on disk: the replay inserts it once it has read the older segments
+      this.stats.taken_replaying += batch.length;
+      return;
+    }
+    this.insertRows(batch);
     this.stats.rows = this.rows;
     this.dirty = true;
   }
@@ -273,7 +384,7 @@ export class HistoryFile {
 
   /** Whether the policy wants a checkpoint now. */
   checkpointDue(now: number): boolean {
-    if (this.checkpointing) return false;
+    if (this.checkpointing || this.replaying) return false;
     return this.policy.due(now, this.dirty, this.journal?.bytes ?? 0, this.journal?.written ?? 0, this.fileBytes());
   }
 
@@ -283,6 +394,8 @@ export class HistoryFile {
    */
   checkpoint(now: number): Promise<void> {
     if (this.checkpointing) return this.checkpointing;
+    // the rows taken during a replay are not in the database yet: a rotation now would let their segment go
+    if (this.replaying) return Promise.resolve();
     if (!this.dirty) return Promise.resolve();
     this.checkpointing = (async () => {
       await Promise.resolve(); // so that `checkpointing` is set before the finally below clears it
@@ -332,6 +445,9 @@ export class HistoryFile {
     this.db.close();
   }
 }
+
+/** Longest stretch of replay between two pauses in which the thread takes rows (ms). */
+const REPLAY_SLICE_MS = 50;
 
 /** A row's key (space, t, oid) as one string: the space's length leads, so no oid or space can run into the other. */
 const rowKey = ([space, t, oid]: HistoryRow) => `${t} ${space.length} ${space}${oid}`;

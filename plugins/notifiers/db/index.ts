@@ -10,6 +10,8 @@ import type { HistoryRow } from './schema';
 import type { HistoryBackend } from './backend';
 import type { HistoryReader } from '../../history/contract';
 import { PostgresHistory, checkPostgresUri, isPostgresUri, maskUri } from './postgres';
+import { UnstoredNote } from './unstored';
+import type { ModuleLogger } from '../../../core/log';
 
 /**
  * The write budget of a history file in MB per hour, journal included: a
@@ -159,24 +161,50 @@ async function checkFile(file: string): Promise<void> {
   }
 }
 
+/** What an endpoint of a history file notes of its queue (unstored.ts): the host's count of its waiting events. */
+interface Unstored { note: UnstoredNote; queued: () => number; log: ModuleLogger; id: string }
+
 /** The db endpoint: states in, through the backend; the history API reads the same backend (`history`). */
 class DbEndpoint implements Endpoint {
   readonly history: HistoryBackend & HistoryReader;
   private ignored = 0;
+  /** events the last run left queued, not stored, when it ended without a stop */
+  private lostUnstored = 0;
+  private noting: NodeJS.Timeout | undefined;
 
   /** `released`: told once the backend has stopped (its file is free for another notifier) */
-  constructor(private readonly space: string, private readonly choice: BackendChoice, private readonly released?: () => void) {
+  constructor(private readonly space: string, private readonly choice: BackendChoice, private readonly released?: () => void, private readonly unstored?: Unstored) {
     this.history = choice.backend;
   }
 
   /** Resolves once rows are taken: a history still replaying its journal takes (journals) them meanwhile. */
   start(): Promise<void> {
+    this.noteQueue();
     return this.history.accepting?.() ?? this.history.start();
   }
 
+  /** Say what the last run lost, then note the queue every commit interval (unstored.ts). */
+  private noteQueue(): void {
+    const u = this.unstored;
+    if (!u) return;
+    try {
+      this.lostUnstored = u.note.open();
+    } catch (err) {
+      u.log.warning(`notifier ${u.id}: ${(err as Error).message}; events lost by a kill are not counted`);
+      return;
+    }
+    if (this.lostUnstored > 0) {
+      u.log.warning(`notifier ${u.id}: the last run ended without a stop (killed or crashed) while about ${this.lostUnstored} event(s) waited in its queue, not yet in the history: lost`);
+    }
+    this.noting = setInterval(() => u.note.note(u.queued()), limits.commit_interval * 1000);
+    this.noting.unref();
+  }
+
   async stop(): Promise<void> {
+    clearInterval(this.noting);
     try {
       await this.history.stop();
+      this.unstored?.note.close();
     } finally {
       this.released?.();
     }
@@ -193,7 +221,11 @@ class DbEndpoint implements Endpoint {
       const row = toRow(this.space, e);
       if (row) rows.push(row); else this.ignored++;
     }
-    if (rows.length) await this.history.write(rows);
+    if (!rows.length) return;
+    const u = this.unstored;
+    u?.note.note(u.queued()); // the batch in hand counts until it is stored
+    await this.history.write(rows);
+    u?.note.note(u.queued() - events.length);
   }
 
   flush(): Promise<void> {
@@ -201,7 +233,7 @@ class DbEndpoint implements Endpoint {
   }
 
   info(): Record<string, unknown> {
-    return { ...this.history.info(), ignored: this.ignored };
+    return { ...this.history.info(), ignored: this.ignored, lost_unstored: this.lostUnstored };
   }
 }
 
@@ -213,7 +245,7 @@ class DbEndpoint implements Endpoint {
 class DbFiles implements EndpointFactory {
   private readonly open = new Map<string, DbEndpoint>();
 
-  constructor(ctx: PluginContext) {
+  constructor(private readonly ctx: PluginContext) {
     ctx.onSave(() => Promise.all([...this.open.values()].map((ep) => ep.flush().catch(() => undefined))));
   }
 
@@ -222,9 +254,17 @@ class DbFiles implements EndpointFactory {
     const key = choice.key;
     if (key === undefined) return new DbEndpoint(cfg.space ?? '', choice);
     if (this.open.has(key)) throw new Error(`db notifier ${cfg.id}: ${String(cfg.db)} is already the history of another notifier`);
-    const ep = new DbEndpoint(cfg.space ?? '', choice, () => this.open.delete(key));
+    const ep = new DbEndpoint(cfg.space ?? '', choice, () => this.open.delete(key), {
+      note: new UnstoredNote(`${key}.unstored`), queued: () => this.queued(cfg.id), log: env.log, id: cfg.id,
+    });
     this.open.set(key, ep);
     return ep;
+  }
+
+  /** The events a notifier's queue holds, the batch in hand included (the host's `queued`). */
+  private queued(id: string): number {
+    const stats = this.ctx.hasService('notifiers') ? this.ctx.service('notifiers').describe(id, true)?.stats : undefined;
+    return Number((stats as { queued?: unknown } | undefined)?.queued ?? 0) || 0;
   }
 }
 

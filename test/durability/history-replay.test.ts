@@ -119,3 +119,37 @@ needs('sqlite3')('a journal replaying at start takes new events meanwhile (journ
   }
   t.log(`${acked.length} rows acknowledged during replays, over ${KILLS} kills`);
 });
+
+needs('sqlite3')('a kill loses the events still queued for the history: the next start counts them (get_notifier lost_unstored) and says so in the log; a stop leaves no count', async (t) => {
+  // one event a send, each after the commit interval: the queue grows while updates come faster than 4 a second
+  const { dir, file } = histDir(t, { max_batch: 1 });
+  const note = `${file}.unstored`;
+  let child = await spawnController(t, dir);
+  let c = child.client;
+  for (const i of SENSORS) await c.ok('create', { k, i });
+  const s = stream(c, 'q');
+  // the note says what the queue held at most a commit interval ago
+  const noted = await until('the queue noted', () => {
+    try { const n = Number(fs.readFileSync(note, 'utf8')); return n >= 50 && n; } catch { return false; }
+  }, 30_000);
+  await kill(child);
+  await s.stop();
+  child = await spawnController(t, dir);
+  c = child.client;
+  const st = await until('the history started', async () => { const x = await stats(c); return x.lost_unstored !== undefined && x; }, 30_000);
+  t.true(st.lost_unstored >= noted, `counted ${st.lost_unstored}, noted ${noted} before the kill`);
+  const log = () => fs.readFileSync(path.join(dir, 'controller.log'), 'utf8');
+  await until('the warning', () => log().includes(`about ${st.lost_unstored} event(s) waited in its queue, not yet in the history: lost`), 10_000);
+  // no more than were never stored (one batch besides: the one in hand may have been journaled)
+  await c.ok('save', { k });
+  const stored = Number((await sqlite3Lines(file, "SELECT count(*) FROM state_history WHERE value LIKE 'qn%'"))[0]);
+  t.true(st.lost_unstored <= s.values.length - stored + 1, `counted ${st.lost_unstored}, ${s.values.length} sent, ${stored} stored`);
+  // a stop: nothing left uncounted
+  child.proc.kill('SIGTERM');
+  await child.exited;
+  t.false(fs.existsSync(note));
+  child = await spawnController(t, dir);
+  t.is((await until('the history started', async () => { const x = await stats(child.client); return x.lost_unstored !== undefined && x; }, 30_000)).lost_unstored, 0);
+  child.proc.kill('SIGTERM');
+  await child.exited;
+});

@@ -7,6 +7,8 @@ import { until } from '../helpers/wait';
 import { startController, makeDir, Keys } from '../helpers/controller';
 import { needs } from '../helpers/tools';
 import { EVA33_SCHEMA } from '../helpers/eva33-history';
+import { Journal } from '../../core/toolkit/journal';
+import { HistoryFile } from '../../plugins/notifiers/db/store';
 
 const segments = (file: string) => fs.readdirSync(path.dirname(file)).filter((n) => n.startsWith(`${path.basename(file)}.journal.`)).sort();
 const rowsOf = (n: number, from = 0, t0 = now()): HistoryRow[] =>
@@ -188,4 +190,75 @@ test('journal commits are spaced by the commit interval (few fsyncs a second, wh
   for (let i = 0; i < 3; i++) await h2.write(rowsOf(50, i * 50));
   t.true(Date.now() - started < 9000, `3 big batches in ${Date.now() - started} ms`);
   t.like(h2.stats, { batches: 3, rows: 150 });
+});
+
+needs('sqlite3')('the journal is bounded by journalMax whatever the file size, share and budget allow', async (t) => {
+  const file = path.join(tmpDir(t), 'h.db');
+  // budget, share and floor would let the journal grow without end: only the bound checkpoints
+  const h = history(t, { file, flushInterval: 0.1, maxWriteBytesPerHour: 1, journalShare: 1e6, journalFloor: 1 << 30, journalMax: 64 * 1024 });
+  await h.start();
+  let n = 0;
+  while ((h.stats?.journal_bytes ?? 0) <= 64 * 1024) await h.write(rowsOf(100, (n += 100)));
+  const written = n;
+  t.true(await until('a checkpoint past the bound', async () => (await sqlite3Lines(file, 'SELECT count(*) FROM state_history'))[0] === String(written), 10_000));
+  await h.write(rowsOf(1, (n += 1)));
+  t.true((h.stats?.journal_bytes ?? Infinity) < 64 * 1024, JSON.stringify(h.stats));
+});
+
+/** A journal of `segments` segments of `per` rows each, as a killed controller leaves it (no file). */
+function killedJournal(file: string, segments: number, per: number, t0 = now() - 3600): number {
+  const j = new Journal(file);
+  j.open(0);
+  for (let s = 0; s < segments; s++) {
+    if (s) j.rotate();
+    for (let b = 0; b < per; b += 500) j.append(rowsOf(500, s * per + b, t0));
+  }
+  j.close();
+  return segments * per;
+}
+
+const optsOf = (file: string) => ({
+  file, space: '', keep: 86400, maxRows: 1_000_000, maxBytes: 1 << 30, flushInterval: 3600, flushPauseFactor: 4, cleanInterval: 60, maxPending: 16,
+  maxWriteBytesPerHour: 1e15, journalShare: 1e6, journalFloor: 1 << 30, journalMax: 256 * 1024, commitInterval: 0, commitRows: 1,
+});
+
+needs('sqlite3')('a replay longer than the bound records its progress in the file: a start killed during it goes on from there', async (t) => {
+  const file = path.join(tmpDir(t), 'h.db');
+  const total = killedJournal(file, 8, 5000); // ~250 kB a segment: the bound (256 kB) is passed every second segment
+  const a = await HistoryFile.begin(optsOf(file), () => undefined, now());
+  // stopped as a kill would, once the file records some segments
+  const watch = setInterval(() => { if (a.stats.flushes > 0) a.abandon(); }, 5);
+  await a.replay(now);
+  clearInterval(watch);
+  t.true(a.replaying, 'abandoned before the end');
+  const held = Number((await sqlite3Lines(file, 'PRAGMA user_version'))[0]);
+  t.true(held >= 2, `the file holds segments up to ${held}`);
+  t.false(segments(file).some((s) => Number(s.split('.').pop()) <= held), segments(file).join());
+  const inFile = Number((await sqlite3Lines(file, 'SELECT count(*) FROM state_history'))[0]);
+  t.true(inFile >= held * 5000, `${inFile} rows in the file`);
+  // no close: the next start finds what the kill left, replays only the rest, and has every row
+  const b = await HistoryFile.open(optsOf(file), () => undefined, now());
+  t.is(b.stats.replayed, total - held * 5000);
+  t.is(b.query({ space: '' }).length, total);
+  b.close();
+});
+
+test('rows written while the journal replays are journaled at once and inserted after the replay, in order', async (t) => {
+  const file = path.join(tmpDir(t), 'h.db');
+  const t0 = now() - 3600;
+  const total = killedJournal(file, 4, 5000, t0);
+  const a = await HistoryFile.begin(optsOf(file), () => undefined, now());
+  const later = now() + 100;
+  const same: HistoryRow = ['', t0, 'sensor:g/s0', 1, 'taken during the replay']; // the first replayed row's key: the later state wins
+  const replay = a.replay(now);
+  a.write([same, ['', later, 'sensor:g/new', 1, 'new']]);
+  t.true(a.replaying);
+  t.is(a.stats.taken_replaying, 2);
+  await replay;
+  t.false(a.replaying);
+  const rows = a.query({ space: '' });
+  t.is(rows.length, total + 1);
+  t.deepEqual(rows.find((r) => r[1] === same[1] && r[2] === same[2]), same);
+  t.deepEqual(rows.at(-1), ['', later, 'sensor:g/new', 1, 'new']);
+  a.close();
 });

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import path from 'node:path';
 
 /**
  * How many events a db notifier's queue held, not yet stored, noted beside
@@ -32,6 +33,7 @@ export class UnstoredNote {
       const m = /^\s*(\d+)\s*$/.exec(fs.readFileSync(this.file, 'utf8'));
       if (m) left = Number(m[1]);
     } catch { /* none: the last run stopped, or never ran */ }
+    fs.mkdirSync(path.dirname(this.file), { recursive: true }); // the history's folder, made here when this runs first
     this.fd = fs.openSync(this.file, 'w', 0o644);
     this.last = -1;
     this.note(0);

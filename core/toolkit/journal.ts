@@ -29,6 +29,10 @@ const close = promisify(fs.close);
  * middle of an append that was never acknowledged) fails its length or CRC
  * check and ends the replay of that segment.
  *
+ * A store may also open its new segment before it replays the older ones
+ * (`unheld`, `entries`), append to it meanwhile and read it back (`since`):
+ * the sql.js history takes rows while it replays at start.
+ *
  * One caller at a time: appends, rotations and drops are never concurrent
  * (the history runs in its own thread; the items file serialises them through
  * a group commit).
@@ -203,7 +207,7 @@ export class Journal {
     for (const s of this.segments()) {
       if (s.seq > upTo) {
         // segments kept besides the open one (a store that checkpointed part of a long replay) still count
-        if (s.seq !== this.seq || this.fd === undefined) { try { left += fs.statSync(s.name).size; } catch { /* gone meanwhile */ } }
+        if (s.seq !== this.seq) { try { left += fs.statSync(s.name).size; } catch { /* gone meanwhile */ } }
         continue;
       }
       fs.rmSync(s.name, { force: true });

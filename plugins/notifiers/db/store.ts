@@ -13,8 +13,9 @@ import { RollupChange, NUMERIC_VALUE, openRollup, expireRollup, rollupBuckets } 
 import type { HistoryOptions, HistoryStats } from './history';
 
 /**
- * One sql.js history database with its journal (core/store/journal.ts): rows are
- * journaled, then inserted; the table is trimmed to its bounds and cleaned of
+ * One sql.js history database with its journal (core/toolkit/journal.ts): rows are
+ * journaled, then inserted (while the journal replays at start: journaled,
+ * and inserted after the replay, README.md); the table is trimmed to its bounds and cleaned of
  * rows older than `keep`; the whole file is rewritten (checkpoint) when the
  * policy (policy.ts) says so, on `save` and at stop. No timers and no clock
  * of its own (`now` is passed in, in seconds), so the history thread

@@ -262,3 +262,26 @@ test('rows written while the journal replays are journaled at once and inserted 
   t.deepEqual(rows.at(-1), ['', later, 'sensor:g/new', 1, 'new']);
   a.close();
 });
+
+test('a query sent while the journal replays answers after it, with the rows taken meanwhile; a stop during the replay leaves the rest in the journal', async (t) => {
+  const file = path.join(tmpDir(t), 'h.db');
+  const total = killedJournal(file, 10, 5000);
+  const a = history(t, { file, flushInterval: 3600 });
+  await a.accepting();
+  await a.write([['', now(), 'sensor:g/new', 1, 'new']]);
+  t.true((a.stats?.replaying ?? 0) > 0, 'answered during the replay');
+  t.deepEqual((await a.query({ space: '', oids: ['sensor:g/new'] })).map((r) => r[4]), ['new']);
+  t.like(a.stats, { replaying: 0, replayed: total, taken_replaying: 1, rows: total + 1 });
+  await a.stop();
+
+  const file2 = path.join(tmpDir(t), 'h.db');
+  killedJournal(file2, 10, 5000);
+  const b = history(t, { file: file2, flushInterval: 3600 });
+  await b.accepting();
+  await b.write([['', now(), 'sensor:g/new', 1, 'kept']]);
+  await b.stop(); // during the replay: it ends at its next pause
+  t.true(segments(file2).length >= 10, segments(file2).join());
+  const c = history(t, { file: file2, flushInterval: 3600 });
+  t.is((await c.query({ space: '' })).length, total + 1);
+  t.deepEqual((await c.query({ space: '', oids: ['sensor:g/new'] })).map((r) => r[4]), ['kept']);
+});

@@ -70,7 +70,7 @@ export const DIFFERENCES: readonly Listed[] = [
   // notifiers
   { call: ['get_notifier', 'list_notifiers'], transport: 'all', path: 'result.keep', eva332: ABSENT, ours: 86400, why: 'improvement: the db notifier shows its defaults (3.3 shows only what its file holds)' },
   { call: 'list_notifiers', transport: 'all', path: 'result[].keep', eva332: ABSENT, ours: 86400, why: 'improvement: as above' },
-  ...['flush_interval', 'max_rows', 'max_size', 'max_write_mb_per_hour'].flatMap((f): Listed[] => [
+  ...['flush_interval', 'max_rows', 'max_size', 'max_journal_size', 'max_write_mb_per_hour'].flatMap((f): Listed[] => [
     { call: 'get_notifier', transport: 'all', path: `result.${f}`, eva332: ABSENT, ours: ANY, why: `improvement: db notifier bound ${f} (not in 3.3)` },
     { call: 'list_notifiers', transport: 'all', path: `result[].${f}`, eva332: ABSENT, ours: ANY, why: `improvement: as above` },
   ]),

@@ -264,7 +264,8 @@ needs('sqlite3', 'python3')('readers during a stream of item updates through the
   t.true(await until('the history file', () => fs.existsSync(file)));
   // a budget that lets the file follow the flush interval (the default keeps a file minutes behind: plugins/notifiers/README.md);
   // through the API, the host's queue, the commit interval and the history thread: a wider margin than the flush interval alone
-  const written = await streamWithReaders(t, file, 3, async (n) => {
+  // (3 s missed events at a load of 20: a checkpoint's export and fsync then take seconds)
+  const written = await streamWithReaders(t, file, 8, async (n) => {
     const i = sensors[n % sensors.length];
     await c.client.ok('update', { k, i, s: 1, v: `v${n}` });
     return [`${i}|v${n}`];
@@ -355,6 +356,15 @@ test('write budget: the notifier field, else [notifiers] max_write_mb_per_hour, 
   t.throws(() => historyOptions(cfg({ max_write_mb_per_hour: -1 }), paths), { message: /max_write_mb_per_hour/ });
   t.is(historyOptions(cfg({ db: 'runtime/db/history1.db' }), paths).file, '/srv/ctl/runtime/db/history1.db');
 });
+
+test('journal bound: max_journal_size from the notifier file, else 32 MiB; below 64 KiB refused', (t) => {
+  const paths = { dir: '/srv/c', runtime: '/srv/c/runtime' };
+  const cfg = (extra: Record<string, unknown> = {}) => ({ id: 'db_1', type: 'db', enabled: true, events: [], db: 'history.db', ...extra });
+  t.is(historyOptions(cfg(), paths).journalMax, 32 * 1024 * 1024);
+  t.is(historyOptions(cfg({ max_journal_size: 128 * 1024 * 1024 }), paths).journalMax, 128 * 1024 * 1024);
+  t.throws(() => historyOptions(cfg({ max_journal_size: 1000 }), paths), { message: /max_journal_size/ });
+});
+
 
 test('each db setting is declared once: the file check, create and get_notifier read the same declaration', (t) => {
   const paths = { dir: '/srv/ctl', runtime: '/srv/ctl/runtime' };

@@ -40,6 +40,14 @@ export const DbSettings = {
   max_rows: int('most rows kept', { default: 1_000_000, min: 1 }),
   /** whatever the rows hold (long values); 256 MB */
   max_size: int('most bytes the database may use', { default: 256 * 1024 * 1024, min: 1 }),
+  /**
+   * A checkpoint runs once the journal passes this, whatever the write
+   * budget: the replay after a crash reads about 2 MB/s on a small 2-core
+   * gateway, so 32 MiB is about 16 s (new rows are taken meanwhile; history
+   * reads wait). Smaller: shorter replays, more rewrites of a large file
+   * (db/README.md has the figures); larger: the reverse, for SD cards.
+   */
+  max_journal_size: int('journal bytes that force a checkpoint whatever the write budget', { default: 32 * 1024 * 1024, min: 65536 }),
   max_write_mb_per_hour: num(`write budget, MB per hour (default: [notifiers] or ${WriteBudget.default})`, { min: WriteBudget.min }),
 };
 
@@ -49,7 +57,6 @@ export const DbLimits = {
     + 'writes a second rather than one per event; a row counts as stored (sent) up to this much later. A batch of half max_batch or more commits at once (a backlog)'),
   journal_share: num(1, 'a checkpoint runs regardless of the budget once the journal exceeds this share of the file...'),
   journal_floor: bound(4 * 1024 * 1024, '...or this many bytes, whichever is more, so replay at start stays short', 'bytes'),
-  journal_max: bound(8 * 1024 * 1024, '...but once it exceeds this many bytes in any case: the replay at start (about 2 MB/s on a small 2-core machine) stays within a few seconds', 'bytes'),
   flush_pause_factor: num(4, 'a flush that took d waits at least d times this before the next one'),
   clean_interval: seconds(60, 'seconds between retention cleanings (spec: every minute)'),
   max_pending: bound(16, 'batches on their way to the history thread; more are refused and retried by the host'),
@@ -61,7 +68,7 @@ const limits = defaults(DbLimits);
 /** The first bytes of every SQLite 3 file. */
 const SQLITE_MAGIC = 'SQLite format 3\0';
 
-type NumberField = 'flush_interval' | 'max_rows' | 'max_size' | 'max_write_mb_per_hour';
+type NumberField = 'flush_interval' | 'max_rows' | 'max_size' | 'max_journal_size' | 'max_write_mb_per_hour';
 
 /** A number field of a notifier config by its declaration (DbSettings); absent: `fallback`, else the declared default. */
 function numberField(cfg: NotifierConfig, field: NumberField, fallback?: number): number {
@@ -84,6 +91,7 @@ function dbFields(cfg: NotifierConfig, iniBudget?: number) {
     keep: cfg.keep === undefined || cfg.keep === null ? DbSettings.keep.default as number : checkKeep(cfg.keep),
     maxRows: numberField(cfg, 'max_rows'),
     maxBytes: numberField(cfg, 'max_size'),
+    journalMax: numberField(cfg, 'max_journal_size'),
     flushInterval: numberField(cfg, 'flush_interval'),
     maxWriteBytesPerHour: numberField(cfg, 'max_write_mb_per_hour', iniBudget ?? WriteBudget.default) * 1024 * 1024,
   };
@@ -101,7 +109,6 @@ export function historyOptions(cfg: NotifierConfig, paths: { dir: string; runtim
     commitInterval: limits.commit_interval,
     commitRows: limits.max_batch / 2,
     journalFloor: limits.journal_floor,
-    journalMax: limits.journal_max,
     cleanInterval: limits.clean_interval,
     maxPending: limits.max_pending,
   };

@@ -80,6 +80,10 @@ export class Dispatcher {
     this.refusals = new RepeatLog(this.log, () => config.server.log_repeat_interval);
     metrics.addSource('kernel-auth', () => [{
       name: 'auth_waiting', help: 'wrong key and login answers held back now (the tarpit)', value: this.throttle.waiting,
+    }, {
+      name: 'auth_known_keys', help: 'keys and tokens remembered as passed lately, per address (checked while it is full of guesses)', value: this.throttle.known.size,
+    }, {
+      name: 'auth_known_bytes', help: 'memory those records take (bytes)', value: this.throttle.known.bytes,
     }]);
   }
 

@@ -21,7 +21,9 @@ export class KeyRefused extends ApiError {
  * counted in `throttle` (LoginThrottle's rules: past the free failures its
  * answer is held; an address with too many guesses booked is refused
  * without its key being looked at) and in `refusals` (one log line per
- * interval, never the key).
+ * interval, never the key). An address full of guesses still has its known
+ * keys checked: a key or token that passed from it lately (a new value is
+ * refused unchecked, so the guesser there learns nothing new).
  */
 export function authenticate(
   keys: KeyStore, presented: string | undefined, ip: string, throttle?: LoginThrottle, refusals?: RepeatLog,
@@ -31,12 +33,23 @@ export function authenticate(
     return key ? { key, assigned: true } : undefined;
   }
   const wait = throttle?.locked(ip) ?? 0;
-  if (wait > 0) {
-    refusals?.note('API keys refused unchecked (too many wrong ones booked)', ip);
-    throw new KeyRefused(`too many failed key checks from this address, retry in ${Math.ceil(wait / 1000)} s`);
-  }
+  if (wait > 0 && !throttle!.knows(ip, presented)) throw locked(ip, wait, refusals);
   const found = keys.resolve(presented);
-  if (found && found.key.hostsAllow.has(ip)) return found;
+  if (found && found.key.hostsAllow.has(ip)) {
+    throttle?.passed(ip, presented);
+    return found;
+  }
+  if (wait > 0) {
+    // known here, but no longer valid (revoked, expired, outside hosts_allow now): the answer of any other value
+    throttle!.unknown(ip, presented);
+    throw locked(ip, wait, refusals);
+  }
   refusals?.note('wrong API keys refused', ip);
   throw new KeyRefused('invalid key', throttle?.failed(ip, presented) ?? 0);
+}
+
+/** The refusal of an address with too many wrong keys booked: its key not looked at, nothing counted. */
+function locked(ip: string, wait: number, refusals?: RepeatLog): KeyRefused {
+  refusals?.note('API keys refused unchecked (too many wrong ones booked)', ip);
+  return new KeyRefused(`too many failed key checks from this address, retry in ${Math.ceil(wait / 1000)} s`);
 }

@@ -1,6 +1,7 @@
 import net from 'node:net';
 import crypto from 'node:crypto';
 import { normalizeIp } from './networks';
+import { KnownKeys } from './known-keys';
 
 /**
  * The bits of an IPv6 address that name one client: a host is normally
@@ -83,16 +84,41 @@ export const guessDigest = (value: string): string => crypto.hash('sha256', valu
  * while valid credentials from the address pass until a guesser there has
  * `pendingMax` guesses booked.
  *
+ * What a guesser at an address full of bookings cannot take from the
+ * clients working beside it (one NAT, one reverse proxy): a key or token
+ * that passed from the address lately is still checked there (`known`,
+ * KnownKeys); any other value, a new guess, is refused unchecked.
+ *
  * Memory is bounded: at most `maxClients` addresses (forgotten ones purged
  * first, then the one that failed longest ago), RECENT digests and
- * `pendingMax` bookings each, and `waitingMax` held answers in all.
+ * `pendingMax` bookings each, and `waitingMax` held answers in all; as
+ * many addresses of known keys (KnownKeys' bounds).
  */
 export class LoginThrottle {
   private readonly clients = new Map<string, Client>();
   /** answers held now (all addresses) */
   private held = 0;
+  /** keys and tokens that passed lately, per address (throttleKey): checked even while the address is full */
+  readonly known: KnownKeys;
 
-  constructor(private readonly limits: () => ThrottleLimits, private readonly now: () => number = Date.now) {}
+  constructor(private readonly limits: () => ThrottleLimits, private readonly now: () => number = Date.now) {
+    this.known = new KnownKeys(() => this.limits().maxClients, now);
+  }
+
+  /** A key or token passed from the address: it stays checked there while the address is full of guesses. */
+  passed(address: string, value: string): void {
+    this.known.passed(throttleKey(address), value);
+  }
+
+  /** Did this value pass from the address lately (so it is checked even while locked() says wait)? */
+  knows(address: string, value: string): boolean {
+    return this.known.has(throttleKey(address), value);
+  }
+
+  /** A value that passed from the address no longer does: forget it there. */
+  unknown(address: string, value: string): void {
+    this.known.forget(throttleKey(address), value);
+  }
 
   /** Answers held now, all addresses together. */
   get waiting(): number {

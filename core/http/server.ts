@@ -255,6 +255,8 @@ export class HttpServer {
 
   /** An upgrade request goes to the plugin that took its path (PluginContext.httpUpgrade); else 404; 503 unless serving. */
   private upgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
+    // node took its own error listener off the socket: a client resetting it must not end the process
+    socket.on('error', () => socket.destroy());
     if (this.state !== 'serving') {
       socket.end('HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       return;

@@ -160,6 +160,7 @@ function startStream(ctx: PluginContext): void {
     c.authing = false;
     if (c.closing || !clients.has(c)) return; // closed, gone or made room meanwhile
     if (authenticated >= w.ws_max_clients) {
+      unauthenticated.delete(c);
       goodbye(c, CloseCodes.try_again, `too many clients (${w.ws_max_clients}), retry later`);
       return;
     }
@@ -188,12 +189,21 @@ function startStream(ctx: PluginContext): void {
     goodbye(oldest, CloseCodes.try_again, 'too many connections waiting to authenticate');
   }
 
-  const accept = (ws: WebSocket, ip: string): void => {
+  /**
+   * A new connection. Without a key yet it joins the unauthenticated pool
+   * (making room there); one whose key came with the upgrade (`found`) never
+   * does, so no keyless connection can push it out.
+   */
+  const accept = (ws: WebSocket, ip: string, found?: ResolvedKey, presented?: string): void => {
     const c = new StreamClient(ws, ip);
-    makeRoom(c.from);
     clients.add(c);
-    unauthenticated.add(c);
     stats.accepted++;
+    if (found) {
+      authenticated1(c, found, presented!);
+    } else {
+      makeRoom(c.from);
+      unauthenticated.add(c);
+    }
     const authTimer = setTimeout(() => { if (!c.auth) goodbye(c, CloseCodes.unauthorized, 'no authentication in time'); }, w.ws_auth_timeout * 1000);
     ws.on('message', (data, binary) => onMessage(c, data, binary));
     ws.on('pong', () => { c.alive = true; });
@@ -212,14 +222,32 @@ function startStream(ctx: PluginContext): void {
 
   ctx.httpUpgrade(StreamPath, {
     upgrade(req, socket, head, ip) {
-      // only authenticated clients count here: keyless connections have their own pool
-      if (authenticated >= w.ws_max_clients) {
+      const full = () => {
+        // only authenticated clients count here: keyless connections have their own pool
+        if (authenticated < w.ws_max_clients) return false;
         stats.refused++;
         socket.end('HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+        return true;
+      };
+      if (full()) return;
+      const upgrade = (found?: ResolvedKey, k?: string) => {
+        wss ??= new (wsLib().WebSocketServer)({ noServer: true, maxPayload: MAX_INCOMING });
+        wss.handleUpgrade(req, socket, head, (client) => accept(client, ip, found, k));
+      };
+      const k = req.headers['x-auth-key'];
+      if (typeof k !== 'string' || !k) {
+        upgrade();
         return;
       }
-      wss ??= new (wsLib().WebSocketServer)({ noServer: true, maxPayload: MAX_INCOMING });
-      wss.handleUpgrade(req, socket, head, (client) => accept(client, ip));
+      // the key with the upgrade: checked (and throttled) as the auth message's, before any WebSocket is made
+      ctx.authenticate(k, ip).then((found) => {
+        if (!found) throw accessDenied('invalid key');
+        if (!full()) upgrade(found, k);
+      }).catch((err: unknown) => {
+        refusals.note('stream upgrades refused: wrong X-Auth-Key', ip);
+        const why = err instanceof ApiError ? err.message : 'access denied';
+        socket.end(`HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(why)}\r\n\r\n${why}`);
+      });
     },
     close: () => closeAll(),
   });

@@ -83,7 +83,7 @@ export class Dispatcher {
     }, {
       name: 'auth_known_keys', help: 'keys and tokens remembered as passed lately, per address (checked while it is full of guesses)', value: this.throttle.known.size,
     }, {
-      name: 'auth_known_bytes', help: 'memory those records take (bytes)', value: this.throttle.known.bytes,
+      name: 'auth_known_bytes', help: 'memory those records take (bytes, from their fixed sizes)', value: this.throttle.known.bytes,
     }]);
   }
 

@@ -3,7 +3,7 @@ import { historyService, notifierPlugin } from '../type-plugin';
 import { checkHttpUri, HiddenPassword, shownUri } from '../contract';
 import { InfluxClient } from './client';
 import { InfluxDefaults, InfluxHistory, WriteFailure } from './history';
-import { measurementOf, testLine, unwritable, type InfluxPoint } from './lines';
+import { infiniteValue, measurementOf, testLine, unwritable, type InfluxPoint } from './lines';
 import { bool, text } from '../../../core/schema';
 
 /**
@@ -38,8 +38,10 @@ class InfluxEndpoint implements Endpoint {
   readonly history: InfluxHistory;
   private readonly client: InfluxClient;
   private ignored = 0;
+  /** values beyond a float's range, written without their value field */
+  private infinite = 0;
 
-  constructor(private readonly cfg: NotifierConfig, env: EndpointEnv) {
+  constructor(private readonly cfg: NotifierConfig, private readonly env: EndpointEnv) {
     this.client = new InfluxClient({
       uri: String(cfg.uri), db: String(cfg.db),
       username: typeof cfg.username === 'string' ? cfg.username : undefined,
@@ -66,6 +68,7 @@ class InfluxEndpoint implements Endpoint {
     const points = events.map((e) => {
       const p = toPoint(space, e);
       if (!p) this.ignored++;
+      else if (infiniteValue(p.value)) this.noteInfinite(p);
       return p;
     });
     try {
@@ -78,8 +81,16 @@ class InfluxEndpoint implements Endpoint {
     }
   }
 
+  /** Counted; said in the log the first time only (a sensor stuck there would flood it). */
+  private noteInfinite(p: InfluxPoint): void {
+    if (this.infinite++ === 0) {
+      this.env.log.warning(`influxdb notifier ${this.cfg.id}: ${p.measurement} value ${JSON.stringify(p.value!.slice(0, 40))} is beyond a float's range: `
+        + 'written without its value field (status only); get_notifier counts such values as infinite_values, this is said once');
+    }
+  }
+
   info(): Record<string, unknown> {
-    return { ...this.history.info(), ignored: this.ignored };
+    return { ...this.history.info(), ignored: this.ignored, infinite_values: this.infinite };
   }
 }
 

@@ -5,7 +5,10 @@ import { numeric } from '../../history/contract';
  * wrote them: measurement `<space>/<oid>` (the oid alone without a space),
  * field `status` an integer, field `value` a float when the value reads as a
  * number, a string otherwise, no value field for null or ''. The time is the
- * event's own (3.3 stamped the send), in nanoseconds.
+ * event's own (3.3 stamped the send), in nanoseconds. A number beyond a
+ * float's range (`1e400`) gets no value field either: InfluxDB takes no
+ * infinite float and would refuse the whole request, and as a string the
+ * point would clash with the measurement's float values.
  */
 
 /** One state to write. */
@@ -42,6 +45,12 @@ function nanos(t: number): string {
   return toNanos(Number.isFinite(t) && t > 0 ? t : Date.now() / 1000);
 }
 
+/** Whether a value reads as a number InfluxDB cannot store (beyond a float's range). */
+export function infiniteValue(v: string | null): boolean {
+  const n = numeric(v);
+  return n !== undefined && !Number.isFinite(n);
+}
+
 /** Why a point cannot be written, or undefined when it can. */
 export function unwritable(p: InfluxPoint): string | undefined {
   if (!Number.isInteger(p.status)) return 'status is not an integer';
@@ -53,7 +62,7 @@ export function unwritable(p: InfluxPoint): string | undefined {
 function encode(p: InfluxPoint): { line: string; kind: 'n' | 's' | undefined } {
   let line = `${escapeMeasurement(p.measurement)} status=${p.status}i`;
   let kind: 'n' | 's' | undefined;
-  if (p.value !== null && p.value !== '') {
+  if (p.value !== null && p.value !== '' && !infiniteValue(p.value)) {
     const n = numeric(p.value);
     kind = n !== undefined ? 'n' : 's';
     line += n !== undefined ? `,value=${n}` : `,value=${quoteString(p.value)}`;

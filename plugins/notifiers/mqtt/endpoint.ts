@@ -234,6 +234,7 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
       messages_in: this.conn.stats.messages_in,
       messages_ignored: this.conn.stats.messages_ignored,
       updates_stale: this.link.stale,
+      controls_retained: this.link.controlsRetained,
       dropped_offline: this.droppedOffline,
       retained_to_catch_up: this.missedRetained.size,
       retained_not_kept: this.missedRetained.overflow,

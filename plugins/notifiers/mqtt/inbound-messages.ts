@@ -136,6 +136,8 @@ export class ItemLink {
   private readonly marks = new Map<string, Mark>();
   /** updates ignored as older than the item's state (a retained or late message), counted for info */
   stale = 0;
+  /** control messages the broker handed over as retained (at a subscription), not run: counted for info */
+  controlsRetained = 0;
   /** batches handed to the connection and not yet taken by the broker (at most the endpoint's window of two, and a catch-up) */
   private readonly inflight = new Set<readonly Message[]>();
 
@@ -187,7 +189,7 @@ export class ItemLink {
         for (const topic of [Topics.control(prefix, fullId), Topics.controlShort(prefix, fullId)]) {
           want.set(topic, {
             signature: `control ${it.oid} ${ctl.qos}`, qos: ctl.qos, update: false,
-            handler: (t, payload) => this.onControl(items, it.oid, t, payload),
+            handler: (t, payload, retained) => this.onControl(items, it.oid, t, payload, retained),
           });
         }
       }
@@ -320,8 +322,20 @@ export class ItemLink {
     this.apply(items, oid, change);
   }
 
-  private onControl(items: ItemsService, oid: string, topic: string, payload: Buffer): void {
+  /**
+   * A control message runs the unit's action, unless the broker handed it
+   * over as retained: a command is not a state, and a retained one would run
+   * again at every start and every reconnect. Retained ones are counted and
+   * logged (once, then counted per interval).
+   */
+  private onControl(items: ItemsService, oid: string, topic: string, payload: Buffer, retained = false): void {
     const text = payload.toString('utf8');
+    if (retained) {
+      this.controlsRetained++;
+      this.refused.note(`mqtt ${this.s.id}: retained control messages ignored`, topic,
+        `mqtt ${this.s.id}: control message ${shown(text)} on ${topic} ignored: the broker retained it (a command is not a state; publish controls without retain, and clear this one with an empty retained message)`);
+      return;
+    }
     const c = parseControl(text);
     if (typeof c === 'string') {
       this.refused.note(`mqtt ${this.s.id}: control messages dropped: ${reasonKind(c)}`, topic, `mqtt ${this.s.id}: control message ${shown(text)} on ${topic} dropped: ${c}`);

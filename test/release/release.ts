@@ -63,7 +63,7 @@ export function tarballFiles(tarball: string): string[] {
   return execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).split('\n').filter(Boolean).map((f) => f.replace(/^package\//, ''));
 }
 
-export interface Installed { app: string; pkgDir: string; bin(name: string): string; env: NodeJS.ProcessEnv }
+export interface Installed { app: string; pkgDir: string; bin(name: string): string; env: NodeJS.ProcessEnv; /** what npm printed */ output: string }
 
 /**
  * Install `tarball` with `npm install --omit=dev` into `app` (an empty
@@ -79,7 +79,7 @@ export function installRelease(tarball: string, app: string, pathDirs: string, n
   });
   if (r.status !== 0) throw new Error(`npm install of the release failed (${r.status ?? r.signal}):\n${r.stdout}\n${r.stderr}`);
   const pkgDir = path.join(app, 'node_modules', pkg().name);
-  return { app, pkgDir, env, bin: (name) => path.join(app, 'node_modules', '.bin', name) };
+  return { app, pkgDir, env, bin: (name) => path.join(app, 'node_modules', '.bin', name), output: `${r.stdout}${r.stderr}` };
 }
 
 /** A fresh controller directory: only etc/<product>.ini (ephemeral port); the master key is generated at the first start. */

@@ -120,7 +120,7 @@ btest('operator: unit action with its progress, value set, cards with age and sp
   await page.click(`${sensor} button:has-text("Chart")`);
   await page.waitForSelector('#chart .uplot canvas', WAIT);
   t.deepEqual(await page.$$eval('#chart-source option', (o) => o.map((x) => x.getAttribute('value'))), ['hist']);
-  t.regex(await page.textContent('#chart h2') ?? '', /\(hist, last day, a point per 10 minutes, \d+ points?\)/);
+  t.regex(await page.textContent('#chart h2') ?? '', /\(hist, every change since .+, \d+ points?\)/);
   t.regex(await page.textContent('#chart-note') ?? '', /^Loaded in \d+ ms\.$/);
   for (const [range, step, span] of [['hour', 'minute', 3600], ['week', 'hour', 7 * 86400]] as const) {
     await page.selectOption('#chart-range', range);

@@ -1,7 +1,8 @@
 /*
  * History: which notifiers keep it, and a chart of an item from the one
  * chosen (state_history with a=, over the last hour, day or week, resampled
- * by the server with w= so a busy week stays a few hundred points). Without
+ * by the server with w= so a busy week stays a few hundred points; by
+ * default the range fits the data: a fresh history shows its every change). Without
  * a history the chart says why and shows what the stream brought since the
  * page opened.
  */
@@ -10,12 +11,27 @@
 /** notifier types whose history state_history reads (PostgreSQL is a db notifier too) */
 const HistoryTypes = new Set(['db', 'influxdb']);
 
-/** Ranges of the chart: the span asked (s), the server's resampling (w) and its step in words. */
+/**
+ * Ranges of the chart: the span asked (s), the server's resampling (w) and
+ * its step in words. `fit`, the default, fits the data: every change of the
+ * last week when there are fewer than FIT_POINTS (a fresh history), drawn
+ * from the first to now; else the shortest range holding the newest ones.
+ */
 const Ranges = {
+  fit: { words: 'fit to the data' },
   hour: { s: '1H', w: '1T', span: 3600, words: 'last hour', step: 'minute' },
   day: { s: '1D', w: '10T', span: 86400, words: 'last day', step: '10 minutes' },
   week: { s: '1W', w: '1H', span: 7 * 86400, words: 'last week', step: 'hour' },
 };
+
+/** most changes the fitted range draws as they are */
+const FIT_POINTS = 1000;
+
+/** The shortest resampled range holding the time `t0`, the week at most. */
+function rangeHolding(t0) {
+  const back = Date.now() / 1000 - t0;
+  return [Ranges.hour, Ranges.day].find((r) => r.span >= back) || Ranges.week;
+}
 
 /** The history notifiers of the controller, read once per visit of the items page. */
 const history = {
@@ -65,7 +81,7 @@ window.addEventListener('resize', () => {
 async function drawChart(box, oid) {
   const sources = await history.load();
   const source = h('select', { id: 'chart-source' }, sources.map((s) => h('option', { value: s.id }, s.label)));
-  const range = h('select', { id: 'chart-range' }, Object.entries(Ranges).map(([k, r]) => h('option', { value: k, selected: k === 'day' }, r.words)));
+  const range = h('select', { id: 'chart-range' }, Object.entries(Ranges).map(([k, r]) => h('option', { value: k, selected: k === 'fit' }, r.words)));
   const title = h('h2', {});
   const note = h('p', { id: 'chart-note' });
   const plot = h('div', { id: 'chart-plot' });
@@ -73,16 +89,34 @@ async function drawChart(box, oid) {
     sources.length ? h('label', {}, 'History of', source) : undefined, h('label', {}, 'Range', range),
     h('button', { type: 'button', class: 'plain', onclick: () => box.replaceChildren() }, 'Close chart')), note, plot);
   const draw = async () => {
-    const r = Ranges[range.value];
-    let t = []; let y = []; let from; let why = history.why; let span = r.span;
+    let r = Ranges[range.value];
+    let t = []; let y = []; let from; let why = sources.length ? '' : history.why; let span = r.span;
+    /** drawn to now: the last state holds until a change */
+    let toNow = false;
     const started = performance.now();
     if (sources.length) {
       try {
-        const ans = await api('state_history', { a: source.value, i: oid, s: r.s, w: r.w });
+        let ans;
+        if (range.value === 'fit') {
+          const raw = await api('state_history', { a: source.value, i: oid, s: '1W', l: FIT_POINTS });
+          if ((raw.t || []).length < FIT_POINTS) {
+            ans = raw;
+            span = 0;
+            toNow = true;
+            from = `${source.value}, every change${raw.t && raw.t.length ? ` since ${fmtTime(raw.t[0])}` : ' of the last week'}`;
+          } else {
+            r = rangeHolding(raw.t[0]);
+            span = r.span;
+          }
+        }
+        if (!ans) {
+          ans = await api('state_history', { a: source.value, i: oid, s: r.s, w: r.w });
+          from = `${source.value}, ${r.words}, a point per ${r.step}`;
+        }
         t = ans.t || [];
         y = yOf(ans);
-        from = `${source.value}, ${r.words}, a point per ${r.step}`;
       } catch (err) {
+        from = undefined;
         why = [history.why, `${source.value} answered ${words(err)}`].filter(Boolean).join('; ');
       }
     }
@@ -92,13 +126,19 @@ async function drawChart(box, oid) {
       y = yOf({ status: pts.map((p) => p[1]), value: pts.map((p) => p[2]) });
       from = 'seen since this page opened';
       span = 0;
+      toNow = true;
     }
     const ms = Math.round(performance.now() - started);
     title.textContent = `${oid} (${from}, ${t.length} point${t.length === 1 ? "" : "s"})`;
     title.dataset.ms = String(ms);
     note.className = why ? 'error' : 'muted';
-    note.textContent = why ? `No history shown: ${why}.` : `Loaded in ${ms} ms.`;
+    // a history that loaded is no error, whatever the key could not list on the way
+    note.textContent = why ? `No history shown: ${why}.` : `Loaded in ${ms} ms${history.why ? ` (${history.why})` : ''}.`;
     const [lo, hi] = xWindow(t, span);
+    if (toNow && t.length && t[t.length - 1] < hi) {
+      t = [...t, hi];
+      y = [...y, y[y.length - 1]];
+    }
     plot.dataset.from = String(lo);
     plot.dataset.to = String(hi);
     plot.replaceChildren();

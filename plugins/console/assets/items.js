@@ -1,7 +1,8 @@
 /*
  * The items page: a card per item with its status, value and age, a
  * sparkline of the last day when a history holds one, and its control: a
- * unit's action (its progress from the stream's action events) or a sensor's
+ * unit's on/off switch and action (both follow the unit's status; the
+ * progress from the stream's action events) or a sensor's
  * or lvar's value; where the key may not, the right it lacks instead.
  */
 'use strict';
@@ -46,25 +47,41 @@ Object.assign(Pages, {
       if (lacks) return h('p', { class: 'muted lacks' }, `Read only: ${lacks}.`);
       const out = h('span', { class: 'progress', role: 'status' });
       if (unit) {
-        const s = h('input', { type: 'number', step: 1, value: e.status === 0 ? 1 : 0, 'aria-label': `status for ${oid}`, class: 'short' });
+        const s = h('input', { type: 'number', step: 1, 'aria-label': `status for ${oid}`, class: 'short' });
         const v = h('input', { 'aria-label': `value for ${oid}`, placeholder: 'value (optional)', class: 'short' });
-        return h('form', {
+        const toggle = h('button', { type: 'button', class: 'toggle' });
+        const run = async (status, value) => {
+          out.textContent = 'Action sent…';
+          out.className = 'progress';
+          out.dataset.status = '';
+          try {
+            const a = await api('action', { i: oid, s: status, ...(value !== '' ? { v: value } : {}) });
+            out.dataset.uuid = a.uuid;
+            showAction(out, a);
+          } catch (err) {
+            out.textContent = words(err);
+            out.className = 'progress error';
+          }
+        };
+        toggle.addEventListener('click', () => run(Number(toggle.dataset.next), ''));
+        const form = h('form', {
           class: 'inline action',
-          onsubmit: async (ev) => {
+          onsubmit: (ev) => {
             ev.preventDefault();
-            out.textContent = 'Action sent…';
-            out.className = 'progress';
-            out.dataset.status = '';
-            try {
-              const a = await api('action', { i: oid, s: Number(s.value), ...(v.value !== '' ? { v: v.value } : {}) });
-              out.dataset.uuid = a.uuid;
-              showAction(out, a);
-            } catch (err) {
-              out.textContent = words(err);
-              out.className = 'progress error';
-            }
+            void run(Number(s.value), v.value);
           },
-        }, h('label', {}, 'Status', s), h('label', {}, 'Value', v), h('button', { type: 'submit' }, 'Run action'), out);
+        }, toggle, h('label', {}, 'Status', s), h('label', {}, 'Value', v), h('button', { type: 'submit' }, 'Run action'), out);
+        // the switch and the status field follow the unit: what they offer is the other state of now
+        form.follow = (st) => {
+          const on = st !== 0;
+          toggle.textContent = on ? 'Turn off' : 'Turn on';
+          toggle.dataset.next = on ? '0' : '1';
+          toggle.setAttribute('aria-pressed', String(on));
+          toggle.setAttribute('aria-label', `${on ? 'turn off' : 'turn on'} ${oid}`);
+          if (document.activeElement !== s) s.value = on ? '0' : '1'; // not under the operator's typing
+        };
+        form.follow(e.status);
+        return form;
       }
       const v = h('input', { 'aria-label': `new value of ${oid}`, class: 'short', value: e.value ?? '' });
       return h('form', {
@@ -91,16 +108,18 @@ Object.assign(Pages, {
           status: h('dd', { class: 'status' }), value: h('dd', { class: 'value' }), age: h('dd', { class: 'age' }),
           spark: h('canvas', { class: 'spark', width: 120, height: 28, hidden: true, 'aria-label': `${e.oid} over the last day` }),
         };
+        card.control = control(e.oid, type, e);
         card.el = h('article', { class: 'item card', 'data-oid': e.oid },
           h('header', {}, h('strong', { class: 'oid' }, e.oid), card.spark),
           h('dl', {}, h('dt', {}, 'status'), card.status, h('dt', {}, 'value'), card.value, h('dt', {}, 'changed'), card.age),
-          control(e.oid, type, e),
+          card.control,
           h('button', { type: 'button', class: 'plain', onclick: () => drawChart(chart, e.oid) }, 'Chart'));
         byOid.set(e.oid, card);
         cards.append(card.el);
         empty.remove();
       }
       card.status.textContent = String(e.status);
+      if (card.control.follow) card.control.follow(e.status);
       card.value.textContent = e.value === null || e.value === undefined ? '' : String(e.value);
       card.t = e.t;
       card.age.textContent = age(e.t);

@@ -264,7 +264,8 @@ Object.assign(Pages, {
       },
     }, h('label', {}, 'Command', c), h('label', {}, 'Arguments', a), h('label', {}, 'Wait, seconds', w), h('button', { type: 'submit' }, 'Run')), names, scripts, out);
     // the scripts there are (names only): one click puts a name in the form
-    const found = await api('list_cmd');
+    // dot-files (the checkout's .gitkeep, an editor's leftovers) are no commands to offer
+    const found = (await api('list_cmd')).filter((n) => !n.startsWith('.'));
     names.replaceChildren(...found.map((n) => h('option', { value: n })));
     scripts.replaceChildren(found.length
       ? h('p', {}, 'Scripts in xc/cmd/: ', found.flatMap((n) => [h('button', { type: 'button', class: 'plain chip', 'data-cmd': n, onclick: () => { c.value = n; a.focus(); } }, n), ' ']))

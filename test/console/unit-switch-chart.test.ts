@@ -109,3 +109,29 @@ btest('a unit\'s switch and status field follow it; a limited key\'s chart that 
   t.deepEqual(await page.$$eval('#cmd-names option', (o) => o.map((x) => x.getAttribute('value'))), ['hello']);
   t.deepEqual(problems, []);
 });
+
+btest('the default range of a history with more changes than it draws as they are: the shortest range holding the newest, resampled', async (t) => {
+  const dir = makeDir(t, { files: { 'runtime/uc_notify.d/db_1.json': history('db_1') } });
+  const { url, client } = await startController(t, { dir });
+  const k = { k: Keys.master };
+  await client.ok('create', { ...k, i: 'sensor:room/temp' });
+  // changes within one millisecond replace each other in the history: update until it holds 1000
+  const held = async () => (await client.ok('state_history', { ...k, a: 'db_1', i: 'sensor:room/temp', s: '1W', l: 1000 })).t.length;
+  for (let i = 0; await held() < 1000;) {
+    for (const end = i + 250; i < end; i++) await client.ok('update', { ...k, i: 'sensor:room/temp', s: 1, v: String(i % 50) });
+  }
+  const browser = await launch(t);
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const problems = watch(page);
+  await page.goto(url);
+  await page.fill('#login-key', Keys.master);
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#live.on', WAIT);
+  await page.click('nav a[href="#items"]');
+  await page.click(`${TEMP} button:has-text("Chart")`);
+  await page.waitForSelector('#chart h2[data-range]', WAIT);
+  t.is(await page.inputValue('#chart-range'), 'fit');
+  t.regex(await page.textContent('#chart h2') ?? '', /\(db_1, last hour, a point per minute, \d+ points?\)/);
+  t.regex(await page.textContent('#chart-note') ?? '', /^Loaded in \d+ ms\.$/);
+  t.deepEqual(problems, []);
+});

@@ -65,4 +65,10 @@ test('a retained control message runs the action once, live, and not again when 
   const said = controllerLog(first.dir).split('\n').filter((l) => l.includes('ignored: the broker retained it'));
   t.is(said.length, 1);
   t.regex(said[0], /m1: control message "1" on sp\/unit\/g\/u\/control ignored/);
+  // cleared as the log says (an empty retained message): nothing to run, nothing refused
+  await ext.publish(CONTROL, '', 1, true);
+  await ext.publish(CONTROL, '3');
+  await until('a live control after the clearing', async () => (await statusOf(second)) === 3, 15_000);
+  t.deepEqual(await actionsOf(second), [2, 3]);
+  t.false(/dropped/.test(controllerLog(first.dir)), 'the empty message is not refused');
 });

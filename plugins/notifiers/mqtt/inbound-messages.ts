@@ -329,6 +329,8 @@ export class ItemLink {
    * logged (once, then counted per interval).
    */
   private onControl(items: ItemsService, oid: string, topic: string, payload: Buffer, retained = false): void {
+    // empty: a retained control being cleared at the broker, nothing to run or to complain of
+    if (!payload.length) return;
     const text = payload.toString('utf8');
     if (retained) {
       this.controlsRetained++;

@@ -54,19 +54,22 @@ export function makeDir(t: ExecutionContext | undefined, opts: DirOptions = {}):
   return dir;
 }
 
+/** A direct call's answer (its type named here: inferred, it would name undici's module by its path). */
+export interface Answer { status: number; headers: Headers; body: any }
+
 /** Client calls against a running controller. */
 export class Client {
   constructor(readonly url: string) {}
 
   /** Direct GET /sys-api/<fn>?params; returns status, headers and parsed body. */
-  async get(fn: string, params: Record<string, unknown> = {}, headers: Record<string, string> = {}, api = 'sys-api') {
+  async get(fn: string, params: Record<string, unknown> = {}, headers: Record<string, string> = {}, api = 'sys-api'): Promise<Answer> {
     const q = new URLSearchParams(Object.entries(params).map(([k, v]): [string, string] => [k, String(v)]));
     const r = await fetch(`${this.url}/${api}/${fn}?${q}`, { headers });
     return { status: r.status, headers: r.headers, body: await parse(r) };
   }
 
   /** Direct POST with a JSON body. */
-  async post(fn: string, params: Record<string, unknown> = {}, headers: Record<string, string> = {}, api = 'sys-api') {
+  async post(fn: string, params: Record<string, unknown> = {}, headers: Record<string, string> = {}, api = 'sys-api'): Promise<Answer> {
     const r = await fetch(`${this.url}/${api}/${fn}`, {
       method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body: JSON.stringify(params),
     });

@@ -1,5 +1,5 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { ExecutionContext } from 'ava';
 
 /** A request as a receiver got it. */
@@ -20,8 +20,10 @@ export interface Answer { status?: number; body?: string }
 
 /**
  * A real web hook receiver on loopback. `answer` decides each reply (default
- * {"result":"OK"}); `hold()` keeps replies back until `release()`; `close()`
- * takes it down and `listen()` brings it back on the same port.
+ * {"result":"OK"}); `hold()` keeps replies back until `release()`; `down()`
+ * is an outage and `up()` its end; `close()` takes it away for good (and
+ * `listen()` would listen again on the same port, if no other process took it
+ * meanwhile).
  */
 export class Receiver {
   readonly requests: ReceivedRequest[] = [];
@@ -30,6 +32,8 @@ export class Receiver {
   private gate: Promise<void> | undefined;
   private openGate: (() => void) | undefined;
   private waiters: (() => void)[] = [];
+  /** an outage (down): every connection is reset as it comes */
+  private refusing = false;
   port = 0;
 
   private constructor() {
@@ -37,7 +41,7 @@ export class Receiver {
   }
 
   private make(): http.Server {
-    return http.createServer((req, res) => {
+    const server = http.createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', async () => {
@@ -56,6 +60,8 @@ export class Receiver {
         res.end(a.body ?? '');
       });
     });
+    server.on('connection', (socket: Socket) => { if (this.refusing) socket.resetAndDestroy(); });
+    return server;
   }
 
   static async start(t: ExecutionContext): Promise<Receiver> {
@@ -87,6 +93,23 @@ export class Receiver {
     this.server.closeAllConnections();
     await closed;
     this.server = this.make(); // a closed server cannot listen again
+  }
+
+  /**
+   * An outage that keeps the port: open connections end, new ones are reset
+   * at once (the sender's try fails as at a closed port), until up(). A closed
+   * port could be taken meanwhile by another process's listener on port 0, on
+   * a machine running many tests.
+   */
+  down(): void {
+    this.release();
+    this.refusing = true;
+    this.server.closeAllConnections();
+  }
+
+  /** The outage ends: connections are served again. */
+  up(): void {
+    this.refusing = false;
   }
 
   /** Answers wait from now on until release(). */

@@ -69,7 +69,7 @@ test('SIGKILL with 1,000 events in the outbox and a frame at the receiver: after
 
 test('a stop keeps what is undelivered for the next start; an event older than outbox_max_age is dropped and counted', async (t) => {
   const rcv = await Receiver.start(t);
-  await rcv.close();
+  rcv.down();
   const dir = makeDir(t, {
     files: notifierFiles({
       hook: { type: 'json', uri: rcv.uri, ...patient, events: states },
@@ -85,7 +85,7 @@ test('a stop keeps what is undelivered for the next start; an event older than o
   });
   await ctl.stop();
   await new Promise((r) => setTimeout(r, 1500));
-  await rcv.listen();
+  rcv.up();
   ctl = await startController(t, { dir });
   await until('young delivered', async () => (await stats(ctl.client, k, 'young')).sent === 5, 30_000);
   await until('hook delivered', async () => (await stats(ctl.client, k, 'hook')).sent === 5, 30_000);
@@ -234,14 +234,14 @@ test('dead letters are bounded in count and bytes: the oldest go, counted', asyn
 
 test('a backlog goes out in full frames, not one per outbox write', async (t) => {
   const rcv = await Receiver.start(t);
-  await rcv.close();
+  rcv.down();
   const { client } = await startController(t, { files: notifierFiles({ hook: { type: 'json', uri: rcv.uri, ...patient, events: states } }) });
   // 30 calls of 10: 30 outbox writes (groups) while the receiver is away
   for (let i = 0; i < 300; i += 10) {
     await client.ok('t_emit', { k, s: 'state', d: Array.from({ length: 10 }, (_, j) => stateEvent(`sensor:g/e${i + j}`)) });
   }
-  await until('300 on disk', async () => (await outboxOf(client)).held === 300);
-  await rcv.listen();
+  await until('300 on disk', async () => (await outboxOf(client)).held === 300, 60_000);
+  rcv.up();
   await until('all delivered', () => new Set(deduped(t, rcv.requests)).size === 300, 60_000);
   const frames = new Set(rcv.requests.map((r) => r.headers['webhook-id'])).size;
   t.true(frames <= 10, `${frames} frames for 300 events of 30 writes (max_batch 100)`);

@@ -13,7 +13,31 @@ import { until } from '../helpers/wait';
  */
 const WAITERS = Number(process.env.WAITERS_N ?? 20_000);
 const HEAP_MIB = 128;
-const WAVE = 500;
+/**
+ * Half the controller's accept queue (node's backlog, 511): a wave of 500
+ * overflowed it on this 2-core machine (about 4 listen overflows per waiter),
+ * and a connection the kernel held back reaches the controller only at its
+ * next retransmission, up to a minute or more later, which made the drain a
+ * matter of TCP timers; waves of 250 overflowed it about 30 times less.
+ */
+const WAVE = 250;
+
+/** The TCP connections on a local port by state (/proc/net/tcp*): ESTABLISHED, CLOSE_WAIT (the client closed, the controller not yet), ... */
+function connectionsOn(port: number): Record<string, number> {
+  const names: Record<string, string> = { '01': 'established', '02': 'syn_sent', '03': 'syn_recv', '04': 'fin_wait1', '05': 'fin_wait2', '06': 'time_wait', '07': 'close', '08': 'close_wait', '09': 'last_ack', '0A': 'listen', '0B': 'closing' };
+  const counts: Record<string, number> = {};
+  for (const f of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text = '';
+    try { text = fs.readFileSync(f, 'utf8'); } catch { continue; }
+    for (const line of text.split('\n').slice(1)) {
+      const [, local, , st] = line.trim().split(/\s+/);
+      if (!local || parseInt(local.split(':')[1], 16) !== port) continue;
+      const name = names[st] ?? st;
+      counts[name] = (counts[name] ?? 0) + 1;
+    }
+  }
+  return counts;
+}
 
 /** Resident memory of a process, MiB (/proc). */
 const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
@@ -65,10 +89,13 @@ test.serial(`${WAITERS} lock waiters whose callers go away leave memory near its
   const stats = async () => (await call('probe_locks', {})).result as { waiters: number; timers: number; locked: number };
   // a connection the full accept queue held back may reach the controller only after the kernel's last SYN-ACK
   // retry (tcp_synack_retries 5: about 63 s), so the wait goes past that window
-  // how many were left, when the wait runs out: a few late ones (a loaded machine) or a leak read apart
+  // how many were left, when the wait runs out, and the controller's connections by state: waiters with
+  // connections still open are late ones (a loaded machine), waiters without them a leak
   let left = -1;
   await until('every waiter left the queue', async () => (left = (await stats()).waiters) === 0, 180_000)
-    .catch((err: Error) => { throw new Error(`${err.message}: ${left} of ${WAITERS} waiters still queued`); });
+    .catch((err: Error) => {
+      throw new Error(`${err.message}: ${left} of ${WAITERS} waiters still queued; the controller's connections: ${JSON.stringify(connectionsOn(child.port))}`);
+    });
   const drainTook = Date.now() - drainStarted;
   await new Promise((r) => setTimeout(r, 1000));
   const after = rssMiB(pid);

@@ -8,7 +8,9 @@ import { sleep } from '../helpers/wait';
  * No key, no amplification: 20 clients each send a JSON RPC batch of 1,000
  * rpc.discover (about 70 KB each: 70 MB of answer asked for with 55 KB) and
  * never read. The controller (a child process, measured from /proc) stays
- * within +300 MB of resident memory and keeps answering /health within 2 s.
+ * within +300 MB of resident memory and keeps answering /health within 2 s
+ * (on a machine already slow before the batches: ten times its slowest
+ * /health then).
  */
 
 const CLIENTS = Number(process.env.AMP_CLIENTS ?? 20);
@@ -30,7 +32,12 @@ test('20 keyless batches of 1,000 rpc.discover whose senders never read: RSS und
   const body = JSON.stringify(Array.from({ length: BATCH }, (_, id) => ({ jsonrpc: '2.0', method: 'rpc.discover', id })));
   // warm: the document made, the paths compiled
   await fetch(`${child.url}/jrpc`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', method: 'rpc.discover', id: 1 }) });
-  await healthMs(child.url);
+  // /health before: the slowest of 20, the machine's own share of any answer's time
+  let quiet = 0;
+  for (let i = 0; i < 20; i++) {
+    quiet = Math.max(quiet, await healthMs(child.url));
+    await sleep(50);
+  }
   const before = rssMb(pid);
 
   const sockets: net.Socket[] = [];
@@ -51,9 +58,11 @@ test('20 keyless batches of 1,000 rpc.discover whose senders never read: RSS und
     peak = Math.max(peak, rssMb(pid));
     await sleep(100);
   }
-  t.log(`RSS ${before.toFixed(0)} MB before, peak ${peak.toFixed(0)} MB (+${(peak - before).toFixed(0)} MB); slowest /health ${slowest.toFixed(0)} ms`);
+  t.log(`RSS ${before.toFixed(0)} MB before, peak ${peak.toFixed(0)} MB (+${(peak - before).toFixed(0)} MB); slowest /health ${slowest.toFixed(0)} ms (before: ${quiet.toFixed(0)} ms)`);
   t.true(peak - before < 300, `RSS grew by ${(peak - before).toFixed(0)} MB`);
-  t.true(slowest < 2000, `/health took ${slowest.toFixed(0)} ms`);
+  // 2 s; on a machine already slow before the batches, ten times its slowest /health then
+  const limit = Math.max(2000, 10 * quiet);
+  t.true(slowest < limit, `/health took ${slowest.toFixed(0)} ms, limit ${limit.toFixed(0)} ms`);
 
   // one client reads now: its answer is the bound, not 70 MB
   const s = sockets[0];

@@ -17,9 +17,22 @@ async function batch(url: string, calls: { method: string; params: Record<string
   return out.map((x) => x.result);
 }
 
+/** How long a controller takes from SIGTERM to its exit (0 asserted). */
+async function stopMs(t: import('ava').ExecutionContext, child: Awaited<ReturnType<typeof spawnController>>): Promise<number> {
+  const started = Date.now();
+  child.proc.kill('SIGTERM');
+  const code = await child.exited;
+  const took = Date.now() - started;
+  t.is(code, 0, child.output());
+  return took;
+}
+
 test(`SIGTERM with ${KEYS} dynamic keys and ${TOKENS} tokens stops within 2 s`, async (t) => {
+  const ini = { server: { db_update: 'manual' }, webapi: { max_batch: BATCH } };
+  // a bare controller's stop: what the machine itself adds to any stop (a loaded one: seconds)
+  const bare = await stopMs(t, await spawnController(t, makeDir(t, { ini })));
   // manual: the keys are not written to the user db, the stop pays only for ending them and their tokens
-  const dir = makeDir(t, { ini: { server: { db_update: 'manual' }, webapi: { max_batch: BATCH } } });
+  const dir = makeDir(t, { ini });
   const child = await spawnController(t, dir);
   const values: string[] = [];
   for (let i = 0; i < KEYS; i += BATCH) {
@@ -34,11 +47,10 @@ test(`SIGTERM with ${KEYS} dynamic keys and ${TOKENS} tokens stops within 2 s`, 
   // every token is live: the last one answers
   const last = await batch(child.url, [{ method: 'login', params: { k: values[0] } }]);
   t.regex(last[0].token, /^token:/);
-  const started = Date.now();
-  child.proc.kill('SIGTERM');
-  const code = await child.exited;
-  const took = Date.now() - started;
-  t.is(code, 0, child.output());
-  t.true(took < 2_000, `stop took ${took} ms`);
-  t.log(`stop with ${KEYS} keys and ${TOKENS} tokens: ${took} ms`);
+  const took = await stopMs(t, child);
+  t.log(`stop with ${KEYS} keys and ${TOKENS} tokens: ${took} ms; a bare controller's: ${bare} ms`);
+  // 2 s; on a machine whose bare stop is already slow, five times that (a stop that paid per token took
+  // many seconds more than the bare one)
+  const limit = Math.max(2_000, 5 * bare);
+  t.true(took < limit, `stop took ${took} ms, limit ${limit} ms`);
 });

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync, spawnSync } from 'node:child_process';
+import { skipWhen } from '../helpers/tools';
 
 const ATOMIC = path.resolve(__dirname, '..', '..', 'core', 'toolkit', 'atomic-file.js');
 const LIMIT = 64 * 1024;
@@ -21,7 +22,7 @@ const [file, size] = [process.argv[1], Number(process.argv[2])];
 
 const prlimit = spawnSync('prlimit', ['--version']).status === 0;
 
-(prlimit ? test : test.skip)('a write that fails half-way (EFBIG) keeps the old file and leaves no temp file behind', (t) => {
+skipWhen(!prlimit && 'needs prlimit')('a write that fails half-way (EFBIG) keeps the old file and leaves no temp file behind', (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'atomic-'));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   const file = path.join(dir, 'data.json');

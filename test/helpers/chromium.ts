@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import type { Page } from 'playwright-core';
+import { skipWhen } from './tools';
 
 /** Debian's Chromium; CHROMIUM names another. Without one the browser tests are skipped, and say so. */
 export const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
@@ -10,11 +11,9 @@ export const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 /** Where the run writes a screenshot of every page (plugins/console/README.md). */
 export const SHOTS = path.join(os.tmpdir(), 'console-screenshots');
 
-/** `test` when Chromium is there, else `test.skip` (and a line saying why). */
+/** `test` when Chromium is there, else `test.skip` with the reason in the title. */
 export function browserTest(): typeof test {
-  if (fs.existsSync(CHROMIUM)) return test;
-  console.log(`console browser tests skipped: no Chromium at ${CHROMIUM} (set CHROMIUM to one)`);
-  return test.skip as unknown as typeof test;
+  return skipWhen(!fs.existsSync(CHROMIUM) && `no Chromium at ${CHROMIUM} (set CHROMIUM to one)`);
 }
 
 /** A headless Chromium through playwright-core, closed when the test ends. */

@@ -4,6 +4,7 @@ import { keysIni } from '../helpers/keys';
 import { notifierFiles, stateEvent, stats } from '../helpers/notifiers';
 import { until } from '../helpers/wait';
 import { postgresUnavailable, sharedPostgres } from '../helpers/postgres';
+import { skipWhen } from '../helpers/tools';
 
 /**
  * The history API (state_history, state_log) against every history backend:
@@ -68,8 +69,7 @@ const ok = async (r: Running, method: string, params: Record<string, unknown>) =
 };
 
 for (const backend of Backends) {
-  const bt = backend.skip ? test.skip : test;
-  if (backend.skip) console.log(`history API on ${backend.name} skipped: ${backend.skip}`);
+  const bt = skipWhen(backend.skip);
   const name = (s: string) => `${backend.name}: ${s}`;
 
   bt(name('state_history: raw records as 3.3 shaped them (list, dict, x, l, s, t=iso)'), async (t) => {

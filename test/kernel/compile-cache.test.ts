@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import { makeDir, spawnListening, Keys, MAIN } from '../helpers/controller';
+import { skipWhen } from '../helpers/tools';
 
 const [major, minor] = process.versions.node.split('.').map(Number);
 /** Node's module compile cache (NODE_COMPILE_CACHE) came with Node 22.1; Node 20 ignores the variable. */
@@ -11,7 +12,7 @@ const hasCompileCache = major > 22 || (major === 22 && minor >= 1);
 const filesUnder = (dir: string): number => fs.readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).length;
 
 // the systemd unit sets NODE_COMPILE_CACHE to the service's cache folder (etc/eva-controller@.service)
-(hasCompileCache ? test : test.skip)('with NODE_COMPILE_CACHE the controller\'s compiled modules are kept there, and a start from that cache answers', async (t) => {
+skipWhen(!hasCompileCache && `needs node 22.1 or later (NODE_COMPILE_CACHE), this is ${process.version}`)('with NODE_COMPILE_CACHE the controller\'s compiled modules are kept there, and a start from that cache answers', async (t) => {
   const cache = fs.mkdtempSync(path.join(os.tmpdir(), 'compile-cache-'));
   t.teardown(() => fs.rmSync(cache, { recursive: true, force: true }));
   const dir = makeDir(t);

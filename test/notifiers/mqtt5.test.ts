@@ -3,7 +3,7 @@ import { dynsecPlugin, startBroker, Subscriber, type Broker } from '../helpers/b
 import { runCli } from '../helpers/cli';
 import { controllerLog, stats } from '../helpers/notifiers';
 import { startProxy } from '../helpers/tcp-proxy';
-import { needs } from '../helpers/tools';
+import { needs, skipWhen } from '../helpers/tools';
 import { until } from '../helpers/wait';
 import { controllerWith, mqttNotifier } from '../helpers/mqtt-notifier';
 
@@ -15,9 +15,7 @@ import { controllerWith, mqttNotifier } from '../helpers/mqtt-notifier';
 
 const m5 = needs('mosquitto');
 /** refusals at mosquitto come from its dynamic security plugin (its ACL file refuses no subscription) */
-const refusing = dynsecPlugin()
-  ? m5
-  : ((title: string, ...rest: unknown[]) => (test.skip as any)(`${title} [skipped: needs mosquitto_dynamic_security.so]`, ...rest)) as typeof test;
+const refusing = dynsecPlugin() ? m5 : skipWhen('needs mosquitto_dynamic_security.so');
 
 const stateOnly = [{ subject: 'state', types: ['#'], groups: ['#'] }];
 const v5 = (broker: Broker, extra: Record<string, unknown> = {}) => mqttNotifier(broker, { protocol: '5', ...extra });

@@ -8,6 +8,7 @@ import { postgresUnavailable, sharedPostgres, PG_PASSWORD } from '../helpers/pos
 import { PostgresHistory } from '../../plugins/notifiers/db/postgres';
 import { bucketize } from '../../plugins/notifiers/db/resample';
 import type { ModuleLogger } from '../../core/log';
+import { skipWhen } from '../helpers/tools';
 
 /**
  * The db notifier with a postgresql:// URI, against a real PostgreSQL server
@@ -15,8 +16,7 @@ import type { ModuleLogger } from '../../core/log';
  */
 
 const reason = postgresUnavailable();
-if (reason) console.log(`PostgreSQL tests skipped: ${reason}`);
-const pgtest = reason ? test.skip : test;
+const pgtest = skipWhen(reason);
 const shared = sharedPostgres();
 test.after.always(() => shared.stop());
 
@@ -109,7 +109,7 @@ pgtest('retention: rows older than keep go, of this space only', async (t) => {
 });
 
 // the outages stop the shared server: they run alone, before the other tests
-(reason ? test.skip : test.serial)('outage: PostgreSQL stops and starts again mid-stream; nothing within the buffer is lost, the API answers meanwhile', async (t) => {
+pgtest.serial('outage: PostgreSQL stops and starts again mid-stream; nothing within the buffer is lost, the API answers meanwhile', async (t) => {
   const server = await shared.server();
   const uri = await shared.database();
   const r = await controller(t, uri);
@@ -138,7 +138,7 @@ pgtest('retention: rows older than keep go, of this space only', async (t) => {
   t.false(fs.readFileSync(`${r.dir}/controller.log`, 'utf8').includes(PG_PASSWORD));
 });
 
-(reason ? test.skip : test.serial)('outage longer than the buffer: the oldest events are dropped and counted, the rest written', async (t) => {
+pgtest.serial('outage longer than the buffer: the oldest events are dropped and counted, the rest written', async (t) => {
   const server = await shared.server();
   const uri = await shared.database();
   const r = await controller(t, uri, { queue_size: 100 });

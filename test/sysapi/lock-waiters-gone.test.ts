@@ -18,7 +18,7 @@ const HEAP_MIB = 128;
  * overflowed it on this 2-core machine (about 4 listen overflows per waiter),
  * and a connection the kernel held back reaches the controller only at its
  * next retransmission, up to a minute or more later, which made the drain a
- * matter of TCP timers; waves of 250 overflowed it about 30 times less.
+ * matter of TCP timers; waves of 250 overflowed it about ten times less.
  */
 const WAVE = 250;
 

@@ -78,13 +78,14 @@ test('a key given by hosts_assign logs in without credentials; basic authorizati
 });
 
 test('tokens expire after session_timeout of idleness; use prolongs them', async (t) => {
-  const { client } = await withUser(t, { webapi: { session_timeout: 2 } });
+  // 4 s: a use every 0.5 s keeps it with 3.5 s to spare for a stall of a loaded machine
+  const { client } = await withUser(t, { webapi: { session_timeout: 4 } });
   const { token } = await client.ok('login', { u: 'op', p: 'secret' });
-  for (let i = 0; i < 6; i++) {
+  for (let i = 0; i < 10; i++) {
     await sleep(500);
-    t.is((await client.ok('test', { k: token })).acl.key_id, 'masterkey', 'in use: still valid after 3 s');
+    t.is((await client.ok('test', { k: token })).acl.key_id, 'masterkey', 'in use: still valid after 5 s');
   }
-  await sleep(2600);
+  await sleep(4600);
   t.is((await client.rpc('test', { k: token })).error?.code, 2, 'idle longer than session_timeout: ended');
 });
 

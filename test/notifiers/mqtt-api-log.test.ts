@@ -25,7 +25,8 @@ test('300 undecryptable MQTT API frames: a bounded number of log lines, with the
   await until('all 300 in the log\'s count', () => total(lines()) === 300, 20_000);
   const seconds = (performance.now() - started) / 1000;
   const found = lines();
-  t.log(`${found.length} lines for 300 frames in ${seconds.toFixed(1)} s:\n${found.join('\n')}`);
+  // the count only: the lines themselves are warnings this test expects, and in the output they would read as trouble
+  t.log(`${found.length} expected log lines (the first, then one per 1 s) for 300 frames in ${seconds.toFixed(1)} s`);
   t.true(found.every((l) => /WARNING/.test(l)));
   // one line per interval (1 s) and the first of each window, however many frames
   t.true(found.length <= 2 * Math.ceil(seconds) + 2, `${found.length} lines`);

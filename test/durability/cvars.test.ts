@@ -65,6 +65,6 @@ test('SIGKILL in the middle of a stream of set_cvar: the file always parses and 
     t.deepEqual(fs.readdirSync(path.join(dir, 'runtime')).filter((f) => f.startsWith('uc_cvars')), ['uc_cvars.json']);
     tempsLeft += fs.readdirSync(path.join(dir, 'runtime')).filter((f) => f.endsWith('.tmp')).length;
   }
-  t.log(`${totalAcked} acknowledged writes over ${ROUNDS} kills; ${tempsLeft} kills left a temp file behind`);
+  t.log(`${totalAcked} acknowledged writes over ${ROUNDS} kills; ${tempsLeft} kills came mid-write and left a .tmp file, as a kill may (never taken for the real file)`);
   t.true(totalAcked > 0);
 });

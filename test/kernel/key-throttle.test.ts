@@ -16,6 +16,11 @@ async function timed(client: Client, k: string, ip: string) {
   return { ...r, ms: performance.now() - t0 };
 }
 
+/** A wrong key whose answer is held back past the test's end: the stop ends its request, which is no failure. */
+function hold(client: Client, k: string, ip: string): void {
+  void timed(client, k, ip).catch(() => undefined);
+}
+
 /** The tarpit's figure: wrong key answers held back now. */
 async function waiting(client: Client): Promise<number> {
   const r = await fetch(`${client.url}/metrics`, { headers: { 'X-Auth-Key': Keys.master } });
@@ -23,20 +28,20 @@ async function waiting(client: Client): Promise<number> {
 }
 
 test('2,000 wrong keys from an address (a script with stale keys), then 200 valid calls from it: all 200, none delayed', async (t) => {
-  // a step of 20 s: a valid call made to wait would take that long
-  const { client } = await startController(t, { ini: { webapi: { x_real_ip: true, login_free_failures: 3, login_delay: 20 } } });
+  // a step of 60 s: a valid call made to wait would take that long, far beyond what a loaded machine adds (30 s is the line)
+  const { client } = await startController(t, { ini: { webapi: { x_real_ip: true, login_free_failures: 3, login_delay: 60 } } });
   const stale = Array.from({ length: 5 }, (_, i) => `stale-key-number-${i}-0123456789`);
   const answers = [];
-  // the first five: three free failures, then two held back (20 s, 40 s): not awaited
+  // the first five: three free failures, then two held back (60 s, 120 s): not awaited, and ended by the stop
   for (const k of stale.slice(0, 3)) answers.push(await timed(client, k, '10.0.0.1'));
-  const held = [timed(client, stale[3], '10.0.0.1'), timed(client, stale[4], '10.0.0.1')];
+  for (const k of stale.slice(3)) hold(client, k, '10.0.0.1');
   // the same values again and again: they tell the sender nothing new, are answered at once and count for nothing
   for (let i = 0; i < 1995; i += 50) {
     answers.push(...await Promise.all(Array.from({ length: Math.min(50, 1995 - i) }, (_, j) => timed(client, stale[(i + j) % 5], '10.0.0.1'))));
   }
   t.is(answers.length, 1998);
   t.true(answers.every((a) => a.error?.code === Err.denied.code && a.error.message === 'invalid key'), 'every wrong key: invalid key');
-  t.true(answers.every((a) => a.ms < 10_000), 'none of them held back 20 s');
+  t.true(answers.every((a) => a.ms < 30_000), 'none of them held back 60 s');
   let slowest = 0;
   for (let i = 0; i < 200; i++) {
     const r = await timed(client, Keys.master, '10.0.0.1');
@@ -44,9 +49,8 @@ test('2,000 wrong keys from an address (a script with stale keys), then 200 vali
     t.is(r.result.acl.key_id, 'masterkey');
     slowest = Math.max(slowest, r.ms);
   }
-  t.true(slowest < 10_000, `the slowest valid call took ${slowest.toFixed(0)} ms`);
+  t.true(slowest < 30_000, `the slowest valid call took ${slowest.toFixed(0)} ms`);
   t.log(`slowest of 200 valid calls: ${slowest.toFixed(1)} ms`);
-  for (const h of held) void h.catch(() => undefined);
 });
 
 test('guessing is bounded: of 2,000 different wrong keys at once, free failures + login_pending_max are checked; the rest, a valid key too, are refused unchecked', async (t) => {
@@ -75,18 +79,17 @@ test('guessing is bounded: of 2,000 different wrong keys at once, free failures 
 test('fewer than login_pending_max booked: a valid key passes at once while wrong ones are held back', async (t) => {
   const { client } = await startController(t, { ini: { webapi: { x_real_ip: true, login_free_failures: 2, login_pending_max: 3, login_delay: 30 } } });
   for (let i = 0; i < 2; i++) t.is((await timed(client, `wrong-${i}-0123456789abcdef`, '10.1.0.1')).error?.message, 'invalid key');
-  const held = [timed(client, 'wrong-2-0123456789abcdef', '10.1.0.1'), timed(client, 'wrong-3-0123456789abcdef', '10.1.0.1')];
+  for (const k of ['wrong-2-0123456789abcdef', 'wrong-3-0123456789abcdef']) hold(client, k, '10.1.0.1');
   await until('two answers held back', async () => (await waiting(client)) === 2);
   const ok = await timed(client, Keys.master, '10.1.0.1');
   t.is(ok.error, undefined);
   t.true(ok.ms < 10_000);
   // the third booking reaches the bound: from now on a new value from the address is refused unchecked
   // (the master key passed from it just now: that one is still checked, key-throttle-known.test.ts)
-  held.push(timed(client, 'wrong-4-0123456789abcdef', '10.1.0.1'));
+  hold(client, 'wrong-4-0123456789abcdef', '10.1.0.1');
   await until('three answers held back', async () => (await waiting(client)) === 3);
   t.regex((await timed(client, 'wrong-5-0123456789abcdef', '10.1.0.1')).error?.message ?? '', LOCKED);
   t.is((await timed(client, Keys.master, '10.1.0.1')).error, undefined);
-  for (const h of held) void h.catch(() => undefined);
 });
 
 test('wrong keys past the free failures are answered late; held answers are bounded per address and in all (login_waiting_max)', async (t) => {
@@ -110,14 +113,12 @@ test('wrong keys past the free failures are answered late; held answers are boun
 
 test('an IPv6 client counts by its /64; other addresses are not affected', async (t) => {
   const { client } = await startController(t, { ini: { webapi: { x_real_ip: true, login_free_failures: 3, login_pending_max: 1, login_delay: 30 } } });
-  const held = [];
   for (let i = 0; i < 3; i++) t.is((await timed(client, `wrong-${i}-0123456789abcdef`, `2001:db8:1:2::${i + 1}`)).error?.message, 'invalid key');
-  held.push(timed(client, 'wrong-9-0123456789abcdef', '2001:db8:1:2::9'));
+  hold(client, 'wrong-9-0123456789abcdef', '2001:db8:1:2::9');
   await until('one answer held back', async () => (await waiting(client)) === 1);
   t.regex((await timed(client, Keys.master, '2001:db8:1:2::ffff')).error?.message ?? '', LOCKED);
   t.is((await timed(client, Keys.master, '2001:db8:1:3::1')).error, undefined);
   t.is((await timed(client, Keys.master, '10.0.0.2')).error, undefined);
-  for (const h of held) void h.catch(() => undefined);
 });
 
 test('a key used outside its hosts_allow gets the answer of an unknown key, and counts as a guess', async (t) => {
@@ -147,7 +148,7 @@ test('wrong keys are logged once, then counted: one line per log_repeat_interval
   });
   const lines = counted();
   const seconds = (performance.now() - started) / 1000;
-  t.log(`${lines.length} lines for 2,000 wrong keys in ${seconds.toFixed(1)} s:\n${lines.join('\n')}`);
+  t.log(`${lines.length} lines for 2,000 wrong keys in ${seconds.toFixed(1)} s`);
   // one per interval (1 s) and the first of each window
   t.true(lines.length <= 2 * Math.ceil(seconds) + 2, `${lines.length} lines`);
   t.regex(lines.at(-1)!, /\(10\.5\.0\.\d: \d+, 10\.5\.0\.\d: \d+\)/, 'the sources with their counts');

@@ -4,7 +4,7 @@ import type { Dispatcher } from '../dispatch';
 import { ApiError } from '../errors';
 import { ApiSpace } from '../functions';
 import { BodyTooLarge, mediaType, readBody, readMultipart } from './body';
-import { JsonHeaders, send, sendDirectError, type Escaped } from './reply';
+import { JsonHeaders, send, sendDirectError, sendNoContent, type Escaped } from './reply';
 import { directResult } from '../results';
 import { clientGone } from './gone';
 import { jsonOf, overLimit, tooLarge } from './encode';
@@ -28,6 +28,19 @@ function queryParams(query: string): Params {
   return params;
 }
 
+/**
+ * A result 3.3 answered on the direct API with 204 and no body: an empty
+ * object or an empty text (its encoder sent a body only for a value that was
+ * true, 0 or a list). true, nothing and a result marked for its success
+ * field answer `{result: "OK"}` (directResult).
+ */
+function empty(r: unknown): boolean {
+  if (r === '') return true;
+  if (typeof r !== 'object' || r === null || Array.isArray(r) || Buffer.isBuffer(r)) return false;
+  for (const _ in r) return false;
+  return Object.getOwnPropertySymbols(r).length === 0;
+}
+
 /** Form fields as parameters; a repeated field is the list of its values (as in a query string). */
 function formParams(form: URLSearchParams): Params {
   const params: Params = {};
@@ -38,13 +51,22 @@ function formParams(form: URLSearchParams): Params {
   return params;
 }
 
-/** A direct call found in a request: its function name, its space and its query string. */
-export interface DirectRoute { fn: string; space: ApiSpace; query: string }
+/** A direct call found in a request: its function name, its space (none: either) and its query string. */
+export interface DirectRoute { fn: string; space: ApiSpace | undefined; query: string }
+
+/**
+ * EVA ICS 3.3's GenericAPI: the functions every one of its HTTP APIs
+ * answers, on /sys-api/ and on /<product>-api/ alike (its UC EI signs in
+ * with /uc-api/test; a history page asks /sys-api/state_history). The same
+ * function, the same answer, on either path.
+ */
+const GenericApi: ReadonlySet<string> = new Set(['test', 'login', 'logout', 'set_token_readonly', 'state_history', 'state_log']);
 
 /**
  * The direct call a request URL names, or undefined: /sys-api/<fn> and
  * /<product>-api/<fn>, a trailing slash allowed, the prefix in any case,
- * the name percent-decoded (as Koa's router matched them before).
+ * the name percent-decoded (as Koa's router matched them before). A
+ * GenericAPI function is found on both paths.
  */
 export function directRoute(product: string): (url: string) => DirectRoute | undefined {
   const re = new RegExp(`^/(sys|${product})-api/([^/]+)/?$`, 'i');
@@ -58,7 +80,8 @@ export function directRoute(product: string): (url: string) => DirectRoute | und
     } catch {
       // kept as sent: it then names no function
     }
-    return { fn, space: m[1].toLowerCase() === 'sys' ? 'sys' : 'product', query: q < 0 ? '' : url.slice(q + 1) };
+    const space = GenericApi.has(fn) ? undefined : m[1].toLowerCase() === 'sys' ? 'sys' : 'product';
+    return { fn, space, query: q < 0 ? '' : url.slice(q + 1) };
   };
 }
 
@@ -82,8 +105,12 @@ export function directHandler(
   escaped: Escaped,
 ) {
   const { maxBody, maxAnswer } = limits;
-  /** The success answer, within max_answer_size. */
+  /** The success answer, within max_answer_size; an empty one is 204 with no body, as EVA ICS 3.3 answered it (get_cvar of no cvars). */
   const ok = (res: ServerResponse, result: unknown): void => {
+    if (empty(result)) {
+      sendNoContent(res);
+      return;
+    }
     const body = jsonOf(directResult(result));
     if (overLimit(body, maxAnswer)) sendDirectError(res, 413, tooLarge(maxAnswer));
     else send(res, 200, JsonHeaders, body);

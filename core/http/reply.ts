@@ -32,6 +32,14 @@ export function send(res: ServerResponse, status: number, headers: Record<string
   else res.end(body);
 }
 
+/** 204 No Content: the no-cache headers, no type, no length (RFC 9110 forbids Content-Length on a 204), no body. */
+export function sendNoContent(res: ServerResponse): void {
+  let list = flat.get(NoCacheHeaders);
+  if (!list) flat.set(NoCacheHeaders, (list = Object.entries(NoCacheHeaders).flat()));
+  res.writeHead(204, list);
+  res.end();
+}
+
 /** An answer made of pieces (a batch answer): its bytes as they are, none joined; `length` is their total. */
 export interface Pieces { pieces: (string | Buffer)[]; length: number }
 

@@ -1,7 +1,8 @@
 import { definePlugin } from '../../../core/plugin';
-import { any, bound, int, seconds, text } from '../../../core/schema';
+import { any, bool, bound, int, seconds, text } from '../../../core/schema';
 import { ApiLogStore } from './store';
 import { summarize } from './params';
+import { RequestLog } from './requests';
 import { apiLogIsoTime, parseFilter, parseApiLogTime, StatusNames } from './query';
 
 /** `[server]` settings of the API call log. */
@@ -10,6 +11,7 @@ export const ApiLogSettings = {
   api_log_max_records: bound(10_000, 'API call log bound in records: the oldest go first'),
   api_log_max_bytes: bound(4 * 1024 * 1024, 'API call log bound in characters of its records (about bytes): the oldest go first', 'bytes'),
   api_log_write_interval: seconds(5, 'how often new API call log records are written to the user db (a stop writes them too)', 0.1),
+  log_api_requests: bool(true, 'an `API request <key id>@<address>:<function>, <params>` line in the controller log per call, at the function\'s level (EVA ICS 3.3\'s; secrets hidden)'),
 };
 
 /** performance.now() is counted from here (ms, Unix) */
@@ -21,7 +23,10 @@ const TIME_ORIGIN = performance.timeOrigin;
  * function, parameters (secrets hidden, at most 512 characters) and
  * status, in table api_log of the user db. The kernel knows nothing of it:
  * the plugin observes the calls (PluginContext.onCall), and without
- * keep_api_log it observes nothing, so calls pay one check of an unset field.
+ * keep_api_log and log_api_requests it observes nothing, so calls pay one
+ * check of an unset field. The same observer writes the `API request` lines
+ * of the controller log (./requests.ts); both keep a call's parameters by
+ * one rule (./params.ts).
  */
 export const plugin = definePlugin({
   name: 'sysapi-apilog',
@@ -34,6 +39,7 @@ export const plugin = definePlugin({
     const keep = s.keep_api_log;
     const store = new ApiLogStore(ctx.service('userdb'), { keep, maxRows: s.api_log_max_records, maxBytes: s.api_log_max_bytes }, ctx.log);
 
+    const requests = s.log_api_requests ? new RequestLog(ctx.logger) : undefined;
     if (keep > 0) {
       // registered before the observer: at stop the observer goes first, then the last records are written
       ctx.onStop(() => store.close());
@@ -42,11 +48,13 @@ export const plugin = definePlugin({
       ctx.onCall((fn, params, meta, who, started, error) => {
         const tr = meta.transport;
         const http = tr === 'jrpc' || tr === 'direct';
+        const name = fn.length > 128 ? fn.slice(0, 128) : fn;
         ring.push(
           (TIME_ORIGIN + started) / 1000, (TIME_ORIGIN + performance.now()) / 1000, http ? 'http' : tr, http ? meta.ip : null,
-          who?.token ? 'token' : 'key', who?.user ?? null, who?.key.id ?? null, fn.length > 128 ? fn.slice(0, 128) : fn,
-          summarize(fn, params), error ? StatusNames[error.kind] : 'OK',
+          who?.token ? 'token' : 'key', who?.user ?? null, who?.key.id ?? null, name,
+          summarize(fn, params, error === undefined || error.kind !== 'method_not_found'), error ? StatusNames[error.kind] : 'OK',
         );
+        if (requests !== undefined) requests.note(name, params, meta, who, error);
       });
       ctx.interval(() => { if (store.due(Date.now())) void store.write(); }, s.api_log_write_interval * 1000);
       // rows aged while the controller was stopped go at once
@@ -55,6 +63,8 @@ export const plugin = definePlugin({
         { name: 'api_log_buffered', help: 'API call log records not yet in the user db', value: store.buffered },
         { name: 'api_log_dropped', help: 'API call log records dropped before they reached the user db (past its bounds)', value: store.dropped },
       ]);
+    } else if (requests !== undefined) {
+      ctx.onCall((fn, params, meta, who, _started, error) => requests.note(fn.length > 128 ? fn.slice(0, 128) : fn, params, meta, who, error));
     }
 
     ctx.register({

@@ -5,6 +5,7 @@ import { Levels } from '../../../core/log';
 import { FixedPart } from '../../../core/http/encode';
 import type { ApiKey } from '../../../core/auth/apikey';
 import type { CallContext } from '../../../core/functions';
+import { ThreadCount } from './threads';
 
 /** `test`: system info and the acl of the calling key (spec "System info"). */
 export const plugin = definePlugin({
@@ -14,6 +15,7 @@ export const plugin = definePlugin({
   start(ctx) {
     const started = Date.now();
     const { config, paths, logger } = ctx;
+    const threads = new ThreadCount();
     const made = new WeakMap<ApiKey, { revision: number; debug: boolean; part: FixedPart }>();
     /** The answer's members for this caller but time and uptime. */
     const fixedInfo = (call: CallContext): Record<string, unknown> => {
@@ -41,7 +43,9 @@ export const plugin = definePlugin({
         info.db_update = config.dbUpdateCode;
         info.debug = logger.debugMode;
         info.polldelay = config.server.polldelay;
-        info.setup_mode = config.sysapi.setup_mode;
+        // 3.3's setup mode is a timed state its `setup_mode` function turns on ([sysapi] setup_mode only allows
+        // it), off at start; that function is absent here (plugins/sysapi/README.md), so the mode is never on
+        info.setup_mode = false;
       }
       if (key.master && !call.readonly) info.file_management = config.sysapi.file_management;
       return info;
@@ -62,7 +66,12 @@ export const plugin = definePlugin({
           if (!call.token) made.set(key, fixed);
         }
         const now = Date.now();
-        return withStatus(fixed.part.with({ time: now / 1000, uptime: Math.floor((now - started) / 1000) }));
+        const uptime = Math.floor((now - started) / 1000);
+        // threads changes while the process runs: a changing member, for the keys 3.3 told it (sysfunc, master)
+        if ((key.master || key.sysfunc) && !call.readonly) {
+          return withStatus(fixed.part.with({ threads: threads.count(now), time: now / 1000, uptime }));
+        }
+        return withStatus(fixed.part.with({ time: now / 1000, uptime }));
       },
     });
   },

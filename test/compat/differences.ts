@@ -32,10 +32,8 @@ export const DIFFERENCES: readonly Listed[] = [
   { call: 'list_plugins:ok', transport: 'all', path: 'result', eva332: [], ours: ANY, why: 'improvement: this controller\'s plugins are its built-in parts, listed (name, kind, version, state; author and license null); 3.3.2\'s UC had no plugin loaded' },
 
   // test
-  { call: 'test', transport: 'all', path: 'result.threads', eva332: '<number>', ours: ABSENT, why: 'not yet: threads of 3.3\'s test (a Python thread count; no meaning here)' },
   { call: 'test', transport: 'all', path: 'result.acl.pvt', eva332: ABSENT, ours: [], why: 'improvement: acl lists pvt and rpvt like list_key_props (the specification\'s key fields)' },
   { call: 'test', transport: 'all', path: 'result.acl.rpvt', eva332: ABSENT, ours: [], why: 'improvement: as above' },
-  { call: 'test', transport: 'all', path: 'result.setup_mode', eva332: false, ours: true, why: 'not yet: 3.3\'s setup_mode is the timed setup mode (off at start) though [sysapi] setup_mode = yes; ours reports the setting' },
   { call: 'test:header-key', transport: 'rpc', path: 'outcome', eva332: 'error 2', ours: 'result', why: 'improvement: JSON RPC takes the key from X-Auth-Key too (specification, Authentication 1); 3.3 reads it only on direct calls' },
 
   // cmd

@@ -29,7 +29,7 @@ interface Server { name: string; proc: import('node:child_process').ChildProcess
  * BENCH_API_OTHER=<dist/core/main.js of another build> adds that build (on
  * a four-key directory of its own); BENCH_API_OLD_BARE=1 adds the earlier reference
  * (bare-server.ts `old`). Then `realWork` and `apiLog`; BENCH_API=transport,
- * =work or =apilog runs one of them.
+ * =work, =apilog or =requestlog runs one of them.
  */
 async function main() {
   const log = { log_file: path.join(os.tmpdir(), `bench-api-${process.pid}.log`) };
@@ -193,13 +193,16 @@ async function realWork() {
  * keep-alive connections), alternating over ROUNDS rounds: median req/s,
  * p99 and the controller's CPU time per call, and what the log adds to it.
  */
-async function apiLog() {
-  const settings = { off: { keep_api_log: 0 }, on: { keep_api_log: 3600 } };
+async function apiLog(kind: 'apilog' | 'requestlog' = 'apilog') {
+  // requestlog: [server] log_api_requests off and on (the API call log off in both): `test` and get_cvar are debug
+  // lines (not written while debug is off: the cheap path), get_lock an info line (written to the file and kept)
+  const settings = kind === 'apilog' ? { off: { keep_api_log: 0 }, on: { keep_api_log: 3600 } }
+    : { off: { log_api_requests: false }, on: { log_api_requests: true } };
   const ctls: Record<string, { proc: import('node:child_process').ChildProcess; port: number; dir: string }> = {};
   const rows: (string | number)[][] = [];
   try {
     for (const [name, server] of Object.entries(settings)) {
-      const dir = makeDir(undefined, { ini: { server: { ...server, log_file: path.join(os.tmpdir(), `bench-apilog-${process.pid}-${name}.log`) } } });
+      const dir = makeDir(undefined, { ini: { server: { ...server, log_file: path.join(os.tmpdir(), `bench-${kind}-${process.pid}-${name}.log`) } } });
       ctls[name] = { ...await startChild(MAIN, ['--dir', dir]), dir };
     }
     const k = Keys.master;
@@ -207,6 +210,16 @@ async function apiLog() {
       ['test', { jsonrpc: '2.0', method: 'test', params: { k }, id: 1 }],
       ['get_cvar i=bench (not found)', { jsonrpc: '2.0', method: 'get_cvar', params: { k, i: 'bench' }, id: 1 }],
     ];
+    if (kind === 'requestlog') {
+      calls.push(['get_lock i=bench', { jsonrpc: '2.0', method: 'get_lock', params: { k, i: 'bench' }, id: 1 }]);
+      for (const c of Object.values(ctls)) {
+        for (const method of ['lock', 'unlock']) {
+          await fetch(`http://127.0.0.1:${c.port}/jrpc`, {
+            method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', method, params: { k, i: 'bench' }, id: 1 }),
+          });
+        }
+      }
+    }
     for (const [call, payload] of calls) {
       const body = Buffer.from(JSON.stringify(payload));
       const opts = (port: number, seconds: number) => ({ url: `http://127.0.0.1:${port}/jrpc`, method: 'POST' as const, headers: { 'Content-Type': 'application/json' }, body, seconds });
@@ -233,15 +246,21 @@ async function apiLog() {
           runs[name].loads.reduce((n, l) => n + l.errors, 0)]);
       }
     }
+    if (kind === 'requestlog') {
+      console.log(`\nAPI request lines, JSON RPC, wrk (1 thread): keep-alive, 32 connections, log_api_requests off and on alternating over ${ROUNDS} rounds of ${SECONDS} s, medians\n`);
+      console.log(table(['call', 'log_api_requests', 'req/s', 'p99 ms', 'CPU µs/req', 'the lines add, µs/req', 'main thread µs/req', 'the lines add there', 'errors'], rows));
+      return;
+    }
     const kept = await fetch(`http://127.0.0.1:${ctls.on.port}/jrpc`, {
       method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', method: 'api_log_get', params: { k, n: 1_000_000 }, id: 1 }),
     }).then((r) => r.json()) as { result: unknown[] };
     console.log(`\nAPI call log, JSON RPC, wrk (1 thread): keep-alive, 32 connections, keep_api_log off and on alternating over ${ROUNDS} rounds of ${SECONDS} s, medians (the log held ${kept.result.length} records at the end: its bound)\n`);
     console.log(table(['call', 'keep_api_log', 'req/s', 'p99 ms', 'CPU µs/req', 'the log adds, µs/req', 'main thread µs/req', 'the log adds there', 'errors'], rows));
   } finally {
-    for (const c of Object.values(ctls)) {
+    for (const [name, c] of Object.entries(ctls)) {
       await stopChild(c.proc);
       fs.rmSync(c.dir, { recursive: true, force: true });
+      fs.rmSync(path.join(os.tmpdir(), `bench-${kind}-${process.pid}-${name}.log`), { force: true });
     }
   }
 }
@@ -251,4 +270,5 @@ const only = process.env.BENCH_API;
   if (!only || only === 'transport') await main();
   if (!only || only === 'work') await realWork();
   if (!only || only === 'apilog') await apiLog();
+  if (!only || only === 'requestlog') await apiLog('requestlog');
 })().catch((err) => { console.error(err); process.exit(1); });

@@ -16,9 +16,9 @@ export const plugin = definePlugin({
     const started = Date.now();
     const { config, paths, logger } = ctx;
     const threads = new ThreadCount();
-    const made = new WeakMap<ApiKey, { revision: number; debug: boolean; part: FixedPart }>();
-    /** The answer's members for this caller but time and uptime. */
-    const fixedInfo = (call: CallContext): Record<string, unknown> => {
+    const made = new WeakMap<ApiKey, { revision: number; debug: boolean; threads: number; part: FixedPart }>();
+    /** The answer's members for this caller but time and uptime; `threads`: the thread count (sysfunc and master keys). */
+    const fixedInfo = (call: CallContext, threads: number): Record<string, unknown> => {
       const key = call.key!;
       // the caller as 3.3 describes it (aci): the key id, and for a token its user and mode
       const aci: Record<string, unknown> = call.token
@@ -46,6 +46,7 @@ export const plugin = definePlugin({
         // 3.3's setup mode is a timed state its `setup_mode` function turns on ([sysapi] setup_mode only allows
         // it), off at start; that function is absent here (plugins/sysapi/README.md), so the mode is never on
         info.setup_mode = false;
+        info.threads = threads;
       }
       if (key.master && !call.readonly) info.file_management = config.sysapi.file_management;
       return info;
@@ -58,20 +59,19 @@ export const plugin = definePlugin({
       returns: 'system info object',
       handler(_p, call) {
         const key = call.key!;
+        const now = Date.now();
+        // the thread count, for the keys 3.3 told it (sysfunc, master); it changes seldom, so it is one of the
+        // fixed members, encoded once
+        const n = (key.master || key.sysfunc) && !call.readonly ? threads.count(now) : 0;
         // all but time and uptime stays the same between a key's calls (monitors call `test` every few seconds):
-        // made and encoded once per key (FixedPart), made again when the key or the debug mode changes; a token's is made per call
+        // made and encoded once per key (FixedPart), made again when the key, the debug mode or the thread count
+        // changes; a token's is made per call
         let fixed = call.token ? undefined : made.get(key);
-        if (!fixed || fixed.revision !== key.revision || fixed.debug !== logger.debugMode) {
-          fixed = { revision: key.revision, debug: logger.debugMode, part: new FixedPart(fixedInfo(call)) };
+        if (!fixed || fixed.revision !== key.revision || fixed.debug !== logger.debugMode || fixed.threads !== n) {
+          fixed = { revision: key.revision, debug: logger.debugMode, threads: n, part: new FixedPart(fixedInfo(call, n)) };
           if (!call.token) made.set(key, fixed);
         }
-        const now = Date.now();
-        const uptime = Math.floor((now - started) / 1000);
-        // threads changes while the process runs: a changing member, for the keys 3.3 told it (sysfunc, master)
-        if ((key.master || key.sysfunc) && !call.readonly) {
-          return withStatus(fixed.part.with({ threads: threads.count(now), time: now / 1000, uptime }));
-        }
-        return withStatus(fixed.part.with({ time: now / 1000, uptime }));
+        return withStatus(fixed.part.with({ time: now / 1000, uptime: Math.floor((now - started) / 1000) }));
       },
     });
   },

@@ -74,7 +74,7 @@ export const KernelSettings = {
   },
   sysapi: {
     file_management: bool(false, 'allow file_get, file_put, file_unlink and file_set_exec under runtime/'),
-    setup_mode: bool(false, 'setup mode (reported by test)'),
+    setup_mode: bool(false, "allows 3.3's setup mode; this controller has no function that turns it on, so test answers setup_mode false"),
   },
 };
 

@@ -42,6 +42,9 @@ const prom = onFirstUse<typeof PromClient>('prom-client');
 /** The exposition format's media type (prom-client's, stated here so that a reply need not load it). */
 export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
+/** prom-client's default gauges whose names say counter: left out of /metrics. */
+const MISNAMED_GAUGES = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
+
 let processRegistry: Registry | undefined;
 /**
  * Process figures (memory, event-loop lag, descriptors, GC) belong to the
@@ -55,6 +58,9 @@ function processMetrics(): Registry {
     processRegistry = new (prom().Registry)();
     prom().collectDefaultMetrics({ register: processRegistry });
     processCpu(processRegistry);
+    // gauges named like counters (promtool: no _total on a non-counter); each
+    // is the sum of its per-type gauge (nodejs_active_handles{type=...} ...)
+    for (const name of MISNAMED_GAUGES) processRegistry.removeSingleMetric(name);
   }
   return processRegistry;
 }

@@ -1,0 +1,35 @@
+/**
+ * Where this controller answers otherwise than a conformance suite, on
+ * purpose: the table of test/conformance/README.md (table.test.ts keeps it
+ * current). 3.3.2's answer wins on 3.3's paths (test/compat).
+ */
+export interface Departure {
+  suite: string;
+  case: string;
+  suiteSays: string;
+  ours: string;
+  why: string;
+}
+
+export interface RpcDeparture extends Departure { answer: unknown }
+
+const SECTION7 = 'JSON RPC 2.0 §7';
+const POSITIONAL = 'error 11 (invalid params): params must be an object';
+const POSITIONAL_WHY = '3.3.2: every function takes its parameters by name (k, i, ...); params by position are invalid parameters (11)';
+const UNKNOWN = 'error 6 (function unknown)';
+const UNKNOWN_WHY = '3.3.2: an unknown function is code 6, the API client code (specification, Errors; decisions: 6 / 405)';
+const e = (code: number, id: unknown) => ({ jsonrpc: '2.0', error: { code }, id });
+
+export const JSONRPC_DEPARTURES: readonly RpcDeparture[] = [
+  { suite: SECTION7, case: 'rpc call with positional parameters', suiteSays: 'result 19', ours: POSITIONAL, why: POSITIONAL_WHY, answer: e(11, 1) },
+  { suite: SECTION7, case: 'rpc call with positional parameters, reversed', suiteSays: 'result -19', ours: POSITIONAL, why: POSITIONAL_WHY, answer: e(11, 2) },
+  { suite: SECTION7, case: 'rpc call of non-existent method', suiteSays: 'error -32601', ours: UNKNOWN, why: UNKNOWN_WHY, answer: e(6, '1') },
+  {
+    suite: SECTION7, case: 'rpc call Batch', suiteSays: 'results 7 and 19, error -32601 for foo.get',
+    ours: 'error 11 for the two calls by position, error 6 for foo.get', why: 'as the three above',
+    answer: [e(11, '1'), e(11, '2'), e(-32600, null), e(6, '5'), { jsonrpc: '2.0', result: ['hello', 5], id: '9' }],
+  },
+];
+
+/** promtool's findings on the prometheus notifier's page, per metric. */
+export const PAGE_DEPARTURES: readonly (Departure & { finding: string })[] = [];

@@ -1,9 +1,10 @@
 import { Encoder } from '@msgpack/msgpack';
+import { timestampCodec } from './timestamp';
 import { ErrorKinds } from '../errors';
 import { rpcError, rpcNotRun, type RpcResponse } from '../rpc';
 
 /** one encoder for every answer: building one per call costs more than the work */
-const encoder = new Encoder({ ignoreUndefined: true });
+const encoder = new Encoder({ ignoreUndefined: true, extensionCodec: timestampCodec });
 
 /**
  * The encoding as a Buffer of its own: encodeSharedRef writes into the

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Decoder } from '@msgpack/msgpack';
+import { timestampCodec } from './timestamp';
 import type { CallMeta, Dispatcher } from '../dispatch';
 import { rpcCall, rpcError } from '../rpc';
 import { BodyTooLarge, mediaType, readBody } from './body';
@@ -11,7 +12,7 @@ import { holdWrites } from '../toolkit/group-commit';
 
 /** one decoder for every call: building one per call costs more than the work */
 // int64 arrives as a bigint: one beyond 2^53 is refused by the parameter check (core/params.ts) rather than rounded
-const decoder = new Decoder({ useBigInt64: true });
+const decoder = new Decoder({ useBigInt64: true, extensionCodec: timestampCodec });
 
 const MSGPACK_TYPES = new Set(['application/msgpack', 'application/x-msgpack']);
 

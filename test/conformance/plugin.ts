@@ -18,7 +18,7 @@ module.exports.plugin = {
     }
     ctx.register({ name: 'get_data', permission: 'any', description: 'the example data', params: {}, handler: () => ['hello', 5] });
     ctx.register({ name: 'echo_value', permission: 'any', description: 'answers v as it came',
-      params: { v: { type: 'any', required: false, description: 'any value' } }, handler: (p) => ({ v: p.v }) });
+      params: { v: { type: 'any', required: false, description: 'any value' } }, handler: (p) => ({ v: p.v === undefined ? null : p.v }) });
   },
 };
 `;

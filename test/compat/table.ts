@@ -12,7 +12,7 @@ import path from 'node:path';
 import { DIFFERENCES, FILE_DIFFERENCES, FRAME_DIFFERENCES, SAVED_DIFFERENCES } from './differences';
 import type { Listed } from './match';
 
-const cell = (v: unknown): string => {
+export const cell = (v: unknown): string => {
   const s = typeof v === 'string' ? v : JSON.stringify(v);
   const text = s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
   // an address in a value is a value, not a link

@@ -15,7 +15,7 @@ export interface RpcDeparture extends Departure { answer: unknown }
 
 const SECTION7 = 'JSON RPC 2.0 §7';
 const POSITIONAL = 'error 11 (invalid params): params must be an object';
-const POSITIONAL_WHY = '3.3.2: every function takes its parameters by name (k, i, ...); params by position are invalid parameters (11)';
+const POSITIONAL_WHY = 'the specification (decisions: params is an object of the short names k, i, ...) and 3.3\'s functions take parameters by name; params by position are invalid parameters (11)';
 const UNKNOWN = 'error 6 (function unknown)';
 const UNKNOWN_WHY = '3.3.2: an unknown function is code 6, the API client code (specification, Errors; decisions: 6 / 405)';
 const e = (code: number, id: unknown) => ({ jsonrpc: '2.0', error: { code }, id });
@@ -63,6 +63,6 @@ export const JSON_DEPARTURES: readonly (Departure & { via: '/jrpc' | 'direct API
   {
     suite: 'JSONTestSuite', case: 'n_structure_no_data.json', via: 'direct API', suiteSays: 'an empty text is no JSON: a parse error',
     ours: 'a call without parameters (here 403: no key)',
-    why: 'a direct POST without a body is a call without parameters, as a GET without a query (3.3\'s direct API; curl -X POST)',
+    why: 'a direct POST without a body is a call without parameters, as a GET without a query (clients such as curl -X POST send none); 3.3.2\'s answer to it is not recorded',
   },
 ];

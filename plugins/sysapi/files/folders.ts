@@ -41,17 +41,19 @@ export interface OpenFile { fh: FileHandle; real: string; rel: string; st: fs.St
 
 /**
  * runtime/ for the file functions. `protectedPaths` are the controller's own
- * state files and folders (absolute), `runtime/<product>_*.json` its
- * state files of any kind, and `*.journal.<n>` the journals of its stores;
- * with everything in them they cannot be read, written or chmodded through
- * the file functions.
+ * state files and folders (absolute: the user db's folder, the notifiers'
+ * outbox folder with their dead letters, ...), `runtime/<product>_*.json`
+ * and `runtime/<product>_*.bdseq` (a Sparkplug node's bdSeq) its state
+ * files of any kind, and `*.journal.<n>` the journals of its stores; with
+ * everything in them they cannot be read, written, chmodded or deleted
+ * through the file functions.
  */
 export class RuntimeFolder {
   private rootReal?: string;
   private readonly stateName: RegExp;
 
   constructor(private readonly root: string, product: string, private readonly protectedPaths: string[]) {
-    this.stateName = new RegExp(`^${product}_.*\\.json$`);
+    this.stateName = new RegExp(`^${product}_.*\\.(json|bdseq)$`);
   }
 
   /** The real path of runtime/ (once a folder was opened). */

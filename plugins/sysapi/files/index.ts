@@ -5,7 +5,6 @@ import { bound, bool, text } from '../../../core/schema';
 import { accessDenied, ApiError, busy, functionFailed, invalidParams, notFound } from '../../../core/errors';
 import { writeFileAtomic } from '../../../core/toolkit/atomic-file';
 import { inFolder, RuntimeFolder, type OpenFile } from './folders';
-import { outboxDir } from '../../notifiers/host/outbox';
 
 /** Limits of the runtime file functions; settable in etc/<product>.ini, section [sysapi]. */
 export const FilesSettings = {
@@ -50,8 +49,9 @@ export const plugin = definePlugin({
     // the controller's own state: never read, written or chmodded through these functions
     const runtime = new RuntimeFolder(paths.runtime, paths.product, [
       path.dirname(paths.userDb), paths.cvarsFile, paths.itemsFile, paths.corescriptsConfig, paths.notifyDir,
-      // the web hooks' outboxes and dead letters: a dead letter planted there would go out (signed) on replay
-      outboxDir(paths.runtime),
+      // the web hooks' outboxes and dead letters (outboxDir of plugins/notifiers/host/outbox.ts): a dead
+      // letter planted there would go out (signed) on replay
+      path.join(paths.runtime, 'outbox'),
     ]);
 
     /** The names of `i`, once file management is known to be on. */

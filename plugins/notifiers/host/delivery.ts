@@ -82,7 +82,8 @@ export class Delivery {
     const outbox = new Outbox(files.outbox, (boxes) => this.stored(boxes), (count, err) => this.refuse(count, err));
     const dead = new DeadLetters(files.deadLetters);
     dead.open();
-    const { pending } = outbox.open((segment, at) => this.log.warning(`notifier ${this.id}: outbox ${segment} ends with a torn record at ${at}, ignored (never acknowledged)`));
+    const { pending, unwritten } = outbox.open((segment, at) => this.log.warning(`notifier ${this.id}: outbox ${segment} ends with a torn record at ${at}, ignored (never acknowledged)`));
+    if (unwritten) this.log.warning(`notifier ${this.id}: outbox ${files.outbox} cannot be written (${describe(unwritten)}): it stays durable, and refuses events until there is room`);
     const before: { subject: Subject; event: unknown }[] = [];
     for (let b = this.queue.take(Infinity); b; b = this.queue.take(Infinity)) for (const event of b.events) before.push({ subject: b.subject, event });
     this.durable = { outbox, dead, maxAge: files.maxAge, figures: { dead: 0, expired: 0 } };
@@ -109,17 +110,31 @@ export class Delivery {
   /** Events the outbox has on disk: into the queue, in order. */
   private stored(boxes: Boxed[]): void {
     for (const b of boxes) this.enqueue(b.subject, b, eventSize(b.subject, b.event));
+    if (this.refusingSince && boxes.length && !boxes[0].replayed) {
+      this.refusingSince = 0;
+      this.log.info(`notifier ${this.id}: outbox writes again, events accepted`);
+    }
     this.wake?.();
   }
 
-  /** Events the outbox could not write (a full disk): never accepted, counted, one line per run of failures. */
+  /**
+   * Events the outbox could not write (a full disk): never accepted, counted,
+   * one line per run of failures; until it writes again the notifier is
+   * failing (/health, get_notifier), however its sends go.
+   */
   private refuse(count: number, err: unknown): void {
     this.figures.dropped += count;
-    if (!this.refusing) this.log.error(`notifier ${this.id}: outbox write failed, ${count} event(s) refused: ${describe(err)}`);
-    this.refusing = true;
+    if (!this.refusingSince) {
+      this.log.error(`notifier ${this.id}: outbox write failed, ${count} event(s) refused: ${describe(err)}`);
+      this.refusingSince = Date.now();
+    }
+    this.lastError = `outbox write failed, events refused: ${describe(err)}`;
+    this.refuseError = this.lastError;
     this.wake?.();
   }
-  private refusing = false;
+  /** when the outbox began to refuse events (ms; 0: it does not), and why */
+  private refusingSince = 0;
+  private refuseError = '';
 
   /**
    * Most bytes of one batch (at least one event): a sixteenth of the queue's
@@ -147,6 +162,7 @@ export class Delivery {
 
   /** Since when sends fail (ms; 0: they do not) and the last error (kept after a recovery, for the record). */
   get failure(): { since: number; error: string } {
+    if (this.refusingSince) return { since: this.refusingSince, error: this.refuseError };
     return { since: this.failingSince, error: this.lastError };
   }
 

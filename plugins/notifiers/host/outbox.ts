@@ -38,6 +38,24 @@ import type { Subject } from '../contract';
  * fsync of its own on the thread that also sends: at 1 MiB that came every
  * 6 000 or so events of a busy notifier.
  *
+ * A full disk, the outbox's own backlog filling it: a compaction could never
+ * be written (it needs room for what it carries), so the journal would stay
+ * full for good. Space comes back without writing anything:
+ *   - a backlog (a journal growing past SEGMENT_BYTES while it holds much)
+ *     goes on in a new segment; every write first deletes the segments older
+ *     than the one holding the oldest event still held: they hold nothing
+ *     still wanted (their events are done; the dones for them, in later
+ *     segments, are then moot), so a draining backlog frees its disk as it
+ *     goes, whether its dones could be written or not;
+ *   - a write that fails while nothing is held is tried again at once as a
+ *     compaction, the older segments (holding nothing) deleted before it;
+ *   - at start, segments holding nothing go before the first record, and a
+ *     first record that cannot be written leaves the outbox durable (the
+ *     segments read stay, holding what is pending) rather than in memory.
+ * The first record of every segment carries the prefix and the next seq, so
+ * that no deletion loses them while something is held (a journal emptied
+ * whole starts again with a new prefix: no frame id comes twice).
+ *
  * What a durable notifier's throughput costs, and why a frame still waits
  * for its group's fsync. Measured on the web hook bench (20 000 events
  * through one notifier to a receiver on loopback): the thread is busy the
@@ -67,18 +85,27 @@ import type { Subject } from '../contract';
  * it); `replayed`: read at start; `bytes`: its share of the journal (the
  * write's bytes over its events: what compaction weighs).
  */
-export interface Boxed { seq: number; subject: Subject; event: unknown; t: number; g: number; bytes: number; replayed?: true }
+export interface Boxed { seq: number; subject: Subject; event: unknown; t: number; g: number; bytes: number; replayed?: true; /** the journal segment holding it */ seg: number }
 
 /** An event as the journal holds it; the group is written only in a snapshot (else: the record's first seq). */
 type Accepted = [seq: number, subject: Subject, event: unknown, t: number, g?: number];
 /** `d`: seqs done, a run of them as [first, last] */
 interface Entry { p?: string; n?: number; a?: Accepted[]; f?: number[][]; d?: (number | [number, number])[] }
 
+/** What waits for the next write. */
+interface Buffered { a: Accepted[]; f: number[][]; d: number[]; waiters: { resolve: () => void; reject: (e: unknown) => void }[] }
+type Rotation = Awaited<ReturnType<Journal['rotateAsync']>>;
+/** A write on disk: the compaction it was, if one, and how many events its record holds. */
+interface Written { compacted?: Rotation; tuples: number }
+
 /** How long dones wait for accepted events to ride with before they are written alone. */
 const DONE_DELAY_MS = 500;
 
 /** Journal size before compaction is considered. */
 const COMPACT_BYTES = 1024 * 1024;
+
+/** A segment this large goes on in a new one (a backlog: what is drained can then go, segment by segment). */
+const SEGMENT_BYTES = COMPACT_BYTES / 4;
 
 export interface OutboxFigures {
   /** events written to disk since start */
@@ -106,9 +133,16 @@ export class Outbox {
   private heldBytes = 0;
   /** frames recorded whose events are all held: first seq -> seqs */
   private readonly frames = new Map<number, number[]>();
-  private buffer: { a: Accepted[]; f: number[][]; d: number[]; waiters: { resolve: () => void; reject: (e: unknown) => void }[] } = { a: [], f: [], d: [], waiters: [] };
+  private buffer: Buffered = { a: [], f: [], d: [], waiters: [] };
   private writing: Promise<void> | undefined;
   private closed = false;
+  /** the journal's current segment, its bytes, whether it has no record yet (its first carries prefix and next seq) */
+  private seg = 0;
+  private segBytes = 0;
+  private fresh = true;
+  /** the oldest segment that may still exist */
+  private firstSeg = 0;
+
   readonly figures: OutboxFigures = { stored: 0, refused: 0, fsyncs: 0, written: 0 };
 
   /**
@@ -124,7 +158,7 @@ export class Outbox {
   }
 
   /** Read what an earlier run left: the events still to deliver, oldest first. */
-  open(torn: (segment: string, at: number) => void = () => undefined): { pending: Boxed[] } {
+  open(torn: (segment: string, at: number) => void = () => undefined): { pending: Boxed[]; unwritten?: unknown } {
     fs.mkdirSync(path.dirname(this.file), { recursive: true });
     const done = new Set<number>();
     const found = new Map<number, Accepted>();
@@ -144,15 +178,31 @@ export class Outbox {
         for (let s = from; s <= to; s++) { done.add(s); found.delete(s); }
       }
     }
-    const sorted = [...found.values()].sort((x, y) => x[0] - y[0]).map((a) => ({ ...boxed(a, JSON.stringify(a).length), replayed: true as const }));
+    const old = this.journal.segments();
+    const last = old.at(-1)?.seq ?? 0;
+    // which of the segments read holds a pending event is not kept: all of them, until a record holds those events
+    const sorted = [...found.values()].sort((x, y) => x[0] - y[0]).map((a) => ({ ...boxed(a, JSON.stringify(a).length, old[0]?.seq ?? 0), replayed: true as const }));
     for (const b of sorted) this.hold(b);
     for (const f of recorded) if (f.length && f.every((q) => this.held.has(q))) this.frames.set(f[0], f);
     this.prefix ||= crypto.randomBytes(6).toString('base64url');
-    const last = this.journal.segments().pop()?.seq ?? 0;
+    this.firstSeg = old[0]?.seq ?? 0;
     this.journal.open(0);
-    // the new segment opens with what is held: the older ones can go
-    this.snapshot();
+    this.seg = last + 1;
+    this.fresh = true;
+    // segments that hold nothing go first: on a disk they filled, the new record needs their room
+    if (!this.held.size) this.dropBefore(this.seg);
+    try {
+      // the new segment opens with what is held: the older ones can go
+      this.snapshot();
+    } catch (err) {
+      // they stay, holding what is pending; the next write that finds room goes on (durable still)
+      return { pending: sorted, unwritten: err };
+    }
     this.journal.drop(last);
+    this.firstSeg = this.seg;
+    this.fresh = false;
+    this.segBytes = this.journal.bytes;
+    for (const b of this.held.values()) b.seg = this.seg;
     return { pending: sorted };
   }
 
@@ -258,60 +308,99 @@ export class Outbox {
       this.buffer = { a: [], f: [], d: [], waiters: [] };
       const before = this.journal.written;
       this.inWrite = b.a.length;
-      let compacted: Awaited<ReturnType<Journal['rotateAsync']>> | undefined;
-      let tuples = b.a.length;
       // Seqs are handed out here, not on accept, so that a refused write
       // gives its seqs back: a disk full for hours would otherwise leave a
       // hole per refused event between the held ones (writes never overlap).
       const firstSeq = this.nextSeq;
       for (const a of b.a) a[0] = this.nextSeq++;
+      let written: Written | undefined;
+      let failure: unknown;
       try {
-        if (this.compactDue()) compacted = await this.journal.rotateAsync().catch(() => undefined);
-        // one stringify for the whole write (one per event cost a call, a string and a join each)
-        const entry: Entry = {};
-        if (compacted) {
-          // the first write of a segment: everything held, then this write's own (held: their dones are not)
-          const group = b.a[0]?.[0];
-          for (const a of b.a) a[4] = group;
-          entry.p = this.prefix;
-          entry.n = this.nextSeq;
-          entry.a = [...this.tuples(), ...b.a];
-          entry.f = [...this.frames.values()];
-          tuples = entry.a.length;
-        } else {
-          if (b.a.length) entry.a = b.a;
-          if (b.f.length) entry.f = b.f;
-          if (b.d.length) entry.d = runs(b.d);
-        }
-        await this.journal.appendAsync(entry);
-        await compacted?.syncDir?.();
+        written = await this.write(b, false);
       } catch (err) {
+        failure = err;
+        // a disk full of a journal that holds nothing: it goes, and the write is tried again as a compaction
+        if (!this.held.size && this.journal.bytes > 0) written = await this.write(b, true).catch((e: unknown) => { failure = e; return undefined; });
+      }
+      if (!written) {
         this.inWrite = 0;
         this.nextSeq = firstSeq;
         // nothing of this write is on disk: its events were never accepted, its frames not recorded
         for (const f of b.f) this.frames.delete(f[0]);
-        for (const w of b.waiters) w.reject(err);
-        if (b.a.length) this.refused(b.a.length, err);
+        for (const w of b.waiters) w.reject(failure);
+        if (b.a.length) this.refused(b.a.length, failure);
         this.figures.refused += b.a.length;
         // dones lost here cost at most a frame sent again; keep them for the next write
         this.buffer.d.push(...b.d);
         if (!b.a.length && !b.f.length) return;
         continue;
       }
+      const { compacted, tuples } = written;
       this.inWrite = 0;
+      this.fresh = false;
+      this.segBytes += this.journal.written - before;
       this.figures.fsyncs++;
       this.figures.written += this.journal.written - before;
       this.figures.stored += b.a.length;
       for (const w of b.waiters) w.resolve();
-      if (compacted) this.journal.drop(compacted.upTo);
+      if (compacted) {
+        this.journal.drop(compacted.upTo);
+        this.firstSeg = this.seg;
+        for (const h of this.held.values()) h.seg = this.seg;
+      }
       if (b.a.length) {
         const group = b.a[0][0];
         const share = (this.journal.written - before) / tuples;
-        const boxes = b.a.map((a) => boxed(a, share, group));
+        const boxes = b.a.map((a) => boxed(a, share, this.seg, group));
         for (const x of boxes) this.hold(x);
         this.stored(boxes);
       }
     }
+  }
+
+  /**
+   * One write of what was buffered (its seqs handed out): first the segments
+   * that hold nothing go, then it is a compaction when one is due (or
+   * `compact`), or starts a new segment when this one is full. Throws when
+   * it is not on disk.
+   */
+  private async write(b: Buffered, compact: boolean): Promise<Written> {
+    this.dropDrained();
+    let compacted: Rotation | undefined;
+    let rotated: Rotation | undefined;
+    let tuples = b.a.length;
+    if (compact || this.compactDue()) {
+      compacted = await this.journal.rotateAsync().catch(() => undefined);
+      if (compacted) this.rotated(compacted);
+      // with nothing held, the older segments hold nothing: they go before the write that needs their room
+      if (compacted && !this.held.size) this.dropBefore(this.seg);
+    } else if (this.segBytes >= SEGMENT_BYTES) {
+      rotated = await this.journal.rotateAsync().catch(() => undefined);
+      if (rotated) this.rotated(rotated);
+    }
+    // one stringify for the whole write (one per event cost a call, a string and a join each)
+    const entry: Entry = {};
+    if (compacted) {
+      // the first write of a segment: everything held, then this write's own (held: their dones are not)
+      const group = b.a[0]?.[0];
+      for (const a of b.a) a[4] = group;
+      entry.p = this.prefix;
+      entry.n = this.nextSeq;
+      entry.a = [...this.tuples(), ...b.a];
+      entry.f = [...this.frames.values()];
+      tuples = entry.a.length;
+    } else {
+      if (this.fresh) {
+        entry.p = this.prefix;
+        entry.n = this.nextSeq;
+      }
+      if (b.a.length) entry.a = b.a;
+      if (b.f.length) entry.f = b.f;
+      if (b.d.length) entry.d = runs(b.d);
+    }
+    await this.journal.appendAsync(entry);
+    await (compacted ?? rotated)?.syncDir?.();
+    return { compacted, tuples };
   }
 
   private hold(b: Boxed): void {
@@ -330,6 +419,36 @@ export class Outbox {
     return bytes >= COMPACT_BYTES && bytes >= 4 * this.heldBytes;
   }
 
+  /** The journal went on in a new segment (or kept the empty one it had). */
+  private rotated(r: { upTo: number; syncDir?: () => Promise<void> }): void {
+    if (!r.syncDir) return;
+    this.seg = r.upTo + 1;
+    this.segBytes = 0;
+    this.fresh = true;
+  }
+
+  /** Delete the segments older than the one holding the oldest event held: they hold nothing still wanted. */
+  private dropDrained(): void {
+    const keep = this.held.oldest()?.seg ?? this.seg;
+    if (keep > this.firstSeg) this.dropBefore(keep);
+  }
+
+  /**
+   * Delete the segments before `seg` (never the current one), taking their
+   * bytes off the journal's count. A deletion needs no room: it works on a
+   * full disk.
+   */
+  private dropBefore(seg: number): void {
+    for (const s of this.journal.segments()) {
+      if (s.seq >= Math.min(seg, this.seg)) break;
+      let size = 0;
+      try { size = fs.statSync(s.name).size; } catch { /* gone already */ }
+      fs.rmSync(s.name, { force: true });
+      this.journal.bytes -= size;
+    }
+    this.firstSeg = Math.min(seg, this.seg);
+  }
+
   /** What is held, as written in a segment's first record (with their groups). */
   private tuples(): Accepted[] {
     return [...this.held.values()].map((b) => [b.seq, b.subject, b.event, b.t, b.g]);
@@ -341,7 +460,7 @@ export class Outbox {
   }
 }
 
-const boxed = (a: Accepted, bytes: number, group = a[4] ?? a[0]): Boxed => ({ seq: a[0], subject: a[1], event: a[2], t: a[3], g: group, bytes });
+const boxed = (a: Accepted, bytes: number, seg: number, group = a[4] ?? a[0]): Boxed => ({ seq: a[0], subject: a[1], event: a[2], t: a[3], g: group, bytes, seg });
 
 /** Seqs as written in `d`: a run of consecutive ones (a frame, mostly) as [first, last]. */
 function runs(seqs: number[]): (number | [number, number])[] {
@@ -388,6 +507,11 @@ class Held {
 
   has(seq: number): boolean {
     return this.slot(seq) !== undefined;
+  }
+
+  /** The oldest held. */
+  oldest(): Boxed | undefined {
+    return this.size ? this.slots[this.lead] : undefined;
   }
 
   /** Let go of a seq; returns what was held. */

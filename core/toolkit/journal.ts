@@ -152,6 +152,9 @@ export class Journal {
   /** `appendAsync` of an entry the caller already wrote as JSON (the items file builds it item by item, within its bounds). */
   async appendJsonAsync(json: string): Promise<void> {
     const { fd, record } = this.record(json);
+    // the text is not kept while the write and its fsync run (its bytes are): a large record
+    // held twice for that long outlives the young generation and is only freed late
+    json = '';
     try {
       let done = 0;
       while (done < record.length) done += (await write(fd, record, done, record.length - done, this.offset + done)).bytesWritten;

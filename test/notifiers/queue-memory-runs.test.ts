@@ -17,7 +17,7 @@ import { notifierFiles, stats } from '../helpers/notifiers';
 const RUNS = Number(process.env.QUEUE_MEMORY_RUNS ?? 3);
 const UPDATES = Number(process.env.QUEUE_MEMORY_UPDATES ?? 1500);
 const VALUE = 400_000;
-/** MiB: before the journal let go of a write's JSON text, runs peaked at +396 to +433; after, +296 to +349 */
+/** MiB: before the journal let go of a write's JSON text, runs peaked at +396 to +433; after, +296 to +360 */
 const LIMIT_MIB = 420;
 const MiB = 1024 * 1024;
 

@@ -83,7 +83,12 @@ export class Controller {
       await ctl.get(HttpServer).stop();
       throw err;
     }
-    await host.startAll(plugins);
+    try {
+      await host.startAll(plugins);
+    } catch (err) {
+      await ctl.stop(); // the plugins started so far, the listener, the log
+      throw err;
+    }
     ctl.get(HttpServer).open();
     log.info(`controller ${paths.product} started in ${paths.dir}`);
     return ctl;

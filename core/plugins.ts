@@ -22,7 +22,7 @@ import { Health, reasonOf } from './health';
 import { within } from './toolkit/time-limit';
 import { MAX_TIMER_SECONDS } from './defaults';
 import { KERNEL_API, type PluginContext, type PluginInfo, type PluginDefinition, PluginKinds, type PluginKind, type ServiceName } from './plugin';
-import { checkDeclaration } from './settings/schema';
+import { checkDeclaration, ConfigError } from './settings/schema';
 
 /** Where the built-in plugins are after the build (dist/plugins). */
 const BUILTIN_DIR = path.resolve(__dirname, '..', 'plugins');
@@ -266,6 +266,8 @@ export class PluginHost {
         this.log.debug(`plugin ${l.def.name} ${l.def.version} started (${l.file})`);
       } catch (err) {
         await this.cleanup(run);
+        // a setting only the start could judge (a database refusing its password): the whole start stops, exit 3
+        if (err instanceof ConfigError) throw err;
         this.skip(l.file, timedOut ? 'start_timeout' : 'start_failed', `failed to start: ${describe(err)}`, l.def.name, reasonOf(err));
       }
     }

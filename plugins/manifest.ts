@@ -6,6 +6,7 @@
  * scanning <controller dir>/plugins/ instead.
  */
 export const BuiltinPlugins: readonly string[] = [
+  'cluster',
   'console',
   'corescripts',
   'history',

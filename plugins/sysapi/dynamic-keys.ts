@@ -2,7 +2,7 @@ import type { ModuleLogger } from '../../core/log';
 import { describe } from '../../core/log';
 import { functionFailed } from '../../core/errors';
 import type { KeyStore } from '../../core/auth/keys';
-import type { UserDb } from './userdb';
+import type { KeyUserStore } from './userdb';
 
 /**
  * Make the user db's rows follow memory (`sync`) and write it now; a failure
@@ -10,7 +10,7 @@ import type { UserDb } from './userdb';
  * caller gives `undo`: then it is taken back before any later write (a
  * creation that answers an error leaves no trace).
  */
-export async function writeOrFail(db: UserDb, log: ModuleLogger, sync: () => void, undo?: () => void): Promise<void> {
+export async function writeOrFail(db: KeyUserStore, log: ModuleLogger, sync: () => void, undo?: () => void): Promise<void> {
   try {
     await db.change(sync, undo);
   } catch (err) {
@@ -29,7 +29,7 @@ export class DynamicKeysSync {
   private readonly dirty = new Set<string>();
 
   constructor(
-    private readonly db: UserDb,
+    private readonly db: KeyUserStore,
     private readonly keys: KeyStore,
     private readonly instant: () => boolean,
     private readonly log: ModuleLogger,

@@ -12,18 +12,61 @@ const ListColumns: Record<string, KeyListField> = {
 };
 
 /** Column types as EVA ICS 3.3 declared them, so either program reads the other's file. */
-const ApikeysColumns: [string, string][] = [
+export const ApikeysColumns: [string, string][] = [
   ['k_id', 'VARCHAR(64) NOT NULL'], ['k', 'VARCHAR(64)'], ['m', 'INTEGER'], ['s', 'INTEGER'],
   ['i', 'VARCHAR(8192)'], ['g', 'VARCHAR(8192)'], ['i_ro', 'VARCHAR(8192)'], ['g_ro', 'VARCHAR(8192)'],
   ['i_deny', 'VARCHAR(8192)'], ['g_deny', 'VARCHAR(8192)'], ['a', 'VARCHAR(256)'], ['hal', 'VARCHAR(8192)'],
   ['has', 'VARCHAR(8192)'], ['pvt', 'VARCHAR(8192)'], ['rpvt', 'VARCHAR(8192)'], ['cdata', 'VARCHAR(16384)'],
 ];
-const UsersColumns: [string, string][] = [['u', 'VARCHAR(64) NOT NULL'], ['p', 'VARCHAR(64)'], ['k', 'VARCHAR(2048)']];
+export const UsersColumns: [string, string][] = [['u', 'VARCHAR(64) NOT NULL'], ['p', 'VARCHAR(64)'], ['k', 'VARCHAR(2048)']];
 
 /** A user account as stored: `keys` is the key id (a comma list in files of the old system). */
 export interface UserRecord { user: string; password: string; keys: string[] }
 
 const text = (v: unknown) => (v === null || v === undefined ? '' : String(v));
+
+/** A row of table `apikeys` as the properties of a dynamic key (a row may still hold a bad network: ApiKey checks). */
+export function keyOfRow(r: Record<string, unknown>): ApiKeyProps {
+  return {
+    id: text(r.k_id),
+    key: text(r.k),
+    sysfunc: Number(r.s) === 1 || /^(true|yes|1)$/i.test(text(r.s)),
+    dynamic: true,
+    lists: Object.fromEntries(Object.entries(ListColumns).map(([col, field]) => [field, splitList(text(r[col]))])),
+  };
+}
+
+/** The columns of table `apikeys` and a key's values for them, as EVA ICS 3.3 wrote them. */
+export function rowOfKey(key: ApiKey): { cols: string[]; values: (string | number)[] } {
+  return {
+    cols: ['k_id', 'k', 'm', 's', ...Object.keys(ListColumns)],
+    values: [key.id, key.key, 0, key.sysfunc ? 1 : 0, ...Object.values(ListColumns).map((f) => key.lists[f].join(','))],
+  };
+}
+
+/** A row of table `users`. */
+export function userOfRow(r: Record<string, unknown>): UserRecord {
+  return { user: text(r.u), password: text(r.p), keys: splitList(text(r.k)) };
+}
+
+/**
+ * Where dynamic keys and user accounts are kept: this controller's SQLite
+ * file (UserDb), or a database several controllers share (plugins/cluster).
+ * change() runs `sync`, which says with put/delete what the rows become, and
+ * resolves once they are stored; when they cannot be, `undo` takes the
+ * caller's change back out of memory and change() rejects.
+ */
+export interface KeyUserStore {
+  /** where it is, for messages (no password) */
+  readonly file: string;
+  change(sync: () => void, undo?: () => void): Promise<void>;
+  keys(): ApiKeyProps[];
+  users(): UserRecord[];
+  putKey(key: ApiKey): void;
+  deleteKey(id: string): void;
+  putUser(u: UserRecord): void;
+  deleteUser(user: string): void;
+}
 
 /**
  * The user db runtime/db/<product>.db: dynamic API keys and user accounts in
@@ -39,7 +82,7 @@ const text = (v: unknown) => (v === null || v === undefined ? '' : String(v));
  * user db's keys there and keeps the file following them (keys.ts,
  * dynamic-keys.ts), and logins and accounts are its functions.
  */
-export class UserDb {
+export class UserDb implements KeyUserStore {
   /** true when opening created a table or added columns: the file should be written */
   schemaChanged = false;
   /** counts changes made through change(): work done on a copy of the database knows whether it is still current */
@@ -121,18 +164,11 @@ export class UserDb {
   /** Every stored key as the properties of a dynamic key (a row may still hold a bad network: ApiKey checks). */
   keys(): ApiKeyProps[] {
     if (!this.store) return [];
-    return this.store.rows('SELECT * FROM apikeys ORDER BY k_id').map((r) => ({
-      id: text(r.k_id),
-      key: text(r.k),
-      sysfunc: Number(r.s) === 1 || /^(true|yes|1)$/i.test(text(r.s)),
-      dynamic: true,
-      lists: Object.fromEntries(Object.entries(ListColumns).map(([col, field]) => [field, splitList(text(r[col]))])),
-    }));
+    return this.store.rows('SELECT * FROM apikeys ORDER BY k_id').map(keyOfRow);
   }
 
   putKey(key: ApiKey): void {
-    const cols = ['k_id', 'k', 'm', 's', ...Object.keys(ListColumns)];
-    const values = [key.id, key.key, 0, key.sysfunc ? 1 : 0, ...Object.values(ListColumns).map((f) => key.lists[f].join(','))];
+    const { cols, values } = rowOfKey(key);
     this.db.run(`INSERT OR REPLACE INTO apikeys (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`, values);
   }
 
@@ -142,9 +178,7 @@ export class UserDb {
 
   users(): UserRecord[] {
     if (!this.store) return [];
-    return this.store.rows('SELECT u, p, k FROM users ORDER BY u').map((r) => ({
-      user: text(r.u), password: text(r.p), keys: splitList(text(r.k)),
-    }));
+    return this.store.rows('SELECT u, p, k FROM users ORDER BY u').map(userOfRow);
   }
 
   putUser(u: UserRecord): void {

@@ -4,7 +4,10 @@ import { text, bool, any } from '../../../core/schema';
 import { ApiKey } from '../../../core/auth/apikey';
 import { generateKeyValue } from '../../../core/auth/keys';
 import { alreadyExists, functionFailed, invalidParams, notFound } from '../../../core/errors';
-import { UserDb } from '../userdb';
+import { UserDb, type KeyUserStore } from '../userdb';
+import type { ApiKeyProps } from '../../../core/auth/apikey';
+import { ClusterSettings } from '../../cluster/settings';
+import '../../cluster/contract';
 import { describe } from '../../../core/log';
 import { healthReason } from '../../../core/health';
 import { AllNetworks, KeyProps, setKeyProp } from '../keyprops';
@@ -25,26 +28,63 @@ export const plugin = definePlugin({
   provides: ['userdb'],
   async start(ctx) {
     const { keys, log } = ctx;
+    // with [server] userdb the keys and users live in the database the controllers share (plugin cluster)
+    const shared = ctx.hasService('cluster') ? ctx.service('cluster').userdb : undefined;
+    if (!shared && ctx.config.section('server', ClusterSettings).userdb.trim()) {
+      // never this controller's own file instead: its keys would silently part from the others'
+      throw healthReason(new Error('the shared user db ([server] userdb) did not start'), 'the shared user db did not start: dynamic keys and users are refused');
+    }
     // a damaged file makes start fail (logged, plugin skipped): never overwrite what we could not read;
     // without a file, nothing is opened until the first key or user is created (plugins/sysapi/userdb.ts)
     // /health tells it too (degraded): only an ERROR line would leave every dynamic key and user refused unnoticed
     const db = await UserDb.open(ctx.paths.userDb).catch((err: unknown) => {
       throw healthReason(err, `user db ${path.relative(ctx.paths.dir, ctx.paths.userDb)} cannot be read: dynamic keys and users are refused`);
     });
-    for (const props of db.keys()) {
-      if (keys.get(props.id)) {
-        log.warning(`user db key ${props.id} skipped: a key of that id is in ${ctx.paths.apikeysFile}`);
-        continue;
+    const store: KeyUserStore = shared ?? db;
+    /** Make key `id` what the user db holds (undefined: it is gone); a static key of that id stays. */
+    const apply = (id: string, props: ApiKeyProps | undefined): void => {
+      const old = keys.get(id);
+      if (old && !old.dynamic) {
+        if (props) log.warning(`user db key ${id} skipped: a key of that id is in ${ctx.paths.apikeysFile}`);
+        return;
       }
+      if (!props) {
+        if (old) keys.remove(id);
+        return;
+      }
+      let key: ApiKey;
       try {
         if (!props.key) throw new Error('no key value');
-        keys.add(new ApiKey(props));
+        key = new ApiKey(props);
       } catch (err) {
-        log.warning(`user db key ${props.id} skipped: ${describe(err)}`);
+        log.warning(`user db key ${id} skipped: ${describe(err)}`);
+        return;
       }
+      if (old && JSON.stringify(old.serialize()) === JSON.stringify(key.serialize())) return;
+      const holder = keys.resolve(key.key)?.key;
+      if (holder && holder.id !== id) {
+        log.warning(`user db key ${id} skipped: key ${holder.id} has the same value`);
+        return;
+      }
+      keys.add(key);
+      if (old) keys.changed(key); // its tokens end, as on the controller that changed it
+    };
+    for (const props of store.keys()) apply(props.id, props);
+    if (shared) {
+      // what another controller changed: its row, or everything again after an outage
+      const unsubscribe = shared.subscribe({
+        key: apply,
+        reload(all) {
+          const ids = new Set(all.map((p) => p.id));
+          for (const k of keys.all()) if (k.dynamic && !ids.has(k.id)) keys.remove(k.id);
+          for (const p of all) apply(p.id, p);
+        },
+      });
+      ctx.onStop(unsubscribe);
     }
     if (db.schemaChanged) await writeOrFail(db, log, () => undefined);
-    const sync = new DynamicKeysSync(db, keys, () => ctx.config.server.db_update === 'instant', log);
+    // shared keys are written at once whatever db_update says: the other controllers see them only then
+    const sync = new DynamicKeysSync(store, keys, () => shared !== undefined || ctx.config.server.db_update === 'instant', log);
     ctx.provide('userdb', db);
     // with on_exit, the controller runs every saver before plugins stop
     ctx.onSave(() => sync.saveAll());

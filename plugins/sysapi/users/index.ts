@@ -5,7 +5,8 @@ import type { ApiKey } from '../../../core/auth/apikey';
 import { hashPassword, verifyPassword, dummyVerify } from '../passwords';
 import { LoginThrottle, webapiLimits } from '../../../core/auth/throttle';
 import { RepeatLog } from '../../../core/repeat-log';
-import { type UserRecord } from '../userdb';
+import { type KeyUserStore, type UserRecord } from '../userdb';
+import '../../cluster/contract';
 import { accessDenied, alreadyExists, ApiError, invalidParams, notFound } from '../../../core/errors';
 import { describe } from '../../../core/log';
 import { writeOrFail } from '../dynamic-keys';
@@ -30,8 +31,28 @@ export const plugin = definePlugin({
   start(ctx) {
     const { keys, log } = ctx;
     const tokens = keys.tokens;
-    const db = ctx.service('userdb');
+    // with [server] userdb the accounts live in the database the controllers share (plugin cluster)
+    const shared = ctx.hasService('cluster') ? ctx.service('cluster').userdb : undefined;
+    const db: KeyUserStore = shared ?? ctx.service('userdb');
     const users = new Map<string, UserRecord>(db.users().map((r) => [r.user, r]));
+    /** Make account `u` what the shared db holds (undefined: gone); a changed one's tokens end, as where it was changed. */
+    const apply = (u: string, rec: UserRecord | undefined): void => {
+      const old = users.get(u);
+      if (rec && old && old.password === rec.password && old.keys.join(',') === rec.keys.join(',')) return;
+      if (rec) users.set(u, rec);
+      else users.delete(u);
+      if (old) tokens.dropUser(u);
+    };
+    if (shared) {
+      ctx.onStop(shared.subscribe({
+        user: apply,
+        reload(_keys, all) {
+          const now = new Set(all.map((r) => r.user));
+          for (const u of [...users.keys()]) if (!now.has(u)) apply(u, undefined);
+          for (const r of all) apply(r.user, r);
+        },
+      }));
+    }
     const w = ctx.config.webapi;
     const throttle = new LoginThrottle(webapiLimits(w));
     const refusals = new RepeatLog(log, () => ctx.config.server.log_repeat_interval);
@@ -167,7 +188,8 @@ export const plugin = definePlugin({
       }
       const verdict = await verifyPassword(pw, rec.password);
       if (!verdict.ok || users.get(u) !== rec) throw denied(); // wrong, or the account changed meanwhile
-      if (verdict.upgrade) {
+      // not in a shared db: an EVA ICS 3.3.2 controller sharing it checks the old hash, never scrypt
+      if (verdict.upgrade && !shared) {
         try {
           const upgraded = { ...rec, password: await hashPassword(pw) };
           if (users.get(u) === rec) {

@@ -1,0 +1,56 @@
+import { definePlugin } from '../../core/plugin';
+import { healthReason } from '../../core/health';
+import { ConfigError, type Finding } from '../../core/settings/schema';
+import { entryOf } from '../../core/settings/usability';
+import { readIniFile } from '../../core/settings/check';
+import { describe } from '../../core/log';
+import { parseUserdb } from './uri';
+import { isFatal, SharedUserDb } from './shared-userdb';
+import { ClusterSettings } from './settings';
+import './contract';
+
+
+/**
+ * Several controllers as one (README.md): with `[server] userdb` a
+ * PostgreSQL URI, the connection to that database and what it shares, offered
+ * as service `cluster`; sysapi-keys and sysapi-users ask for it. Without the
+ * setting it offers nothing and loads nothing (not even the driver).
+ */
+export const plugin = definePlugin({
+  name: 'cluster',
+  kind: 'service',
+  version: '1.0.0',
+  provides: ['cluster'],
+  settings: { server: ClusterSettings },
+  checkFiles(paths): Finding[] {
+    const doc = readIniFile(paths.configFile);
+    const e = entryOf(doc, 'server', 'userdb');
+    if (!e || e.value.trim() === '') return [];
+    const r = parseUserdb(e.value.trim());
+    return 'error' in r ? [{ level: 'error', file: doc.file, line: e.line, message: `[server] userdb: ${r.error}` }] : [];
+  },
+  async start(ctx) {
+    const uri = ctx.config.section('server', ClusterSettings).userdb.trim();
+    if (!uri) return;
+    const r = parseUserdb(uri);
+    if ('error' in r) throw new Error(r.error); // checkFiles refused it before the start
+    const db = new SharedUserDb(r.connectionString, uri, ctx.log);
+    try {
+      await db.start();
+    } catch (err) {
+      await db.stop();
+      // a wrong password or database name is a setting in error, as a bad URI is: file:line, exit 3
+      if (isFatal(err)) {
+        const doc = readIniFile(ctx.paths.configFile);
+        const line = entryOf(doc, 'server', 'userdb')?.line;
+        throw new ConfigError([{ level: 'error', file: doc.file, line, message: `[server] userdb: ${db.file}: ${describe(err)}` }]);
+      }
+      throw healthReason(err, `user db ${db.file} cannot be used`);
+    }
+    ctx.provide('cluster', { userdb: db });
+    ctx.health('userdb', () => (db.connected
+      ? { state: { db: db.file, connected: true, reconnects: db.reconnects } }
+      : { state: { db: db.file, connected: false, reconnects: db.reconnects }, degraded: [`user db ${db.file} ${db.problem}: key and user changes are refused, other controllers' changes are not seen`] }));
+    ctx.onStop(() => db.stop());
+  },
+});

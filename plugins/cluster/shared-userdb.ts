@@ -1,0 +1,366 @@
+import crypto from 'node:crypto';
+import type * as Pg from 'pg';
+import type { ApiKey, ApiKeyProps } from '../../core/auth/apikey';
+import type { ModuleLogger } from '../../core/log';
+import { describe } from '../../core/log';
+import { onFirstUse } from '../../core/toolkit/lazy-module';
+import { bound, defaults, seconds } from '../../core/schema';
+import {
+  ApikeysColumns, UsersColumns, keyOfRow, rowOfKey, userOfRow, type KeyUserStore, type UserRecord,
+} from '../sysapi/userdb';
+import { maskUserdb } from './uri';
+
+/** The PostgreSQL driver, loaded by a controller with `[server] userdb` only. */
+const pg = onFirstUse<typeof Pg>('pg');
+
+export const SharedUserDbLimits = {
+  pool_size: bound(2, 'connections for writes and reads (the listener has one more)'),
+  connect_timeout: seconds(10, 'seconds to open a connection'),
+  retry_delay: seconds(0.25, 'first reconnect delay, seconds; doubles up to retry_max_delay'),
+  retry_max_delay: seconds(15, 'longest reconnect delay, seconds'),
+  pending_max: bound(10000, 'changes told by other controllers waiting to be read; past it everything is read again'),
+};
+const Limits = defaults(SharedUserDbLimits);
+
+/** The channel every controller of the database listens on. */
+export const CHANNEL = 'eva_userdb';
+/** Serializes schema changes between controllers starting at once (CREATE TABLE IF NOT EXISTS races otherwise). */
+const SCHEMA_LOCK = 0x45564155;
+
+/**
+ * Our column widths where ours are longer than 3.3.2's: scrypt password
+ * hashes (about 90 characters; 3.3.2 kept 64 hex digits of SHA-256) and key
+ * values set with set_key_prop (up to 256). A table 3.3.2 made is widened;
+ * 3.3.2 reads the wider columns as before.
+ */
+const Wider: Record<string, Record<string, number>> = { apikeys: { k: 256 }, users: { p: 256 } };
+
+/** Errors no retry cures: a wrong password or user (28), a missing database (3D). */
+export function isFatal(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  return typeof code === 'string' && /^(28|3D)/.test(code);
+}
+
+/** What another controller changed: the row as it is now (undefined: deleted). */
+export interface RemoteChanges {
+  key?(id: string, props: ApiKeyProps | undefined): void;
+  user?(user: string, rec: UserRecord | undefined): void;
+  /** everything read again (at start once reachable, after an outage, past pending_max) */
+  reload?(keys: ApiKeyProps[], users: UserRecord[]): void;
+}
+
+type Op = { sql: string; params: unknown[] };
+
+/**
+ * Every change of a row, whoever makes it (this project, EVA ICS 3.3.2,
+ * psql), is told on CHANNEL at commit by a trigger: `{o, t, id}`, `o` the
+ * writer's `eva.origin` (set by ours for its transaction; empty for others).
+ */
+const TRIGGER_FUNCTION = `CREATE OR REPLACE FUNCTION eva_userdb_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  t text := CASE TG_TABLE_NAME WHEN 'apikeys' THEN 'k' ELSE 'u' END;
+  col text := CASE TG_TABLE_NAME WHEN 'apikeys' THEN 'k_id' ELSE 'u' END;
+  o text := coalesce(current_setting('eva.origin', true), '');
+  old_id text;
+  new_id text;
+BEGIN
+  IF TG_OP <> 'INSERT' THEN old_id := to_jsonb(OLD) ->> col; END IF;
+  IF TG_OP <> 'DELETE' THEN new_id := to_jsonb(NEW) ->> col; END IF;
+  IF new_id IS NOT NULL THEN PERFORM pg_notify('${CHANNEL}', json_build_object('o', o, 't', t, 'id', new_id)::text); END IF;
+  IF old_id IS NOT NULL AND old_id IS DISTINCT FROM new_id THEN
+    PERFORM pg_notify('${CHANNEL}', json_build_object('o', o, 't', t, 'id', old_id)::text);
+  END IF;
+  RETURN NULL;
+END $$`;
+
+/**
+ * Dynamic keys and users in tables `apikeys` and `users` of a PostgreSQL
+ * database several controllers share, with EVA ICS 3.3.2's columns and
+ * values. Each controller keeps them in memory (its key store and account
+ * list): a call never waits on the database to check a key. A change is
+ * written in one transaction that also tells every other controller
+ * (NOTIFY, delivered at commit); they read the changed row and update their
+ * memory. A controller that was away (or lost its listening connection)
+ * reads everything again when it is back.
+ */
+export class SharedUserDb implements KeyUserStore {
+  readonly file: string;
+  private readonly pool: Pg.Pool;
+  private listener: Pg.Client | undefined;
+  private keySnap: ApiKeyProps[] = [];
+  private userSnap: UserRecord[] = [];
+  private ops: Op[] | undefined;
+  /** this controller's id in notifications: its own changes are in memory already */
+  private readonly origin = crypto.randomBytes(8).toString('hex');
+  private readonly pending = new Set<string>();
+  private reloadAll = false;
+  private draining: Promise<void> | undefined;
+  private readonly subscribers = new Set<RemoteChanges>();
+  private stopped = false;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private delay = Limits.retry_delay;
+  /** the last reason it is unreachable, for /health and the log (nothing secret) */
+  problem: string | undefined = 'not connected yet';
+  reconnects = 0;
+
+  constructor(private readonly connectionString: string, uri: string, private readonly log: ModuleLogger) {
+    this.file = maskUserdb(uri);
+    this.pool = new (pg().Pool)({
+      connectionString,
+      max: Limits.pool_size,
+      connectionTimeoutMillis: Limits.connect_timeout * 1000,
+      idleTimeoutMillis: 30_000,
+      application_name: 'eva-userdb',
+    });
+    // an idle connection lost (server restart) must not crash the process; the pool opens another
+    this.pool.on('error', (err) => this.lost(err));
+  }
+
+  get connected(): boolean {
+    return this.problem === undefined;
+  }
+
+  /**
+   * Connect, make the tables, listen and read every key and user. A wrong
+   * password or a missing database rejects (the settings are wrong); an
+   * unreachable server does not: it is tried again until it answers.
+   */
+  async start(): Promise<void> {
+    try {
+      await this.connect();
+    } catch (err) {
+      if (isFatal(err)) throw err;
+      this.lost(err);
+    }
+  }
+
+  /** Be told of changes other controllers made. */
+  subscribe(s: RemoteChanges): () => void {
+    this.subscribers.add(s);
+    return () => this.subscribers.delete(s);
+  }
+
+  keys(): ApiKeyProps[] {
+    return this.keySnap;
+  }
+
+  users(): UserRecord[] {
+    return this.userSnap;
+  }
+
+  async change(sync: () => void, undo?: () => void): Promise<void> {
+    const ops: Op[] = [];
+    this.ops = ops;
+    try {
+      sync();
+    } finally {
+      this.ops = undefined;
+    }
+    if (!ops.length) return;
+    try {
+      const c = await this.pool.connect();
+      try {
+        await c.query('BEGIN');
+        // the trigger tells the others; they skip what this controller holds already
+        await c.query("SELECT set_config('eva.origin', $1, true)", [this.origin]);
+        for (const op of ops) await c.query(op.sql, op.params);
+        await c.query('COMMIT');
+      } catch (err) {
+        await c.query('ROLLBACK').catch(() => undefined);
+        throw err;
+      } finally {
+        c.release();
+      }
+    } catch (err) {
+      undo?.();
+      throw err;
+    }
+  }
+
+  private op(sql: string, params: unknown[]): void {
+    if (!this.ops) throw new Error('shared user db: rows change only inside change()');
+    this.ops.push({ sql, params });
+  }
+
+  putKey(key: ApiKey): void {
+    const { cols, values } = rowOfKey(key);
+    this.op(`INSERT INTO apikeys (${cols.join(', ')}) VALUES (${cols.map((_, i) => `$${i + 1}`).join(', ')})
+      ON CONFLICT (k_id) DO UPDATE SET ${cols.slice(1).map((c) => `${c} = EXCLUDED.${c}`).join(', ')}`, values);
+  }
+
+  deleteKey(id: string): void {
+    this.op('DELETE FROM apikeys WHERE k_id = $1', [id]);
+  }
+
+  putUser(u: UserRecord): void {
+    this.op(`INSERT INTO users (u, p, k) VALUES ($1, $2, $3)
+      ON CONFLICT (u) DO UPDATE SET p = EXCLUDED.p, k = EXCLUDED.k`, [u.user, u.password, u.keys.join(',')]);
+  }
+
+  deleteUser(user: string): void {
+    this.op('DELETE FROM users WHERE u = $1', [user]);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.retryTimer);
+    const l = this.listener;
+    this.listener = undefined;
+    await l?.end().catch(() => undefined);
+    await this.draining;
+    await this.pool.end().catch(() => undefined);
+  }
+
+  /** The listening connection, the tables, then everything read (changes meanwhile are told on the connection). */
+  private async connect(): Promise<void> {
+    const client = new (pg().Client)({ connectionString: this.connectionString, connectionTimeoutMillis: Limits.connect_timeout * 1000, application_name: 'eva-userdb-listen' });
+    client.on('error', (err) => this.lost(err, client));
+    client.on('end', () => this.lost(new Error('connection closed'), client));
+    try {
+      await client.connect();
+      await this.ensureSchema(client);
+      client.on('notification', (n) => this.told(n.payload));
+      await client.query(`LISTEN ${CHANNEL}`);
+    } catch (err) {
+      client.removeAllListeners('end');
+      await client.end().catch(() => undefined);
+      throw err;
+    }
+    if (this.stopped) {
+      await client.end().catch(() => undefined);
+      return;
+    }
+    this.listener = client;
+    this.reloadAll = true;
+    this.pending.clear();
+    await this.drain();
+    if (this.listener === client) {
+      if (this.problem !== undefined && this.problem !== 'not connected yet') this.log.info(`user db ${this.file} reachable again`);
+      this.problem = undefined;
+      this.delay = Limits.retry_delay;
+    }
+  }
+
+  private async ensureSchema(c: Pg.Client): Promise<void> {
+    await c.query('BEGIN');
+    try {
+      await c.query('SELECT pg_advisory_xact_lock($1)', [SCHEMA_LOCK]);
+      for (const [table, columns] of [['apikeys', ApikeysColumns], ['users', UsersColumns]] as const) {
+        const wide = ([n, t]: [string, string]): string => (Wider[table][n] ? t.replace(/\(\d+\)/, `(${Wider[table][n]})`) : t);
+        await c.query(`CREATE TABLE IF NOT EXISTS ${table} (${columns.map(([n, t]) => `${n} ${wide([n, t])}`).join(', ')}, PRIMARY KEY (${columns[0][0]}))`);
+        const have = await c.query<{ column_name: string; len: number | null }>(
+          `SELECT column_name, character_maximum_length AS len FROM information_schema.columns
+           WHERE table_schema = current_schema() AND table_name = $1`, [table]);
+        const len = new Map(have.rows.map((r) => [r.column_name, r.len]));
+        for (const [n, t] of columns) {
+          if (!len.has(n)) await c.query(`ALTER TABLE ${table} ADD COLUMN ${n} ${wide([n, t]).replace(' NOT NULL', '')}`);
+          else if (Wider[table][n] && (len.get(n) ?? Infinity) < Wider[table][n]) await c.query(`ALTER TABLE ${table} ALTER COLUMN ${n} TYPE VARCHAR(${Wider[table][n]})`);
+        }
+      }
+      await c.query(TRIGGER_FUNCTION);
+      for (const table of ['apikeys', 'users']) {
+        const has = await c.query("SELECT 1 FROM pg_trigger WHERE tgname = 'eva_userdb_notify' AND tgrelid = $1::regclass", [table]);
+        if (!has.rows.length) await c.query(`CREATE TRIGGER eva_userdb_notify AFTER INSERT OR UPDATE OR DELETE ON ${table} FOR EACH ROW EXECUTE FUNCTION eva_userdb_notify()`);
+      }
+      await c.query('COMMIT');
+    } catch (err) {
+      await c.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** A notification: note what changed and read it (several at once coalesce into one read each). */
+  private told(payload: string | undefined): void {
+    let n: { o?: unknown; t?: unknown; id?: unknown };
+    try {
+      n = JSON.parse(payload ?? '') as typeof n;
+    } catch {
+      return; // not ours
+    }
+    if (n.o === this.origin || (n.t !== 'k' && n.t !== 'u') || typeof n.id !== 'string') return;
+    if (this.pending.size >= Limits.pending_max) {
+      this.reloadAll = true;
+      this.pending.clear();
+    } else if (!this.reloadAll) {
+      this.pending.add(`${n.t}:${n.id}`);
+    }
+    void this.drain();
+  }
+
+  /** Read what was told, one read at a time, in the order told. */
+  private drain(): Promise<void> {
+    this.draining ??= (async () => {
+      try {
+        while (!this.stopped && (this.reloadAll || this.pending.size)) {
+          if (this.reloadAll) {
+            this.reloadAll = false;
+            this.pending.clear();
+            await this.reload();
+            continue;
+          }
+          const [first] = this.pending;
+          this.pending.delete(first);
+          await this.readOne(first);
+        }
+      } catch (err) {
+        // the server went away while reading: everything is read again once it is back
+        this.lost(err);
+      } finally {
+        this.draining = undefined;
+      }
+    })();
+    return this.draining;
+  }
+
+  private async reload(): Promise<void> {
+    const [k, u] = await Promise.all([
+      this.pool.query('SELECT * FROM apikeys ORDER BY k_id'),
+      this.pool.query('SELECT u, p, k FROM users ORDER BY u'),
+    ]);
+    this.keySnap = k.rows.map(keyOfRow);
+    this.userSnap = u.rows.map(userOfRow);
+    for (const s of this.subscribers) this.tell(() => s.reload?.(this.keySnap, this.userSnap));
+  }
+
+  private async readOne(what: string): Promise<void> {
+    const id = what.slice(2);
+    if (what.startsWith('k:')) {
+      const r = await this.pool.query('SELECT * FROM apikeys WHERE k_id = $1', [id]);
+      const props = r.rows.length ? keyOfRow(r.rows[0] as Record<string, unknown>) : undefined;
+      for (const s of this.subscribers) this.tell(() => s.key?.(id, props));
+    } else {
+      const r = await this.pool.query('SELECT u, p, k FROM users WHERE u = $1', [id]);
+      const rec = r.rows.length ? userOfRow(r.rows[0] as Record<string, unknown>) : undefined;
+      for (const s of this.subscribers) this.tell(() => s.user?.(id, rec));
+    }
+  }
+
+  private tell(fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      this.log.error(`user db change not applied: ${describe(err)}`);
+    }
+  }
+
+  /** The server or the listening connection is away: log once, and connect again with back-off. */
+  private lost(err: unknown, client?: Pg.Client): void {
+    if (this.stopped || (client && client !== this.listener && this.listener)) return;
+    const reason = (err as { code?: string })?.code ?? describe(err).split('\n')[0];
+    if (this.problem === undefined || this.problem === 'not connected yet') {
+      this.log.error(`user db ${this.file} unreachable (${reason}): keys and users stay as they were, changes are refused; connecting again`);
+    }
+    this.problem = `unreachable (${(err as { code?: string })?.code ?? 'connection failed'})`;
+    const l = this.listener;
+    this.listener = undefined;
+    if (l) { l.removeAllListeners('end'); void l.end().catch(() => undefined); }
+    if (this.retryTimer) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      this.reconnects++;
+      this.connect().catch((e: unknown) => this.lost(e));
+    }, this.delay * 1000);
+    this.retryTimer.unref();
+    this.delay = Math.min(this.delay * 2, Limits.retry_max_delay);
+  }
+}

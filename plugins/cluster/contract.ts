@@ -1,5 +1,8 @@
-/** The service plugin `cluster` offers: what several controllers share. Types only. */
+/** The service plugin `cluster` offers: what several controllers share. */
 import type { SharedUserDb } from './shared-userdb';
+
+/** `[server] userdb`: sysapi-keys reads it too (a shared user db that did not start is never replaced by the own file). */
+export { ClusterSettings } from './settings';
 
 /** Service `cluster`: offered only when `[server] userdb` names a shared database. */
 export interface ClusterService {

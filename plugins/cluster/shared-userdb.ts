@@ -7,7 +7,7 @@ import { onFirstUse } from '../../core/toolkit/lazy-module';
 import { bound, defaults, seconds } from '../../core/schema';
 import {
   ApikeysColumns, UsersColumns, keyOfRow, rowOfKey, userOfRow, type KeyUserStore, type UserRecord,
-} from '../sysapi/userdb';
+} from '../sysapi/contract';
 import { maskUserdb } from './uri';
 
 /** The PostgreSQL driver, loaded by a controller with `[server] userdb` only. */

@@ -1,5 +1,8 @@
-/** Services the sys-api plugins offer each other and core scripts. Types only. */
+/** Services the sys-api plugins offer each other and core scripts. */
 import type { UserDb } from './userdb';
+
+/** The user db's tables and their values as EVA ICS 3.3 wrote them: a shared user db (plugins/cluster) keeps the same. */
+export { ApikeysColumns, UsersColumns, keyOfRow, rowOfKey, userOfRow, type KeyUserStore, type UserRecord } from './userdb';
 
 /** Service `cvars` (plugin sysapi-cvars). */
 export interface CvarsService {

@@ -135,7 +135,10 @@ pgtest('PostgreSQL away: /health names the user db, keys in memory go on; back: 
   const a = await controller(t, uri);
   const b = await controller(t, uri);
   const key = (await a.client.ok('create_key', { k: Keys.master, i: 'before' })).key as string;
+  await a.client.ok('create_user', { k: Keys.master, u: 'dave', p: 'dave-Pass-1', a: 'before' });
   await until('key on B', async () => (await status(b, key)) === 200);
+  const login = () => a.client.rpc('login', { u: 'dave', p: 'dave-Pass-1' });
+  t.falsy((await login()).error);
   await server.stop();
   const health = async (r: Running) => (await (await fetch(`${r.url}/health`)).json()) as { userdb?: { connected: boolean }; degraded?: string[] };
   t.log(JSON.stringify(await until('A degraded', async () => {
@@ -144,11 +147,13 @@ pgtest('PostgreSQL away: /health names the user db, keys in memory go on; back: 
   })));
   t.is(await status(b, key), 200, 'keys held in memory still work');
   t.is((await a.client.rpc('create_key', { k: Keys.master, i: 'refused' })).error?.code, 10, 'a change cannot be shared: refused');
+  t.like((await login()).error, { code: 10, message: 'the shared user db is unreachable: no login until it is back' });
   await server.start();
   await until('A connected again', async () => {
     const h = await health(a);
     return h.userdb?.connected === true && !h.degraded?.some((d) => d.includes('user db'));
   }, 60_000);
+  t.falsy((await login()).error, 'login again once it is back');
   // B may reconnect later than A: a change made before its listener is back is read when it is
   await until('create on A once reachable', async () => !(await a.client.rpc('create_key', { k: Keys.master, i: 'after' })).error, 60_000);
   const after = (await a.client.ok('list_key_props', { k: Keys.master, i: 'after' })).key as string;

@@ -7,7 +7,7 @@ import { LoginThrottle, webapiLimits } from '../../../core/auth/throttle';
 import { RepeatLog } from '../../../core/repeat-log';
 import { type KeyUserStore, type UserRecord } from '../userdb';
 import '../../cluster/contract';
-import { accessDenied, alreadyExists, ApiError, invalidParams, notFound } from '../../../core/errors';
+import { accessDenied, alreadyExists, ApiError, functionFailed, invalidParams, notFound } from '../../../core/errors';
 import { describe } from '../../../core/log';
 import { writeOrFail } from '../dynamic-keys';
 import { basicCredentials } from '../basic-auth';
@@ -253,6 +253,8 @@ export const plugin = definePlugin({
         + '(with the credentials of its key: a read-only token becomes normal again).',
       returns: '{key: key id, token, user}; a token check: {key, token, mode: normal or readonly, user}',
       async handler(p, call) {
+        // a shared user db away: what is held here may be stale (a password changed, a user removed elsewhere)
+        if (shared && !shared.connected) throw functionFailed(`the shared user db is unreachable: no login until it is back`);
         // the credentials are checked first: valid ones pass at once; an
         // address with too many wrong ones booked is refused unchecked
         const wait = throttle.begin(call.ip);

@@ -49,8 +49,8 @@ export const plugin = definePlugin({
     }
     ctx.provide('cluster', { userdb: db });
     ctx.health('userdb', () => (db.connected
-      ? { state: { db: db.file, connected: true, reconnects: db.reconnects } }
-      : { state: { db: db.file, connected: false, reconnects: db.reconnects }, degraded: [`user db ${db.file} ${db.problem}: logins, key and user changes are refused; other controllers' changes are not seen`] }));
+      ? { state: { db: db.file, connected: true, reconnects: db.reconnects, reloads: db.reloads } }
+      : { state: { db: db.file, connected: false, reconnects: db.reconnects, reloads: db.reloads }, degraded: [`user db ${db.file} ${db.problem}: logins, key and user changes are refused; other controllers' changes are not seen`] }));
     ctx.onStop(() => db.stop());
   },
 });

@@ -1,4 +1,3 @@
-import crypto from 'node:crypto';
 import type * as Pg from 'pg';
 import type { ApiKey, ApiKeyProps } from '../../core/auth/apikey';
 import type { ModuleLogger } from '../../core/log';
@@ -18,7 +17,7 @@ export const SharedUserDbLimits = {
   connect_timeout: seconds(10, 'seconds to open a connection'),
   retry_delay: seconds(0.25, 'first reconnect delay, seconds; doubles up to retry_max_delay'),
   retry_max_delay: seconds(15, 'longest reconnect delay, seconds'),
-  pending_max: bound(10000, 'changes told by other controllers waiting to be read; past it everything is read again'),
+  pending_max: bound(10000, 'changed rows told and waiting to be read; past it everything is read again'),
 };
 const Limits = defaults(SharedUserDbLimits);
 
@@ -53,22 +52,20 @@ type Op = { sql: string; params: unknown[] };
 
 /**
  * Every change of a row, whoever makes it (this project, EVA ICS 3.3.2,
- * psql), is told on CHANNEL at commit by a trigger: `{o, t, id}`, `o` the
- * writer's `eva.origin` (set by ours for its transaction; empty for others).
+ * psql), is told on CHANNEL at commit by a trigger: `{t, id}`.
  */
 const TRIGGER_FUNCTION = `CREATE OR REPLACE FUNCTION eva_userdb_notify() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
   t text := CASE TG_TABLE_NAME WHEN 'apikeys' THEN 'k' ELSE 'u' END;
   col text := CASE TG_TABLE_NAME WHEN 'apikeys' THEN 'k_id' ELSE 'u' END;
-  o text := coalesce(current_setting('eva.origin', true), '');
   old_id text;
   new_id text;
 BEGIN
   IF TG_OP <> 'INSERT' THEN old_id := to_jsonb(OLD) ->> col; END IF;
   IF TG_OP <> 'DELETE' THEN new_id := to_jsonb(NEW) ->> col; END IF;
-  IF new_id IS NOT NULL THEN PERFORM pg_notify('${CHANNEL}', json_build_object('o', o, 't', t, 'id', new_id)::text); END IF;
+  IF new_id IS NOT NULL THEN PERFORM pg_notify('${CHANNEL}', json_build_object('t', t, 'id', new_id)::text); END IF;
   IF old_id IS NOT NULL AND old_id IS DISTINCT FROM new_id THEN
-    PERFORM pg_notify('${CHANNEL}', json_build_object('o', o, 't', t, 'id', old_id)::text);
+    PERFORM pg_notify('${CHANNEL}', json_build_object('t', t, 'id', old_id)::text);
   END IF;
   RETURN NULL;
 END $$`;
@@ -90,8 +87,6 @@ export class SharedUserDb implements KeyUserStore {
   private keySnap: ApiKeyProps[] = [];
   private userSnap: UserRecord[] = [];
   private ops: Op[] | undefined;
-  /** this controller's id in notifications: its own changes are in memory already */
-  private readonly origin = crypto.randomBytes(8).toString('hex');
   private readonly pending = new Set<string>();
   private reloadAll = false;
   private draining: Promise<void> | undefined;
@@ -102,6 +97,8 @@ export class SharedUserDb implements KeyUserStore {
   /** the last reason it is unreachable, for /health and the log (nothing secret) */
   problem: string | undefined = 'not connected yet';
   reconnects = 0;
+  /** times everything was read again (start, after an outage, past pending_max) */
+  reloads = 0;
 
   constructor(private readonly connectionString: string, uri: string, private readonly log: ModuleLogger) {
     this.file = maskUserdb(uri);
@@ -161,8 +158,7 @@ export class SharedUserDb implements KeyUserStore {
       const c = await this.pool.connect();
       try {
         await c.query('BEGIN');
-        // the trigger tells the others; they skip what this controller holds already
-        await c.query("SELECT set_config('eva.origin', $1, true)", [this.origin]);
+        // the trigger tells every controller, this one too (see told())
         for (const op of ops) await c.query(op.sql, op.params);
         await c.query('COMMIT');
       } catch (err) {
@@ -269,15 +265,20 @@ export class SharedUserDb implements KeyUserStore {
     }
   }
 
-  /** A notification: note what changed and read it (several at once coalesce into one read each). */
+  /**
+   * A notification: note what changed and read it (several at once coalesce
+   * into one read each). Rows this controller wrote are read back too: when
+   * two controllers change one key at once, each ends holding what the
+   * database holds, whichever committed last (an equal row changes nothing).
+   */
   private told(payload: string | undefined): void {
-    let n: { o?: unknown; t?: unknown; id?: unknown };
+    let n: { t?: unknown; id?: unknown };
     try {
       n = JSON.parse(payload ?? '') as typeof n;
     } catch {
       return; // not ours
     }
-    if (n.o === this.origin || (n.t !== 'k' && n.t !== 'u') || typeof n.id !== 'string') return;
+    if ((n.t !== 'k' && n.t !== 'u') || typeof n.id !== 'string') return;
     if (this.pending.size >= Limits.pending_max) {
       this.reloadAll = true;
       this.pending.clear();
@@ -317,6 +318,7 @@ export class SharedUserDb implements KeyUserStore {
       this.pool.query('SELECT * FROM apikeys ORDER BY k_id'),
       this.pool.query('SELECT u, p, k FROM users ORDER BY u'),
     ]);
+    this.reloads++;
     this.keySnap = k.rows.map(keyOfRow);
     this.userSnap = u.rows.map(userOfRow);
     for (const s of this.subscribers) this.tell(() => s.reload?.(this.keySnap, this.userSnap));

@@ -183,3 +183,17 @@ pgtest('a wrong password or a missing database stops the start with the line (ex
     t.false(r.err.includes(PG_PASSWORD) || r.err.includes('wrong-password'), 'the password is never told');
   }
 });
+
+pgtest('more changes told at once than are kept waiting (10000): everything is read again instead', async (t) => {
+  const uri = await shared.database();
+  const a = await controller(t, uri);
+  const health = async () => ((await (await fetch(`${a.url}/health`)).json()) as { userdb: { reloads: number } }).userdb;
+  const before = (await health()).reloads;
+  // one statement, one commit: 10500 notices arrive together
+  await rows(uri, `INSERT INTO apikeys (k_id, k, m, s, hal)
+    SELECT 'bulk' || g, md5(g::text) || md5('x' || g::text), 0, 0, '127.0.0.1' FROM generate_series(1, 10500) g`);
+  await until('every key held', async () => (await a.client.ok('list_keys', { k: Keys.master }) as unknown[]).length === 10500 + 3, 60_000);
+  t.true((await health()).reloads > before, 'read again as a whole');
+  const last = (await rows(uri, "SELECT k FROM apikeys WHERE k_id = 'bulk10500'"))[0].k as string;
+  t.is(await status(a, last), 200);
+});

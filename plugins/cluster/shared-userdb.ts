@@ -5,9 +5,10 @@ import { describe } from '../../core/log';
 import { onFirstUse } from '../../core/toolkit/lazy-module';
 import { bound, defaults, seconds } from '../../core/schema';
 import {
-  ApikeysColumns, UsersColumns, keyOfRow, rowOfKey, userOfRow, type KeyUserStore, type UserRecord,
+  keyOfRow, rowOfKey, userOfRow, type KeyUserStore, type UserRecord,
 } from '../sysapi/contract';
 import { maskUserdb } from './uri';
+import { CHANNEL, ensureSchema } from './schema';
 
 /** The PostgreSQL driver, loaded by a controller with `[server] userdb` only. */
 const pg = onFirstUse<typeof Pg>('pg');
@@ -21,18 +22,6 @@ export const SharedUserDbLimits = {
 };
 const Limits = defaults(SharedUserDbLimits);
 
-/** The channel every controller of the database listens on. */
-export const CHANNEL = 'eva_userdb';
-/** Serializes schema changes between controllers starting at once (CREATE TABLE IF NOT EXISTS races otherwise). */
-const SCHEMA_LOCK = 0x45564155;
-
-/**
- * Our column widths where ours are longer than 3.3.2's: scrypt password
- * hashes (about 90 characters; 3.3.2 kept 64 hex digits of SHA-256) and key
- * values set with set_key_prop (up to 256). A table 3.3.2 made is widened;
- * 3.3.2 reads the wider columns as before.
- */
-const Wider: Record<string, Record<string, number>> = { apikeys: { k: 256 }, users: { p: 256 } };
 
 /** Errors no retry cures: a wrong password or user (28), a missing database (3D). */
 export function isFatal(err: unknown): boolean {
@@ -49,26 +38,6 @@ export interface RemoteChanges {
 }
 
 type Op = { sql: string; params: unknown[] };
-
-/**
- * Every change of a row, whoever makes it (this project, EVA ICS 3.3.2,
- * psql), is told on CHANNEL at commit by a trigger: `{t, id}`.
- */
-const TRIGGER_FUNCTION = `CREATE OR REPLACE FUNCTION eva_userdb_notify() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-  t text := CASE TG_TABLE_NAME WHEN 'apikeys' THEN 'k' ELSE 'u' END;
-  col text := CASE TG_TABLE_NAME WHEN 'apikeys' THEN 'k_id' ELSE 'u' END;
-  old_id text;
-  new_id text;
-BEGIN
-  IF TG_OP <> 'INSERT' THEN old_id := to_jsonb(OLD) ->> col; END IF;
-  IF TG_OP <> 'DELETE' THEN new_id := to_jsonb(NEW) ->> col; END IF;
-  IF new_id IS NOT NULL THEN PERFORM pg_notify('${CHANNEL}', json_build_object('t', t, 'id', new_id)::text); END IF;
-  IF old_id IS NOT NULL AND old_id IS DISTINCT FROM new_id THEN
-    PERFORM pg_notify('${CHANNEL}', json_build_object('t', t, 'id', old_id)::text);
-  END IF;
-  RETURN NULL;
-END $$`;
 
 /**
  * Dynamic keys and users in tables `apikeys` and `users` of a PostgreSQL
@@ -214,7 +183,7 @@ export class SharedUserDb implements KeyUserStore {
     client.on('end', () => this.lost(new Error('connection closed'), client));
     try {
       await client.connect();
-      await this.ensureSchema(client);
+      await ensureSchema(client);
       client.on('notification', (n) => this.told(n.payload));
       await client.query(`LISTEN ${CHANNEL}`);
     } catch (err) {
@@ -234,34 +203,6 @@ export class SharedUserDb implements KeyUserStore {
       if (this.problem !== undefined && this.problem !== 'not connected yet') this.log.info(`user db ${this.file} reachable again`);
       this.problem = undefined;
       this.delay = Limits.retry_delay;
-    }
-  }
-
-  private async ensureSchema(c: Pg.Client): Promise<void> {
-    await c.query('BEGIN');
-    try {
-      await c.query('SELECT pg_advisory_xact_lock($1)', [SCHEMA_LOCK]);
-      for (const [table, columns] of [['apikeys', ApikeysColumns], ['users', UsersColumns]] as const) {
-        const wide = ([n, t]: [string, string]): string => (Wider[table][n] ? t.replace(/\(\d+\)/, `(${Wider[table][n]})`) : t);
-        await c.query(`CREATE TABLE IF NOT EXISTS ${table} (${columns.map(([n, t]) => `${n} ${wide([n, t])}`).join(', ')}, PRIMARY KEY (${columns[0][0]}))`);
-        const have = await c.query<{ column_name: string; len: number | null }>(
-          `SELECT column_name, character_maximum_length AS len FROM information_schema.columns
-           WHERE table_schema = current_schema() AND table_name = $1`, [table]);
-        const len = new Map(have.rows.map((r) => [r.column_name, r.len]));
-        for (const [n, t] of columns) {
-          if (!len.has(n)) await c.query(`ALTER TABLE ${table} ADD COLUMN ${n} ${wide([n, t]).replace(' NOT NULL', '')}`);
-          else if (Wider[table][n] && (len.get(n) ?? Infinity) < Wider[table][n]) await c.query(`ALTER TABLE ${table} ALTER COLUMN ${n} TYPE VARCHAR(${Wider[table][n]})`);
-        }
-      }
-      await c.query(TRIGGER_FUNCTION);
-      for (const table of ['apikeys', 'users']) {
-        const has = await c.query("SELECT 1 FROM pg_trigger WHERE tgname = 'eva_userdb_notify' AND tgrelid = $1::regclass", [table]);
-        if (!has.rows.length) await c.query(`CREATE TRIGGER eva_userdb_notify AFTER INSERT OR UPDATE OR DELETE ON ${table} FOR EACH ROW EXECUTE FUNCTION eva_userdb_notify()`);
-      }
-      await c.query('COMMIT');
-    } catch (err) {
-      await c.query('ROLLBACK').catch(() => undefined);
-      throw err;
     }
   }
 

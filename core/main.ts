@@ -107,6 +107,16 @@ async function checkConfig(paths: Paths): Promise<number> {
     findings.push({ level: 'warning', file, message: `plugin ${name ?? ''} skipped [${code}]: ${reason}`.replace('  ', ' ') });
   });
   findings.push(...checkSettingsFiles(paths, plugins.map((l) => ({ ...l.def, file: l.file }))));
+  // settings that only a server can judge (a database's password), once the files are right
+  if (!findings.some((f) => f.level === 'error')) {
+    for (const l of plugins) {
+      try {
+        findings.push(...(await l.def.checkConnections?.(paths) ?? []));
+      } catch (err) {
+        findings.push({ level: 'error', file: l.file, message: `plugin ${l.def.name} could not check its connections: ${err instanceof Error ? err.message : String(err)}` });
+      }
+    }
+  }
   for (const f of findings) process.stderr.write(`${formatFinding(f)}\n`);
   const errors = findings.filter((f) => f.level === 'error').length;
   process.stdout.write(`${paths.dir}: ${errors} error(s), ${findings.length - errors} other finding(s)\n`);

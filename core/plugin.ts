@@ -20,7 +20,7 @@ import type { RouteHandler, UpgradeHandler } from './http/hooks';
  * plugin written for the previous one may break). A plugin states the range it
  * was written for with `kernel`, e.g. '^2'.
  */
-export const KERNEL_API = '2.1.0';
+export const KERNEL_API = '2.2.0';
 
 /**
  * The services plugins offer each other, by name. Empty here: the plugin that
@@ -64,6 +64,12 @@ export interface PluginDefinition {
    * `plugins` are every loaded plugin's definition. Reads, never writes.
    */
   checkFiles?(paths: Paths, plugins: readonly PluginDefinition[]): Finding[];
+  /**
+   * What only a connection can tell about this plugin's settings (a database
+   * refusing the password or unknown), for --check-config once the files
+   * have no error; the start finds the same by failing (exit 3).
+   */
+  checkConnections?(paths: Paths): Promise<Finding[]>;
   /**
    * Called once per controller: create this controller's state here (a
    * process may hold several controllers, so keep none at module level) and

@@ -64,7 +64,7 @@ export function checkDefinition(d: unknown): DefinitionProblem | undefined {
   if (typeof p.version !== 'string' || !/^\d+\.\d+\.\d+/.test(p.version)) return malformed('plugin version must be x.y.z');
   if (!isNameList(p.needs)) return malformed('needs must be a list of service names');
   if (!isNameList(p.provides)) return malformed('provides must be a list of service names');
-  for (const f of ['start', 'stop', 'checkFiles']) if (p[f] !== undefined && typeof p[f] !== 'function') return malformed(`${f} must be a function`);
+  for (const f of ['start', 'stop', 'checkFiles', 'checkConnections']) if (p[f] !== undefined && typeof p[f] !== 'function') return malformed(`${f} must be a function`);
   if (p.kernel !== undefined) {
     const range = typeof p.kernel === 'string' ? validRange(p.kernel) : null;
     if (range === null) return malformed(`kernel must be a semver range such as '^2', not ${JSON.stringify(p.kernel)}`);

@@ -4,8 +4,8 @@ import { ConfigError, type Finding } from '../../core/settings/schema';
 import { entryOf } from '../../core/settings/usability';
 import { readIniFile } from '../../core/settings/check';
 import { describe } from '../../core/log';
-import { parseUserdb } from './uri';
-import { isFatal, SharedUserDb } from './shared-userdb';
+import { maskUserdb, parseUserdb } from './uri';
+import { isFatal, SharedUserDb, tryConnect } from './shared-userdb';
 import { ClusterSettings } from './settings';
 import './contract';
 
@@ -28,6 +28,18 @@ export const plugin = definePlugin({
     if (!e || e.value.trim() === '') return [];
     const r = parseUserdb(e.value.trim());
     return 'error' in r ? [{ level: 'error', file: doc.file, line: e.line, message: `[server] userdb: ${r.error}` }] : [];
+  },
+  async checkConnections(paths): Promise<Finding[]> {
+    const doc = readIniFile(paths.configFile);
+    const e = entryOf(doc, 'server', 'userdb');
+    const r = e && e.value.trim() !== '' ? parseUserdb(e.value.trim()) : undefined;
+    if (!e || !r || 'error' in r) return [];
+    const err = await tryConnect(r.connectionString);
+    if (!err) return [];
+    const uri = maskUserdb(e.value.trim());
+    return isFatal(err)
+      ? [{ level: 'error', file: doc.file, line: e.line, message: `[server] userdb: ${uri}: ${describe(err)}` }]
+      : [{ level: 'warning', file: doc.file, line: e.line, message: `[server] userdb: ${uri} cannot be reached now (${(err as { code?: string }).code ?? describe(err)}): the controller would start and wait for it` }];
   },
   async start(ctx) {
     const uri = ctx.config.section('server', ClusterSettings).userdb.trim();

@@ -29,6 +29,20 @@ export function isFatal(err: unknown): boolean {
   return typeof code === 'string' && /^(28|3D)/.test(code);
 }
 
+/** Open one connection and close it: undefined, or why it failed (--check-config). */
+export async function tryConnect(connectionString: string): Promise<unknown> {
+  const c = new (pg().Client)({ connectionString, connectionTimeoutMillis: Limits.connect_timeout * 1000, application_name: 'eva-userdb-check' });
+  c.on('error', () => undefined);
+  try {
+    await c.connect();
+    return undefined;
+  } catch (err) {
+    return err;
+  } finally {
+    await c.end().catch(() => undefined);
+  }
+}
+
 /** What another controller changed: the row as it is now (undefined: deleted). */
 export interface RemoteChanges {
   key?(id: string, props: ApiKeyProps | undefined): void;

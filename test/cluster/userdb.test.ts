@@ -173,15 +173,20 @@ test('a userdb that is no PostgreSQL URI is refused with its line (exit 3), by -
   }
 });
 
-pgtest('a wrong password or a missing database stops the start with the line (exit 3)', async (t) => {
+pgtest('a wrong password or a missing database is refused with the line (exit 3), by --check-config and at start', async (t) => {
   const uri = await shared.database();
   for (const bad of [uri.replace(PG_PASSWORD, 'wrong-password'), uri.replace(/\/[a-z0-9_]+$/, '/no_such_db')]) {
     const dir = makeDir(t, { ini: { server: { userdb: bad } } });
-    const r = await runMain(t, ['--dir', dir]);
-    t.is(r.code, 3, r.err);
-    t.truthy(lineOf(r.err, `${dir}/etc/uc.ini:4: error: [server] userdb: `), r.err);
-    t.false(r.err.includes(PG_PASSWORD) || r.err.includes('wrong-password'), 'the password is never told');
+    for (const args of [['--dir', dir, '--check-config'], ['--dir', dir]]) {
+      const r = await runMain(t, args);
+      t.is(r.code, 3, r.err);
+      t.truthy(lineOf(r.err, `${dir}/etc/uc.ini:4: error: [server] userdb: `), r.err);
+      t.false(r.err.includes(PG_PASSWORD) || r.err.includes('wrong-password'), 'the password is never told');
+    }
   }
+  // a good one passes the check
+  const ok = await runMain(t, ['--dir', makeDir(t, { ini: { server: { userdb: uri } } }), '--check-config']);
+  t.is(ok.code, 0, ok.err);
 });
 
 pgtest('more changes told at once than are kept waiting (10000): everything is read again instead', async (t) => {

@@ -55,21 +55,21 @@ export function makeDir(t: ExecutionContext | undefined, opts: DirOptions = {}):
 }
 
 /** A direct call's answer (its type named here: inferred, it would name undici's module by its path). */
-export interface Answer { status: number; headers: Headers; body: any }
+export interface DirectAnswer { status: number; headers: Headers; body: any }
 
 /** Client calls against a running controller. */
 export class Client {
   constructor(readonly url: string) {}
 
   /** Direct GET /sys-api/<fn>?params; returns status, headers and parsed body. */
-  async get(fn: string, params: Record<string, unknown> = {}, headers: Record<string, string> = {}, api = 'sys-api'): Promise<Answer> {
+  async get(fn: string, params: Record<string, unknown> = {}, headers: Record<string, string> = {}, api = 'sys-api'): Promise<DirectAnswer> {
     const q = new URLSearchParams(Object.entries(params).map(([k, v]): [string, string] => [k, String(v)]));
     const r = await fetch(`${this.url}/${api}/${fn}?${q}`, { headers });
     return { status: r.status, headers: r.headers, body: await parse(r) };
   }
 
   /** Direct POST with a JSON body. */
-  async post(fn: string, params: Record<string, unknown> = {}, headers: Record<string, string> = {}, api = 'sys-api'): Promise<Answer> {
+  async post(fn: string, params: Record<string, unknown> = {}, headers: Record<string, string> = {}, api = 'sys-api'): Promise<DirectAnswer> {
     const r = await fetch(`${this.url}/${api}/${fn}`, {
       method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body: JSON.stringify(params),
     });

@@ -30,13 +30,15 @@ proc('process_cpu_seconds_total at the first scrape is the CPU time since the pr
   const c = await spawnController(t, makeDir(t));
   // the start itself (loading, the settings, the keys) took CPU time before anyone scraped
   const before = kernelCpu(c.proc.pid!);
-  t.true(before >= 2 * TICK, `the start used ${before} s of CPU`);
+  t.true(before >= 10 * TICK, `the start used ${before} s of CPU`);
   const r = await fetch(`${c.url}/metrics`, { headers: { 'X-Auth-Key': Keys.master } });
   t.is(r.status, 200);
   const text = await r.text();
   const after = kernelCpu(c.proc.pid!);
   const total = sample(text, 'process_cpu_seconds_total');
-  t.true(total >= before - TICK && total <= after + TICK, `process_cpu_seconds_total ${total}, the kernel ${before} .. ${after}`);
+  // the kernel's ticks and node's count part the same time in their own ways: a few ticks apart on a loaded machine
+  // (0.3206 against 0.31 seen), far from a count that starts at the first scrape (0.004 against 0.26)
+  t.true(total >= before - 5 * TICK && total <= after + 5 * TICK, `process_cpu_seconds_total ${total}, the kernel ${before} .. ${after}`);
   const user = sample(text, 'process_cpu_user_seconds_total');
   const system = sample(text, 'process_cpu_system_seconds_total');
   t.true(Math.abs(user + system - total) < 0.005, `${user} + ${system} = ${total}`);

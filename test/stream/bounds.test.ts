@@ -33,10 +33,11 @@ test('an oversized message closes that connection (1009) and releases it; the ot
   t.is((await big.closed).code, 1009);
   await until('one client counted', async () => (await stats(client)).clients === 1);
   await client.ok('log_info', { m: 'after the big one', k: Keys.master });
-  t.is((await other.next((m) => m.s === 'log')).d[0].msg, 'after the big one');
+  // the other client goes on: its log stream gets the message (beside the API request lines of the stats calls above)
+  t.truthy(await other.next((m) => m.s === 'log' && m.d[0].msg === 'after the big one'));
   // a binary frame is refused in words, the connection stays
   other.ws.send(Buffer.from('{"m":"subscribe","events":[]}'));
-  t.like(await other.next(), { s: 'error', code: 11, message: 'messages are JSON text' });
+  t.like(await other.next((m) => m.s === 'error'), { s: 'error', code: 11, message: 'messages are JSON text' });
 });
 
 test('clients that go away (closed or cut) release their place at once', async (t) => {

@@ -39,7 +39,14 @@ test("the notifiers' state files (outbox journal, dead letters, Sparkplug bdSeq)
   for (const i of [...files, 'outbox/other.dead.json', 'ob/other.dead.json', 'outbox/sub/x.txt']) {
     await failsBoth(t, client, 'file_put', { k, i, m: forged }, Err.denied);
   }
-  for (const [f, data] of before) t.deepEqual(fs.readFileSync(path.join(rt, f)), data, `${f} unchanged`);
+  for (const [f, data] of before) {
+    const now = fs.readFileSync(path.join(rt, f));
+    if (f.startsWith('outbox/hook.journal.')) {
+      // the outbox itself may still append (the dead letter's own record, late on a loaded machine): what was there stays, nothing forged comes
+      t.deepEqual(now.subarray(0, data.length), data, `${f} kept what it held`);
+      t.false(now.includes('forged'), `${f} holds nothing forged`);
+    } else t.deepEqual(now, data, `${f} unchanged`);
+  }
   t.false(fs.existsSync(path.join(rt, 'outbox', 'other.dead.json')));
   t.false(fs.existsSync(path.join(rt, 'outbox', 'sub')), 'no folder made in outbox/ just to be refused');
 

@@ -5,7 +5,8 @@ import { entryOf } from '../../core/settings/usability';
 import { readIniFile } from '../../core/settings/check';
 import { describe } from '../../core/log';
 import { maskUserdb, parseUserdb } from './uri';
-import { isFatal, SharedUserDb, tryConnect } from './shared-userdb';
+import { SharedUserDb } from './shared-userdb';
+import { isFatal, PgLink, tryConnect } from './pg-link';
 import { ClusterSettings } from './settings';
 import './contract';
 
@@ -46,23 +47,30 @@ export const plugin = definePlugin({
     if (!uri) return;
     const r = parseUserdb(uri);
     if ('error' in r) throw new Error(r.error); // checkFiles refused it before the start
-    const db = new SharedUserDb(r.connectionString, uri, ctx.log);
+    const link = new PgLink(r.connectionString, uri, ctx.log);
+    const userdb = new SharedUserDb(link, ctx.log);
+    const stop = async (): Promise<void> => {
+      await link.stop();
+      await userdb.stop();
+    };
     try {
-      await db.start();
+      await link.start();
     } catch (err) {
-      await db.stop();
+      await stop();
       // a wrong password or database name is a setting in error, as a bad URI is: file:line, exit 3
       if (isFatal(err)) {
         const doc = readIniFile(ctx.paths.configFile);
         const line = entryOf(doc, 'server', 'userdb')?.line;
-        throw new ConfigError([{ level: 'error', file: doc.file, line, message: `[server] userdb: ${db.file}: ${describe(err)}` }]);
+        throw new ConfigError([{ level: 'error', file: doc.file, line, message: `[server] userdb: ${link.file}: ${describe(err)}` }]);
       }
-      throw healthReason(err, `user db ${db.file} cannot be used`);
+      throw healthReason(err, `user db ${link.file} cannot be used`);
     }
-    ctx.provide('cluster', { userdb: db });
-    ctx.health('userdb', () => (db.connected
-      ? { state: { db: db.file, connected: true, reconnects: db.reconnects, reloads: db.reloads } }
-      : { state: { db: db.file, connected: false, reconnects: db.reconnects, reloads: db.reloads }, degraded: [`user db ${db.file} ${db.problem}: logins, key and user changes are refused; other controllers' changes are not seen`] }));
-    ctx.onStop(() => db.stop());
+    ctx.provide('cluster', { link, userdb });
+    ctx.health('userdb', () => {
+      const state = { db: link.file, connected: link.connected, reconnects: link.reconnects, reloads: userdb.reloads };
+      return link.connected ? { state }
+        : { state, degraded: [`user db ${link.file} ${link.problem}: logins, key and user changes are refused; other controllers' changes are not seen`] };
+    });
+    ctx.onStop(stop);
   },
 });

@@ -36,7 +36,7 @@ BEGIN
 END $$`;
 
 /** Make the tables (3.3.2's columns, ours wider where noted), add missing columns, and the trigger; under a lock. */
-export async function ensureSchema(c: Pg.Client): Promise<void> {
+export async function ensureSchema(c: Pg.ClientBase): Promise<void> {
   await c.query('BEGIN');
   try {
     await c.query('SELECT pg_advisory_xact_lock($1)', [SCHEMA_LOCK]);

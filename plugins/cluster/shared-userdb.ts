@@ -2,46 +2,17 @@ import type * as Pg from 'pg';
 import type { ApiKey, ApiKeyProps } from '../../core/auth/apikey';
 import type { ModuleLogger } from '../../core/log';
 import { describe } from '../../core/log';
-import { onFirstUse } from '../../core/toolkit/lazy-module';
-import { bound, defaults, seconds } from '../../core/schema';
+import { bound, defaults } from '../../core/schema';
 import {
   keyOfRow, rowOfKey, userOfRow, type KeyUserStore, type UserRecord,
 } from '../sysapi/contract';
-import { maskUserdb } from './uri';
+import type { LinkUser, PgLink } from './pg-link';
 import { CHANNEL, ensureSchema } from './schema';
 
-/** The PostgreSQL driver, loaded by a controller with `[server] userdb` only. */
-const pg = onFirstUse<typeof Pg>('pg');
-
 export const SharedUserDbLimits = {
-  pool_size: bound(2, 'connections for writes and reads (the listener has one more)'),
-  connect_timeout: seconds(10, 'seconds to open a connection'),
-  retry_delay: seconds(0.25, 'first reconnect delay, seconds; doubles up to retry_max_delay'),
-  retry_max_delay: seconds(15, 'longest reconnect delay, seconds'),
   pending_max: bound(10000, 'changed rows told and waiting to be read; past it everything is read again'),
 };
 const Limits = defaults(SharedUserDbLimits);
-
-
-/** Errors no retry cures: a wrong password or user (28), a missing database (3D). */
-export function isFatal(err: unknown): boolean {
-  const code = (err as { code?: unknown })?.code;
-  return typeof code === 'string' && /^(28|3D)/.test(code);
-}
-
-/** Open one connection and close it: undefined, or why it failed (--check-config). */
-export async function tryConnect(connectionString: string): Promise<unknown> {
-  const c = new (pg().Client)({ connectionString, connectionTimeoutMillis: Limits.connect_timeout * 1000, application_name: 'eva-userdb-check' });
-  c.on('error', () => undefined);
-  try {
-    await c.connect();
-    return undefined;
-  } catch (err) {
-    return err;
-  } finally {
-    await c.end().catch(() => undefined);
-  }
-}
 
 /** What another controller changed: the row as it is now (undefined: deleted). */
 export interface RemoteChanges {
@@ -63,10 +34,8 @@ type Op = { sql: string; params: unknown[] };
  * memory. A controller that was away (or lost its listening connection)
  * reads everything again when it is back.
  */
-export class SharedUserDb implements KeyUserStore {
-  readonly file: string;
-  private readonly pool: Pg.Pool;
-  private listener: Pg.Client | undefined;
+export class SharedUserDb implements KeyUserStore, LinkUser {
+  readonly channel = CHANNEL;
   private keySnap: ApiKeyProps[] = [];
   private userSnap: UserRecord[] = [];
   private ops: Op[] | undefined;
@@ -75,43 +44,28 @@ export class SharedUserDb implements KeyUserStore {
   private draining: Promise<void> | undefined;
   private readonly subscribers = new Set<RemoteChanges>();
   private stopped = false;
-  private retryTimer: NodeJS.Timeout | undefined;
-  private delay = Limits.retry_delay;
-  /** the last reason it is unreachable, for /health and the log (nothing secret) */
-  problem: string | undefined = 'not connected yet';
-  reconnects = 0;
   /** times everything was read again (start, after an outage, past pending_max) */
   reloads = 0;
 
-  constructor(private readonly connectionString: string, uri: string, private readonly log: ModuleLogger) {
-    this.file = maskUserdb(uri);
-    this.pool = new (pg().Pool)({
-      connectionString,
-      max: Limits.pool_size,
-      connectionTimeoutMillis: Limits.connect_timeout * 1000,
-      idleTimeoutMillis: 30_000,
-      application_name: 'eva-userdb',
-    });
-    // an idle connection lost (server restart) must not crash the process; the pool opens another
-    this.pool.on('error', (err) => this.lost(err));
+  constructor(private readonly link: PgLink, private readonly log: ModuleLogger) {
+    void link.use(this);
   }
 
   get connected(): boolean {
-    return this.problem === undefined;
+    return this.link.connected;
   }
 
-  /**
-   * Connect, make the tables, listen and read every key and user. A wrong
-   * password or a missing database rejects (the settings are wrong); an
-   * unreachable server does not: it is tried again until it answers.
-   */
-  async start(): Promise<void> {
-    try {
-      await this.connect();
-    } catch (err) {
-      if (isFatal(err)) throw err;
-      this.lost(err);
-    }
+  /** the database, its password masked */
+  get file(): string {
+    return this.link.file;
+  }
+
+  /** At every (re)connection: the tables, then everything read (changes meanwhile are told on the connection). */
+  async onConnect(client: Pg.ClientBase): Promise<void> {
+    await ensureSchema(client);
+    this.reloadAll = true;
+    this.pending.clear();
+    await this.drain();
   }
 
   /** Be told of changes other controllers made. */
@@ -138,18 +92,10 @@ export class SharedUserDb implements KeyUserStore {
     }
     if (!ops.length) return;
     try {
-      const c = await this.pool.connect();
-      try {
-        await c.query('BEGIN');
-        // the trigger tells every controller, this one too (see told())
+      // the trigger tells every controller, this one too (see told())
+      await this.link.transaction(async (c) => {
         for (const op of ops) await c.query(op.sql, op.params);
-        await c.query('COMMIT');
-      } catch (err) {
-        await c.query('ROLLBACK').catch(() => undefined);
-        throw err;
-      } finally {
-        c.release();
-      }
+      });
     } catch (err) {
       undo?.();
       throw err;
@@ -182,42 +128,7 @@ export class SharedUserDb implements KeyUserStore {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.retryTimer);
-    const l = this.listener;
-    this.listener = undefined;
-    await l?.end().catch(() => undefined);
     await this.draining;
-    await this.pool.end().catch(() => undefined);
-  }
-
-  /** The listening connection, the tables, then everything read (changes meanwhile are told on the connection). */
-  private async connect(): Promise<void> {
-    const client = new (pg().Client)({ connectionString: this.connectionString, connectionTimeoutMillis: Limits.connect_timeout * 1000, application_name: 'eva-userdb-listen' });
-    client.on('error', (err) => this.lost(err, client));
-    client.on('end', () => this.lost(new Error('connection closed'), client));
-    try {
-      await client.connect();
-      await ensureSchema(client);
-      client.on('notification', (n) => this.told(n.payload));
-      await client.query(`LISTEN ${CHANNEL}`);
-    } catch (err) {
-      client.removeAllListeners('end');
-      await client.end().catch(() => undefined);
-      throw err;
-    }
-    if (this.stopped) {
-      await client.end().catch(() => undefined);
-      return;
-    }
-    this.listener = client;
-    this.reloadAll = true;
-    this.pending.clear();
-    await this.drain();
-    if (this.listener === client) {
-      if (this.problem !== undefined && this.problem !== 'not connected yet') this.log.info(`user db ${this.file} reachable again`);
-      this.problem = undefined;
-      this.delay = Limits.retry_delay;
-    }
   }
 
   /**
@@ -226,7 +137,7 @@ export class SharedUserDb implements KeyUserStore {
    * two controllers change one key at once, each ends holding what the
    * database holds, whichever committed last (an equal row changes nothing).
    */
-  private told(payload: string | undefined): void {
+  told(payload: string | undefined): void {
     let n: { t?: unknown; id?: unknown };
     try {
       n = JSON.parse(payload ?? '') as typeof n;
@@ -260,7 +171,7 @@ export class SharedUserDb implements KeyUserStore {
         }
       } catch (err) {
         // the server went away while reading: everything is read again once it is back
-        this.lost(err);
+        this.link.lost(err);
       } finally {
         this.draining = undefined;
       }
@@ -270,8 +181,8 @@ export class SharedUserDb implements KeyUserStore {
 
   private async reload(): Promise<void> {
     const [k, u] = await Promise.all([
-      this.pool.query('SELECT * FROM apikeys ORDER BY k_id'),
-      this.pool.query('SELECT u, p, k FROM users ORDER BY u'),
+      this.link.pool.query('SELECT * FROM apikeys ORDER BY k_id'),
+      this.link.pool.query('SELECT u, p, k FROM users ORDER BY u'),
     ]);
     this.reloads++;
     this.keySnap = k.rows.map(keyOfRow);
@@ -282,11 +193,11 @@ export class SharedUserDb implements KeyUserStore {
   private async readOne(what: string): Promise<void> {
     const id = what.slice(2);
     if (what.startsWith('k:')) {
-      const r = await this.pool.query('SELECT * FROM apikeys WHERE k_id = $1', [id]);
+      const r = await this.link.pool.query('SELECT * FROM apikeys WHERE k_id = $1', [id]);
       const props = r.rows.length ? keyOfRow(r.rows[0] as Record<string, unknown>) : undefined;
       for (const s of this.subscribers) this.tell(() => s.key?.(id, props));
     } else {
-      const r = await this.pool.query('SELECT u, p, k FROM users WHERE u = $1', [id]);
+      const r = await this.link.pool.query('SELECT u, p, k FROM users WHERE u = $1', [id]);
       const rec = r.rows.length ? userOfRow(r.rows[0] as Record<string, unknown>) : undefined;
       for (const s of this.subscribers) this.tell(() => s.user?.(id, rec));
     }
@@ -298,26 +209,5 @@ export class SharedUserDb implements KeyUserStore {
     } catch (err) {
       this.log.error(`user db change not applied: ${describe(err)}`);
     }
-  }
-
-  /** The server or the listening connection is away: log once, and connect again with back-off. */
-  private lost(err: unknown, client?: Pg.Client): void {
-    if (this.stopped || (client && client !== this.listener && this.listener)) return;
-    const reason = (err as { code?: string })?.code ?? describe(err).split('\n')[0];
-    if (this.problem === undefined || this.problem === 'not connected yet') {
-      this.log.error(`user db ${this.file} unreachable (${reason}): keys and users stay as they were, changes are refused; connecting again`);
-    }
-    this.problem = `unreachable (${(err as { code?: string })?.code ?? 'connection failed'})`;
-    const l = this.listener;
-    this.listener = undefined;
-    if (l) { l.removeAllListeners('end'); void l.end().catch(() => undefined); }
-    if (this.retryTimer) return;
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = undefined;
-      this.reconnects++;
-      this.connect().catch((e: unknown) => this.lost(e));
-    }, this.delay * 1000);
-    this.retryTimer.unref();
-    this.delay = Math.min(this.delay * 2, Limits.retry_max_delay);
   }
 }

@@ -1,0 +1,212 @@
+import type * as Pg from 'pg';
+import type { ModuleLogger } from '../../core/log';
+import { describe } from '../../core/log';
+import { onFirstUse } from '../../core/toolkit/lazy-module';
+import { bound, defaults, seconds } from '../../core/schema';
+import { maskUserdb } from './uri';
+
+/** The PostgreSQL driver, loaded by a controller with `[server] userdb` only. */
+const pg = onFirstUse<typeof Pg>('pg');
+
+export const PgLinkLimits = {
+  pool_size: bound(4, 'connections for writes and reads (the listener has one more)'),
+  connect_timeout: seconds(10, 'seconds to open a connection'),
+  retry_delay: seconds(0.25, 'first reconnect delay, seconds; doubles up to retry_max_delay'),
+  retry_max_delay: seconds(15, 'longest reconnect delay, seconds'),
+};
+const Limits = defaults(PgLinkLimits);
+
+/** Errors no retry cures: a wrong password or user (28), a missing database (3D). */
+export function isFatal(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  return typeof code === 'string' && /^(28|3D)/.test(code);
+}
+
+/** Open one connection and close it: undefined, or why it failed (--check-config). */
+export async function tryConnect(connectionString: string): Promise<unknown> {
+  const c = new (pg().Client)({ connectionString, connectionTimeoutMillis: Limits.connect_timeout * 1000, application_name: 'eva-userdb-check' });
+  c.on('error', () => undefined);
+  try {
+    await c.connect();
+    return undefined;
+  } catch (err) {
+    return err;
+  } finally {
+    await c.end().catch(() => undefined);
+  }
+}
+
+/**
+ * What shares state through the database: its channel, and what it does
+ * on every (re)connection, after LISTEN and before the link says connected
+ * (make its tables, read everything again: what changed while the link was
+ * away was not told).
+ */
+export interface LinkUser {
+  channel: string;
+  told(payload: string | undefined): void;
+  onConnect(client: Pg.ClientBase): Promise<void>;
+}
+
+/**
+ * The connection of one controller to the database its fleet shares: a
+ * small pool for statements and one more connection that listens. Every
+ * shared thing (keys and users, tokens, locks, cvars) registers as a
+ * LinkUser before start. Lost connections are logged once and opened again
+ * with back-off; each user then reads again what it holds, so nothing told
+ * while away is missed.
+ */
+export class PgLink {
+  /** the URI with its password masked: for messages and /health */
+  readonly file: string;
+  readonly pool: Pg.Pool;
+  private listener: Pg.Client | undefined;
+  private readonly users: LinkUser[] = [];
+  private readonly waiting = new Set<() => void>();
+  private stopped = false;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private delay = Limits.retry_delay;
+  /** why it is unreachable (nothing secret), or undefined while connected */
+  problem: string | undefined = 'not connected yet';
+  reconnects = 0;
+
+  constructor(private readonly connectionString: string, uri: string, private readonly log: ModuleLogger) {
+    this.file = maskUserdb(uri);
+    this.pool = new (pg().Pool)({
+      connectionString,
+      max: Limits.pool_size,
+      connectionTimeoutMillis: Limits.connect_timeout * 1000,
+      idleTimeoutMillis: 30_000,
+      application_name: 'eva-userdb',
+    });
+    // an idle connection lost (server restart) must not crash the process; the pool opens another
+    this.pool.on('error', (err) => this.lost(err));
+  }
+
+  get connected(): boolean {
+    return this.problem === undefined;
+  }
+
+  /**
+   * Share through the link. Registered before start(), the user is set up
+   * with the first connection; after it (a plugin that starts later), at
+   * once when connected, else at the next connection.
+   */
+  async use(user: LinkUser): Promise<void> {
+    this.users.push(user);
+    const l = this.listener;
+    if (!l || this.problem !== undefined) return;
+    try {
+      if (this.users.filter((u) => u.channel === user.channel).length === 1) await l.query(`LISTEN ${user.channel}`);
+      await user.onConnect(l);
+    } catch (err) {
+      this.lost(err, l);
+    }
+  }
+
+  /**
+   * Connect, listen and let every user read what it holds. A wrong password
+   * or a missing database rejects (the settings are wrong); an unreachable
+   * server does not: it is tried again until it answers.
+   */
+  async start(): Promise<void> {
+    try {
+      await this.connect();
+    } catch (err) {
+      if (isFatal(err)) throw err;
+      this.lost(err);
+    }
+  }
+
+  /** Resolves when connected, or false after `ms` (a caller with a deadline). */
+  whenConnected(ms: number): Promise<boolean> {
+    if (this.connected) return Promise.resolve(true);
+    if (this.stopped) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const done = (ok: boolean): void => {
+        clearTimeout(timer);
+        this.waiting.delete(wake);
+        resolve(ok);
+      };
+      const wake = (): void => done(this.connected);
+      const timer = setTimeout(() => done(false), ms);
+      this.waiting.add(wake);
+    });
+  }
+
+  /** Statements in one transaction; rolled back when one fails. */
+  async transaction<T>(fn: (c: Pg.PoolClient) => Promise<T>): Promise<T> {
+    const c = await this.pool.connect();
+    try {
+      await c.query('BEGIN');
+      const r = await fn(c);
+      await c.query('COMMIT');
+      return r;
+    } catch (err) {
+      await c.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      c.release();
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.retryTimer);
+    for (const w of [...this.waiting]) w();
+    const l = this.listener;
+    this.listener = undefined;
+    await l?.end().catch(() => undefined);
+    await this.pool.end().catch(() => undefined);
+  }
+
+  /** The listening connection, each user's channel, then each user reads what it holds. */
+  private async connect(): Promise<void> {
+    const client = new (pg().Client)({ connectionString: this.connectionString, connectionTimeoutMillis: Limits.connect_timeout * 1000, application_name: 'eva-userdb-listen' });
+    client.on('error', (err) => this.lost(err, client));
+    client.on('end', () => this.lost(new Error('connection closed'), client));
+    try {
+      await client.connect();
+      client.on('notification', (n) => {
+        for (const u of this.users) if (u.channel === n.channel) u.told(n.payload);
+      });
+      for (const channel of new Set(this.users.map((u) => u.channel))) await client.query(`LISTEN ${channel}`);
+      if (this.stopped) throw new Error('stopped');
+      this.listener = client;
+      for (const u of this.users) await u.onConnect(client);
+    } catch (err) {
+      if (this.listener === client) this.listener = undefined;
+      client.removeAllListeners('end');
+      await client.end().catch(() => undefined);
+      if (this.stopped) return;
+      throw err;
+    }
+    if (this.listener === client) {
+      if (this.problem !== undefined && this.problem !== 'not connected yet') this.log.info(`user db ${this.file} reachable again`);
+      this.problem = undefined;
+      this.delay = Limits.retry_delay;
+      for (const w of [...this.waiting]) w();
+    }
+  }
+
+  /** The server or the listening connection is away: log once, and connect again with back-off. */
+  lost(err: unknown, client?: Pg.Client): void {
+    if (this.stopped || (client && client !== this.listener && this.listener)) return;
+    const reason = (err as { code?: string })?.code ?? describe(err).split('\n')[0];
+    if (this.problem === undefined || this.problem === 'not connected yet') {
+      this.log.error(`user db ${this.file} unreachable (${reason}): shared keys, users and tokens stay as they were, changes are refused; connecting again`);
+    }
+    this.problem = `unreachable (${(err as { code?: string })?.code ?? 'connection failed'})`;
+    const l = this.listener;
+    this.listener = undefined;
+    if (l) { l.removeAllListeners('end'); void l.end().catch(() => undefined); }
+    if (this.retryTimer) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      this.reconnects++;
+      this.connect().catch((e: unknown) => this.lost(e));
+    }, this.delay * 1000);
+    this.retryTimer.unref();
+    this.delay = Math.min(this.delay * 2, Limits.retry_max_delay);
+  }
+}

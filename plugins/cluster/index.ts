@@ -7,7 +7,7 @@ import { describe } from '../../core/log';
 import { maskUserdb, parseUserdb } from './uri';
 import { SharedUserDb } from './shared-userdb';
 import { isFatal, PgLink, tryConnect } from './pg-link';
-import { ClusterSettings } from './settings';
+import { ClusterSection, ClusterSettings } from './settings';
 import './contract';
 
 
@@ -22,11 +22,17 @@ export const plugin = definePlugin({
   kind: 'service',
   version: '1.0.0',
   provides: ['cluster'],
-  settings: { server: ClusterSettings },
+  settings: { server: ClusterSettings, cluster: ClusterSection },
   checkFiles(paths): Finding[] {
     const doc = readIniFile(paths.configFile);
     const e = entryOf(doc, 'server', 'userdb');
-    if (!e || e.value.trim() === '') return [];
+    if (!e || e.value.trim() === '') {
+      // what [cluster] asks for needs the database the fleet shares: a controller that quietly kept its own would part from it
+      return Object.keys(ClusterSection).flatMap((k) => {
+        const c = entryOf(doc, 'cluster', k);
+        return c ? [{ level: 'error' as const, file: doc.file, line: c.line, message: `[cluster] ${k} needs [server] userdb (a PostgreSQL database the controllers share)` }] : [];
+      });
+    }
     const r = parseUserdb(e.value.trim());
     return 'error' in r ? [{ level: 'error', file: doc.file, line: e.line, message: `[server] userdb: ${r.error}` }] : [];
   },
@@ -48,7 +54,7 @@ export const plugin = definePlugin({
     const r = parseUserdb(uri);
     if ('error' in r) throw new Error(r.error); // checkFiles refused it before the start
     const link = new PgLink(r.connectionString, uri, ctx.log);
-    const userdb = new SharedUserDb(link, ctx.log);
+    const userdb = new SharedUserDb(link, ctx.log, ctx.config.section('cluster', ClusterSection).eva33_passwords);
     const stop = async (): Promise<void> => {
       await link.stop();
       await userdb.stop();

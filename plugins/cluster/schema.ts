@@ -35,10 +35,31 @@ BEGIN
   RETURN NULL;
 END $$`;
 
-/** Make the tables (3.3.2's columns, ours wider where noted), add missing columns, and the trigger; under a lock. */
-export async function ensureSchema(c: Pg.ClientBase): Promise<void> {
+/** What the tables turned out to be. */
+export interface SchemaState {
+  /** users.p could not be widened (a 3.3.2 controller holds the table): longer hashes do not fit */
+  narrowPasswords: boolean;
+}
+
+/**
+ * How long a schema change may wait for a table. EVA ICS 3.3.2 leaves its
+ * connections idle inside a transaction after a read, holding the tables: a
+ * column change would wait for ever, and every statement 3.3.2 sends after
+ * it would queue behind it, stopping the 3.3.2 controller too.
+ */
+const LOCK_TIMEOUT = '2s';
+
+/**
+ * Make the tables (3.3.2's columns, ours wider where noted), add missing
+ * columns, and the trigger; under a lock. A column that cannot be widened
+ * now (its table held by 3.3.2) stays as it is: tried again at the next
+ * connection, and said in what this returns.
+ */
+export async function ensureSchema(c: Pg.ClientBase, log: { warning(m: string): void }): Promise<SchemaState> {
+  const state: SchemaState = { narrowPasswords: false };
   await c.query('BEGIN');
   try {
+    await c.query(`SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'`);
     await c.query('SELECT pg_advisory_xact_lock($1)', [SCHEMA_LOCK]);
     for (const [table, columns] of [['apikeys', ApikeysColumns], ['users', UsersColumns]] as const) {
       const wide = ([n, t]: [string, string]): string => (Wider[table][n] ? t.replace(/\(\d+\)/, `(${Wider[table][n]})`) : t);
@@ -49,7 +70,17 @@ export async function ensureSchema(c: Pg.ClientBase): Promise<void> {
       const len = new Map(have.rows.map((r) => [r.column_name, r.len]));
       for (const [n, t] of columns) {
         if (!len.has(n)) await c.query(`ALTER TABLE ${table} ADD COLUMN ${n} ${wide([n, t]).replace(' NOT NULL', '')}`);
-        else if (Wider[table][n] && (len.get(n) ?? Infinity) < Wider[table][n]) await c.query(`ALTER TABLE ${table} ALTER COLUMN ${n} TYPE VARCHAR(${Wider[table][n]})`);
+        else if (Wider[table][n] && (len.get(n) ?? Infinity) < Wider[table][n]) {
+          await c.query('SAVEPOINT widen');
+          try {
+            await c.query(`ALTER TABLE ${table} ALTER COLUMN ${n} TYPE VARCHAR(${Wider[table][n]})`);
+          } catch (err) {
+            if ((err as { code?: string }).code !== '55P03') throw err;
+            await c.query('ROLLBACK TO SAVEPOINT widen');
+            log.warning(`user db: ${table}.${n} stays ${len.get(n)} characters wide: the table is held by another program (an EVA ICS 3.3.2 controller keeps a transaction open); widened at a later connection`);
+            if (table === 'users' && n === 'p') state.narrowPasswords = true;
+          }
+        }
       }
     }
     await c.query(TRIGGER_FUNCTION);
@@ -62,4 +93,5 @@ export async function ensureSchema(c: Pg.ClientBase): Promise<void> {
     await c.query('ROLLBACK').catch(() => undefined);
     throw err;
   }
+  return state;
 }

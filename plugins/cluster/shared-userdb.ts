@@ -3,6 +3,7 @@ import type { ApiKey, ApiKeyProps } from '../../core/auth/apikey';
 import type { ModuleLogger } from '../../core/log';
 import { describe } from '../../core/log';
 import { bound, defaults } from '../../core/schema';
+import { functionFailed } from '../../core/errors';
 import {
   keyOfRow, rowOfKey, userOfRow, type KeyUserStore, type UserRecord,
 } from '../sysapi/contract';
@@ -47,7 +48,11 @@ export class SharedUserDb implements KeyUserStore, LinkUser {
   /** times everything was read again (start, after an outage, past pending_max) */
   reloads = 0;
 
-  constructor(private readonly link: PgLink, private readonly log: ModuleLogger) {
+  /** users.p is 3.3.2's width (it could not be widened): a scrypt hash does not fit */
+  private narrowPasswords = false;
+
+  /** `eva33Passwords`: passwords set here are written as 3.3.2 wrote them (`[cluster] eva33_passwords`) */
+  constructor(private readonly link: PgLink, private readonly log: ModuleLogger, readonly eva33Passwords = false) {
     void link.use(this);
   }
 
@@ -62,7 +67,7 @@ export class SharedUserDb implements KeyUserStore, LinkUser {
 
   /** At every (re)connection: the tables, then everything read (changes meanwhile are told on the connection). */
   async onConnect(client: Pg.ClientBase): Promise<void> {
-    await ensureSchema(client);
+    this.narrowPasswords = (await ensureSchema(client, this.log)).narrowPasswords;
     this.reloadAll = true;
     this.pending.clear();
     await this.drain();
@@ -98,6 +103,12 @@ export class SharedUserDb implements KeyUserStore, LinkUser {
       });
     } catch (err) {
       undo?.();
+      // 22001: a value longer than its column, one 3.3.2 made and holds open (schema.ts)
+      if ((err as { code?: string }).code === '22001') {
+        throw functionFailed(this.narrowPasswords && !this.eva33Passwords
+          ? 'the shared user db\'s users.p is EVA ICS 3.3.2\'s 64 characters (a 3.3.2 controller holds the table): set [cluster] eva33_passwords = yes while 3.3.2 shares it'
+          : 'a value is longer than its column in the shared user db (a table EVA ICS 3.3.2 made and holds open)');
+      }
       throw err;
     }
   }

@@ -1,6 +1,6 @@
 import type { ModuleLogger } from '../../core/log';
 import { describe } from '../../core/log';
-import { functionFailed } from '../../core/errors';
+import { ApiError, functionFailed } from '../../core/errors';
 import type { KeyStore } from '../../core/auth/keys';
 import type { KeyUserStore } from './userdb';
 
@@ -15,6 +15,7 @@ export async function writeOrFail(db: KeyUserStore, log: ModuleLogger, sync: () 
     await db.change(sync, undo);
   } catch (err) {
     log.error(`user db ${db.file} could not be written: ${describe(err)}`);
+    if (err instanceof ApiError) throw err; // the store said why in the caller's words
     throw functionFailed(`the user db could not be written${undo ? ', nothing changed' : ''}; see the controller log`);
   }
 }

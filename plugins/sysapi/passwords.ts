@@ -72,6 +72,15 @@ export async function hashPassword(password: string): Promise<string> {
   return `${PREFIX}ln=${d.ln},r=${d.r},p=${d.p}$${salt.toString('base64')}$${hash.toString('base64')}`;
 }
 
+/**
+ * The hash EVA ICS 3.3.2 stored: SHA-256 of the password, 64 hex digits,
+ * unsalted. Written only for a user db shared with 3.3.2 controllers
+ * (`[cluster] eva33_passwords`), which check nothing else.
+ */
+export function eva33Hash(password: string): string {
+  return crypto.createHash('sha256').update(password).digest('hex');
+}
+
 function parseScrypt(stored: string): { params: Params; salt: Buffer; hash: Buffer } | undefined {
   const m = /^\$scrypt\$ln=(\d+),r=(\d+),p=(\d+)\$([A-Za-z0-9+/=]+)\$([A-Za-z0-9+/=]+)$/.exec(stored);
   if (!m) return undefined;

@@ -2,7 +2,7 @@ import { definePlugin } from '../../../core/plugin';
 import { text } from '../../../core/schema';
 import type { CallContext } from '../../../core/functions';
 import type { ApiKey } from '../../../core/auth/apikey';
-import { hashPassword, verifyPassword, dummyVerify } from '../passwords';
+import { eva33Hash, hashPassword, verifyPassword, dummyVerify } from '../passwords';
 import { LoginThrottle, webapiLimits } from '../../../core/auth/throttle';
 import { RepeatLog } from '../../../core/repeat-log';
 import { type KeyUserStore, type UserRecord } from '../userdb';
@@ -34,6 +34,8 @@ export const plugin = definePlugin({
     // with [server] userdb the accounts live in the database the controllers share (plugin cluster)
     const shared = ctx.hasService('cluster') ? ctx.service('cluster').userdb : undefined;
     const db: KeyUserStore = shared ?? ctx.service('userdb');
+    /** A new password's hash: scrypt, or 3.3.2's while 3.3.2 controllers share the user db ([cluster] eva33_passwords). */
+    const newHash = (pw: string): Promise<string> => (shared?.eva33Passwords ? Promise.resolve(eva33Hash(pw)) : hashPassword(pw));
     const users = new Map<string, UserRecord>(db.users().map((r) => [r.user, r]));
     /** Make account `u` what the shared db holds (undefined: gone); a changed one's tokens end, as where it was changed. */
     const apply = (u: string, rec: UserRecord | undefined): void => {
@@ -90,7 +92,7 @@ export const plugin = definePlugin({
         if (!LOGIN.test(p.u)) throw invalidParams('u: a login is 1 to 64 characters without spaces or colons');
         if (users.has(p.u)) throw alreadyExists(`user ${p.u}`);
         existingKey(p.a);
-        const hash = await hashPassword(password(p.p));
+        const hash = await newHash(password(p.p));
         if (users.has(p.u)) throw alreadyExists(`user ${p.u}`); // created by a call that ran while we hashed
         const rec = { user: p.u, password: hash, keys: [p.a] };
         users.set(p.u, rec);
@@ -162,7 +164,7 @@ export const plugin = definePlugin({
       description: "Set a user's password; the user's tokens end at once.",
       async handler(p) {
         user(p.u);
-        const hash = await hashPassword(password(p.p));
+        const hash = await newHash(password(p.p));
         const rec = { ...user(p.u), password: hash }; // looked up again: the account may have changed meanwhile
         users.set(p.u, rec);
         tokens.dropUser(p.u);

@@ -1,44 +1,17 @@
 import * as protobuf from 'protobufjs';
 import mqtt, { type MqttClient } from 'mqtt';
 import type { Broker, Owner } from './broker';
+import { SPARKPLUG_B_SCHEMA } from './sparkplug-schema';
 
 /**
  * A Sparkplug B host application for tests, written from the Eclipse
  * Sparkplug 3.0 specification and independent of the node it tests: its own
- * schema text, parsed by protobufjs, and its own checks of what a host must
+ * schema text (sparkplug-schema.ts), parsed by protobufjs, and its own checks of what a host must
  * verify. It records every message in order and every rule broken
  * (`problems`): seq continuity from 0 at NBIRTH, bdSeq of NDEATH matching the
  * NBIRTH, births before data, aliases known from the births.
  */
-const SCHEMA = `
-syntax = "proto2";
-message Payload {
-  optional uint64 timestamp = 1;
-  repeated Metric metrics = 2;
-  optional uint64 seq = 3;
-  optional string uuid = 4;
-  optional bytes body = 5;
-  message Metric {
-    optional string name = 1;
-    optional uint64 alias = 2;
-    optional uint64 timestamp = 3;
-    optional uint32 datatype = 4;
-    optional bool is_historical = 5;
-    optional bool is_transient = 6;
-    optional bool is_null = 7;
-    oneof value {
-      uint32 int_value = 10;
-      uint64 long_value = 11;
-      float float_value = 12;
-      double double_value = 13;
-      bool boolean_value = 14;
-      string string_value = 15;
-      bytes bytes_value = 16;
-    }
-  }
-}`;
-
-const Payload = protobuf.parse(SCHEMA, { keepCase: true }).root.lookupType('Payload');
+const Payload = protobuf.parse(SPARKPLUG_B_SCHEMA, { keepCase: true }).root.lookupType('Payload');
 
 export const Types = { Int32: 3, Int64: 4, Double: 10, Boolean: 11, String: 12 } as const;
 
@@ -74,7 +47,7 @@ export class SparkplugHost {
   readonly messages: HostMessage[] = [];
   readonly problems: string[] = [];
   /** per node (group/node): the bdSeq of its last NBIRTH, the seq expected next, whether it is online */
-  private readonly nodes = new Map<string, { bdSeq?: number; next: number; online: boolean; aliases: Map<number, string> }>();
+  private readonly nodes = new Map<string, { bdSeq?: number; next: number; online: boolean; aliases: Map<number, string>; types: Map<number, number> }>();
   /** device (group/node/device, '' device for the node) -> metric name -> last value */
   readonly values = new Map<string, Map<string, unknown>>();
   private waiters: (() => void)[] = [];
@@ -106,7 +79,7 @@ export class SparkplugHost {
     this.messages.push(msg);
     const key = `${group}/${node}`;
     let n = this.nodes.get(key);
-    if (!n) this.nodes.set(key, (n = { next: 0, online: false, aliases: new Map() }));
+    if (!n) this.nodes.set(key, (n = { next: 0, online: false, aliases: new Map(), types: new Map() }));
     if (kind === 'NDEATH') {
       const bd = p.metrics.find((m) => m.name === 'bdSeq')?.value;
       if (p.seq !== undefined) this.problems.push('NDEATH carries a seq');
@@ -122,6 +95,7 @@ export class SparkplugHost {
         n.bdSeq = bd?.value as number;
         n.online = true;
         n.aliases = new Map();
+        n.types = new Map();
         n.next = 1;
         for (const [d] of this.values) if (d.startsWith(`${key}/`)) this.values.delete(d);
       } else {
@@ -141,7 +115,11 @@ export class SparkplugHost {
             const had = n.aliases.get(m.alias);
             if (had !== undefined && had !== `${device}/${m.name}`) this.problems.push(`alias ${m.alias} given to ${had} and ${device}/${m.name}`);
             n.aliases.set(m.alias, `${device}/${m.name}`);
+            if (m.datatype !== undefined) n.types.set(m.alias, m.datatype);
           }
+        } else if (m.datatype === undefined && m.alias !== undefined && n.types.get(m.alias) === Types.Int32 && typeof m.value === 'number') {
+          // data carries no data type: the birth's says how to read the value (an Int32 travels as uint32)
+          m.value |= 0;
         }
         let name = m.name;
         if (name === undefined && m.alias !== undefined) {

@@ -36,7 +36,8 @@ interface MetricRef { oid: string; type: string; field: Field; device: string; n
 interface Device { name: string; topic: string; topicBytes: Buffer; epoch: number; slots: Slot[]; events: StateEvent[] }
 
 /** One item as born: its two metrics, its device, and what was last reported of it (data reports changes only). */
-interface Slot { status: MetricRef; value: MetricRef; device: string; dev: Device; lastStatus: number; lastValue: string | null }
+/** `bornAt`: the time (ms) of the item's state its birth carried; an event before it is history to the host */
+interface Slot { status: MetricRef; value: MetricRef; device: string; dev: Device; lastStatus: number; lastValue: string | null; bornAt: number }
 
 /** An event held while the host or the broker was away. */
 interface Stored { e: StateEvent; bytes: number }
@@ -117,7 +118,7 @@ export class SparkplugNode implements Endpoint {
   readonly stats = {
     births: 0, device_births: 0, deaths: 0, device_deaths: 0, data_messages: 0, rebirth_requests: 0,
     rebirths_coalesced: 0, rebirths_limited: 0,
-    commands_run: 0, commands_refused: 0, stored: 0, store_dropped: 0, forwarded: 0, host_online_changes: 0,
+    commands_run: 0, commands_refused: 0, stored: 0, store_dropped: 0, forwarded: 0, historical_values_skipped: 0, host_online_changes: 0,
     host_states_refused: 0, connects: 0, host_offline_disconnects: 0,
   };
 
@@ -274,7 +275,7 @@ export class SparkplugNode implements Endpoint {
       const r: MetricRef = { oid: it.oid, type: it.type, field: 'value', device, name: this.metricName(it, 'value'), alias: alias + 1, datatype };
       into.set(s.name, s);
       into.set(r.name, r);
-      this.slots.set(it.oid, { status: s, value: r, device, dev, lastStatus: status, lastValue: v });
+      this.slots.set(it.oid, { status: s, value: r, device, dev, lastStatus: status, lastValue: v, bornAt: t });
       w.open(s.name, s.alias, t, DataType.Int32);
       w.value(DataType.Int32, status);
       w.open(r.name, r.alias, t, datatype);
@@ -294,9 +295,11 @@ export class SparkplugNode implements Endpoint {
     const node = new Map<string, MetricRef>();
     this.born.set('', node);
     const w = this.writer;
-    w.begin(Date.now());
-    w.metric({ name: BDSEQ, datatype: DataType.Int64, value: this.bdSeq });
-    w.metric({ name: REBIRTH, datatype: DataType.Boolean, value: false });
+    const now = Date.now();
+    w.begin(now);
+    // every metric of a birth has a timestamp (Sparkplug 3.0: payloads-name-birth-data-requirement)
+    w.metric({ name: BDSEQ, timestamp: now, datatype: DataType.Int64, value: this.bdSeq });
+    w.metric({ name: REBIRTH, timestamp: now, datatype: DataType.Boolean, value: false });
     this.bornMetrics('', layout.get('') ?? [], node);
     const messages = [this.written('NBIRTH', '')];
     for (const [device, items] of layout) {
@@ -357,7 +360,7 @@ export class SparkplugNode implements Endpoint {
         if (!historical && this.subs.some((x) => itemSelected(x, e))) (reborn ??= new Set()).add(this.deviceOf(e));
         continue;
       }
-      if (!historical) {
+      if (!historical && Math.round(e.t * 1000) >= slot.bornAt) {
         const vt = valueType(e.value);
         if (vt !== undefined && vt !== slot.value.datatype) {
           (reborn ??= new Set()).add(slot.device);
@@ -389,23 +392,32 @@ export class SparkplugNode implements Endpoint {
         const e = events[i];
         const slot = slots[i];
         const t = Math.round(e.t * 1000);
-        if (historical) {
-          const datatype = valueType(e.value) ?? slot.value.datatype;
-          w.open(slot.status.name, undefined, t, DataType.Int32);
+        // an event older than the state the birth carried (queued while the node was being born) is history:
+        // sent live, it would take the host's value back to a past one
+        // data metrics by alias alone, without their data type: the birth gave both (Sparkplug 3.0: names
+        // only in births, no data type in data)
+        if (historical || t < slot.bornAt) {
+          w.open(undefined, slot.status.alias, t, undefined);
           w.flags(true, false);
           w.value(DataType.Int32, e.status);
-          w.open(slot.value.name, undefined, t, datatype);
-          w.flags(true, false);
-          w.value(datatype, metricValue(e.value, datatype));
+          const vt = valueType(e.value);
+          // a value of another data type than the birth's (the item's value became text meanwhile) cannot be
+          // sent under that alias; its status goes, the value is counted
+          if (vt !== undefined && vt !== slot.value.datatype) this.stats.historical_values_skipped++;
+          else {
+            w.open(undefined, slot.value.alias, t, undefined);
+            w.flags(true, false);
+            w.value(slot.value.datatype, metricValue(e.value, slot.value.datatype));
+          }
         } else {
           if (e.status !== slot.lastStatus) {
-            w.open(undefined, slot.status.alias, t, DataType.Int32);
+            w.open(undefined, slot.status.alias, t, undefined);
             w.value(DataType.Int32, e.status);
             slot.lastStatus = e.status;
           }
           if (e.value !== slot.lastValue) {
             const datatype = slot.value.datatype;
-            w.open(undefined, slot.value.alias, t, datatype);
+            w.open(undefined, slot.value.alias, t, undefined);
             w.value(datatype, metricValue(e.value, datatype));
             slot.lastValue = e.value;
           }

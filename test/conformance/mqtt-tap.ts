@@ -43,13 +43,10 @@ export async function startMqttTap(t: Owner, target: { host: string; port: numbe
     const outbound = net.connect(target.port, target.host);
     sockets.add(outbound);
     const up = mqttPacket.parser();
-    let down = mqttPacket.parser();
+    const down = mqttPacket.parser();
     up.on('packet', (packet) => {
-      // the broker answers in the version the client asked for
-      if (packet.cmd === 'connect' && packet.protocolVersion === 5) {
-        down = mqttPacket.parser({ protocolVersion: 5 });
-        down.on('packet', (p) => note({ conn, dir: 'in', packet: p }));
-      }
+      // what follows a CONNECT, both ways, is in the version it asked for
+      if (packet.cmd === 'connect') for (const p of [up, down]) (p as unknown as { settings: { protocolVersion?: number } }).settings.protocolVersion = packet.protocolVersion;
       note({ conn, dir: 'out', packet });
     });
     down.on('packet', (p) => note({ conn, dir: 'in', packet: p }));

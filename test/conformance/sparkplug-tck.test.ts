@@ -3,7 +3,7 @@ import test, { type ExecutionContext } from 'ava';
 import fs from 'node:fs';
 import * as protobuf from 'protobufjs';
 import mqtt from 'mqtt';
-import type { Packet, IConnectPacket, IPublishPacket, ISubscribePacket, IConnackPacket } from 'mqtt-packet';
+import type { Packet, IConnectPacket, IPublishPacket, ISubscribePacket, IConnackPacket, IDisconnectPacket } from 'mqtt-packet';
 import { startBroker, type Broker, type Owner } from '../helpers/broker';
 import { startController, Keys, type Running } from '../helpers/controller';
 import { notifierFiles, stats } from '../helpers/notifiers';
@@ -114,7 +114,7 @@ function spNotifier(tap: MqttTap, extra: Record<string, unknown>): Record<string
 
 interface Session {
   log: readonly Tapped[]; pubs: Pub[]; started: number; ended: number;
-  /** the connections of edge1 (devices by group) and edge2 (metrics on the node) */
+  /** the connections of edge1 (devices by group) and edge2 (metrics on the node); edge4 is edge1 over MQTT 5 */
   c1: number; c2: number;
   /** the NCMD's delivery to edge1 in the log, the NBIRTH that answered it */
   ncmdAt: number; rebirthAt: number;
@@ -132,6 +132,7 @@ async function runSession(): Promise<Session> {
   const c = await controller(notifierFiles({
     e1: spNotifier(tap, { edge_node_id: 'edge1', devices: 'group' }),
     e2: spNotifier(tap, { edge_node_id: 'edge2', devices: 'node' }),
+    e4: spNotifier(tap, { edge_node_id: 'edge4', devices: 'group', protocol: '5' }),
   }));
   // the items are there before the nodes reach the broker: their first births hold them
   await c.ok('create', { i: 'sensor:g1/temp' });
@@ -142,8 +143,9 @@ async function runSession(): Promise<Session> {
   const conn = (node: string) => tap.until(`${node} connected`, (log) => log.find((e) => e.dir === 'out' && e.packet?.cmd === 'connect' && (e.packet as IConnectPacket).will?.topic === `${NS}/plant/NDEATH/${node}`)?.conn);
   const c1 = await conn('edge1');
   const c2 = await conn('edge2');
+  const c4 = await conn('edge4');
   const kinds = (cn: number) => publications(tap.log).filter((x) => x.conn === cn && x.dir === 'out').map((x) => `${x.kind}${x.device ? `/${x.device}` : ''}`);
-  await tap.until('births', () => kinds(c1).includes('DBIRTH/g2') && kinds(c1).includes('DBIRTH/g1') && kinds(c2).includes('NBIRTH'));
+  await tap.until('births', () => [c1, c4].every((cn) => kinds(cn).includes('DBIRTH/g2') && kinds(cn).includes('DBIRTH/g1')) && kinds(c2).includes('NBIRTH'));
 
   // data: a value changed alone, on both nodes
   await c.ok('update', { i: 'sensor:g1/temp', v: '22.5' });
@@ -174,7 +176,7 @@ async function runSession(): Promise<Session> {
 
   // the controller stops: each node's NDEATH, DISCONNECT, the connection closed
   await c.stop();
-  await tap.until('both closed', (log) => [c1, c2].every((cn) => log.some((e) => e.conn === cn && e.dir === 'closed')));
+  await tap.until('all closed', (log) => [c1, c2, c4].every((cn) => log.some((e) => e.conn === cn && e.dir === 'closed')));
   return { log: tap.log, pubs: publications(tap.log), started, ended: Date.now(), c1, c2, ncmdAt, rebirthAt, ddeathAt };
 }
 
@@ -322,16 +324,16 @@ const rebirthMetric = (x: Pub) => {
   const r = x.p!.metrics.find((m) => m.name === REBIRTH);
   return (r?.datatype === BOOLEAN && r.value === 'boolean_value' && r.boolean_value === false) || `${REBIRTH}: ${JSON.stringify(r)}`;
 };
-async function connectsCheck(t: ExecutionContext, check: (c: IConnectPacket) => boolean | string): Promise<void> {
+async function connectsCheck(t: ExecutionContext, check: (c: IConnectPacket) => boolean | string, version?: 4 | 5): Promise<void> {
   let n = 0;
   for (const s of await bothRuns()) {
-    for (const c of connects(s)) {
+    for (const c of connects(s).filter((x) => version === undefined || x.packet.protocolVersion === version)) {
       n++;
       const r = check(c.packet);
       if (r !== true) t.fail(`connection ${c.conn}: ${typeof r === 'string' ? r : 'fails'}`);
     }
   }
-  t.true(n >= 4);
+  t.true(n >= (version === 5 ? 1 : 4));
 }
 /** The node's own NDEATH publications and the DISCONNECT after each: on stop (both nodes) and on the host going offline. */
 async function ownDeaths(t: ExecutionContext, check: (x: Pub, disconnectAt: number | undefined, s: Session | HostRun) => boolean | string): Promise<void> {
@@ -344,7 +346,7 @@ async function ownDeaths(t: ExecutionContext, check: (x: Pub, disconnectAt: numb
       if (r !== true) t.fail(`${x.topic} on connection ${x.conn}: ${typeof r === 'string' ? r : 'fails'}`);
     }
   }
-  t.is(n, 4, 'edge1 and edge2 stopped; edge3 left when its host went offline, and stopped');
+  t.is(n, 5, 'edge1, edge2 and edge4 stopped; edge3 left when its host went offline, and stopped');
 }
 /** Every metric of the data messages of both runs (the forwarded historical ones included). */
 async function dataMetrics(t: ExecutionContext, check: (m: SpMetric, x: Pub) => boolean | string): Promise<void> {
@@ -419,7 +421,7 @@ const ddeathQos: Check = (t) => everyOf(t, ['DDEATH'], qos0);
 const nbirthSeq: Check = (t) => seqRuns(t, 'NBIRTH');
 const stampedOf = (kinds: string[]): Check => async (t) => everyOf(t, kinds, (x, s) => stamped(s)(x));
 const willIsNdeath: Check = (t) => connectsCheck(t, (c) => (!!c.will && c.will.topic.split('/')[2] === 'NDEATH') || `will ${c.will?.topic}`);
-const willTopic: Check = (t) => connectsCheck(t, (c) => /^spBv1\.0\/(plant|ph)\/NDEATH\/edge[123]$/.test(c.will?.topic ?? '') || `will topic ${c.will?.topic}`);
+const willTopic: Check = (t) => connectsCheck(t, (c) => /^spBv1\.0\/(plant|ph)\/NDEATH\/edge[1-4]$/.test(c.will?.topic ?? '') || `will topic ${c.will?.topic}`);
 const willRetain: Check = (t) => connectsCheck(t, (c) => c.will?.retain === false || `will retain ${c.will?.retain}`);
 const willNoSeq: Check = async (t) => {
   await connectsCheck(t, (c) => !has(decodeSp(c.will!.payload as Buffer), 'seq') || 'the will has a seq');
@@ -531,7 +533,7 @@ const ddeathOnDeath: Check = async (t) => {
   const d = s.pubs[s.pubs.findIndex((x) => x.at === s.ddeathAt)];
   t.is(d.topic, `${NS}/plant/DDEATH/edge1/g2`);
   t.deepEqual(d.p!.metrics, []);
-  t.false(out(s, (x) => x.device === 'g2' && x.at > s.ddeathAt).length > 0, 'g2 is gone');
+  t.false(out(s, (x) => x.conn === s.c1 && x.device === 'g2' && x.at > s.ddeathAt).length > 0, 'g2 is gone');
 };
 const deathBeforeDisconnect: Check = (t) => ownDeaths(t, (x, disconnect) => (disconnect !== undefined && x.at < disconnect) || `DISCONNECT at ${disconnect}, NDEATH at ${x.at}`);
 const deathPayload: Check = async (t) => {
@@ -699,7 +701,8 @@ const CHECKS: Record<string, Check> = {
   'payloads-metric-timestamp-in-utc': utcStamps,
   // SessionEstablishment
   'principles-birth-certificates-order': firstIsBirth,
-  'principles-persistence-clean-session-311': (t) => connectsCheck(t, (c) => (c.protocolVersion === 4 && c.clean === true) || `version ${c.protocolVersion}, clean ${c.clean}`),
+  'principles-persistence-clean-session-311': (t) => connectsCheck(t, (c) => c.clean === true || `clean ${c.clean}`, 4),
+  'principles-persistence-clean-session-50': (t) => connectsCheck(t, (c) => (c.clean === true && (c.properties?.sessionExpiryInterval ?? 0) === 0) || `clean ${c.clean}, session expiry ${c.properties?.sessionExpiryInterval}`, 5),
   'payloads-ndeath-will-message-qos': (t) => connectsCheck(t, (c) => c.will?.qos === 1 || `will QoS ${c.will?.qos}`),
   'payloads-ndeath-seq': willNoSeq,
   'topics-ndeath-seq': willNoSeq,
@@ -782,6 +785,18 @@ const CHECKS: Record<string, Check> = {
   'operational-behavior-device-ddeath': ddeathOnDeath,
   'payloads-ndeath-will-message-publisher': deathBeforeDisconnect,
   'payloads-ndeath-will-message-publisher-disconnect-mqtt311': deathBeforeDisconnect,
+  'payloads-ndeath-will-message-publisher-disconnect-mqtt50': async (t) => {
+    const s = await sessionScenario();
+    const v5 = connects(s).filter((c) => c.packet.protocolVersion === 5);
+    t.is(v5.length, 1);
+    for (const c of v5) {
+      const d = packetsOf<IDisconnectPacket>(s.log, c.conn, 'disconnect');
+      t.is(d.length, 1);
+      t.is(d[0].packet.reasonCode, 4, 'Disconnect with Will Message');
+    }
+    // over 3.1.1 a DISCONNECT has no reason code: the broker drops the will
+    await deathBeforeDisconnect(t);
+  },
   'topics-ndeath-topic': async (t) => { await willTopic(t); await ownDeaths(t, (x) => topicForm(x)); },
   'topics-ddeath-topic': topicsOf(['DDEATH']),
 };

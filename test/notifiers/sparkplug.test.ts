@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import test, { type ExecutionContext } from 'ava';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { startBroker } from '../helpers/broker';
 import { Keys, makeDir, spawnController } from '../helpers/controller';
@@ -13,6 +14,8 @@ import { ITEM_PROBE_PLUGIN } from '../helpers/item-probe-plugin';
 import { until } from '../helpers/wait';
 import { decodePayload, encodePayload, encodeWithProtobufjs, DataType, type Payload } from '../../plugins/notifiers/sparkplug/payload';
 import { valueType } from '../../plugins/notifiers/sparkplug/node';
+import { readSparkplug } from '../../plugins/notifiers/sparkplug/settings';
+import type { NotifierConfig } from '../../plugins/notifiers/contract';
 import { PublishFrames } from '../../plugins/notifiers/mqtt/publish-frames';
 import mqttPacket from 'mqtt-packet';
 
@@ -269,6 +272,13 @@ test('message_max_bytes: a batch of one device split into several DDATA, seq on 
   // status and value of each item, once, in the order of the changes
   t.is(data.reduce((n, m) => n + m.metrics.length, 0), 2 * N);
   t.deepEqual(host.problems, []);
+});
+
+test('MQTT 5: every session starts clean with a session expiry of 0; another session_expiry is refused', (t) => {
+  const cfg: NotifierConfig = { id: 'sp', type: 'sparkplug', enabled: true, events: [], host: '127.0.0.1', protocol: '5' };
+  t.is(readSparkplug(cfg, os.tmpdir(), 'uc1').mqtt.sessionExpiry, 0);
+  t.is(readSparkplug({ ...cfg, session_expiry: 0 }, os.tmpdir(), 'uc1').mqtt.protocol, 5);
+  t.throws(() => readSparkplug({ ...cfg, session_expiry: 60 }, os.tmpdir(), 'uc1'), { message: /session_expiry must be 0/ });
 });
 
 test('commands need a command key: without one, writes are refused', async (t) => {

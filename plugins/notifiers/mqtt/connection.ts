@@ -351,9 +351,10 @@ export class Connection {
   /**
    * `clean`: end with a DISCONNECT, so that the broker drops the will (a
    * Sparkplug node that has published its own NDEATH); otherwise the socket
-   * is closed and the broker publishes the will, if any.
+   * is closed and the broker publishes the will, if any. `reasonCode`: MQTT
+   * 5, the DISCONNECT's (4: the broker publishes the will all the same).
    */
-  async stop(opts: { clean?: boolean } = {}): Promise<void> {
+  async stop(opts: { clean?: boolean; reasonCode?: number } = {}): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
     this.timer = undefined;
@@ -361,7 +362,7 @@ export class Connection {
     const client = this.client;
     if (!client) return;
     if (this.s.protocol === 5 && this.s.sessionExpiry > 0) return this.endClean(client, { sessionExpiryInterval: 0 });
-    if (opts.clean) return this.endClean(client);
+    if (opts.clean) return this.endClean(client, undefined, opts.reasonCode);
     // forced: a broker that is away must not hold the stop; pending publications fail
     await new Promise<void>((resolve) => client.end(true, {}, () => resolve()));
   }
@@ -374,7 +375,7 @@ export class Connection {
    * them); a broker that does not take the DISCONNECT within the timeout has
    * the socket closed under it.
    */
-  private async endClean(client: MqttClient, properties?: { sessionExpiryInterval: number }): Promise<void> {
+  private async endClean(client: MqttClient, properties?: { sessionExpiryInterval: number }, reasonCode?: number): Promise<void> {
     for (const [id, pending] of Object.entries(client.outgoing)) {
       delete client.outgoing[Number(id)];
       if (typeof pending.cb === 'function') pending.cb(new NotConnected());
@@ -385,7 +386,7 @@ export class Connection {
     }
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => client.stream.destroy(), this.s.timeout * 1000);
-      client.end(false, properties ? { properties } : {}, () => { clearTimeout(timer); resolve(); });
+      client.end(false, { ...(properties ? { properties } : {}), ...(reasonCode !== undefined ? { reasonCode } : {}) }, () => { clearTimeout(timer); resolve(); });
     });
   }
 }

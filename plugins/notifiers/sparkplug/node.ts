@@ -18,6 +18,8 @@ const NS = 'spBv1.0';
 const REBIRTH = 'Node Control/Rebirth';
 const BDSEQ = 'bdSeq';
 const OWNER = 'sparkplug';
+/** MQTT 5 DISCONNECT reason code: the broker publishes the will (MQTT 5, 3.14.2.1) */
+const DISCONNECT_WITH_WILL = 4;
 /** stored events forwarded in one data message per device */
 const FORWARD_BATCH = 500;
 /** the changes of a device's items within this time make one new DBIRTH */
@@ -510,7 +512,7 @@ export class SparkplugNode implements Endpoint {
     const old = this.conn;
     const died = await this.death(old);
     this.stats.host_offline_disconnects++;
-    await old.stop({ clean: died });
+    await this.close(old, died);
     if (this.stopped) return;
     const receiving = old.receiving;
     this.conn = this.newConnection();
@@ -526,6 +528,19 @@ export class SparkplugNode implements Endpoint {
   private async death(conn: Connection): Promise<boolean> {
     if (!conn.connected) return false;
     return conn.publish(this.topic('NDEATH'), this.deathPayload(), 1).then(() => { this.stats.deaths++; return true; }, () => false);
+  }
+
+  /**
+   * A connection ended on purpose, after the node's own NDEATH (`died`: it
+   * went out). MQTT 3.1.1: a DISCONNECT, so the broker drops the will (one
+   * NDEATH); had the NDEATH failed, the socket is cut and the broker sends
+   * the will. MQTT 5: a DISCONNECT with reason code 4, "Disconnect with Will
+   * Message", as Sparkplug 3.0 asks: the broker sends the will as well, an
+   * NDEATH of the same bdSeq, which a host takes for the death it already saw.
+   */
+  private close(conn: Connection, died: boolean): Promise<void> {
+    if (this.s.mqtt.protocol === 5) return conn.stop({ clean: true, reasonCode: DISCONNECT_WITH_WILL });
+    return conn.stop({ clean: died });
   }
 
   /**
@@ -663,7 +678,7 @@ export class SparkplugNode implements Endpoint {
     // a death certificate of our own
     let died = false;
     await this.run(async () => { died = await this.death(this.conn); }).catch(() => undefined);
-    await this.conn.stop({ clean: died });
+    await this.close(this.conn, died);
     this.refused.flush();
   }
 

@@ -21,7 +21,7 @@ export const DeviceModes = ['group', 'item', 'node'] as const;
 export type DeviceMode = (typeof DeviceModes)[number];
 
 /** What MQTT broker settings the type shares with mqtt: the same names, meanings and defaults. */
-const broker = ['host', 'port', 'username', 'password', 'keepalive', 'ca_certs', 'certfile', 'keyfile'] as const;
+const broker = ['host', 'port', 'protocol', 'username', 'password', 'keepalive', 'ca_certs', 'certfile', 'keyfile'] as const;
 
 export const SparkplugSettingsSchema: SettingsSchema = {
   ...Object.fromEntries(broker.map((k) => [k, MqttSettingsSchema[k]])),
@@ -77,7 +77,11 @@ function within(cfg: NotifierConfig, name: 'rebirth_max' | 'rebirth_window' | 'h
 
 /** Check a config and read it; `system`: the controller's name (the default edge node id). */
 export function readSparkplug(cfg: NotifierConfig, dir: string, system: string): SparkplugSettings {
-  const mqtt = readSettings({ ...cfg, space: '', qos: 1 }, dir);
+  // Sparkplug 3.0 over MQTT 5: a clean start and a session expiry of 0, every connect
+  if (cfg.session_expiry !== undefined && cfg.session_expiry !== null && cfg.session_expiry !== '' && Number(cfg.session_expiry) !== 0) {
+    throw new Error('session_expiry must be 0: a Sparkplug edge node starts every MQTT 5 session clean, with a session expiry of 0');
+  }
+  const mqtt = readSettings({ ...cfg, space: '', qos: 1, session_expiry: 0 }, dir);
   const qos = intOr(cfg.qos, SparkplugDefaults.qos);
   if (qos !== 0 && qos !== 1 && qos !== 2) throw new Error('qos must be 0, 1 or 2');
   const devices = (cfg.devices === undefined || cfg.devices === '' ? 'group' : String(cfg.devices)) as DeviceMode;

@@ -188,6 +188,13 @@ export interface DeliveryError extends Error {
   remaining?: unknown[];
   /** the receiver refused the frame for good (a web hook's 4xx other than 408 and 429): a durable notifier moves it to its dead letters at once */
   permanent?: boolean;
+  /**
+   * the receiver could not be reached (connection refused or reset, no answer
+   * in time) or said to come back later (a web hook's 5xx, 408, 429): a
+   * durable notifier keeps the frame in its outbox and tries again, backing
+   * off, until it expires (outbox_max_age), whatever `retries` says
+   */
+  transient?: boolean;
   /** the receiver's HTTP status, when it answered */
   status?: number;
 }

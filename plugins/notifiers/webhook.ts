@@ -138,7 +138,9 @@ export async function sendHook(cfg: NotifierConfig, req: HookRequest, signal: Ab
   } catch (err) {
     if (signal.aborted) throw signal.reason;
     const cause = (err as { cause?: unknown }).cause;
-    throw new Error(cause ? describe(cause) : describe(err));
+    const e: DeliveryError = new Error(cause ? describe(cause) : describe(err));
+    if (unreachable(err)) e.transient = true;
+    throw e;
   }
   if (body === undefined) throw refusal(r.status, `answer longer than ${WebhookDefaults.max_answer_bytes} bytes`);
   if (!(req.accepts ?? answerIsSuccess)(r.status, body)) throw refusal(r.status, `answer HTTP ${r.status}: ${body.slice(0, 200)}`);
@@ -147,13 +149,36 @@ export async function sendHook(cfg: NotifierConfig, req: HookRequest, signal: Ab
 /**
  * A receiver's answer that is not a success. A 4xx other than 408 (timeout)
  * and 429 (too many requests) says the frame itself is refused: trying it
- * again would get the same answer, so it is `permanent`.
+ * again would get the same answer, so it is `permanent`. A 5xx, 408 or 429
+ * says "not now": `transient`, as a receiver that cannot be reached. Any
+ * other (a 2xx whose body is no success, an answer too long) is neither: the
+ * host's `retries` bound it.
  */
 function refusal(status: number, message: string): DeliveryError {
   const e: DeliveryError = new Error(message);
   e.status = status;
   e.permanent = status >= 400 && status < 500 && status !== 408 && status !== 429;
+  e.transient = status >= 500 || status === 408 || status === 429;
   return e;
+}
+
+/**
+ * The system errors of a receiver that cannot be reached now (fetch's
+ * cause): refused, reset, timed out, no route, a name server that did not
+ * answer. Not: a name that does not exist, a certificate refused, a redirect
+ * (a setting to mend, not an outage to ride out).
+ */
+const Unreachable = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'EHOSTDOWN', 'ENETUNREACH', 'ENETDOWN', 'EAI_AGAIN',
+  'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CLOSED',
+]);
+
+function unreachable(err: unknown): boolean {
+  for (let e = err, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && Unreachable.has(code)) return true;
+  }
+  return false;
 }
 
 /** The settings every web hook type has. */
@@ -166,7 +191,8 @@ const HookSettings: SettingsSchema = {
   signing_secret_previous: text('the secret before a rotation: signs beside signing_secret until signing_previous_until', { secret: true }),
   signing_previous_until: int('when the previous secret stops signing (seconds since the epoch; absent: while it is set)', { min: 0 }),
   durable: bool('keep what is accepted and not yet delivered on disk (runtime/outbox/), and frames refused for good as dead letters; default: on for json, off for http-post and http'),
-  outbox_max_age: num('seconds an event may wait in the outbox before it is dropped (and counted); absent: 7 days; 0: no limit', { min: 0 }),
+  outbox_max_age: num('seconds an event may wait in the outbox: an older one goes to the dead letters (counted as expired); absent: 7 days; 0: no limit', { min: 0 }),
+  redeliver_dead: bool('send the dead letters again, under their ids, when test_notifier passes or deliveries succeed again after the receiver was unreachable; absent: off'),
 };
 
 /** The signing keys a notifier's settings give (checked: a bad secret is refused by name, never shown). */
@@ -265,6 +291,8 @@ class WebhookEndpoint implements Endpoint {
       e.remaining = remaining;
       e.status = (first as DeliveryError).status;
       e.permanent = (first as DeliveryError).permanent;
+      // the host's clock ran out (the signal's reason): no answer in time is an outage too
+      e.transient = (first as DeliveryError).transient === true || (first as Error).name === 'TimeoutError';
       throw e;
     }
   }

@@ -327,7 +327,7 @@ function notifierTable(actions, full) {
         .then(() => actions());
       return h('tr', { 'data-notifier': n.id }, h('td', {}, n.id), h('td', {}, n.type),
         h('td', { class: n.problem ? 'error' : '', 'data-state': n.enabled ? 'enabled' : 'disabled' }, n.problem ? `problem: ${n.problem}` : n.enabled ? 'enabled' : 'disabled'),
-        h('td', { class: BadLinks.has(s.state) ? 'error' : '', 'data-link': s.state || '' }, linkWords(s)),
+        h('td', { class: BadLinks.has(s.state) ? 'error' : s.state === 'warning' ? 'warn' : '', 'data-link': s.state || '' }, linkWords(s)),
         ['queued', 'sent', 'failed', 'dropped'].map((k) => h('td', { class: 'num' }, s[k] ?? '')), h('td', {}, s.test ?? ''),
         // Test beside the state wherever the table is (the overview too); Enable/Disable on the notifiers page
         h('td', { class: 'actions' }, actions ? h('button', { type: 'button', class: 'plain', 'data-action': 'toggle', onclick: toggle }, n.enabled ? 'Disable' : 'Enable') : undefined,
@@ -335,10 +335,14 @@ function notifierTable(actions, full) {
     }));
 }
 
-/** a notifier's delivery state (get_notifier stats) in words: since when it fails, and why */
+/**
+ * a notifier's delivery state (get_notifier stats) in words: since when it
+ * fails, and why; a warning (dead letters, a backlog) with what waits
+ */
 const BadLinks = new Set(['disconnected', 'failing', 'not running']);
 function linkWords(s) {
   if (!s.state) return '';
+  if (s.state === 'warning') return `warning: ${s.warning || ''}`;
   if (!BadLinks.has(s.state)) return s.state;
   return `${s.state}${s.since ? ` since ${fmtTime(Date.parse(s.since) / 1000)}` : ''}${s.last_error ? `: ${s.last_error}` : ''}`;
 }

@@ -6,17 +6,22 @@ import { EventQueue } from './queue';
 import { eventSize } from './event-size';
 import { unlessAborted, withDeadline } from '../../../core/toolkit/deadline';
 import { Outbox, type Boxed } from './outbox';
-import { DeadLetters, type LetterFilter } from './dead-letters';
+import { DeadLetters, type DeadLetter, type LetterFilter } from './dead-letters';
 
-/** Where a durable notifier keeps its outbox and dead letters, and how old an event may get (seconds; 0: any age). */
-export interface DurableFiles { outbox: string; deadLetters: string; maxAge: number }
+/**
+ * Where a durable notifier keeps its outbox and dead letters, how old an
+ * event may get (seconds; 0: any age), and whether its dead letters go out
+ * again by themselves (redeliver_dead).
+ */
+export interface DurableFiles { outbox: string; deadLetters: string; maxAge: number; redeliver?: boolean }
 
 /** The durable side of a notifier (outbox.ts, dead-letters.ts) and its figures. */
 interface Durable {
   outbox: Outbox;
   dead: DeadLetters;
   maxAge: number;
-  figures: { dead: number; expired: number };
+  redeliver: boolean;
+  figures: { dead: number; expired: number; redelivered: number };
 }
 
 const sameGroup = (a: unknown, b: unknown) => (a as Boxed).g === (b as Boxed).g;
@@ -24,14 +29,28 @@ const sameGroup = (a: unknown, b: unknown) => (a as Boxed).g === (b as Boxed).g;
 /** The frame of a batch: the events to send and, when durable, their outbox entries. */
 interface Frame { events: unknown[]; boxes?: Boxed[] }
 
-/** Retry delay before retry number `attempt` (0-based): doubling, capped, with jitter so peers do not retry in step. */
+/**
+ * Retry delay before retry number `attempt` (0-based): doubling, capped, with
+ * jitter so peers do not retry in step. The exponent is capped too: a frame
+ * waiting for a receiver away for days counts its tries without end, and
+ * 0 × 2^1024 would be NaN (a timer of 1 ms).
+ */
 export function backoff(attempt: number, opts: Pick<DeliveryOptions, 'retry_delay' | 'retry_max_delay'>): number {
-  const base = Math.min(opts.retry_delay * 2 ** attempt, opts.retry_max_delay);
+  const base = Math.min(opts.retry_delay * 2 ** Math.min(attempt, 30), opts.retry_max_delay);
   return base * (0.5 + Math.random() / 2) * 1000;
 }
 
 /** A batch holds at most this share of queue_max_bytes. */
 export const BATCH_SHARE = 16;
+
+/**
+ * Whether a failure only says the receiver is away or busy (DeliveryError
+ * `transient`), or the host's clock ran out on the send (no answer in time).
+ */
+const transient = (err: unknown) => (err as DeliveryError)?.transient === true || (err as Error)?.name === 'TimeoutError';
+
+/** The queue's estimate of an event's bytes beyond its JSON (event-size.ts): what a dead letter sent again weighs there. */
+const EVENT_OVERHEAD = 256;
 
 /**
  * The queue and worker of one notifier: the event source only pushes (never
@@ -86,7 +105,7 @@ export class Delivery {
     if (unwritten) this.log.warning(`notifier ${this.id}: outbox ${files.outbox} cannot be written (${describe(unwritten)}): it stays durable, and refuses events until there is room`);
     const before: { subject: Subject; event: unknown }[] = [];
     for (let b = this.queue.take(Infinity); b; b = this.queue.take(Infinity)) for (const event of b.events) before.push({ subject: b.subject, event });
-    this.durable = { outbox, dead, maxAge: files.maxAge, figures: { dead: 0, expired: 0 } };
+    this.durable = { outbox, dead, maxAge: files.maxAge, redeliver: files.redeliver === true, figures: { dead: 0, expired: 0, redelivered: 0 } };
     if (pending.length) this.log.info(`notifier ${this.id}: ${pending.length} event(s) left in the outbox by the last run, delivering`);
     this.stored(pending);
     for (const { subject, event } of before) outbox.accept(subject, event);
@@ -97,14 +116,86 @@ export class Delivery {
     return this.durable?.dead;
   }
 
-  /** Dead letters back into the outbox, oldest first: they are sent again as new frames. */
+  /** Dead letters back into the outbox, oldest first (replay_dead_letters). */
   async replay(filter: LetterFilter): Promise<{ letters: number; events: number }> {
     const d = this.durable;
     if (!d) return { letters: 0, events: 0 };
-    const taken = await d.dead.take(filter);
+    return this.requeue(d, await d.dead.take(filter));
+  }
+
+  /**
+   * Letters taken from the dead letters into the outbox, each as one frame
+   * under its own id (the webhook-id and signature msg id the receiver saw),
+   * so a receiver that keeps ids takes a letter it did get once.
+   */
+  private requeue(d: Durable, letters: DeadLetter[]): { letters: number; events: number } {
     let events = 0;
-    for (const l of taken) for (const e of l.events) { d.outbox.accept(l.subject, e); events++; }
-    return { letters: taken.length, events };
+    for (const l of letters) {
+      d.outbox.acceptFrame(l.subject, l.events, l.id);
+      events += l.events.length;
+    }
+    return { letters: letters.length, events };
+  }
+
+  /** redeliver_dead: ids of the letters still to send again, oldest first */
+  private resend: string[] = [];
+  private resending = false;
+  /** a run of failures in which the receiver was away (transient): its end sends the dead letters again (redeliver_dead) */
+  private outage = false;
+
+  /**
+   * redeliver_dead: every dead letter kept now goes back into the outbox, a
+   * part at a time (resendSome). A letter that comes back meanwhile (refused
+   * again) waits for the next occasion: no loop.
+   */
+  redeliver(why: string): void {
+    const d = this.durable;
+    if (!d?.redeliver || this.closed || this.draining) return;
+    const pending = new Set(this.resend);
+    const fresh = d.dead.list({}, 0, Infinity).map((l) => l.id).filter((id) => !pending.has(id));
+    if (!fresh.length) return;
+    this.resend.push(...fresh);
+    this.log.info(`notifier ${this.id}: ${why}: ${fresh.length} dead letter(s) to send again (redeliver_dead)`);
+    void this.resendSome();
+  }
+
+  /**
+   * The next letters to send again: as many as fit in half the queue's
+   * bounds beside what waits (at least one when nothing waits), so sending
+   * them again drops nothing at the bound; the rest when the queue is empty
+   * again (work).
+   */
+  private async resendSome(): Promise<void> {
+    const d = this.durable;
+    if (!d || this.resending || !this.resend.length || this.closed || this.draining) return;
+    this.resending = true;
+    try {
+      const { queued, queued_bytes: bytes } = this.stats();
+      const room = Math.floor(this.opts.queue_size / 2) - queued;
+      const roomBytes = Math.floor(this.opts.queue_max_bytes / 2) - bytes;
+      const kept = new Map(d.dead.list({ ids: this.resend }, 0, Infinity).map((l) => [l.id, l]));
+      const chosen: string[] = [];
+      let events = 0;
+      let weight = 0;
+      let i = 0;
+      for (; i < this.resend.length; i++) {
+        const l = kept.get(this.resend[i]);
+        if (!l) continue; // replayed or dropped meanwhile
+        const w = l.size + l.events * EVENT_OVERHEAD;
+        if ((events + l.events > room || weight + w > roomBytes) && (chosen.length || queued)) break;
+        chosen.push(l.id);
+        events += l.events;
+        weight += w;
+      }
+      this.resend = this.resend.slice(i);
+      if (!chosen.length) return;
+      const { letters } = this.requeue(d, await d.dead.take({ ids: chosen }));
+      d.figures.redelivered += letters;
+    } catch (err) {
+      this.log.error(`notifier ${this.id}: dead letters not sent again (${describe(err)}): they stay`);
+    } finally {
+      this.resending = false;
+    }
   }
 
   /** Events the outbox has on disk: into the queue, in order. */
@@ -166,6 +257,12 @@ export class Delivery {
     return { since: this.failingSince, error: this.lastError };
   }
 
+  /** What /health weighs besides failures (health.ts): dead letters kept, and how full the queue is. */
+  get load(): { deadLetters: number; queued: number; queuedBytes: number; queueSize: number; queueMaxBytes: number } {
+    const s = this.stats();
+    return { deadLetters: this.durable?.dead.count ?? 0, queued: s.queued, queuedBytes: s.queued_bytes, queueSize: this.opts.queue_size, queueMaxBytes: this.opts.queue_max_bytes };
+  }
+
   stats(): NotifierStats {
     const base = { queued: this.queue.size + this.inflight + (this.durable?.outbox.accepting ?? 0), queued_bytes: this.queue.bytes + this.inflightBytes, ...this.figures };
     const d = this.durable;
@@ -175,7 +272,7 @@ export class Delivery {
       ...base,
       outbox: {
         held: d.outbox.size, bytes: d.outbox.bytes, fsyncs: o.fsyncs, written: o.written, refused: o.refused, expired: d.figures.expired,
-        dead_letters: d.dead.count, dead: d.figures.dead, dead_dropped: d.dead.dropped,
+        dead_letters: d.dead.count, dead: d.figures.dead, dead_dropped: d.dead.dropped, redelivered: d.figures.redelivered,
       },
     };
   }
@@ -256,6 +353,8 @@ export class Delivery {
       const batch = this.take();
       if (!batch) {
         this.overflowing = false;
+        // dead letters being sent again (redeliver_dead): the next part, now that the queue is empty
+        if (this.resend.length) void this.resendSome();
         // a durable notifier's drain also waits for what its outbox is still writing (then queued, and the loop woken)
         if (this.draining && !this.durable?.outbox.accepting) return;
         await new Promise<void>((r) => { this.wake = r; });
@@ -264,7 +363,7 @@ export class Delivery {
       }
       this.inflight = batch.events.length;
       this.inflightBytes = batch.bytes;
-      await this.deliver(batch.subject, this.frameOf(batch.events));
+      await this.deliver(batch.subject, await this.frameOf(batch.subject, batch.events));
       this.inflight = 0;
       this.inflightBytes = 0;
     }
@@ -287,11 +386,13 @@ export class Delivery {
     // a frame crosses into the next group only while it is small (such a frame costs a record first)
     const half = Math.max(1, Math.floor(this.opts.max_batch / 2));
     const together = head?.replayed ? sameGroup : (last: unknown, next: unknown, taken: number) => sameGroup(last, next) || taken < half;
-    return this.queue.take(this.opts.max_batch, this.batchBytes, together);
+    // a frame recorded (a dead letter sent again keeps its id) is never taken into another
+    const apart = (last: unknown, next: unknown, taken: number) => !d.outbox.recordedFrame((next as Boxed).seq) && together(last, next, taken);
+    return this.queue.take(this.opts.max_batch, this.batchBytes, apart);
   }
 
-  /** A batch as a frame: a durable notifier's events come boxed; events too old are let go first. */
-  private frameOf(batch: unknown[]): Frame {
+  /** A batch as a frame: a durable notifier's events come boxed; events too old go to the dead letters first. */
+  private async frameOf(subject: Subject, batch: unknown[]): Promise<Frame> {
     const d = this.durable;
     if (!d) return { events: batch };
     let boxes = batch as Boxed[];
@@ -299,13 +400,28 @@ export class Delivery {
       const oldest = Date.now() - d.maxAge * 1000;
       const old = boxes.filter((b) => b.t < oldest);
       if (old.length) {
-        d.figures.expired += old.length;
-        this.figures.dropped += old.length;
-        d.outbox.done(old.map((b) => b.seq));
         boxes = boxes.filter((b) => b.t >= oldest);
+        await this.expire(subject, { events: old.map((b) => b.event), boxes: old });
       }
     }
     return { events: boxes.map((b) => b.event), boxes };
+  }
+
+  /** Whether a durable frame holds an event older than outbox_max_age. */
+  private expired(frame: Frame): boolean {
+    const d = this.durable!;
+    if (d.maxAge <= 0 || !frame.boxes) return false;
+    const oldest = Date.now() - d.maxAge * 1000;
+    return frame.boxes.some((b) => b.t < oldest);
+  }
+
+  /** A durable frame past outbox_max_age: into the dead letters, counted as expired; `err`: its last try's failure, if it was tried. */
+  private async expire(subject: Subject, frame: Frame, err?: unknown): Promise<void> {
+    const d = this.durable!;
+    const why = `undelivered for more than ${d.maxAge} s${err === undefined ? '' : `, last try: ${describe(err)}`}`;
+    d.figures.expired += frame.events.length;
+    this.log.error(`notifier ${this.id}: ${frame.events.length} ${subject} event(s) moved to the dead letters: ${why}`);
+    await this.bury(subject, frame, d.outbox.frameId(frame.boxes!.map((b) => b.seq)), (err as DeliveryError | undefined)?.status, `expired: ${why}`);
   }
 
   /** What is left of a frame after a partial failure: `remaining` is an in-order part of its events. */
@@ -329,12 +445,11 @@ export class Delivery {
   }
 
   /** A durable frame given up: into the dead letters, then out of the outbox (it stays there when they cannot be written). */
-  private async bury(subject: Subject, frame: Frame, id: string, err: unknown): Promise<void> {
+  private async bury(subject: Subject, frame: Frame, id: string, status: number | undefined, error: string): Promise<void> {
     const d = this.durable!;
     d.figures.dead += frame.events.length;
-    const status = (err as DeliveryError).status;
     try {
-      await d.dead.add({ id, t: Date.now(), subject, events: frame.events, status: typeof status === 'number' ? status : null, error: describe(err) });
+      await d.dead.add({ id, t: Date.now(), subject, events: frame.events, status: typeof status === 'number' ? status : null, error });
       d.outbox.done(frame.boxes!.map((b) => b.seq));
     } catch (e) {
       this.log.error(`notifier ${this.id}: dead letters not written (${describe(e)}): the frame stays in the outbox for the next start`);
@@ -366,6 +481,10 @@ export class Delivery {
         if (this.failing) this.log.info(`notifier ${this.id}: delivering again`);
         this.failing = false;
         this.failingSince = 0;
+        if (this.outage) {
+          this.outage = false;
+          this.redeliver('the receiver answers again');
+        }
         return;
       } catch (err) {
         if (this.closed) return;
@@ -377,20 +496,33 @@ export class Delivery {
           events = frame.events;
           this.inflight = events.length;
         }
+        const d = this.durable;
+        // A durable frame that failed only because the receiver is away or
+        // busy waits in the outbox, backing off (retry_max_delay), until it
+        // expires: `retries` would bury a whole outage in the dead letters,
+        // which are for what the receiver refused and what got too old.
+        const waits = !!d && transient(err);
+        const old = waits && this.expired(frame);
+        const spent = waits ? old : attempt >= this.opts.retries;
         // "retrying" only for a frame that is tried again: one refused for good, on its last try or at a stop is not
-        const again = events.length > 0 && attempt < this.opts.retries && !this.draining && generation === this.generation && !(this.durable && (err as DeliveryError).permanent);
+        const again = events.length > 0 && !spent && !this.draining && generation === this.generation && !(d && (err as DeliveryError).permanent);
         if (!this.failing) this.log.warning(`notifier ${this.id}: delivery failed: ${describe(err)}; ${again ? 'retrying' : 'not retried'}`);
         if (!this.failing) this.failingSince = Date.now();
         this.failing = true;
         this.lastError = describe(err);
+        if (transient(err)) this.outage = true;
         if (!events.length) return;
-        if (this.durable && this.draining) return; // kept in the outbox for the next start
-        if (this.durable && generation === this.generation && (attempt >= this.opts.retries || (err as DeliveryError).permanent)) {
-          this.log.error(`notifier ${this.id}: ${events.length} ${subject} event(s) moved to the dead letters after ${attempt + 1} tries: ${describe(err)}`);
-          await this.bury(subject, frame, this.durable.outbox.frameId(frame.boxes!.map((b) => b.seq)), err);
+        if (d && this.draining) return; // kept in the outbox for the next start
+        if (d && generation === this.generation && old) {
+          await this.expire(subject, frame, err);
           return;
         }
-        if (attempt >= this.opts.retries || this.draining || generation !== this.generation) {
+        if (d && generation === this.generation && (spent || (err as DeliveryError).permanent)) {
+          this.log.error(`notifier ${this.id}: ${events.length} ${subject} event(s) moved to the dead letters after ${attempt + 1} tries: ${describe(err)}`);
+          await this.bury(subject, frame, d.outbox.frameId(frame.boxes!.map((b) => b.seq)), (err as DeliveryError).status, describe(err));
+          return;
+        }
+        if (spent || this.draining || generation !== this.generation) {
           this.drop(frame);
           this.log.error(`notifier ${this.id}: ${events.length} ${subject} event(s) dropped after ${attempt + 1} failed tries: ${describe(err)}`);
           return;

@@ -7,7 +7,7 @@
  * `/metrics` are where a failing notifier shows.
  */
 
-export type NotifierState = 'ok' | 'connected' | 'disconnected' | 'failing' | 'disabled' | 'not running';
+export type NotifierState = 'ok' | 'connected' | 'warning' | 'disconnected' | 'failing' | 'disabled' | 'not running';
 
 export interface NotifierHealth {
   id: string;
@@ -17,6 +17,8 @@ export interface NotifierHealth {
   since?: string;
   /** the last error, in full (get_notifier) */
   error?: string;
+  /** state `warning`: what waits for an operator, in words with counts only (nothing secret: /health shows it) */
+  warning?: string;
 }
 
 /** What the host knows of one notifier. */
@@ -27,6 +29,24 @@ export interface HealthInput {
   problem?: string;
   connection?: { up: boolean; downSince?: number; error?: string };
   failure: { since: number; error: string };
+  /** dead letters kept, and what waits in the queue against its bounds (Delivery.load) */
+  load?: { deadLetters: number; queued: number; queuedBytes: number; queueSize: number; queueMaxBytes: number };
+}
+
+/**
+ * A notifier that delivers and yet needs an operator's eye: dead letters
+ * kept (frames refused or expired, waiting to be replayed or dropped), or a
+ * backlog, its queue at half a bound or more (past the bound events are
+ * dropped). Undefined when neither.
+ */
+export function warningOf(load: HealthInput['load']): string | undefined {
+  if (!load) return undefined;
+  const parts: string[] = [];
+  if (load.deadLetters > 0) parts.push(`${load.deadLetters} dead letter${load.deadLetters === 1 ? '' : 's'}`);
+  if (load.queued * 2 >= load.queueSize || load.queuedBytes * 2 >= load.queueMaxBytes) {
+    parts.push(`backlog: ${load.queued} events queued (queue_size ${load.queueSize}), ${load.queuedBytes} bytes (queue_max_bytes ${load.queueMaxBytes})`);
+  }
+  return parts.length ? parts.join('; ') : undefined;
 }
 
 export function stateOf(n: HealthInput): NotifierHealth {
@@ -36,9 +56,23 @@ export function stateOf(n: HealthInput): NotifierHealth {
   if (n.problem) return { ...base, state: 'not running', error: n.problem };
   if (n.connection && !n.connection.up) return { ...base, state: 'disconnected', since: at(n.connection.downSince), error: n.connection.error };
   if (n.failure.since) return { ...base, state: 'failing', since: at(n.failure.since), error: n.failure.error };
+  const warning = warningOf(n.load);
+  if (warning) return { ...base, state: 'warning', warning };
   return { ...base, state: n.connection ? 'connected' : 'ok' };
 }
 
+/**
+ * The states that make the controller degraded in /health. `warning` is not
+ * one of them, by choice: degraded says something does not work now, and it
+ * ends by itself when the cause does (a receiver back, a broker back). A
+ * notifier with dead letters delivers; its letters stay until an operator
+ * replays or drops them, and a backlog drains by itself. Were they degraded,
+ * one refused frame would keep the controller degraded for good, and a
+ * monitor that pages (or restarts) on degraded would act on history. So
+ * /health shows the notifier's `state: "warning"` and its `warning` (counts
+ * only), the console shows it as a warning, and `degraded` stays for what
+ * is broken.
+ */
 const BAD: ReadonlySet<NotifierState> = new Set(['disconnected', 'failing', 'not running']);
 
 export const isBad = (h: NotifierHealth) => BAD.has(h.state);

@@ -158,7 +158,7 @@ export class Host implements Contract.NotifierHost {
     }
     const maxAge = typeof n.config.outbox_max_age === 'number' ? n.config.outbox_max_age : OUTBOX_MAX_AGE;
     try {
-      n.delivery.useOutbox({ outbox: path.join(dir, id), deadLetters: path.join(dir, `${id}.dead.json`), maxAge });
+      n.delivery.useOutbox({ outbox: path.join(dir, id), deadLetters: path.join(dir, `${id}.dead.json`), maxAge, redeliver: n.config.redeliver_dead === true });
     } catch (err) {
       this.log.error(`notifier ${id}: outbox not usable (${describe(err)}): its queue is kept in memory only`);
     }
@@ -229,6 +229,8 @@ export class Host implements Contract.NotifierHost {
     try {
       await withDeadline(n.timeout, (signal) => endpoint.test(signal));
       n.test = 'passed';
+      // the receiver answers (redeliver_dead): its dead letters go out again, while the notifier runs
+      if (running && n.enabled) n.delivery.redeliver('test passed');
       return true;
     } catch (err) {
       n.test = 'failed';
@@ -319,7 +321,7 @@ export class Host implements Contract.NotifierHost {
   private stateOf(id: string, n: Managed): NotifierHealth {
     let connection: { up: boolean; downSince?: number; error?: string } | undefined;
     try { connection = n.endpoint?.connection?.(); } catch (err) { connection = { up: false, error: describe(err) }; }
-    return stateOf({ id, type: n.config.type, enabled: n.enabled, problem: n.problem, connection, failure: n.delivery.failure });
+    return stateOf({ id, type: n.config.type, enabled: n.enabled, problem: n.problem, connection, failure: n.delivery.failure, load: n.delivery.load });
   }
 
   /** The part of /health that is the notifiers': each one's state; a bad one makes the controller degraded. */
@@ -343,8 +345,11 @@ export class Host implements Contract.NotifierHost {
     if (stats) {
       let extra: Record<string, unknown> = {};
       try { extra = n.endpoint?.info?.() ?? {}; } catch (err) { extra = { info_error: describe(err) }; }
-      const { state, since, error } = this.stateOf(id, n);
-      out.stats = { ...extra, ...n.delivery.stats(), ...(n.resend ? { interval_rounds: n.resend.figures.rounds, interval_skipped: n.resend.figures.skipped } : {}), test: n.test, state, since: since ?? null, last_error: error ?? extra.last_error ?? (n.delivery.failure.error || null) };
+      const { state, since, error, warning } = this.stateOf(id, n);
+      out.stats = {
+        ...extra, ...n.delivery.stats(), ...(n.resend ? { interval_rounds: n.resend.figures.rounds, interval_skipped: n.resend.figures.skipped } : {}),
+        test: n.test, state, since: since ?? null, last_error: error ?? extra.last_error ?? (n.delivery.failure.error || null), ...(warning ? { warning } : {}),
+      };
     }
     return out;
   }

@@ -16,7 +16,11 @@ import type { Subject } from '../contract';
  *   a: the events accepted since the last write [seq, subject, event, time ms]
  *   d: seqs done with (delivered, dropped at a bound, or moved to the dead
  *      letters), a run of consecutive ones as [first, last]
- *   f: frames that span several writes, recorded before their first try
+ *   f: frames that span several writes, recorded before their first try,
+ *      and the frames of dead letters sent again (acceptFrame)
+ *   i: the ids those frames keep, [first seq, id]: a dead letter sent again
+ *      goes out under the id it had, so a receiver that keeps ids (and its
+ *      signature's msg id) sees the same frame
  *
  * The events of one write are a group. A frame within one group is cut by
  * the host's batch bounds alone, so after a restart the same events (cut
@@ -90,10 +94,13 @@ export interface Boxed { seq: number; subject: Subject; event: unknown; t: numbe
 /** An event as the journal holds it; the group is written only in a snapshot (else: the record's first seq). */
 type Accepted = [seq: number, subject: Subject, event: unknown, t: number, g?: number];
 /** `d`: seqs done, a run of them as [first, last] */
-interface Entry { p?: string; n?: number; a?: Accepted[]; f?: number[][]; d?: (number | [number, number])[] }
+interface Entry { p?: string; n?: number; a?: Accepted[]; f?: number[][]; i?: [number, string][]; d?: (number | [number, number])[] }
 
-/** What waits for the next write. */
-interface Buffered { a: Accepted[]; f: number[][]; d: number[]; waiters: { resolve: () => void; reject: (e: unknown) => void }[] }
+/** A frame accepted whole under its own id (acceptFrame): its events are `count` of the buffer's from `from`. */
+interface Named { from: number; count: number; id: string }
+
+/** What waits for the next write; `named`: frames of `a` that keep their id, `i` their ids once their seqs are known. */
+interface Buffered { a: Accepted[]; f: number[][]; i: [number, string][]; named: Named[]; d: number[]; waiters: { resolve: () => void; reject: (e: unknown) => void }[] }
 type Rotation = Awaited<ReturnType<Journal['rotateAsync']>>;
 /** A write on disk: the compaction it was, if one, and how many events its record holds. */
 interface Written { compacted?: Rotation; tuples: number }
@@ -133,7 +140,9 @@ export class Outbox {
   private heldBytes = 0;
   /** frames recorded whose events are all held: first seq -> seqs */
   private readonly frames = new Map<number, number[]>();
-  private buffer: Buffered = { a: [], f: [], d: [], waiters: [] };
+  /** the ids recorded frames keep (dead letters sent again): first seq -> id */
+  private readonly names = new Map<number, string>();
+  private buffer: Buffered = empty();
   private writing: Promise<void> | undefined;
   private closed = false;
   /** the journal's current segment, its bytes, whether it has no record yet (its first carries prefix and next seq) */
@@ -163,6 +172,7 @@ export class Outbox {
     const done = new Set<number>();
     const found = new Map<number, Accepted>();
     const recorded: number[][] = [];
+    const named: [number, string][] = [];
     for (const raw of this.journal.replay(0, torn)) {
       const e = raw as Entry;
       if (typeof e.p === 'string') this.prefix = e.p;
@@ -173,6 +183,7 @@ export class Outbox {
         this.nextSeq = Math.max(this.nextSeq, a[0] + 1);
       }
       for (const f of e.f ?? []) recorded.push(f);
+      for (const i of e.i ?? []) named.push(i);
       for (const d of e.d ?? []) {
         const [from, to] = typeof d === 'number' ? [d, d] : d;
         for (let s = from; s <= to; s++) { done.add(s); found.delete(s); }
@@ -184,6 +195,7 @@ export class Outbox {
     const sorted = [...found.values()].sort((x, y) => x[0] - y[0]).map((a) => ({ ...boxed(a, JSON.stringify(a).length, old[0]?.seq ?? 0), replayed: true as const }));
     for (const b of sorted) this.hold(b);
     for (const f of recorded) if (f.length && f.every((q) => this.held.has(q))) this.frames.set(f[0], f);
+    for (const [first, id] of named) if (this.frames.has(first)) this.names.set(first, id);
     this.prefix ||= crypto.randomBytes(6).toString('base64url');
     this.firstSeg = old[0]?.seq ?? 0;
     this.journal.open(0);
@@ -224,8 +236,23 @@ export class Outbox {
     this.schedule();
   }
 
-  /** The id of the frame of these events (seqs, in order). */
+  /**
+   * Accept events as one frame under `id` (a dead letter sent again): written
+   * together with the frame's record and id, so that it goes out whole under
+   * that id, also after a restart.
+   */
+  acceptFrame(subject: Subject, events: readonly unknown[], id: string): void {
+    if (this.closed || !events.length) return;
+    const t = Date.now();
+    this.buffer.named.push({ from: this.buffer.a.length, count: events.length, id });
+    for (const event of events) this.buffer.a.push([0, subject, event, t]);
+    this.schedule();
+  }
+
+  /** The id of the frame of these events (seqs, in order): the one it keeps (acceptFrame), else made of its prefix, first seq and length. */
   frameId(seqs: readonly number[]): string {
+    const named = this.names.get(seqs[0]);
+    if (named !== undefined && this.frames.get(seqs[0])?.length === seqs.length) return named;
     return `msg_${this.prefix}_${seqs[0]}_${seqs.length}`;
   }
 
@@ -253,7 +280,7 @@ export class Outbox {
   done(seqs: readonly number[]): void {
     if (!seqs.length || this.closed) return;
     for (const s of seqs) this.release(s);
-    if (this.frames.size) for (const s of seqs) this.frames.delete(s);
+    if (this.frames.size) for (const s of seqs) { this.frames.delete(s); this.names.delete(s); }
     for (const s of seqs) this.buffer.d.push(s);
     // dones ride with the next accepted events; alone, they are written a little later, together
     this.doneTimer ??= setTimeout(() => {
@@ -305,7 +332,7 @@ export class Outbox {
     while (this.due()) {
       this.doneDue = false;
       const b = this.buffer;
-      this.buffer = { a: [], f: [], d: [], waiters: [] };
+      this.buffer = empty();
       const before = this.journal.written;
       this.inWrite = b.a.length;
       // Seqs are handed out here, not on accept, so that a refused write
@@ -313,6 +340,14 @@ export class Outbox {
       // hole per refused event between the held ones (writes never overlap).
       const firstSeq = this.nextSeq;
       for (const a of b.a) a[0] = this.nextSeq++;
+      // a frame that keeps its id is recorded in the write that holds its events
+      for (const n of b.named) {
+        const seqs = b.a.slice(n.from, n.from + n.count).map((a) => a[0]);
+        this.frames.set(seqs[0], seqs);
+        this.names.set(seqs[0], n.id);
+        b.f.push(seqs);
+        b.i.push([seqs[0], n.id]);
+      }
       let written: Written | undefined;
       let failure: unknown;
       try {
@@ -326,7 +361,7 @@ export class Outbox {
         this.inWrite = 0;
         this.nextSeq = firstSeq;
         // nothing of this write is on disk: its events were never accepted, its frames not recorded
-        for (const f of b.f) this.frames.delete(f[0]);
+        for (const f of b.f) { this.frames.delete(f[0]); this.names.delete(f[0]); }
         for (const w of b.waiters) w.reject(failure);
         if (b.a.length) this.refused(b.a.length, failure);
         this.figures.refused += b.a.length;
@@ -388,6 +423,7 @@ export class Outbox {
       entry.n = this.nextSeq;
       entry.a = [...this.tuples(), ...b.a];
       entry.f = [...this.frames.values()];
+      if (this.names.size) entry.i = [...this.names];
       tuples = entry.a.length;
     } else {
       if (this.fresh) {
@@ -396,6 +432,7 @@ export class Outbox {
       }
       if (b.a.length) entry.a = b.a;
       if (b.f.length) entry.f = b.f;
+      if (b.i.length) entry.i = b.i;
       if (b.d.length) entry.d = runs(b.d);
     }
     await this.journal.appendAsync(entry);
@@ -456,9 +493,11 @@ export class Outbox {
 
   /** Everything held as the first record of the current segment (blocking: at open only). */
   private snapshot(): void {
-    this.journal.append({ p: this.prefix, n: this.nextSeq, a: this.tuples(), f: [...this.frames.values()] } satisfies Entry);
+    this.journal.append({ p: this.prefix, n: this.nextSeq, a: this.tuples(), f: [...this.frames.values()], ...(this.names.size ? { i: [...this.names] } : {}) } satisfies Entry);
   }
 }
+
+const empty = (): Buffered => ({ a: [], f: [], i: [], named: [], d: [], waiters: [] });
 
 const boxed = (a: Accepted, bytes: number, seg: number, group = a[4] ?? a[0]): Boxed => ({ seq: a[0], subject: a[1], event: a[2], t: a[3], g: group, bytes, seg });
 

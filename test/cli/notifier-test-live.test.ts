@@ -126,6 +126,25 @@ test('test of a web hook while the controller runs: the controller sends the tes
   t.is(rcv.requests.length, 3);
 });
 
+test('redeliver_dead: the command line\'s test through the running controller sends the dead letters again, under their ids; set writes the switch', async (t) => {
+  const rcv = await Receiver.start(t);
+  let refuse = true;
+  rcv.answer = (r) => (refuse && r.json?.subject === 'state' ? { status: 400, body: 'not yet' } : { body: '{"result":"OK"}' });
+  const { dir, ctl } = await controllerAt(t, notifierFiles({ hook: { type: 'json', uri: rcv.uri, skip_test: true, redeliver_dead: true, events: states } }));
+  await ctl.client.ok('t_emit', { k: Keys.master, s: 'state', d: [{ oid: 'sensor:g/s', status: 1, value: '1' }] });
+  await until('a dead letter', async () => (await stats(ctl.client, Keys.master, 'hook')).outbox.dead_letters === 1);
+  const id = rcv.requests[0].headers['webhook-id'];
+  refuse = false;
+  const r = await runCli(t, ['--dir', dir, 'test', 'hook']);
+  t.is(r.out, `hook: test passed (tested by the running controller at ${ctl.url})\n`);
+  await until('sent again', () => rcv.requests.filter((q) => q.json?.subject === 'state').length === 2);
+  t.is(rcv.requests.at(-1)!.headers['webhook-id'], id);
+  await until('no letter left', async () => (await stats(ctl.client, Keys.master, 'hook')).outbox.dead_letters === 0);
+  t.is((await runCli(t, ['--dir', dir, 'set', 'hook', 'redeliver_dead', 'false'])).code, 0);
+  t.false(JSON.parse(fs.readFileSync(path.join(dir, 'runtime', 'uc_notify.d', 'hook.json'), 'utf8')).redeliver_dead);
+  t.is((await runCli(t, ['--dir', dir, 'set', 'hook', 'redeliver_dead', 'maybe'])).code, 1);
+});
+
 test('test when the controller answers but refuses the key file\'s master key: the command line tests on its own and says why', async (t) => {
   const rcv = await Receiver.start(t);
   const { dir, ctl } = await controllerAt(t, notifierFiles({ hook: { type: 'json', uri: rcv.uri, skip_test: true, events: states } }));

@@ -19,7 +19,7 @@ export const DeliverySettings = {
   queue_size: bound(10_000, 'most events waiting per notifier; past it the oldest waiting event is dropped (and counted)'),
   queue_max_bytes: bound(32 * 1024 * 1024, 'most bytes of events waiting per notifier (their values, outputs and messages in characters, plus 256 each); past it the oldest waiting events are dropped (and counted)', 'bytes'),
   max_batch: bound(100, 'most events in one send, unless the type sends fewer'),
-  retries: int(5, 'retries of a failed batch before it is dropped (and counted); 0: none'),
+  retries: int(5, 'retries of a failed batch before it is dropped (and counted; a durable web hook: to its dead letters); 0: none. A durable web hook waits for a receiver that is away (unreachable, 5xx, 408, 429) until outbox_max_age instead'),
   retry_delay: seconds(0.5, 'first retry delay; doubles with each retry, with jitter'),
   retry_max_delay: seconds(30, 'longest retry delay'),
   stop_drain: seconds(3, 'at stop, how long a notifier may take to deliver what is still queued'),

@@ -83,7 +83,7 @@ export const plugin = definePlugin({
       name: 'list_dead_letters',
       permission: 'master',
       params: { ...id, s: which.s, e: which.e, offset: int('skip this many letters'), n: int('at most this many letters (default 100, at most 1000)') },
-      description: 'The dead letters of a durable notifier, oldest first: frames its receiver refused for good or that used up their retries (id, time t in ms, subject, events, size, last HTTP status, error).',
+      description: 'The dead letters of a durable notifier, oldest first: frames its receiver refused for good, that expired (outbox_max_age) or that used up their retries on a failure that is no outage (id, time t in ms, subject, events, size, last HTTP status, error).',
       returns: 'array of {id, t, subject, events, size, status, error}',
       handler: (p) =>
         letters(p.i).list({ from: p.s, to: p.e }, Math.max(0, p.offset ?? 0), Math.min(1000, Math.max(0, p.n ?? 100))),
@@ -92,7 +92,7 @@ export const plugin = definePlugin({
       name: 'replay_dead_letters',
       permission: 'master',
       params: { ...id, ...which },
-      description: 'Send dead letters again: by ids or time range, back into the notifier\'s outbox, oldest first (as new frames).',
+      description: 'Send dead letters again: by ids or time range, back into the notifier\'s outbox, oldest first, each as the frame it was under its id (webhook-id).',
       returns: '{letters, events}',
       handler: (p) => letters(p.i).replay(filterOf(p)),
     });

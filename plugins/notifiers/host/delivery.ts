@@ -128,13 +128,16 @@ export class Delivery {
    * under its own id (the webhook-id and signature msg id the receiver saw),
    * so a receiver that keeps ids takes a letter it did get once.
    */
-  private requeue(d: Durable, letters: DeadLetter[]): { letters: number; events: number } {
+  private async requeue(d: Durable, letters: DeadLetter[]): Promise<{ letters: number; events: number }> {
     let events = 0;
+    const back: DeadLetter[] = [];
     for (const l of letters) {
-      d.outbox.acceptFrame(l.subject, l.events, l.id);
-      events += l.events.length;
+      if (d.outbox.acceptFrame(l.subject, l.events, l.id)) events += l.events.length;
+      else back.push(l);
     }
-    return { letters: letters.length, events };
+    // the outbox closed meanwhile (a stop): those stay letters
+    for (const l of back) await d.dead.add(l);
+    return { letters: letters.length - back.length, events };
   }
 
   /** redeliver_dead: ids of the letters still to send again, oldest first */
@@ -189,7 +192,7 @@ export class Delivery {
       }
       this.resend = this.resend.slice(i);
       if (!chosen.length) return;
-      const { letters } = this.requeue(d, await d.dead.take({ ids: chosen }));
+      const { letters } = await this.requeue(d, await d.dead.take({ ids: chosen }));
       d.figures.redelivered += letters;
     } catch (err) {
       this.log.error(`notifier ${this.id}: dead letters not sent again (${describe(err)}): they stay`);

@@ -239,14 +239,17 @@ export class Outbox {
   /**
    * Accept events as one frame under `id` (a dead letter sent again): written
    * together with the frame's record and id, so that it goes out whole under
-   * that id, also after a restart.
+   * that id, also after a restart. False when the outbox is closed (a stop):
+   * nothing taken.
    */
-  acceptFrame(subject: Subject, events: readonly unknown[], id: string): void {
-    if (this.closed || !events.length) return;
+  acceptFrame(subject: Subject, events: readonly unknown[], id: string): boolean {
+    if (this.closed) return false;
+    if (!events.length) return true;
     const t = Date.now();
     this.buffer.named.push({ from: this.buffer.a.length, count: events.length, id });
     for (const event of events) this.buffer.a.push([0, subject, event, t]);
     this.schedule();
+    return true;
   }
 
   /** The id of the frame of these events (seqs, in order): the one it keeps (acceptFrame), else made of its prefix, first seq and length. */

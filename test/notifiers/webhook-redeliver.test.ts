@@ -307,3 +307,37 @@ test('outbox: a frame that keeps its id keeps it through a compaction (the new s
   t.is(again.frameId([1, 2]), 'msg_kept_9_2');
   await again.close();
 });
+
+test('what is an outage: refused, no answer in time, 503, 408, 429 wait past retries 0; an answer that is no success is given up at once', async (t) => {
+  const rcv = {
+    refused: await Receiver.start(t), late: await Receiver.start(t), s503: await Receiver.start(t), s408: await Receiver.start(t),
+    s429: await Receiver.start(t), error: await Receiver.start(t),
+  };
+  await rcv.refused.close(); // nothing listens on its port: connection refused
+  rcv.late.hold();
+  let fine = false;
+  for (const [name, status] of [['s503', 503], ['s408', 408], ['s429', 429]] as const) {
+    rcv[name].answer = () => (fine ? { body: '{"result":"OK"}' } : { status, body: 'later' });
+  }
+  rcv.error.answer = () => ({ body: '{"result":"ERROR"}' });
+  const hooks = Object.fromEntries(Object.entries(rcv).map(([id, r]) => [id, { type: 'json', uri: r.uri, ...quick, retries: 0, timeout: id === 'late' ? 0.3 : 30, events: states }]));
+  const { client } = await startController(t, { files: notifierFiles(hooks) });
+  await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/one')] });
+  const away = ['refused', 'late', 's503', 's408', 's429'];
+  await until('each away one failed three times', async () => {
+    for (const id of away) if ((await stats(client, k, id)).failed < 3) return false;
+    return true;
+  }, 30_000);
+  for (const id of away) t.like((await stats(client, k, id)).outbox, { dead_letters: 0, held: 1 }, id);
+  await until('an answer that is no success: a letter after 1 + retries 0 tries', async () => (await outboxOf(client, 'error')).dead_letters === 1);
+  t.is(rcv.error.requests.length, 1);
+
+  fine = true;
+  rcv.late.release();
+  await rcv.refused.listen();
+  await until('each delivered once back', async () => {
+    for (const id of away) if ((await stats(client, k, id)).sent !== 1) return false;
+    return true;
+  }, 30_000);
+  for (const id of away) t.is((await outboxOf(client, id)).dead_letters, 0, id);
+});

@@ -16,8 +16,10 @@ import { table, fmt, benchUpdatePlugin } from './lib';
  *
  *   refused   connection refused, retrying for ever (retries 1 000 000)
  *   busy      a receiver answering 503, retrying for ever
- *   defaults  connection refused, the default retries (5): frames go to
- *             the dead letters
+ *   defaults  connection refused, the default retries (5): an outage is
+ *             waited for whatever the retries (until outbox_max_age), so
+ *             it reads as refused does (before: frames went to the dead
+ *             letters after their 5 retries)
  *
  * Events are fed at HOUR_RATE per second (default 100: `bench_update` every
  * 100 ms, caught up to the clock) for HOUR_SECONDS (default 3 600). Every

@@ -21,7 +21,7 @@ export function registerCorescriptFunctions(ctx: PluginContext, scripts: ScriptS
     permission: 'master',
     params: {
       t: text('topic (wildcards + and #); <notifier_id>:<topic> for a notifier other than the default MQTT one').req(),
-      q: int('QoS: 0, 1 or 2').req(),
+      q: int('QoS: 0, 1 or 2', { min: 0, max: 2 }).req(),
       save,
     },
     description: 'Subscribe core scripts to an MQTT topic; its messages reach on("mqtt") handlers.',

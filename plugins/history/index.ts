@@ -88,7 +88,7 @@ export function registerHistory(ctx: PluginContext): void {
       i: list('item oids or full ids, a list or comma separated').req(),
       s: text('start: unix time, ISO 8601, or a span back from now (1D, 2H, 30T)'),
       e: text('end: as s'),
-      l: int('most records (the newest)'),
+      l: int('most records (the newest)', { min: 0 }),
       x: text('status or value (default both)'),
       t: text('time format: raw (unix, default) or iso'),
       w: text('fill: resample to this interval (5T, 1H; 5T:2 digits; 5T:k:2 divides by a prefix); s defaults to 1D'),
@@ -107,7 +107,6 @@ export function registerHistory(ctx: PluginContext): void {
         else if (['value', 'V'].includes(p.x)) status = false;
         else throw invalidParams('x: must be status or value');
       }
-      if (p.l !== undefined && p.l < 0) throw invalidParams('l: must not be negative');
       const time = g === 'chart' ? timeFormat('raw') : timeFormat(p.t);
       const fill = p.w ? parseFill(p.w) : undefined;
       const now = Date.now() / 1000;
@@ -171,7 +170,7 @@ export function registerHistory(ctx: PluginContext): void {
       i: text('item oid, or a mask type:group/# (a key with the group gets the records of the items it may read)').req(),
       s: text('start: unix time, ISO 8601, or a span back from now (1D, 2H, 30T)'),
       e: text('end: as s'),
-      l: int('most records (the newest)'),
+      l: int('most records (the newest)', { min: 0 }),
       t: text('time format: raw (unix, default) or iso'),
       o: any('options for the history store: influxdb {"rp": "<retention policy>"} (or rp=<name>)'),
     },

@@ -111,6 +111,25 @@ const FIXTURES: Record<string, { before?: (readonly [string, Record<string, unkn
   echo_value: [{ params: { v: [1, 'a', { b: null }] } }],
 };
 
+/**
+ * Found by the generated calls: a value the declared schema took and the
+ * function refused (invalid_params). Each is now outside the declared
+ * schema, and still refused: the schema states what the function takes.
+ */
+const DECLARED: { method: string; param: string; value: unknown; params?: Record<string, unknown> }[] = [
+  // QoS: an integer, declared without its range 0..2
+  { method: 'subscribe_corescripts_mqtt', param: 'q', value: 3, params: { t: 'cov/#' } },
+  { method: 'subscribe_corescripts_mqtt', param: 'q', value: -1, params: { t: 'cov/#' } },
+  // seconds back and a count of records, declared without their floor
+  { method: 'log_get', param: 't', value: -1 },
+  { method: 'log_get', param: 'n', value: 0 },
+  { method: 'state_history', param: 'l', value: -1, params: { a: 'db_1', i: 'sensor:cov/s1' } },
+  { method: 'state_log', param: 'l', value: -1, params: { a: 'db_1', i: 'sensor:cov/s1' } },
+  // a delay, declared as any number: refused below 0 and past the longest timer
+  { method: 'shutdown_core', param: 't', value: -1 },
+  { method: 'shutdown_core', param: 't', value: 2147484 },
+];
+
 /** Generated calls per method (a fixed seed: the same values each run). */
 const RUNS = 12;
 const SEED = 20261129;
@@ -324,6 +343,17 @@ for (const name of METHODS) {
     // nothing escaped the scratch controller's folder (a file name `../escape` from runtime/ stays in it)
     t.false(fs.existsSync(path.join(path.dirname(running.dir), 'escape')));
     t.like((await jrpc(running.url, 'test', { k: Keys.master })).body, { result: { product_code: 'uc' } }, 'test answers afterwards');
+  });
+}
+
+for (const { method, param, value, params = {} } of DECLARED) {
+  test.serial(`open-rpc coverage: ${method} ${param} ${JSON.stringify(value)} is outside its declared schema, and refused`, async (t) => {
+    const { running, checker } = shared!;
+    const m = checker.doc.methods.find((x) => x.name === method)!;
+    const schema = m.params.find((p) => p.name === param)!.schema;
+    t.false(ajv.validate(schema, value), `${JSON.stringify(schema)} takes ${JSON.stringify(value)}`);
+    const a = await checker.call(t, running.url, m, { k: Keys.master, ...params, [param]: value }, 'refused');
+    t.is(a.body.error?.code, 11);
   });
 }
 

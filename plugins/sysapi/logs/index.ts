@@ -101,14 +101,12 @@ export const plugin = definePlugin({
       permission: 'sysfunc',
       params: {
         l: text('minimum level: 10..50 or a level name (default 20)'),
-        t: num('only records not older than t seconds'),
-        n: int(`most records, newest ones (default ${LogApiDefaults.n}, at most ${LogApiDefaults.max_n})`),
+        t: num('only records not older than t seconds', { min: 0 }),
+        n: int(`most records, newest ones (default ${LogApiDefaults.n}, at most ${LogApiDefaults.max_n})`, { min: 1 }),
       },
       description: `Records of the memory log, oldest first: the newest n that fit in ${LogApiDefaults.max_answer / 1024} KiB of text.`,
       returns: 'array of log records {dt, h, l, lvl, mod, msg, p, t, th}',
       handler: (p) => {
-        if (p.t !== undefined && p.t < 0) throw invalidParams('t: expected seconds, 0 or more');
-        if (p.n !== undefined && p.n < 1) throw invalidParams('n: expected 1 or more');
         const n = Math.min(p.n ?? LogApiDefaults.n, LogApiDefaults.max_n);
         const records = spend(fitting(ctx.logger.records(level(p.l, LogApiDefaults.level), p.t, n), LogApiDefaults.max_answer));
         // 3.3's records also carry dt (the local ISO time) and lvl (the level name)

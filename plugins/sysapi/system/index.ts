@@ -1,10 +1,9 @@
 import { definePlugin } from '../../../core/plugin';
-import { bool, num, bound, seconds, defaults } from '../../../core/schema';
-import { functionFailed, invalidParams } from '../../../core/errors';
+import { bool, bound, seconds, defaults } from '../../../core/schema';
+import { functionFailed } from '../../../core/errors';
 import { describe, type ModuleLogger } from '../../../core/log';
 import { splitArgv } from '../../../core/toolkit/argv';
 import { runProgram } from '../../../core/toolkit/program';
-import { MAX_TIMER_SECONDS } from '../../../core/defaults';
 
 /** Bounds of the save hooks (exec_before_save, exec_after_save); their time limit is `[server] timeout`. */
 export const SaveHookLimits = {
@@ -103,11 +102,10 @@ export const plugin = definePlugin({
       name: 'shutdown_core',
       aliases: ['core_shutdown'],
       permission: 'master',
-      params: { t: num('delay in seconds before the controller stops (none or 0: at once, once answered)') },
+      params: { t: seconds('delay in seconds before the controller stops (none or 0: at once, once answered)') },
       description: 'Answer, then (after t seconds) stop the controller process; a supervisor (--watchdog, systemd) starts it again.',
       handler: (p, call) => {
         const t = p.t ?? 0;
-        if (!(t >= 0 && t <= MAX_TIMER_SECONDS)) throw invalidParams(`parameter t: 0 to ${MAX_TIMER_SECONDS} seconds`);
         ctx.log.warning(`shutdown requested${t ? ` in ${t} s` : ''} (key ${call.key?.id})`);
         // a shutdown asked for meanwhile (another call, SIGTERM) is not delayed by this one; stopping clears the timer
         if (t) ctx.timeout(() => ctx.requestShutdown('shutdown_core'), t * 1000);

@@ -73,7 +73,12 @@ export interface FunctionDecl<P extends Decls = Decls> {
   permission: Permission;
   params: P;
   description: string;
-  /** what the result is, in words, for the description */
+  /**
+   * what the result is, in words, for the description; exactly 'OK': the
+   * handler answers `true` or nothing (JSON RPC `{"ok": true}`), and
+   * rpc.discover declares that result's schema (without it, no schema: a
+   * drop-in that says nothing may answer anything)
+   */
   returns?: string;
   /**
    * A function of permission `none` or `any` that may change something: a
@@ -134,6 +139,9 @@ export function permits(key: ApiKey | undefined, permission: Permission): boolea
 export function restricted(decl: FunctionDecl): boolean {
   return decl.changes === true || (decl.permission !== 'none' && decl.permission !== 'any');
 }
+
+/** The JSON Schema of an OK answer in JSON RPC (core/results.ts, rpcResult): a function's that says it `returns: 'OK'`. */
+const OkResult = { type: 'object', properties: { ok: { const: true } }, required: ['ok'], additionalProperties: false };
 
 /**
  * The function registry. A function is declared once; transports find it
@@ -227,7 +235,7 @@ export class FunctionRegistry {
             name, required: p.required, schema: jsonSchema(p), description: p.description,
           })),
         ],
-        result: { name: 'result', description: d.returns ?? 'OK', schema: {} },
+        result: { name: 'result', description: d.returns ?? 'OK', schema: d.returns === 'OK' ? OkResult : {} },
         'x-permission': d.permission,
         'x-aliases': d.aliases ?? [],
         'x-api': d.api ?? 'sys',

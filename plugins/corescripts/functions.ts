@@ -8,6 +8,7 @@ export function registerCorescriptFunctions(ctx: PluginContext, scripts: ScriptS
   const save = bool('write runtime/<product>_cs.json now (it is written at once anyway when db_update is instant)');
   ctx.register({
     name: 'reload_corescripts',
+    returns: 'OK',
     permission: 'master',
     params: {},
     description: 'Reload every core script from xc/<product>/cs/ (their state starts afresh).',
@@ -18,6 +19,7 @@ export function registerCorescriptFunctions(ctx: PluginContext, scripts: ScriptS
   });
   ctx.register({
     name: 'subscribe_corescripts_mqtt',
+    returns: 'OK',
     permission: 'master',
     params: {
       t: text('topic (wildcards + and #); <notifier_id>:<topic> for a notifier other than the default MQTT one').req(),
@@ -32,6 +34,7 @@ export function registerCorescriptFunctions(ctx: PluginContext, scripts: ScriptS
   });
   ctx.register({
     name: 'unsubscribe_corescripts_mqtt',
+    returns: 'OK',
     permission: 'master',
     params: { t: text('the topic exactly as subscribed').req(), save },
     description: 'Unsubscribe core scripts from an MQTT topic.',

@@ -71,6 +71,7 @@ export function registerItemFunctions(ctx: PluginContext, reg: ItemRegistry): vo
 
   ctx.register({
     name: 'destroy', api: 'product', permission: 'master',
+    returns: 'OK',
     params: { i: text('item oid').req(), save: bool('write the items file at once, whatever db_update') },
     description: 'Destroy an item (refused with 13 / 409 while a unit action runs or waits).',
     async handler(p) {
@@ -99,6 +100,7 @@ export function registerItemFunctions(ctx: PluginContext, reg: ItemRegistry): vo
 
   ctx.register({
     name: 'update', api: 'product', permission: 'any', changes: true,
+    returns: 'OK',
     params: { i: text('item oid').req(), s: int('status'), v: text('value; "" or "null" for no value') },
     description: 'Set item status and/or value; a state event goes out when that changed something.',
     handler(p, call) {
@@ -147,6 +149,7 @@ export function registerItemFunctions(ctx: PluginContext, reg: ItemRegistry): vo
 
   ctx.register({
     name: 'set_prop', api: 'product', permission: 'master',
+    returns: 'OK',
     params: {
       i: text('item oid').req(), p: text(`property: ${Object.keys(PropTypes).join(', ')}`).req(),
       v: any('value; absent or empty: back to the default'), save: bool('write the items file at once, whatever db_update'),

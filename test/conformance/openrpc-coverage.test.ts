@@ -62,7 +62,7 @@ const file = ['file_put', { i: 'cov/a.txt', m: 'text' }] as const;
  * each after the calls it needs (`before`, answers not checked: what they
  * make may be there already).
  */
-const FIXTURES: Record<string, { before?: (readonly [string, Record<string, unknown>])[]; params: Record<string, unknown> }[]> = {
+const FIXTURES: Record<string, { before?: (readonly [string, Record<string, unknown>])[]; params: Record<string, unknown>; token?: true }[]> = {
   reload_corescripts: [{ params: {} }],
   create: [{ before: [['destroy', { i: 'sensor:cov/s2' }]], params: { i: 'sensor:cov/s2' } }],
   destroy: [{ before: [sensor], params: { i: 'sensor:cov/s1' } }],
@@ -107,6 +107,9 @@ const FIXTURES: Record<string, { before?: (readonly [string, Record<string, unkn
   set_user_key: [{ before: [user], params: { u: 'covuser', a: 'plain' } }],
   set_user_password: [{ before: [user], params: { u: 'covuser', p: 'Secret456' } }],
   login: [{ before: [user, ['set_user_password', { u: 'covuser', p: 'Secret123' }]], params: { k: undefined, u: 'covuser', p: 'Secret123' } }],
+  // k a fresh token of the master key (login)
+  set_token_readonly: [{ params: {}, token: true }],
+  logout: [{ params: {}, token: true }],
   subtract: [{ params: { minuend: 3, subtrahend: 1 } }],
   echo_value: [{ params: { v: [1, 'a', { b: null }] } }],
 };
@@ -227,6 +230,8 @@ const INTERNAL = /see the controller log|^internal error$/;
 class Checker {
   private readonly codes: Set<number>;
   private readonly validators = new Map<string, Ajv.ValidateFunction>();
+  /** methods with a result checked against their declared result schema */
+  readonly validated = new Set<string>();
   constructor(readonly doc: { methods: Method[]; 'x-errors': { code: number }[] }) {
     this.codes = new Set(doc['x-errors'].map((e) => e.code));
   }
@@ -248,6 +253,7 @@ class Checker {
       if (expect === 'refused') t.fail(`${what}: taken, result ${JSON.stringify(a.body?.result)}`);
       const valid = this.validator(m);
       t.true(valid(a.body.result), `${what}: result does not match the declared schema: ${ajv.errorsText(valid.errors)}`);
+      this.validated.add(m.name);
     }
     return a;
   }
@@ -312,15 +318,18 @@ test('open-rpc coverage: every method rpc.discover lists is called (none left ou
 
 /** A method's calls: fixtures (which must succeed), generated ones, invalid ones; /jrpc and the direct path. */
 async function exercise(t: ExecutionContext, running: Running, checker: Checker, m: Method, valid: Record<string, unknown>[]) {
-  for (const { before = [], params: own } of FIXTURES[m.name] ?? []) {
+  const token = async () => String((await jrpc(running.url, 'login', { k: Keys.master })).body.result.token);
+  for (const { before = [], params: own, token: withToken } of FIXTURES[m.name] ?? []) {
     const params = JSON.parse(JSON.stringify({ k: Keys.master, ...own })) as Record<string, unknown>;
     for (const [method, p] of before) await jrpc(running.url, method, { k: Keys.master, ...p });
-    await checker.call(t, running.url, m, params, 'ok');
+    await checker.call(t, running.url, m, withToken ? { ...params, k: await token() } : params, 'ok');
     for (const [method, p] of before) await jrpc(running.url, method, { k: Keys.master, ...p });
-    await checker.direct(t, running.url, m, params);
+    await checker.direct(t, running.url, m, withToken ? { ...params, k: await token() } : params);
   }
   for (const params of valid) await checker.call(t, running.url, m, params);
   for (const params of valid.slice(0, 3)) await checker.direct(t, running.url, m, params);
+  // a declared result schema is checked against at least one result
+  if (Object.keys(m.result.schema).length) t.true(checker.validated.has(m.name), `${m.name}: no result to check its declared schema against`);
   for (const { what, params } of checker.invalid(m, valid[0])) {
     const a = await checker.call(t, running.url, m, params, what === 'k missing' && m['x-permission'] === 'none' ? 'any' : 'refused');
     t.log(`${what}: ${JSON.stringify(a.body.error ?? 'taken')}`);

@@ -146,6 +146,7 @@ export const plugin = definePlugin({
     });
     ctx.register({
       name: 'set_cvar',
+      returns: 'OK',
       aliases: ['cvar_set'],
       permission: 'master',
       params: { i: text('variable name').req(), v: text('value; the variable is deleted when omitted') },

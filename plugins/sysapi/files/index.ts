@@ -161,6 +161,7 @@ export const plugin = definePlugin({
 
     ctx.register({
       name: 'file_unlink',
+      returns: 'OK',
       permission: 'master',
       params: { i },
       description: 'Delete a file in runtime/ (a symbolic link is removed itself, never the file it names).',
@@ -190,6 +191,7 @@ export const plugin = definePlugin({
 
     ctx.register({
       name: 'file_set_exec',
+      returns: 'OK',
       permission: 'master',
       params: { i, e: bool('true: mode 0755 (executable); false: mode 0644').req() },
       description: 'Set or clear the executable flag of a file in runtime/.',

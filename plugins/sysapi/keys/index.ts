@@ -129,6 +129,7 @@ export const plugin = definePlugin({
 
     ctx.register({
       name: 'destroy_key',
+      returns: 'OK',
       permission: 'master',
       params: { i: keyId },
       description: 'Destroy a dynamic API key; its tokens end at once.',
@@ -184,6 +185,7 @@ export const plugin = definePlugin({
 
     ctx.register({
       name: 'set_key_prop',
+      returns: 'OK',
       permission: 'master',
       params: {
         i: keyId,

@@ -233,6 +233,7 @@ export const plugin = definePlugin({
     });
     ctx.register({
       name: 'lock',
+      returns: 'OK',
       aliases: ['lock_acquire'],
       permission: 'lock',
       params: {
@@ -248,6 +249,7 @@ export const plugin = definePlugin({
     });
     ctx.register({
       name: 'unlock',
+      returns: 'OK',
       aliases: ['lock_release'],
       permission: 'lock',
       params: { l },

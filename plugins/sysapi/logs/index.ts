@@ -71,6 +71,7 @@ export const plugin = definePlugin({
 
     ctx.register({
       name: 'log',
+      returns: 'OK',
       permission: 'sysfunc',
       params: { l: text('level: debug, info, warning, error, critical, or 10..50 (default info)'), m },
       description: 'Write a record to the controller log.',
@@ -79,6 +80,7 @@ export const plugin = definePlugin({
     for (const name of Object.keys(Levels) as LevelName[]) {
       ctx.register({
         name: `log_${name}`,
+        returns: 'OK',
         permission: 'sysfunc',
         params: { m },
         description: `Write a ${name} record to the controller log.`,
@@ -115,6 +117,7 @@ export const plugin = definePlugin({
     });
     ctx.register({
       name: 'log_rotate',
+      returns: 'OK',
       permission: 'sysfunc',
       params: {},
       description: 'Accepted for old clients; does nothing (not needed since 3.2.6).',

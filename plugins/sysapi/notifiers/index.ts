@@ -43,6 +43,7 @@ export const plugin = definePlugin({
     // beyond the spec (plugins/notifiers/README.md, Decisions): the console's and a script's Test
     ctx.register({
       name: 'test_notifier',
+      returns: 'OK',
       permission: 'master',
       params: id,
       description: 'Test a notifier\'s endpoint now, within its timeout (a disabled notifier too); error 10 with the reason when the receiver did not answer.',
@@ -54,6 +55,7 @@ export const plugin = definePlugin({
     // EVA ICS 3.3 (its SFA API): tell the clients a restart is coming without one
     ctx.register({
       name: 'notify_restart',
+      returns: 'OK',
       permission: 'master',
       params: {},
       description: 'Send the server restart event (subject server, data restart) to every notifier subscribed to server, without a restart.',
@@ -107,6 +109,7 @@ export const plugin = definePlugin({
     for (const [name, enabled] of [['enable_notifier', true], ['disable_notifier', false]] as const) {
       ctx.register({
         name,
+        returns: 'OK',
         permission: 'master',
         params: id,
         description: `${enabled ? 'Enable' : 'Disable'} a notifier until the controller restarts.`,

@@ -78,6 +78,7 @@ export const plugin = definePlugin({
 
     ctx.register({
       name: 'save',
+      returns: 'OK',
       aliases: ['core_save'],
       permission: 'sysfunc',
       params: {},
@@ -89,6 +90,7 @@ export const plugin = definePlugin({
     });
     ctx.register({
       name: 'set_debug',
+      returns: 'OK',
       permission: 'master',
       params: { debug: bool('debug mode on or off').req() },
       description: 'Switch debug logging until the controller restarts.',
@@ -100,6 +102,7 @@ export const plugin = definePlugin({
     });
     ctx.register({
       name: 'shutdown_core',
+      returns: 'OK',
       aliases: ['core_shutdown'],
       permission: 'master',
       params: { t: seconds('delay in seconds before the controller stops (none or 0: at once, once answered)') },

@@ -41,6 +41,7 @@ export const plugin = definePlugin({
 
     ctx.register({
       name: 'drop_tokens',
+      returns: 'OK',
       permission: 'master',
       params: { a: text('session token'), u: text('user login: all of its tokens'), i: text('API key id: all of its tokens') },
       description: 'End session tokens: one (a), a user\'s (u) or a key\'s (i); the first given counts. Their event streams end too.',
@@ -62,6 +63,7 @@ export const plugin = definePlugin({
 
     ctx.register({
       name: 'set_token_readonly',
+      returns: 'OK',
       permission: 'any',
       params: {},
       description: 'Make the calling token read-only: functions that may change something then answer 15 (token restricted). '

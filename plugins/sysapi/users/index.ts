@@ -105,6 +105,7 @@ export const plugin = definePlugin({
 
     ctx.register({
       name: 'destroy_user',
+      returns: 'OK',
       permission: 'master',
       params: { u: text('login').req() },
       description: 'Destroy a user account; its tokens end at once.',
@@ -146,6 +147,7 @@ export const plugin = definePlugin({
 
     ctx.register({
       name: 'set_user_key',
+      returns: 'OK',
       permission: 'master',
       params: { u: text('login').req(), a: text('id of the API key to assign').req() },
       description: "Bind a user account to another API key; the user's tokens end at once.",
@@ -159,6 +161,7 @@ export const plugin = definePlugin({
 
     ctx.register({
       name: 'set_user_password',
+      returns: 'OK',
       permission: 'master',
       params: { u: text('login').req(), p: text('new password').req() },
       description: "Set a user's password; the user's tokens end at once.",
@@ -286,6 +289,7 @@ export const plugin = definePlugin({
 
     ctx.register({
       name: 'logout',
+      returns: 'OK',
       permission: 'any',
       params: {},
       description: 'End the token given as k.',

@@ -139,8 +139,16 @@ export function text(...args: unknown[]): Built<string, false> {
 }
 
 /** One of the listed words (case matters). */
-export function choice<C extends string>(def: C, choices: readonly C[], description: string): WithDefault<C> {
-  return make<C>('choice', description, { default: def, choices }) as WithDefault<C>;
+export function choice<C extends string>(def: C, choices: readonly C[], description: string): WithDefault<C>;
+/** Without a default (a function parameter): the words alone. */
+export function choice<C extends string>(choices: readonly C[], description: string): Built<C, false>;
+export function choice(...args: unknown[]): Built<string, false> {
+  if (typeof args[0] === 'string') {
+    const [def, choices, description] = args as [string, readonly string[], string];
+    return make('choice', description, { default: def, choices });
+  }
+  const [choices, description] = args as [readonly string[], string];
+  return make('choice', description, { choices });
 }
 
 /** A list of strings: a JSON array, or a comma separated string. */

@@ -1,7 +1,7 @@
 import type { PluginContext } from '../../core/plugin';
 import { answerWhenWritten, type CallContext } from '../../core/functions';
 import { accessDenied, invalidParams, notFound } from '../../core/errors';
-import { bool, int, seconds, text, any } from '../../core/schema';
+import { any, bool, choice, int, seconds, text } from '../../core/schema';
 import { parseBool } from '../../core/config';
 import { groupMatches } from '../../core/toolkit/group-pattern';
 import { canRead, canWrite } from './access';
@@ -52,7 +52,6 @@ export function registerItemFunctions(ctx: PluginContext, reg: ItemRegistry): vo
   };
   /** Every item the key can read, of type p and group g when given, as `state` answers. */
   const visible = (p: { p?: string; g?: string }, call: CallContext) => {
-    if (p.p !== undefined && !ItemTypes.includes(p.p as never)) throw invalidParams(`p: item type must be one of ${ItemTypes.join(', ')}`);
     return reg.all()
       .filter((i) => (p.p === undefined || i.o.type === p.p) && (p.g === undefined || groupMatches(p.g, i.o.group)) && canRead(call.key, i.o))
       .map((i) => i.full());
@@ -82,7 +81,7 @@ export function registerItemFunctions(ctx: PluginContext, reg: ItemRegistry): vo
 
   ctx.register({
     name: 'list', api: 'product', permission: 'any',
-    params: { p: text('item type'), g: text('group, wildcards + and #') },
+    params: { p: choice(ItemTypes, 'item type'), g: text('group, wildcards + and #') },
     description: 'Items the key can read, with state and configuration.',
     returns: 'array of items',
     handler: (p, call) => visible(p, call),
@@ -90,7 +89,7 @@ export function registerItemFunctions(ctx: PluginContext, reg: ItemRegistry): vo
 
   ctx.register({
     name: 'state', api: 'product', permission: 'any',
-    params: { i: text('item oid; without it, every readable item'), p: text('item type'), g: text('group, wildcards + and #') },
+    params: { i: text('item oid; without it, every readable item'), p: choice(ItemTypes, 'item type'), g: text('group, wildcards + and #') },
     description: 'Item state: status, value (units also nstatus, nvalue, action_enabled), time of the last change.',
     returns: 'the item state, or an array without i',
     handler(p, call) {

@@ -128,6 +128,9 @@ const DECLARED: { method: string; param: string; value: unknown; params?: Record
   { method: 'log_get', param: 'n', value: 0 },
   { method: 'state_history', param: 'l', value: -1, params: { a: 'db_1', i: 'sensor:cov/s1' } },
   { method: 'state_log', param: 'l', value: -1, params: { a: 'db_1', i: 'sensor:cov/s1' } },
+  // an item type, declared as any text
+  { method: 'list', param: 'p', value: 'units' },
+  { method: 'state', param: 'p', value: 'units' },
   // a delay, declared as any number: refused below 0 and past the longest timer
   { method: 'shutdown_core', param: 't', value: -1 },
   { method: 'shutdown_core', param: 't', value: 2147484 },

@@ -61,6 +61,7 @@ export function typeOf(schema: Record<string, unknown>): string {
     case '{"oneOf":[{"type":"array","items":{"type":"string"}},{"type":"string"}]}': return 'list';
     default:
       if (schema.type === 'number' && schema.minimum === 0 && typeof schema.maximum === 'number') return `seconds (0–${schema.maximum})`;
+      if (Array.isArray(schema.enum) && Object.keys(schema).length === 1) return `one of ${(schema.enum as string[]).join(', ')}`;
       if ((schema.type === 'integer' || schema.type === 'number') && Object.keys(schema).every((k) => ['type', 'minimum', 'maximum'].includes(k))) {
         const { minimum: min, maximum: max } = schema as { minimum?: number; maximum?: number };
         return `${schema.type} (${min !== undefined && max !== undefined ? `${min}–${max}` : min !== undefined ? `at least ${min}` : `at most ${max}`})`;

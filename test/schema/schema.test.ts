@@ -61,6 +61,10 @@ test('call origin: JSON values or their text; refusals are invalid_params', (t) 
   t.throws(() => fromCall('n', int('n'), 1.5), { message: 'parameter n: expected integer' });
   t.throws(() => fromCall('n', int('n'), 2 ** 60), { message: /beyond 2\^53/ });
   t.throws(() => fromCall('c', choice('a', ['a', 'b'], 'c'), 'x'), { message: 'parameter c: one of a, b' });
+  // a parameter's choice has no default: absent, it stays absent
+  t.deepEqual(fromCallParams({ c: choice(['a', 'b'], 'c') }, {}), {});
+  t.is(fromCall('c', choice(['a', 'b'], 'c'), 'b'), 'b');
+  t.throws(() => fromCall('c', choice(['a', 'b'], 'c'), 'x'), { message: 'parameter c: one of a, b' });
   t.deepEqual(fromCall('x', any('x'), { a: [1, 'b'] }), { a: [1, 'b'] });
   t.throws(() => fromCallParams({ a: int('a').req() }, {}), { message: 'missing parameter: a' });
   t.throws(() => fromCallParams({ a: int('a') }, { b: 1 }), { message: 'unknown parameter: b' });
@@ -83,6 +87,7 @@ test('one describer: ini line, notifier help line, JSON Schema, data', (t) => {
   t.is(describeNotifierSetting('max_rows', int(10, 'most rows', { min: 1 })), 'max_rows (integer, default 10, at least 1): most rows');
   t.is(describeNotifierSetting('uri', text('the receiver').req()), 'uri (string, required): the receiver');
   t.deepEqual(jsonSchema(seconds('w')), { type: 'number', minimum: 0, maximum: MAX_TIMER_SECONDS });
+  t.deepEqual(jsonSchema(choice(['a', 'b'], 'c')), { enum: ['a', 'b'] });
   t.deepEqual(jsonSchema(list('l')), { oneOf: [{ type: 'array', items: { type: 'string' } }, { type: 'string' }] });
   t.deepEqual(declData(text('password', { secret: true }).req()), { type: 'string', required: true, secret: true, description: 'password' });
   t.like(settingData(bound(3, 'most')), { type: 'int', default: 3, min: 1 });

@@ -319,6 +319,15 @@ test('open-rpc coverage: every method rpc.discover lists is called (none left ou
   t.deepEqual(Object.keys(NOT_CALLED).filter((n) => !listed.includes(n)), [], 'methods listed as not called that rpc.discover does not list');
 });
 
+test('open-rpc coverage: every built-in method that answers OK declares the schema of that result', (t) => {
+  // the drop-in's functions say nothing of their results (description OK by default, no schema)
+  const dropIn = ['subtract', 'sum', 'notify_hello', 'notify_sum', 'get_data', 'echo_value'];
+  const ok = shared!.checker.doc.methods.filter((m) => !dropIn.includes(m.name) && (m.result as { description?: string }).description === 'OK');
+  t.true(ok.length > 30);
+  t.deepEqual(ok.filter((m) => !Object.keys(m.result.schema).length).map((m) => m.name), []);
+  t.deepEqual(dropIn.map((n) => shared!.checker.doc.methods.find((m) => m.name === n)?.result.schema), dropIn.map(() => ({})));
+});
+
 /** A method's calls: fixtures (which must succeed), generated ones, invalid ones; /jrpc and the direct path. */
 async function exercise(t: ExecutionContext, running: Running, checker: Checker, m: Method, valid: Record<string, unknown>[]) {
   const token = async () => String((await jrpc(running.url, 'login', { k: Keys.master })).body.result.token);

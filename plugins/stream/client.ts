@@ -33,6 +33,12 @@ export class StreamClient {
   alive = true;
   /** told it was too slow: nothing more is sent */
   closing = false;
+  /** while it resumes: the last seq it was sent (or passed over) from the ring */
+  cursor = 0;
+  /** resuming: the ring's pump sends it events, live ones pass it by */
+  replaying = false;
+  /** counts its subscriptions: a pump of an older one stops */
+  gen = 0;
 
   constructor(readonly ws: WebSocket, readonly ip: string) {
     this.from = throttleKey(ip);

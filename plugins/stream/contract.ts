@@ -19,6 +19,16 @@ export interface StreamStats {
   dropped_dead: number;
   /** messages sent (events and answers) */
   sent: number;
+  /** of those, events sent from the ring to clients that resumed (subscribe with since) */
+  replayed: number;
+  /** gap messages: a since older than the ring or of another run */
+  gaps: number;
+  /** events kept in the ring now (ws_replay_events) */
+  ring_events: number;
+  /** their bytes (ws_replay_bytes) */
+  ring_bytes: number;
+  /** events dropped from the ring at a bound since start */
+  ring_dropped: number;
 }
 
 export interface StreamService {

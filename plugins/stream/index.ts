@@ -6,11 +6,14 @@ import { Subjects, type BusSubject } from '../../core/bus';
 import { RepeatLog } from '../../core/repeat-log';
 import { ApiError, accessDenied, invalidParams } from '../../core/errors';
 import { Defaults } from '../../core/defaults';
+import { bound } from '../../core/schema';
 import { normalizeSubscriptions } from '../notifiers/contract';
 import { StreamClient } from './client';
 import type { ResolvedKey } from '../../core/auth/keys';
 import { CloseCodes, type StreamService, type StreamStats } from './contract';
 import { streamMetrics } from './metrics';
+import { EventRing } from './ring';
+import { SeqSource, epochFile, epochOf } from './seq';
 
 /** Where the stream is taken (plugins/stream/README.md). */
 export const StreamPath = '/ws';
@@ -20,6 +23,21 @@ const wsLib = onFirstUse<typeof Ws>('ws');
 const MAX_INCOMING = 64 * 1024;
 /** Messages kept while a client's auth message is checked (a subscribe sent right after it); more close it. */
 const MAX_EARLY = 4;
+
+/** The ring of events kept for clients that resume (`[webapi]`; plugins/stream/README.md, "Resuming"). */
+export const StreamSettings = {
+  ws_replay_events: bound(100_000, 'events the event stream keeps for clients that resume (subscribe with since); past it the oldest go'),
+  ws_replay_bytes: bound(64 * 1024 * 1024,
+    'the same in bytes (each event: its frame\'s characters + 48); whichever bound is reached first drops the oldest', 'bytes'),
+};
+
+/** `since` of a subscribe: absent (or null) for none, else a seq; anything else is refused in words. */
+function sinceOf(v: unknown): number | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) return v;
+  const shown = typeof v === 'string' ? `"${v.slice(0, 40)}"` : String(JSON.stringify(v)).slice(0, 40);
+  throw invalidParams(`since must be a whole number from 0 to ${Number.MAX_SAFE_INTEGER} (the seq of the last event received), not ${shown}`);
+}
 
 /**
  * Plugin `stream`: the event stream, a WebSocket on the API's own HTTP
@@ -33,6 +51,7 @@ export const plugin = definePlugin({
   version: '1.0.0',
   provides: ['stream'],
   needs: ['items'],
+  settings: { webapi: StreamSettings },
   start(ctx) {
     startStream(ctx);
   },
@@ -67,7 +86,14 @@ function startStream(ctx: PluginContext): void {
    */
   const unauthenticated = new Set<StreamClient>();
   let authenticated = 0;
-  const stats: StreamStats = { clients: 0, unauthenticated: 0, accepted: 0, refused: 0, evicted: 0, dropped_slow: 0, dropped_dead: 0, sent: 0 };
+  const stats: StreamStats = {
+    clients: 0, unauthenticated: 0, accepted: 0, refused: 0, evicted: 0, dropped_slow: 0, dropped_dead: 0, sent: 0,
+    replayed: 0, gaps: 0, ring_events: 0, ring_bytes: 0, ring_dropped: 0,
+  };
+  // every event numbered, and kept for clients that resume (seq.ts says why the numbers never repeat)
+  const seqs = new SeqSource(epochFile(ctx.paths), log);
+  const replay = ctx.config.section('webapi', StreamSettings);
+  const ring = new EventRing(replay.ws_replay_events, replay.ws_replay_bytes, seqs.last);
   /** refused messages (bad auth, malformed, unknown) in the log: one line per interval */
   const refusals = new RepeatLog(log, () => ctx.config.server.log_repeat_interval);
 
@@ -141,19 +167,80 @@ function startStream(ctx: PluginContext): void {
       error(c, invalidParams(`unknown message m: ${String(msg.m)} (expected subscribe)`));
       return;
     }
+    let since: number | undefined;
     try {
+      since = sinceOf(msg.since);
+      // a number of this run not given yet is the client's mistake; one of another run only means it missed events
+      if (since !== undefined && since > seqs.last && epochOf(since) === seqs.current) {
+        throw invalidParams(`since ${since} is ahead of this stream: its last seq is ${seqs.last}`);
+      }
       c.subs = normalizeSubscriptions(msg.events);
     } catch (err) {
       error(c, err);
       return;
     }
-    reply(c, { s: 'subscribed', events: c.subs });
-    // the current state of the items it may see, before any change of them
-    if (c.subs.some((s) => s.subject === 'state')) {
-      const now = items.list().map((i) => items.state(i.oid)).filter((e) => e && c.wants('state', e));
-      reply(c, { s: 'state', d: now });
+    c.gen++; // a replay under way for the old subscription stops
+    const resume = since !== undefined && since >= ring.floor && since <= ring.last;
+    c.cursor = resume ? since! : ring.last;
+    reply(c, { s: 'subscribed', events: c.subs, seq: c.cursor });
+    if (resume) {
+      c.replaying = true;
+      pump(c, c.gen);
+      return;
     }
+    c.replaying = false;
+    if (since !== undefined) gap(c, since);
+    snapshot(c);
   };
+
+  /** The current state of the items it may see, before any change of them (at the last seq given). */
+  function snapshot(c: StreamClient): void {
+    if (!c.subs.some((s) => s.subject === 'state')) return;
+    const now = items.list().map((i) => items.state(i.oid)).filter((e) => e && c.wants('state', e));
+    reply(c, { s: 'state', d: now, seq: ring.last });
+  }
+
+  /** The events after `since` are no longer kept (or are of another run): the client is told, then gets the state. */
+  function gap(c: StreamClient, since: number): void {
+    stats.gaps++;
+    reply(c, { s: 'gap', since, first: ring.floor + 1, seq: ring.last, message: `the events after ${since} are no longer kept: the current state follows` });
+  }
+
+  /**
+   * Send a resuming client the kept events after its cursor that it wants,
+   * in order, keeping at most half of ws_max_buffer waiting (a replay never
+   * closes it as too slow): at that mark it goes on when the frame is
+   * written out. Live events pass it by meanwhile (they are in the ring,
+   * the pump gets to them); at the ring's end it is live, with no event
+   * between (both run on the one thread). One that fell behind the ring's
+   * oldest gets a gap and the state.
+   */
+  function pump(c: StreamClient, gen: number): void {
+    const mark = w.ws_max_buffer / 2;
+    while (gen === c.gen && !c.closing && c.ws.readyState === c.ws.OPEN) {
+      if (c.cursor >= ring.last) {
+        c.replaying = false;
+        return;
+      }
+      if (c.cursor < ring.floor) {
+        const since = c.cursor;
+        c.cursor = ring.last;
+        c.replaying = false;
+        gap(c, since);
+        snapshot(c);
+        return;
+      }
+      const e = ring.at(++c.cursor)!;
+      if (!c.wants(e.subject, (JSON.parse(e.text) as { d: unknown[] }).d[0])) continue;
+      stats.sent++;
+      stats.replayed++;
+      if (c.ws.bufferedAmount + e.text.length >= mark) {
+        c.ws.send(e.text, () => pump(c, gen));
+        return;
+      }
+      c.ws.send(e.text);
+    }
+  }
 
   /** A client whose key or token passed: it leaves the pool of unauthenticated ones, if there is room. */
   function authenticated1(c: StreamClient, found: ResolvedKey, presented: string): void {
@@ -254,10 +341,11 @@ function startStream(ctx: PluginContext): void {
 
   for (const subject of Subjects) {
     ctx.on(subject, (event: unknown, subj: BusSubject) => {
-      let text: string | undefined; // one serialization for every client
+      // one serialization for the ring and every client
+      const text = JSON.stringify({ s: subj, d: [event], seq: seqs.next() });
+      ring.push(subj, text);
       for (const c of clients) {
-        if (!c.wants(subj, event)) continue;
-        text ??= JSON.stringify({ s: subj, d: [event] });
+        if (c.replaying || !c.wants(subj, event)) continue; // a replaying client gets it from the ring, in its turn
         send(c, text);
       }
     });
@@ -320,7 +408,12 @@ function startStream(ctx: PluginContext): void {
     wss?.close();
   });
 
-  const service: StreamService = { stats: () => ({ ...stats, clients: clients.size, unauthenticated: unauthenticated.size }) };
+  const service: StreamService = {
+    stats: () => ({
+      ...stats, clients: clients.size, unauthenticated: unauthenticated.size,
+      ring_events: ring.count, ring_bytes: ring.bytes, ring_dropped: ring.dropped,
+    }),
+  };
   ctx.provide('stream', service);
   ctx.metrics(() => streamMetrics(service.stats()));
 }

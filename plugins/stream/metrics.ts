@@ -11,6 +11,11 @@ const Families: Record<keyof StreamStats, Omit<MetricSample, 'value'>> = {
   dropped_slow: { name: 'stream_dropped_slow_total', help: 'event stream clients disconnected because their send buffer overflowed', type: 'counter' },
   dropped_dead: { name: 'stream_dropped_dead_total', help: 'event stream clients disconnected because they missed a pong', type: 'counter' },
   sent: { name: 'stream_sent_total', help: 'event stream messages sent', type: 'counter' },
+  replayed: { name: 'stream_replayed_total', help: 'event stream events sent from the ring to clients that resumed', type: 'counter' },
+  gaps: { name: 'stream_gaps_total', help: 'event stream gap messages (a since older than the ring or of another run)', type: 'counter' },
+  ring_events: { name: 'stream_ring_events', help: 'events the event stream keeps now for clients that resume' },
+  ring_bytes: { name: 'stream_ring_bytes', help: 'bytes of the events the event stream keeps now' },
+  ring_dropped: { name: 'stream_ring_dropped_total', help: 'events dropped from the event stream ring at its bounds', type: 'counter' },
 };
 
 export function streamMetrics(stats: StreamStats): MetricSample[] {

@@ -19,7 +19,9 @@ export interface StreamStats {
   dropped_dead: number;
   /** messages sent (events and answers) */
   sent: number;
-  /** of those, events sent from the ring to clients that resumed (subscribe with since) */
+  /** clients being sent the events they missed (subscribe with since) now */
+  replaying: number;
+  /** of the messages sent, events sent from the ring to clients that resumed (subscribe with since) */
   replayed: number;
   /** gap messages: a since older than the ring or of another run */
   gaps: number;

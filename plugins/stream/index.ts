@@ -88,7 +88,7 @@ function startStream(ctx: PluginContext): void {
   let authenticated = 0;
   const stats: StreamStats = {
     clients: 0, unauthenticated: 0, accepted: 0, refused: 0, evicted: 0, dropped_slow: 0, dropped_dead: 0, sent: 0,
-    replayed: 0, gaps: 0, ring_events: 0, ring_bytes: 0, ring_dropped: 0,
+    replaying: 0, replayed: 0, gaps: 0, ring_events: 0, ring_bytes: 0, ring_dropped: 0,
   };
   // every event numbered, and kept for clients that resume (seq.ts says why the numbers never repeat)
   const seqs = new SeqSource(epochFile(ctx.paths), log);
@@ -410,7 +410,7 @@ function startStream(ctx: PluginContext): void {
 
   const service: StreamService = {
     stats: () => ({
-      ...stats, clients: clients.size, unauthenticated: unauthenticated.size,
+      ...stats, clients: clients.size, unauthenticated: unauthenticated.size, replaying: [...clients].filter((c) => c.replaying).length,
       ring_events: ring.count, ring_bytes: ring.bytes, ring_dropped: ring.dropped,
     }),
   };

@@ -11,6 +11,7 @@ const Families: Record<keyof StreamStats, Omit<MetricSample, 'value'>> = {
   dropped_slow: { name: 'stream_dropped_slow_total', help: 'event stream clients disconnected because their send buffer overflowed', type: 'counter' },
   dropped_dead: { name: 'stream_dropped_dead_total', help: 'event stream clients disconnected because they missed a pong', type: 'counter' },
   sent: { name: 'stream_sent_total', help: 'event stream messages sent', type: 'counter' },
+  replaying: { name: 'stream_replaying', help: 'event stream clients being sent the events they missed now' },
   replayed: { name: 'stream_replayed_total', help: 'event stream events sent from the ring to clients that resumed', type: 'counter' },
   gaps: { name: 'stream_gaps_total', help: 'event stream gap messages (a since older than the ring or of another run)', type: 'counter' },
   ring_events: { name: 'stream_ring_events', help: 'events the event stream keeps now for clients that resume' },

@@ -2,6 +2,8 @@ import WebSocket from 'ws';
 import type { ExecutionContext } from 'ava';
 import { startController, Keys, type DirOptions } from './controller';
 import { keysIni } from './keys';
+import { until } from './wait';
+import { Logger } from '../../core/log';
 
 /** A stream client for tests: the ws package's own client, with its messages queued for `next`. */
 export class TestStream {
@@ -61,6 +63,33 @@ export class TestStream {
     }
     return s;
   }
+}
+
+/**
+ * A controller with the stream probe, a small send buffer, and two clients
+ * subscribed to the log: `slow`, paused (it reads nothing), and `fast`.
+ * `flood(total)` logs `flood <n> <1000 x>` records, 500 at a time, each
+ * batch as soon as `fast` has the previous one: as fast as a reader takes
+ * them, more than socket buffers hold, so `slow` is closed with 4008.
+ */
+export async function slowAndFast(t: ExecutionContext) {
+  const r = await startStreamController(t, { webapi: { ws_max_buffer: 256 * 1024, ws_ping_interval: 600 } });
+  const sub = [{ subject: 'log', level: 'info' }];
+  const slow = await TestStream.open(t, r.url, Keys.master, sub);
+  const fast = await TestStream.open(t, r.url, Keys.master, sub);
+  slow.ws.pause();
+  const log = r.ctl.get(Logger).module('flood');
+  const pad = 'x'.repeat(1000);
+  let got = 0;
+  fast.ws.on('message', () => { got++; });
+  const flood = async (total: number) => {
+    for (let i = 0; i < total; i += 500) {
+      for (let j = i; j < i + 500; j++) log.info(`flood ${j} ${pad}`);
+      await until('the reader to catch up', () => got >= i + 500, 30_000);
+    }
+    return got;
+  };
+  return { ...r, sub, slow, fast, flood };
 }
 
 /** A drop-in plugin that exposes the stream's figures as function stream_stats. */

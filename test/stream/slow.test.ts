@@ -1,27 +1,13 @@
 import test from 'ava';
 import { Keys } from '../helpers/controller';
-import { Logger } from '../../core/log';
-import { TestStream, startStreamController } from '../helpers/stream-client';
-import { until } from '../helpers/wait';
+import { slowAndFast } from '../helpers/stream-client';
 
 // alone in its file (its own process): the flood keeps the event loop busy, which other tests' pings would feel
 
 test('a client that stops reading while 50,000 events flow is told and dropped; the others get every event', async (t) => {
-  const { ctl, url, client } = await startStreamController(t, { webapi: { ws_max_buffer: 256 * 1024, ws_ping_interval: 600 } });
-  const sub = [{ subject: 'log', level: 'info' }];
-  const slow = await TestStream.open(t, url, Keys.master, sub);
-  const fast = await TestStream.open(t, url, Keys.master, sub);
-  slow.ws.pause();
-  const log = ctl.get(Logger).module('flood');
-  const pad = 'x'.repeat(1000); // 50 MB in all: more than socket buffers hold
-  let got = 0;
-  fast.ws.on('message', () => { got++; });
-  const total = 50_000;
-  for (let i = 0; i < total; i += 500) {
-    for (let j = i; j < i + 500; j++) log.info(`flood ${j} ${pad}`);
-    // events come as fast as the reading client takes them, not faster
-    await until('the reader to catch up', () => got >= i + 500, 30_000);
-  }
+  const { url, client, slow, flood } = await slowAndFast(t);
+  const total = 50_000; // 50 MB in all: more than socket buffers hold
+  const got = await flood(total);
   t.is(got, total, 'the reading client got every event');
   const stats = await client.ok('stream_stats', { k: Keys.master });
   t.like(stats, { dropped_slow: 1, clients: 2 });

@@ -43,7 +43,8 @@ export interface OpenFile { fh: FileHandle; real: string; rel: string; st: fs.St
  * runtime/ for the file functions. `protectedPaths` are the controller's own
  * state files and folders (absolute: the user db's folder, the notifiers'
  * outbox folder with their dead letters, ...), `runtime/<product>_*.json`
- * and `runtime/<product>_*.bdseq` (a Sparkplug node's bdSeq) its state
+ * `runtime/<product>_*.bdseq` (a Sparkplug node's bdSeq) and
+ * `runtime/<product>_stream_epoch` (the stream's numbering) its state
  * files of any kind, and `*.journal.<n>` the journals of its stores; with
  * everything in them they cannot be read, written, chmodded or deleted
  * through the file functions.
@@ -53,7 +54,7 @@ export class RuntimeFolder {
   private readonly stateName: RegExp;
 
   constructor(private readonly root: string, product: string, private readonly protectedPaths: string[]) {
-    this.stateName = new RegExp(`^${product}_.*\\.(json|bdseq)$`);
+    this.stateName = new RegExp(`^${product}_(.*\\.(json|bdseq)|stream_epoch)$`);
   }
 
   /** The real path of runtime/ (once a folder was opened). */

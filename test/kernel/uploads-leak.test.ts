@@ -40,8 +40,18 @@ function raw(port: number, text: string, declared?: number): Promise<string> {
 }
 
 const fds = (pid: number) => fs.readdirSync(`/proc/${pid}/fd`).length;
+/** What each open descriptor points at (a file's path, socket:[inode], anon_inode:...). */
+const targets = (pid: number) => fs.readdirSync(`/proc/${pid}/fd`).map((fd) => {
+  try { return fs.readlinkSync(`/proc/${pid}/fd/${fd}`); } catch { return 'gone'; }
+});
+/**
+ * A leak per upload leaves hundreds of descriptors behind 500 uploads; one
+ * or two more than before is the process itself opening something once
+ * (seen under a CPU hog: a descriptor opened late by the runtime), logged.
+ */
+const ONCE = 2;
 
-test('500 malformed uploads leave no file in the temp folder and no open descriptor', async (t) => {
+test('500 malformed uploads leave no file in the temp folder and no open descriptor per upload', async (t) => {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'uploads-leak-'));
   t.teardown(() => fs.rmSync(tmp, { recursive: true, force: true }));
   const dir = makeDir(t, { files: { 'plugins/echo.js': ECHO_PLUGIN } });
@@ -50,7 +60,8 @@ test('500 malformed uploads leave no file in the temp folder and no open descrip
   const pid = child.proc.pid!;
   await raw(child.port, BODIES[4](0)); // warm up
   await new Promise((r) => setTimeout(r, 300));
-  const before = fds(pid);
+  const beforeTargets = targets(pid);
+  const before = beforeTargets.length;
   const answers = new Map<string, number>();
   for (let i = 0; i < 500; i += 25) {
     await Promise.all(Array.from({ length: 25 }, async (_, j) => {
@@ -67,7 +78,10 @@ test('500 malformed uploads leave no file in the temp folder and no open descrip
   await until('temp files and descriptors released', () => fs.readdirSync(tmp).length === 0 && fds(pid) <= before, 30_000)
     .catch(() => undefined); // the assertions below say what was left
   t.deepEqual(fs.readdirSync(tmp), [], 'no temp file');
-  t.true(fds(pid) <= before, `descriptors: ${before} before, ${fds(pid)} after`);
+  const after = targets(pid);
+  if (after.length > before) t.log(`descriptors ${before} before, ${after.length} after: ${JSON.stringify(after.filter((x) => !beforeTargets.includes(x)))}`);
+  t.false(after.some((x) => x.startsWith(tmp)), 'no descriptor open on the temp folder');
+  t.true(after.length <= before + ONCE, `descriptors: ${before} before, ${after.length} after`);
   // and the controller still answers
   t.is((await child.client.get('test', { k: Keys.ops })).status, 200);
 });

@@ -207,6 +207,21 @@ test('items created one by one in one call: their device is born again a few tim
   t.deepEqual(host.problems, []);
 });
 
+test('items created one by one, a call each 150 ms: the births\' window doubles while they keep coming (a few DBIRTHs, not one per item)', async (t) => {
+  const { host, c } = await bornWith(t, 'first');
+  const before = host.messages.length;
+  const N = 20;
+  for (let i = 0; i < N; i++) {
+    await c.ok('create', { i: `sensor:g1/slow${i}` });
+    await new Promise((r) => setTimeout(r, 150));
+  }
+  await host.until('every item born', () => host.value(NODE, 'g1', `sensor/slow${N - 1}/status`) !== undefined);
+  const births = host.kinds(before).filter((k) => k === 'DBIRTH/g1').length;
+  // a fixed 100 ms window would give one birth per item here
+  t.true(births >= 1 && births <= 8, `${births} DBIRTHs for ${N} items`);
+  t.deepEqual(host.problems, []);
+});
+
 test('publish frames: the bytes mqtt-packet writes for QoS 0 publications, 3.1.1 and 5, and the same messages for the client', (t) => {
   const topic = 'spBv1.0/plant/DDATA/edge1/sensor.g1.é';
   const payloads = [Buffer.alloc(0), Buffer.from('x'), Buffer.alloc(200, 7), Buffer.alloc(20_000, 9)];

@@ -24,6 +24,8 @@ const DISCONNECT_WITH_WILL = 4;
 const FORWARD_BATCH = 500;
 /** the changes of a device's items within this time make one new DBIRTH */
 const BIRTH_WINDOW_MS = 100;
+/** the longest window: births that follow one another close (items created one by one) wait twice as long each, up to this */
+const BIRTH_WINDOW_MAX_MS = 1000;
 
 type Field = 'status' | 'value';
 
@@ -109,6 +111,9 @@ export class SparkplugNode implements Endpoint {
   /** devices whose items changed, born again together when the timer fires */
   private rebirths = new Set<string>();
   private rebirthTimer?: NodeJS.Timeout;
+  /** the current coalescing window of device births, and when the last one fired (rebirthSoon) */
+  private birthWindow = BIRTH_WINDOW_MS;
+  private lastRebirth = 0;
   private started = false;
   private stopped = false;
   /** whether a STATE with a timestamp has been taken: from then on one without is refused */
@@ -649,8 +654,13 @@ export class SparkplugNode implements Endpoint {
   private rebirthSoon(device: string): void {
     this.rebirths.add(device);
     if (this.rebirthTimer) return;
+    // asked again right after the last one fired: the changes keep coming (slowly, on a loaded machine), so the
+    // window doubles, and the births stay a few a second at most whatever each change costs; quiet, it is short again
+    const now = Date.now();
+    this.birthWindow = now - this.lastRebirth < 2 * this.birthWindow ? Math.min(2 * this.birthWindow, BIRTH_WINDOW_MAX_MS) : BIRTH_WINDOW_MS;
     this.rebirthTimer = setTimeout(() => {
       this.rebirthTimer = undefined;
+      this.lastRebirth = Date.now();
       const devices = this.rebirths;
       this.rebirths = new Set();
       if (this.stopped || !this.publishing) return; // the next birth covers them all
@@ -660,7 +670,7 @@ export class SparkplugNode implements Endpoint {
         const layout = this.layout();
         for (const d of devices) await this.deviceBirth(d, layout.get(d));
       }).catch((err) => this.failed('device birth', err));
-    }, BIRTH_WINDOW_MS);
+    }, this.birthWindow);
   }
 
   async start(): Promise<void> {

@@ -1,6 +1,7 @@
 /** The service plugin `cluster` offers: what several controllers share. */
 import type { SharedUserDb } from './shared-userdb';
 import type { PgLink } from './pg-link';
+import type { ApiLogBackend, ApiLogLimits } from '../sysapi/apilog/backend';
 
 /** `[server] userdb`: sysapi-keys reads it too (a shared user db that did not start is never replaced by the own file). */
 export { ClusterSettings } from './settings';
@@ -11,6 +12,8 @@ export interface ClusterService {
   link: PgLink;
   /** dynamic keys and user accounts in the shared database (sysapi-keys, sysapi-users use it instead of their file) */
   userdb: SharedUserDb;
+  /** the API call log in the shared database's table api_log (sysapi-apilog uses it instead of the own file); made at the first ask */
+  apiLog(limits: ApiLogLimits): ApiLogBackend;
 }
 
 declare module '../../core/plugin' {

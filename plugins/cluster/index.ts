@@ -8,6 +8,7 @@ import { maskUserdb, parseUserdb } from './uri';
 import { SharedUserDb } from './shared-userdb';
 import { isFatal, PgLink, tryConnect } from './pg-link';
 import { ClusterSection, ClusterSettings } from './settings';
+import { SharedApiLog } from './shared-apilog';
 import './contract';
 
 
@@ -71,9 +72,13 @@ export const plugin = definePlugin({
       }
       throw healthReason(err, `user db ${link.file} cannot be used`);
     }
-    ctx.provide('cluster', { link, userdb });
+    let apilog: SharedApiLog | undefined;
+    ctx.provide('cluster', { link, userdb, apiLog: (limits) => (apilog ??= new SharedApiLog(link, limits, ctx.log)) });
     ctx.health('userdb', () => {
-      const state = { db: link.file, connected: link.connected, reconnects: link.reconnects, reloads: userdb.reloads };
+      const state = {
+        db: link.file, connected: link.connected, reconnects: link.reconnects, reloads: userdb.reloads,
+        ...(apilog && { apilog: { waiting: apilog.buffered, dropped: apilog.dropped, written: apilog.written, refused: apilog.refused } }),
+      };
       return link.connected ? { state }
         : { state, degraded: [`user db ${link.file} ${link.problem}: logins, key and user changes are refused; other controllers' changes are not seen`] };
     });

@@ -1,6 +1,8 @@
 import { definePlugin } from '../../../core/plugin';
 import { any, bool, bound, int, seconds, text } from '../../../core/schema';
 import { ApiLogStore } from './store';
+import type { ApiLogBackend } from './backend';
+import '../../cluster/contract';
 import { summarize } from './params';
 import { RequestLog } from './requests';
 import { apiLogIsoTime, parseFilter, parseApiLogTime, StatusNames } from './query';
@@ -37,7 +39,9 @@ export const plugin = definePlugin({
   start(ctx) {
     const s = ctx.config.section('server', ApiLogSettings);
     const keep = s.keep_api_log;
-    const store = new ApiLogStore(ctx.service('userdb'), { keep, maxRows: s.api_log_max_records, maxBytes: s.api_log_max_bytes }, ctx.log);
+    const limits = { keep, maxRows: s.api_log_max_records, maxBytes: s.api_log_max_bytes };
+    // with [server] userdb the log is the fleet's, in the database the controllers share (plugin cluster)
+    const store: ApiLogBackend = ctx.hasService('cluster') ? ctx.service('cluster').apiLog(limits) : new ApiLogStore(ctx.service('userdb'), limits, ctx.log);
 
     const requests = s.log_api_requests ? new RequestLog(ctx.logger) : undefined;
     if (keep > 0) {

@@ -59,6 +59,8 @@ export class CallRing {
   bytes = 0;
   /** records dropped past the bounds (never handed to the table) */
   dropped = 0;
+  /** the number of the oldest record held, counted since the ring was made (peek and release) */
+  private first = 0;
   /** params texts of recent calls, each once */
   private readonly seen = new Map<string, string>();
 
@@ -110,11 +112,18 @@ export class CallRing {
 
   /** The oldest record goes. */
   private drop(): void {
+    this.shift();
+    this.dropped++;
+  }
+
+  /** The oldest record leaves the ring (its texts too). */
+  private shift(): void {
     const i = this.head;
     this.bytes -= this.weight[i];
+    this.text.fill(null, i * FIELDS, (i + 1) * FIELDS);
     this.head = i + 1 === this.cap ? 0 : i + 1;
     this.count--;
-    this.dropped++;
+    this.first++;
   }
 
   /** Twice the slots (at most the row bound), the records from slot 0 on. */
@@ -141,21 +150,47 @@ export class CallRing {
 
   /** Every record held, as a batch; the ring is empty after. */
   take(): Batch {
-    const n = this.count;
+    const batch = this.copy(this.count, true);
+    this.first += this.count;
+    this.head = 0;
+    this.count = 0;
+    this.bytes = 0;
+    return batch;
+  }
+
+  /**
+   * The oldest `max` records at most, as a batch, left in the ring until
+   * `release(end)`: a writer that may fail (a database away) loses nothing,
+   * and the ring's bounds go on counting them.
+   */
+  peek(max: number): { batch: Batch; end: number } {
+    const n = Math.min(max, this.count);
+    return { batch: this.copy(n, false), end: this.first + n };
+  }
+
+  /** The records a peek returned leave the ring (those the bounds dropped meanwhile are gone already). */
+  release(end: number): void {
+    while (this.count > 0 && this.first < end) this.shift();
+  }
+
+  /** The oldest `n` records as a batch; `clear`: the ring lets go of their texts. */
+  private copy(n: number, clear: boolean): Batch {
     const t = new Float64Array(n);
     const tf = new Float64Array(n);
     const ids = new Int32Array(n * FIELDS);
     const strings: string[] = [];
     const known = new Map<string, number>();
     const x = this.text;
+    let bytes = 0;
     for (let k = 0; k < n; k++) {
       let i = this.head + k;
       if (i >= this.cap) i -= this.cap;
       t[k] = this.t[i];
       tf[k] = this.tf[i];
+      bytes += this.weight[i];
       for (let f = 0, o = i * FIELDS, p = k * FIELDS; f < FIELDS; f++) {
         const s = x[o + f];
-        x[o + f] = null; // the ring holds no text past its hand-over
+        if (clear) x[o + f] = null; // the ring holds no text past its hand-over
         if (s === null) {
           ids[p + f] = -1;
           continue;
@@ -169,11 +204,7 @@ export class CallRing {
         ids[p + f] = id;
       }
     }
-    const batch = { n, t, tf, ids, strings, bytes: this.bytes };
-    this.head = 0;
-    this.count = 0;
-    this.bytes = 0;
-    return batch;
+    return { n, t, tf, ids, strings, bytes };
   }
 }
 

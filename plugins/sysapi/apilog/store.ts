@@ -5,16 +5,11 @@ import { describe } from '../../../core/log';
 import { ApiLogColumns, ApiLogTable, select, type Query } from './table';
 import { CallRing, type ApiLogRecord, type Batch } from './ring';
 import { TableThread } from './thread';
+import type { ApiLogBackend, ApiLogLimits } from './backend';
 
 /** records inserted per turn of the event loop when the table is written here (a few ms of sql.js) */
 const CHUNK = 500;
 
-export interface ApiLogLimits {
-  /** seconds a record is kept (0: the log is off) */
-  keep: number;
-  maxRows: number;
-  maxBytes: number;
-}
 
 /**
  * The API call log in table api_log of the user db. A call only writes its
@@ -24,7 +19,7 @@ export interface ApiLogLimits {
  * bounds of the table: what would not fit is the oldest, which the table
  * would drop anyway (counted in `dropped`).
  */
-export class ApiLogStore {
+export class ApiLogStore implements ApiLogBackend {
   readonly ring: CallRing;
   /** rows in the table after the last write (0 until then: a start trims) */
   stored = 0;

@@ -146,28 +146,37 @@ function weigh(b: Batch, from: number, to: number): number {
   return n;
 }
 
-/** Records by time (oldest first); with `limit`, the newest that many (3.3's api_log_get). */
-export function select(db: SqliteFile, q: Query): Record<string, unknown>[] {
+/**
+ * The WHERE of a query (empty: none) and its values; `param(i)` writes the
+ * placeholder of the i-th value (1 on): `?` in SQLite, `$i` in PostgreSQL.
+ */
+export function whereOf(q: Query, param: (i: number) => string = () => '?'): { cond: string; args: (string | number | null)[] } {
   const where: string[] = [];
   const args: (string | number | null)[] = [];
-  if (q.start !== undefined) { where.push('t >= ?'); args.push(q.start); }
-  if (q.end !== undefined) { where.push('t <= ?'); args.push(q.end); }
+  const p = (v: string | number | null): string => {
+    args.push(v);
+    return param(args.length);
+  };
+  if (q.start !== undefined) where.push(`t >= ${p(q.start)}`);
+  if (q.end !== undefined) where.push(`t <= ${p(q.end)}`);
   for (const [field, v] of Object.entries(q.filter)) {
     if (v === undefined) continue;
     if (field === 'params') {
-      where.push("params LIKE '%' || ? || '%'");
-      args.push(Array.isArray(v) ? v.join('|') : v === null ? '' : v);
+      where.push(`params LIKE '%' || ${p(Array.isArray(v) ? v.join('|') : v === null ? '' : v)} || '%'`);
     } else if (v === null) {
       where.push(`${field} IS NULL`);
     } else if (Array.isArray(v)) {
-      where.push(`${field} IN (${v.map(() => '?').join(', ')})`);
-      args.push(...v);
+      where.push(`${field} IN (${v.map((x) => p(x)).join(', ')})`);
     } else {
-      where.push(`${field} = ?`);
-      args.push(v);
+      where.push(`${field} = ${p(v)}`);
     }
   }
-  const cond = where.length ? ` WHERE ${where.join(' AND ')}` : '';
+  return { cond: where.length ? ` WHERE ${where.join(' AND ')}` : '', args };
+}
+
+/** Records by time (oldest first); with `limit`, the newest that many (3.3's api_log_get). */
+export function select(db: SqliteFile, q: Query): Record<string, unknown>[] {
+  const { cond, args } = whereOf(q);
   const cols = COLUMNS.join(', ');
   if (q.limit === undefined) return db.rows(`SELECT ${cols} FROM api_log${cond} ORDER BY t, rowid`, args);
   return db.rows(`SELECT ${cols} FROM api_log${cond} ORDER BY t DESC, rowid DESC LIMIT ?`, [...args, q.limit]).reverse();

@@ -1,10 +1,13 @@
 /** The service plugin `cluster` offers: what several controllers share. */
 import type { SharedUserDb } from './shared-userdb';
 import type { PgLink } from './pg-link';
-import type { ApiLogBackend, ApiLogLimits } from '../sysapi/apilog/backend';
+import type { SharedCvars } from './shared-cvars';
+
+export type { SharedCvars, SharedCvar, CvarChange } from './shared-cvars';
+import type { ApiLogBackend, ApiLogLimits } from '../sysapi/contract';
 
 /** `[server] userdb`: sysapi-keys reads it too (a shared user db that did not start is never replaced by the own file). */
-export { ClusterSettings } from './settings';
+export { ClusterSettings, ClusterSection } from './settings';
 
 /** Service `cluster`: offered only when `[server] userdb` names a shared database. */
 export interface ClusterService {
@@ -12,6 +15,8 @@ export interface ClusterService {
   link: PgLink;
   /** dynamic keys and user accounts in the shared database (sysapi-keys, sysapi-users use it instead of their file) */
   userdb: SharedUserDb;
+  /** the fleet's cvars, with `[cluster] cvars = shared` (sysapi-cvars uses them instead of the own file) */
+  cvars?: SharedCvars;
   /** the API call log in the shared database's table api_log (sysapi-apilog uses it instead of the own file); made at the first ask */
   apiLog(limits: ApiLogLimits): ApiLogBackend;
 }

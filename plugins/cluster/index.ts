@@ -7,7 +7,8 @@ import { describe } from '../../core/log';
 import { maskUserdb, parseUserdb } from './uri';
 import { SharedUserDb } from './shared-userdb';
 import { isFatal, PgLink, tryConnect } from './pg-link';
-import { ClusterSection, ClusterSettings } from './settings';
+import { ClusterSection, ClusterSettings, NeedsUserdb } from './settings';
+import { SharedCvars } from './shared-cvars';
 import { SharedApiLog } from './shared-apilog';
 import './contract';
 
@@ -29,9 +30,9 @@ export const plugin = definePlugin({
     const e = entryOf(doc, 'server', 'userdb');
     if (!e || e.value.trim() === '') {
       // what [cluster] asks for needs the database the fleet shares: a controller that quietly kept its own would part from it
-      return Object.keys(ClusterSection).flatMap((k) => {
+      return Object.entries(NeedsUserdb).flatMap(([k, needs]) => {
         const c = entryOf(doc, 'cluster', k);
-        return c ? [{ level: 'error' as const, file: doc.file, line: c.line, message: `[cluster] ${k} needs [server] userdb (a PostgreSQL database the controllers share)` }] : [];
+        return c && needs(c.value.trim()) ? [{ level: 'error' as const, file: doc.file, line: c.line, message: `[cluster] ${k} = ${c.value.trim()} needs [server] userdb (a PostgreSQL database the controllers share)` }] : [];
       });
     }
     const r = parseUserdb(e.value.trim());
@@ -55,10 +56,13 @@ export const plugin = definePlugin({
     const r = parseUserdb(uri);
     if ('error' in r) throw new Error(r.error); // checkFiles refused it before the start
     const link = new PgLink(r.connectionString, uri, ctx.log);
-    const userdb = new SharedUserDb(link, ctx.log, ctx.config.section('cluster', ClusterSection).eva33_passwords);
+    const shares = ctx.config.section('cluster', ClusterSection);
+    const userdb = new SharedUserDb(link, ctx.log, shares.eva33_passwords);
+    const cvars = shares.cvars === 'shared' ? new SharedCvars(link, ctx.log) : undefined;
     const stop = async (): Promise<void> => {
       await link.stop();
       await userdb.stop();
+      await cvars?.stop();
     };
     try {
       await link.start();
@@ -73,10 +77,11 @@ export const plugin = definePlugin({
       throw healthReason(err, `user db ${link.file} cannot be used`);
     }
     let apilog: SharedApiLog | undefined;
-    ctx.provide('cluster', { link, userdb, apiLog: (limits) => (apilog ??= new SharedApiLog(link, limits, ctx.log)) });
+    ctx.provide('cluster', { link, userdb, cvars, apiLog: (limits) => (apilog ??= new SharedApiLog(link, limits, ctx.log)) });
     ctx.health('userdb', () => {
       const state = {
         db: link.file, connected: link.connected, reconnects: link.reconnects, reloads: userdb.reloads,
+        ...(cvars && { cvars: { held: cvars.size, reloads: cvars.reloads } }),
         ...(apilog && { apilog: { waiting: apilog.buffered, dropped: apilog.dropped, written: apilog.written, refused: apilog.refused } }),
       };
       return link.connected ? { state }

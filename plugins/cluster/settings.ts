@@ -1,11 +1,22 @@
-import { bool, text } from '../../core/schema';
+import { bool, choice, text } from '../../core/schema';
 
 /** `[server]` settings of plugin cluster (sysapi-keys reads them too: a shared db that did not start is not replaced by the file). */
 export const ClusterSettings = {
   userdb: text('', 'a PostgreSQL database several controllers share for dynamic API keys and users: postgresql://user:password@host:port/database (EVA ICS 3.3.2\'s tables); empty: this controller\'s own runtime/db file'),
 };
 
-/** `[cluster]`: what else several controllers of one `[server] userdb` share, and how. */
+/** `[cluster]`: what else the controllers of one `[server] userdb` share, and how. */
 export const ClusterSection = {
+  cvars: choice('local', ['local', 'shared'], 'shared: the cvars are the fleet\'s, in table eva_cvars of [server] userdb (get_cvar answers from memory; set_cvar writes there first); local: this controller\'s own runtime file'),
   eva33_passwords: bool(false, 'write passwords as EVA ICS 3.3.2 did (unsalted SHA-256), so that 3.3.2 controllers sharing the user db during a migration check them; no: scrypt, which 3.3.2 cannot check. Only while 3.3.2 controllers remain: SHA-256 is fast to guess from a copy of the table'),
+};
+
+/**
+ * The `[cluster]` values that need `[server] userdb`: a controller that
+ * quietly kept its own would part from the fleet, so they are refused
+ * (file:line, exit 3) without it.
+ */
+export const NeedsUserdb: Partial<Record<keyof typeof ClusterSection, (value: string) => boolean>> = {
+  cvars: (v) => v === 'shared',
+  eva33_passwords: (v) => /^(yes|true|on|1)$/i.test(v),
 };

@@ -4,9 +4,9 @@ import type { ModuleLogger } from '../../core/log';
 import { describe } from '../../core/log';
 import { functionFailed } from '../../core/errors';
 import { bound, defaults, seconds } from '../../core/schema';
-import type { ApiLogBackend, ApiLogLimits } from '../sysapi/apilog/backend';
-import { CallRing, TextFields, type Batch } from '../sysapi/apilog/ring';
-import { ApiLogColumns, whereOf, type Query } from '../sysapi/apilog/table';
+import {
+  ApiLogColumns, CallRing, TextFields, whereOf, type ApiLogBackend, type ApiLogLimits, type Batch, type Query,
+} from '../sysapi/contract';
 import type { PgLink } from './pg-link';
 
 export const SharedApiLogLimits = {
@@ -181,8 +181,8 @@ export class SharedApiLog implements ApiLogBackend {
     await this.ready();
     const { cond, args } = whereOf(q, (i) => `$${i}`);
     const cols = COLUMNS.map((c) => (c === 't' || c === 'tf' ? `${c}::float8 AS ${c}` : c)).join(', ');
-    if (q.limit === undefined) return (await this.link.pool.query(`SELECT ${cols} FROM api_log${cond} ORDER BY t, id`, args)).rows;
-    const r = await this.link.pool.query(`SELECT ${cols} FROM api_log${cond} ORDER BY t DESC, id DESC LIMIT $${args.length + 1}`, [...args, q.limit]);
+    if (q.limit === undefined) return (await this.link.pool.query<Record<string, unknown>>(`SELECT ${cols} FROM api_log${cond} ORDER BY t, id`, args)).rows;
+    const r = await this.link.pool.query<Record<string, unknown>>(`SELECT ${cols} FROM api_log${cond} ORDER BY t DESC, id DESC LIMIT $${args.length + 1}`, [...args, q.limit]);
     return r.rows.reverse();
   }
 }

@@ -4,6 +4,11 @@ import type { UserDb } from './userdb';
 /** The user db's tables and their values as EVA ICS 3.3 wrote them: a shared user db (plugins/cluster) keeps the same. */
 export { ApikeysColumns, UsersColumns, keyOfRow, rowOfKey, userOfRow, type KeyUserStore, type UserRecord } from './userdb';
 
+/** The API call log's records, table and backends: a shared user db (plugins/cluster) keeps the log in the same table. */
+export type { ApiLogBackend, ApiLogLimits } from './apilog/backend';
+export { CallRing, TextFields, type Batch } from './apilog/ring';
+export { ApiLogColumns, whereOf, type Query } from './apilog/table';
+
 /** Service `cvars` (plugin sysapi-cvars). */
 export interface CvarsService {
   get(name: string): string | undefined;
@@ -14,8 +19,9 @@ export interface CvarsService {
    * NUL, or a value that holds NUL, is left out.
    */
   env(): Record<string, string>;
-  set(name: string, value: string): Promise<void>;
-  delete(name: string): Promise<boolean>;
+  /** with `rev` ([cluster] cvars = shared): only if the cvar's rev is still that (0: it does not exist), else ApiError busy */
+  set(name: string, value: string, rev?: number): Promise<void>;
+  delete(name: string, rev?: number): Promise<boolean>;
 }
 
 /** Service `locks` (plugin sysapi-locks): the controller's named locks. */

@@ -1,0 +1,243 @@
+import type * as Pg from 'pg';
+import type { ModuleLogger } from '../../core/log';
+import { describe } from '../../core/log';
+import { ApiError, busy, functionFailed } from '../../core/errors';
+import { bound, defaults } from '../../core/schema';
+import type { LinkUser, PgLink } from './pg-link';
+
+/** The channel the trigger tells every change of a cvar on. */
+export const CVARS_CHANNEL = 'eva_cvars';
+
+export const SharedCvarsLimits = {
+  pending_max: bound(10000, 'changed cvars told and waiting to be read; past it every cvar is read again'),
+};
+const Limits = defaults(SharedCvarsLimits);
+
+/** Serializes making the table between controllers starting at once. */
+const SCHEMA_LOCK = 0x45564143;
+
+/**
+ * Every change of a row, whoever makes it (a controller, psql), is told on
+ * the channel at commit: `{n, r}`, the name and its new rev (null: deleted);
+ * `*` when the name is too long for a notice (every cvar is read again).
+ */
+const SCHEMA = [
+  'CREATE SEQUENCE IF NOT EXISTS eva_cvars_rev',
+  'CREATE TABLE IF NOT EXISTS eva_cvars (name TEXT NOT NULL, value TEXT NOT NULL, rev BIGINT NOT NULL, PRIMARY KEY (name))',
+  `CREATE OR REPLACE FUNCTION eva_cvars_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  msg text;
+BEGIN
+  IF TG_OP <> 'INSERT' AND (TG_OP = 'DELETE' OR OLD.name IS DISTINCT FROM NEW.name) THEN
+    msg := json_build_object('n', OLD.name, 'r', NULL)::text;
+    PERFORM pg_notify('${CVARS_CHANNEL}', CASE WHEN octet_length(msg) > 7900 THEN '*' ELSE msg END);
+  END IF;
+  IF TG_OP <> 'DELETE' THEN
+    msg := json_build_object('n', NEW.name, 'r', NEW.rev)::text;
+    PERFORM pg_notify('${CVARS_CHANNEL}', CASE WHEN octet_length(msg) > 7900 THEN '*' ELSE msg END);
+  END IF;
+  RETURN NULL;
+END $$`,
+];
+
+/** A cvar as the fleet holds it; rev grows with each change of any cvar (one sequence), so a value set again never has an old rev. */
+export interface SharedCvar { value: string; rev: number }
+
+/** A change another controller (or psql) made; value undefined: deleted. */
+export interface CvarChange { name: string; value: string | undefined; rev: number | undefined }
+
+type Row = { name: string; value: string; rev: string };
+
+/**
+ * The cvars of a fleet (`[cluster] cvars = shared`), in table eva_cvars of
+ * the database the controllers share. Each controller holds them all in
+ * memory: reading never waits on the database. A change is written first
+ * (with compare-and-set on the rev when asked) and answered once committed;
+ * the trigger tells every controller, which reads the changed row. A
+ * controller that was away reads every cvar again when it is back.
+ */
+export class SharedCvars implements LinkUser {
+  readonly channel = CVARS_CHANNEL;
+  private readonly vars = new Map<string, SharedCvar>();
+  private readonly pending = new Set<string>();
+  private reloadAll = false;
+  private draining: Promise<void> | undefined;
+  private stopped = false;
+  private readonly listeners = new Set<(c: CvarChange) => void>();
+  /** times every cvar was read again (each connection, past pending_max) */
+  reloads = 0;
+
+  constructor(private readonly link: PgLink, private readonly log: ModuleLogger) {
+    void link.use(this);
+  }
+
+  async onConnect(client: Pg.ClientBase): Promise<void> {
+    await client.query('BEGIN');
+    try {
+      await client.query('SELECT pg_advisory_xact_lock($1)', [SCHEMA_LOCK]);
+      for (const sql of SCHEMA) await client.query(sql);
+      const has = await client.query("SELECT 1 FROM pg_trigger WHERE tgname = 'eva_cvars_notify' AND tgrelid = 'eva_cvars'::regclass");
+      if (!has.rows.length) await client.query('CREATE TRIGGER eva_cvars_notify AFTER INSERT OR UPDATE OR DELETE ON eva_cvars FOR EACH ROW EXECUTE FUNCTION eva_cvars_notify()');
+      await client.query('COMMIT');
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
+    this.reloadAll = true;
+    this.pending.clear();
+    await this.drain();
+  }
+
+  /** Be told of changes made elsewhere (not of this controller's own). */
+  subscribe(fn: (c: CvarChange) => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  get size(): number {
+    return this.vars.size;
+  }
+
+  get(name: string): SharedCvar | undefined {
+    return this.vars.get(name);
+  }
+
+  entries(): IterableIterator<[string, SharedCvar]> {
+    return this.vars.entries();
+  }
+
+  /**
+   * Set a cvar; with `rev`, only if its rev is still that (0: only if it
+   * does not exist), else busy and nothing changes. Resolves to the new rev
+   * once committed.
+   */
+  async set(name: string, value: string, rev?: number): Promise<number> {
+    const r = await this.write(name, async (c) => {
+      if (rev === undefined) {
+        return c.query<{ rev: string }>(`INSERT INTO eva_cvars (name, value, rev) VALUES ($1, $2, nextval('eva_cvars_rev'))
+          ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value, rev = EXCLUDED.rev RETURNING rev`, [name, value]);
+      }
+      if (rev === 0) {
+        return c.query<{ rev: string }>(`INSERT INTO eva_cvars (name, value, rev) VALUES ($1, $2, nextval('eva_cvars_rev'))
+          ON CONFLICT (name) DO NOTHING RETURNING rev`, [name, value]);
+      }
+      return c.query<{ rev: string }>("UPDATE eva_cvars SET value = $2, rev = nextval('eva_cvars_rev') WHERE name = $1 AND rev = $3 RETURNING rev", [name, value, rev]);
+    });
+    if (!r.rows.length) throw busy(`cvar ${name} not changed: ${rev === 0 ? 'it exists' : `its rev is no longer ${rev}`}`);
+    const now = Number(r.rows[0].rev);
+    this.apply(name, { value, rev: now }, false);
+    return now;
+  }
+
+  /** Delete a cvar (with `rev`: only if its rev is still that, else busy); false: there was none. */
+  async delete(name: string, rev?: number): Promise<boolean> {
+    // the outer SELECT sees the row as it was before the DELETE: there, but not deleted, is a stale rev
+    const r = await this.write(name, (c) => c.query<{ deleted: string | null; present: string | null }>(
+      `WITH d AS (DELETE FROM eva_cvars WHERE name = $1 AND ($2::bigint IS NULL OR rev = $2) RETURNING rev)
+       SELECT (SELECT rev FROM d) AS deleted, (SELECT rev FROM eva_cvars WHERE name = $1) AS present`, [name, rev ?? null]));
+    const { deleted, present } = r.rows[0];
+    if (deleted !== null) {
+      this.apply(name, undefined, false);
+      return true;
+    }
+    if (present !== null) throw busy(`cvar ${name} not changed: its rev is no longer ${rev}`);
+    this.apply(name, undefined, false);
+    return false;
+  }
+
+  private async write<R extends Pg.QueryResultRow>(name: string, fn: (c: Pg.Pool) => Promise<Pg.QueryResult<R>>): Promise<Pg.QueryResult<R>> {
+    if (!this.link.connected) throw functionFailed('the shared user db is unreachable: cvars are not changed until it is back');
+    try {
+      return await fn(this.link.pool);
+    } catch (err) {
+      if (err instanceof ApiError) throw err;
+      this.log.error(`cvar ${name} not changed: ${this.link.file}: ${describe(err)}`);
+      throw functionFailed(`cvar ${name} not changed: the shared user db failed, see the controller log`);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.draining;
+  }
+
+  told(payload: string | undefined): void {
+    if (payload === '*') {
+      this.reloadAll = true;
+    } else {
+      let n: { n?: unknown; r?: unknown };
+      try {
+        n = JSON.parse(payload ?? '') as typeof n;
+      } catch {
+        return; // not ours
+      }
+      if (typeof n.n !== 'string') return;
+      // this controller's own change, already held
+      if (typeof n.r === 'number' && (this.vars.get(n.n)?.rev ?? -1) >= n.r) return;
+      if (this.pending.size >= Limits.pending_max) {
+        this.reloadAll = true;
+        this.pending.clear();
+      } else if (!this.reloadAll) {
+        this.pending.add(n.n);
+      }
+    }
+    void this.drain();
+  }
+
+  /** Read what was told, one read at a time. */
+  private drain(): Promise<void> {
+    this.draining ??= (async () => {
+      try {
+        while (!this.stopped && (this.reloadAll || this.pending.size)) {
+          if (this.reloadAll) {
+            this.reloadAll = false;
+            this.pending.clear();
+            await this.reload();
+            continue;
+          }
+          const [name] = this.pending;
+          this.pending.delete(name);
+          const r = await this.link.pool.query<Row>('SELECT name, value, rev FROM eva_cvars WHERE name = $1', [name]);
+          this.apply(name, r.rows.length ? { value: r.rows[0].value, rev: Number(r.rows[0].rev) } : undefined, true);
+        }
+      } catch (err) {
+        // the server went away while reading: every cvar is read again once it is back
+        this.link.lost(err);
+      } finally {
+        this.draining = undefined;
+      }
+    })();
+    return this.draining;
+  }
+
+  private async reload(): Promise<void> {
+    const r = await this.link.pool.query<Row>('SELECT name, value, rev FROM eva_cvars');
+    this.reloads++;
+    const seen = new Set<string>();
+    for (const row of r.rows) {
+      seen.add(row.name);
+      this.apply(row.name, { value: row.value, rev: Number(row.rev) }, true);
+    }
+    for (const name of [...this.vars.keys()]) if (!seen.has(name)) this.apply(name, undefined, true);
+  }
+
+  /** Hold what the database holds; a read older than what is held (an own change committed meanwhile) changes nothing. */
+  private apply(name: string, v: SharedCvar | undefined, told: boolean): void {
+    const cur = this.vars.get(name);
+    if (v) {
+      if (cur && cur.rev >= v.rev) return;
+      this.vars.set(name, v);
+    } else {
+      if (!cur) return;
+      this.vars.delete(name);
+    }
+    if (!told) return;
+    for (const fn of this.listeners) {
+      try {
+        fn({ name, value: v?.value, rev: v?.rev });
+      } catch (err) {
+        this.log.error(`cvar change not applied: ${describe(err)}`);
+      }
+    }
+  }
+}

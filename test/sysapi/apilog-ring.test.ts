@@ -92,3 +92,23 @@ test('texts keep no NUL (SQLite text stops at it), as before', async (t) => {
   new ApiLogTable(db).insert(batchOf([record(0, { func: 'te\0st' })]));
   t.deepEqual(db.rows('SELECT func FROM api_log').map((r) => r.func), ['test']);
 });
+
+test('peek leaves the records in the ring until released; records the bound drops meanwhile are not released twice', (t) => {
+  const ring = new CallRing(4, Number.MAX_SAFE_INTEGER);
+  for (let i = 0; i < 3; i++) ring.add(record(i));
+  const first = ring.peek(2);
+  t.like(first, { start: 0, end: 2 });
+  t.is(first.batch.n, 2);
+  t.is(ring.count, 3, 'still held: a writer that fails loses nothing');
+  // a second writer takes the next ones while the first is under way
+  const second = ring.peek(10, first.end);
+  t.like(second, { start: 2, end: 3 });
+  t.is(second.batch.strings[second.batch.ids[6]], '{"i":2}');
+  // the bound drops the oldest two while they are under way
+  for (let i = 3; i < 6; i++) ring.add(record(i));
+  t.is(ring.dropped, 2);
+  ring.release(first.end);
+  t.is(ring.count, 4, 'the dropped ones were not taken again');
+  ring.release(second.end);
+  t.deepEqual(paramsOf(ring), ['{"i":3}', '{"i":4}', '{"i":5}']);
+});

@@ -159,13 +159,17 @@ export class CallRing {
   }
 
   /**
-   * The oldest `max` records at most, as a batch, left in the ring until
+   * At most `max` records from record number `from` on (the oldest held,
+   * when those before are gone), as a batch, left in the ring until
    * `release(end)`: a writer that may fail (a database away) loses nothing,
-   * and the ring's bounds go on counting them.
+   * and the ring's bounds go on counting them. `start`: the number of the
+   * batch's first record (records are numbered from 0 as they come).
    */
-  peek(max: number): { batch: Batch; end: number } {
-    const n = Math.min(max, this.count);
-    return { batch: this.copy(n, false), end: this.first + n };
+  peek(max: number, from = 0): { batch: Batch; start: number; end: number } {
+    const start = Math.max(from, this.first);
+    const skip = start - this.first;
+    const n = Math.max(0, Math.min(max, this.count - skip));
+    return { batch: this.copy(n, false, skip), start, end: start + n };
   }
 
   /** The records a peek returned leave the ring (those the bounds dropped meanwhile are gone already). */
@@ -173,8 +177,8 @@ export class CallRing {
     while (this.count > 0 && this.first < end) this.shift();
   }
 
-  /** The oldest `n` records as a batch; `clear`: the ring lets go of their texts. */
-  private copy(n: number, clear: boolean): Batch {
+  /** `n` records after the oldest `skip` as a batch; `clear`: the ring lets go of their texts. */
+  private copy(n: number, clear: boolean, skip = 0): Batch {
     const t = new Float64Array(n);
     const tf = new Float64Array(n);
     const ids = new Int32Array(n * FIELDS);
@@ -183,7 +187,7 @@ export class CallRing {
     const x = this.text;
     let bytes = 0;
     for (let k = 0; k < n; k++) {
-      let i = this.head + k;
+      let i = this.head + skip + k;
       if (i >= this.cap) i -= this.cap;
       t[k] = this.t[i];
       tf[k] = this.tf[i];

@@ -4,6 +4,7 @@ import { describe } from '../../core/log';
 import { ApiError, busy, functionFailed } from '../../core/errors';
 import { bound, defaults } from '../../core/schema';
 import type { LinkUser, PgLink } from './pg-link';
+import { ToldReader } from './told';
 
 /** The channel the trigger tells every change of a cvar on. */
 export const CVARS_CHANNEL = 'eva_cvars';
@@ -59,10 +60,7 @@ type Row = { name: string; value: string; rev: string };
 export class SharedCvars implements LinkUser {
   readonly channel = CVARS_CHANNEL;
   private readonly vars = new Map<string, SharedCvar>();
-  private readonly pending = new Set<string>();
-  private reloadAll = false;
-  private draining: Promise<void> | undefined;
-  private stopped = false;
+  private readonly reader = new ToldReader(Limits.pending_max, () => this.reload(), (name) => this.readOne(name), (err) => this.link.lost(err));
   private readonly listeners = new Set<(c: CvarChange) => void>();
   /** times every cvar was read again (each connection, past pending_max) */
   reloads = 0;
@@ -83,9 +81,7 @@ export class SharedCvars implements LinkUser {
       await client.query('ROLLBACK').catch(() => undefined);
       throw err;
     }
-    this.reloadAll = true;
-    this.pending.clear();
-    await this.drain();
+    await this.reader.everything();
   }
 
   /** Be told of changes made elsewhere (not of this controller's own). */
@@ -156,58 +152,30 @@ export class SharedCvars implements LinkUser {
     }
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    await this.draining;
+  stop(): Promise<void> {
+    return this.reader.stop();
   }
 
   told(payload: string | undefined): void {
     if (payload === '*') {
-      this.reloadAll = true;
-    } else {
-      let n: { n?: unknown; r?: unknown };
-      try {
-        n = JSON.parse(payload ?? '') as typeof n;
-      } catch {
-        return; // not ours
-      }
-      if (typeof n.n !== 'string') return;
-      // this controller's own change, already held
-      if (typeof n.r === 'number' && (this.vars.get(n.n)?.rev ?? -1) >= n.r) return;
-      if (this.pending.size >= Limits.pending_max) {
-        this.reloadAll = true;
-        this.pending.clear();
-      } else if (!this.reloadAll) {
-        this.pending.add(n.n);
-      }
+      void this.reader.everything();
+      return;
     }
-    void this.drain();
+    let n: { n?: unknown; r?: unknown };
+    try {
+      n = JSON.parse(payload ?? '') as typeof n;
+    } catch {
+      return; // not ours
+    }
+    if (typeof n.n !== 'string') return;
+    // this controller's own change, already held
+    if (typeof n.r === 'number' && (this.vars.get(n.n)?.rev ?? -1) >= n.r) return;
+    this.reader.note(n.n);
   }
 
-  /** Read what was told, one read at a time. */
-  private drain(): Promise<void> {
-    this.draining ??= (async () => {
-      try {
-        while (!this.stopped && (this.reloadAll || this.pending.size)) {
-          if (this.reloadAll) {
-            this.reloadAll = false;
-            this.pending.clear();
-            await this.reload();
-            continue;
-          }
-          const [name] = this.pending;
-          this.pending.delete(name);
-          const r = await this.link.pool.query<Row>('SELECT name, value, rev FROM eva_cvars WHERE name = $1', [name]);
-          this.apply(name, r.rows.length ? { value: r.rows[0].value, rev: Number(r.rows[0].rev) } : undefined, true);
-        }
-      } catch (err) {
-        // the server went away while reading: every cvar is read again once it is back
-        this.link.lost(err);
-      } finally {
-        this.draining = undefined;
-      }
-    })();
-    return this.draining;
+  private async readOne(name: string): Promise<void> {
+    const r = await this.link.pool.query<Row>('SELECT name, value, rev FROM eva_cvars WHERE name = $1', [name]);
+    this.apply(name, r.rows.length ? { value: r.rows[0].value, rev: Number(r.rows[0].rev) } : undefined, true);
   }
 
   private async reload(): Promise<void> {

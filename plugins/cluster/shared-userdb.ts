@@ -9,6 +9,7 @@ import {
 } from '../sysapi/contract';
 import type { LinkUser, PgLink } from './pg-link';
 import { CHANNEL, ensureSchema } from './schema';
+import { ToldReader } from './told';
 
 export const SharedUserDbLimits = {
   pending_max: bound(10000, 'changed rows told and waiting to be read; past it everything is read again'),
@@ -40,11 +41,8 @@ export class SharedUserDb implements KeyUserStore, LinkUser {
   private keySnap: ApiKeyProps[] = [];
   private userSnap: UserRecord[] = [];
   private ops: Op[] | undefined;
-  private readonly pending = new Set<string>();
-  private reloadAll = false;
-  private draining: Promise<void> | undefined;
+  private readonly reader = new ToldReader(Limits.pending_max, () => this.reload(), (what) => this.readOne(what), (err) => this.link.lost(err));
   private readonly subscribers = new Set<RemoteChanges>();
-  private stopped = false;
   /** times everything was read again (start, after an outage, past pending_max) */
   reloads = 0;
 
@@ -68,9 +66,7 @@ export class SharedUserDb implements KeyUserStore, LinkUser {
   /** At every (re)connection: the tables, then everything read (changes meanwhile are told on the connection). */
   async onConnect(client: Pg.ClientBase): Promise<void> {
     this.narrowPasswords = (await ensureSchema(client, this.log)).narrowPasswords;
-    this.reloadAll = true;
-    this.pending.clear();
-    await this.drain();
+    await this.reader.everything();
   }
 
   /** Be told of changes other controllers made. */
@@ -137,9 +133,8 @@ export class SharedUserDb implements KeyUserStore, LinkUser {
     this.op('DELETE FROM users WHERE u = $1', [user]);
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    await this.draining;
+  stop(): Promise<void> {
+    return this.reader.stop();
   }
 
   /**
@@ -156,38 +151,7 @@ export class SharedUserDb implements KeyUserStore, LinkUser {
       return; // not ours
     }
     if ((n.t !== 'k' && n.t !== 'u') || typeof n.id !== 'string') return;
-    if (this.pending.size >= Limits.pending_max) {
-      this.reloadAll = true;
-      this.pending.clear();
-    } else if (!this.reloadAll) {
-      this.pending.add(`${n.t}:${n.id}`);
-    }
-    void this.drain();
-  }
-
-  /** Read what was told, one read at a time, in the order told. */
-  private drain(): Promise<void> {
-    this.draining ??= (async () => {
-      try {
-        while (!this.stopped && (this.reloadAll || this.pending.size)) {
-          if (this.reloadAll) {
-            this.reloadAll = false;
-            this.pending.clear();
-            await this.reload();
-            continue;
-          }
-          const [first] = this.pending;
-          this.pending.delete(first);
-          await this.readOne(first);
-        }
-      } catch (err) {
-        // the server went away while reading: everything is read again once it is back
-        this.link.lost(err);
-      } finally {
-        this.draining = undefined;
-      }
-    })();
-    return this.draining;
+    this.reader.note(`${n.t}:${n.id}`);
   }
 
   private async reload(): Promise<void> {

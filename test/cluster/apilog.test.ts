@@ -1,8 +1,7 @@
 import test, { type ExecutionContext } from 'ava';
-import pg from 'pg';
 import { startController, Keys, type Running } from '../helpers/controller';
 import { until } from '../helpers/wait';
-import { postgresUnavailable, sharedPostgres, startPostgres } from '../helpers/postgres';
+import { pgRows, postgresTests, startPostgres } from '../helpers/postgres';
 
 /**
  * The API call log with `[server] userdb`: table api_log of the database
@@ -11,18 +10,9 @@ import { postgresUnavailable, sharedPostgres, startPostgres } from '../helpers/p
  * while PostgreSQL is away.
  */
 
-const reason = postgresUnavailable();
-if (reason) console.log(`PostgreSQL tests skipped: ${reason}`);
-const pgtest = reason ? test.skip : test;
-const shared = sharedPostgres();
-test.after.always(() => shared.stop());
+const { pgtest, shared } = postgresTests(test);
 
-async function rows(uri: string, sql: string, params: unknown[] = []): Promise<any[]> {
-  const c = new pg.Client({ connectionString: uri });
-  c.on('error', () => undefined);
-  await c.connect();
-  try { return (await c.query(sql, params)).rows; } finally { await c.end(); }
-}
+const rows = pgRows;
 
 const controller = (t: ExecutionContext, userdb: string, server: Record<string, string | number> = {}): Promise<Running> =>
   startController(t, { ini: { server: { userdb, keep_api_log: 3600, ...server } } });

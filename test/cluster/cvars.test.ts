@@ -1,12 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
-import pg from 'pg';
 import { startController, makeDir, Keys, type Running } from '../helpers/controller';
 import { TestStream } from '../helpers/stream-client';
 import { until } from '../helpers/wait';
 import { runMain, lineOf } from '../helpers/cli';
-import { postgresUnavailable, sharedPostgres, startPostgres } from '../helpers/postgres';
+import { pgRows, postgresTests, startPostgres } from '../helpers/postgres';
 
 /**
  * `[cluster] cvars = shared`: the cvars of controllers sharing `[server]
@@ -14,20 +13,11 @@ import { postgresUnavailable, sharedPostgres, startPostgres } from '../helpers/p
  * and told by NOTIFY; set_cvar with `rev` is a compare-and-set.
  */
 
-const reason = postgresUnavailable();
-if (reason) console.log(`PostgreSQL tests skipped: ${reason}`);
-const pgtest = reason ? test.skip : test;
-const shared = sharedPostgres();
-test.after.always(() => shared.stop());
+const { pgtest, shared } = postgresTests(test);
 
 const m = { k: Keys.master };
 
-async function rows(uri: string, sql: string, params: unknown[] = []): Promise<any[]> {
-  const c = new pg.Client({ connectionString: uri });
-  c.on('error', () => undefined);
-  await c.connect();
-  try { return (await c.query(sql, params)).rows; } finally { await c.end(); }
-}
+const rows = pgRows;
 
 const controller = (t: ExecutionContext, userdb: string): Promise<Running> =>
   startController(t, { ini: { server: { userdb }, cluster: { cvars: 'shared' } } });

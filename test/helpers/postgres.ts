@@ -181,3 +181,25 @@ export function sharedPostgres(): SharedPostgres {
     stop: shared.stop,
   };
 }
+
+/** One statement on a connection of its own (as psql or EVA ICS 3.3.2 would write); its rows. */
+export async function pgRows(uri: string, sql: string, params: unknown[] = []): Promise<any[]> {
+  const { default: pg } = await import('pg');
+  const c = new pg.Client({ connectionString: uri });
+  c.on('error', () => undefined);
+  await c.connect();
+  try { return (await c.query(sql, params)).rows; } finally { await c.end(); }
+}
+
+/**
+ * A test file's PostgreSQL: `pgtest` is ava's test, or test.skip with the
+ * reason printed when no server can run here; `shared` one server for the
+ * file's tests, stopped after them.
+ */
+export function postgresTests<T extends { skip: unknown; after: { always(fn: () => unknown): void } }>(test: T): { pgtest: T | T['skip']; shared: SharedPostgres } {
+  const reason = postgresUnavailable();
+  if (reason) console.log(`PostgreSQL tests skipped: ${reason}`);
+  const shared = sharedPostgres();
+  test.after.always(() => shared.stop());
+  return { pgtest: reason ? test.skip : test, shared };
+}

@@ -132,15 +132,18 @@ export class SharedApiLog implements ApiLogBackend {
   private failing = false;
   private lastTrim = 0;
   private closed = false;
-  private readonly timer: NodeJS.Timeout;
+  private readonly timer: NodeJS.Timeout | undefined;
   private readonly ids = new RecordIds();
 
   constructor(private readonly link: PgLink, private readonly limits: ApiLogLimits, private readonly log: ModuleLogger) {
     this.ring = new CallRing(limits.maxRows, limits.maxBytes);
-    this.timer = setInterval(() => {
-      if (this.ring.count > 0 && this.link.connected) void this.write();
-    }, Limits.flush_interval * 1000);
-    this.timer.unref();
+    // without keep_api_log no call is recorded (api_log_get still reads the fleet's): nothing to send, no timer
+    if (limits.keep > 0) {
+      this.timer = setInterval(() => {
+        if (this.ring.count > 0 && this.link.connected) void this.write();
+      }, Limits.flush_interval * 1000);
+      this.timer.unref();
+    }
   }
 
   get buffered(): number {

@@ -1,10 +1,17 @@
-import { Encoder } from '@msgpack/msgpack';
+import { Decoder, Encoder } from '@msgpack/msgpack';
 import { timestampCodec } from './timestamp';
 import { ErrorKinds } from '../errors';
 import { rpcError, rpcNotRun, type RpcResponse } from '../rpc';
 
 /** one encoder for every answer: building one per call costs more than the work */
 const encoder = new Encoder({ ignoreUndefined: true, extensionCodec: timestampCodec });
+
+/** one decoder for every request: building one per call costs more than the work */
+// int64 arrives as a bigint: one beyond 2^53 is refused by the parameter check (core/schema/parse.ts) rather than rounded
+const decoder = new Decoder({ useBigInt64: true, extensionCodec: timestampCodec });
+
+/** A MessagePack request body as /jrpc reads it (throws on bytes that are no MessagePack value). */
+export const unpacked = (raw: Uint8Array): unknown => decoder.decode(raw);
 
 /**
  * The encoding as a Buffer of its own: encodeSharedRef writes into the
@@ -51,6 +58,8 @@ const Built = Symbol('fixedPart');
 export class FixedPart {
   /** how many members `value` has: a result built on it has them first */
   private readonly count: number;
+  /** `value`'s names in their order */
+  private keys?: string[];
   /** `value` as JSON, without its braces */
   private json?: string;
   /** `value` as MessagePack map entries (without the map's head), and how many */
@@ -82,11 +91,19 @@ export class FixedPart {
     return r;
   }
 
-  /** The members of `r` (built on this part) that follow the part's: those of `changing`, then any added since. */
+  /** The members of `r` (built on this part) that are not the part's: those of `changing`, then any added since. */
   private later(r: Record<string, unknown>): Record<string, unknown> {
     const keys = Object.keys(r);
     const out: Record<string, unknown> = {};
-    for (let i = this.count; i < keys.length; i++) out[keys[i]] = r[keys[i]];
+    // the part's members come first, unless a later name is an integer ("0"): objects list those before the others
+    const fixed = (this.keys ??= Object.keys(this.value));
+    let i = 0;
+    while (i < this.count && keys[i] === fixed[i]) i++;
+    if (i === this.count) {
+      for (; i < keys.length; i++) out[keys[i]] = r[keys[i]];
+    } else {
+      for (const k of keys) if (!Object.hasOwn(this.value, k)) out[k] = r[k];
+    }
     return out;
   }
 

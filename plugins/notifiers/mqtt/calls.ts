@@ -1,6 +1,5 @@
 import crypto from 'node:crypto';
 import path from 'node:path';
-import { decode, encode } from '@msgpack/msgpack';
 import type { PluginContext } from '../../../core/plugin';
 import type { KeyStore } from '../../../core/auth/keys';
 import type { ModuleLogger } from '../../../core/log';
@@ -8,6 +7,7 @@ import { describe } from '../../../core/log';
 import { RepeatLog } from '../../../core/repeat-log';
 import { rpcCall, rpcError, type RpcResponse } from '../../../core/rpc';
 import { ErrorKinds } from '../../../core/errors';
+import { packed, unpacked } from '../../../core/http/encode';
 import type { Connection } from './connection';
 import { MqttDefaults, type MqttSettings } from './settings';
 import { Topics } from './topics';
@@ -121,8 +121,9 @@ export class MqttApi {
     const rid = plain.subarray(0, 16).toString('hex');
     if (!this.replay.fresh(`b ${keyId} ${rid}`)) return this.replayed(frame.length);
     let req: unknown;
-    try { req = decode(plain.subarray(16)); } catch { return this.drop('not MessagePack', frame.length); }
-    this.answer(rid, this.once(frame.length, () => this.run(req, keyValue)), (res) => Buffer.concat([BINARY_OK, seal(key, Buffer.from(encode(res)))]));
+    // /jrpc's MessagePack: 64-bit integers as bigints, timestamps kept to the nanosecond and written back as they came
+    try { req = unpacked(plain.subarray(16)); } catch { return this.drop('not MessagePack', frame.length); }
+    this.answer(rid, this.once(frame.length, () => this.run(req, keyValue)), (res) => Buffer.concat([BINARY_OK, seal(key, packed(res))]));
   }
 
   private text(frame: string): void {

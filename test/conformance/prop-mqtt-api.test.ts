@@ -12,7 +12,7 @@ import { controllerWith, mqttNotifier } from '../helpers/mqtt-notifier';
 import { until } from '../helpers/wait';
 import { SUITE_PLUGIN } from './plugin';
 import test from 'ava';
-import { FC, fc, same, testProp } from './fast-check';
+import { FC, fc, jsonValue, same, testProp } from './fast-check';
 
 /**
  * The MQTT API end to end (a broker, a controller with api_enabled, a raw
@@ -60,7 +60,7 @@ let api: ReturnType<typeof setup> | undefined;
 
 /** MessagePack values: JSON's, and what JSON has not (64-bit integers, timestamps of any bits, bytes). */
 const value = fc.oneof(
-  fc.jsonValue({ maxDepth: 2 }),
+  jsonValue(2),
   fc.bigInt({ min: -(2n ** 53n) + 1n, max: 2n ** 53n - 1n }).map((n) => ({ int64: n })),
   fc.oneof(...[4, 8, 12].map((n) => fc.uint8Array({ minLength: n, maxLength: n }))).map((b) => ({ ts: unpacked(Buffer.concat([Buffer.from(b.length === 12 ? [0xc7, 12, 0xff] : [b.length === 4 ? 0xd6 : 0xd7, 0xff]), b])) })),
   fc.uint8Array({ maxLength: 30 }),

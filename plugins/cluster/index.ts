@@ -7,7 +7,8 @@ import { describe } from '../../core/log';
 import { maskUserdb, parseUserdb } from './uri';
 import { SharedUserDb } from './shared-userdb';
 import { isFatal, PgLink, tryConnect } from './pg-link';
-import { ClusterSettings } from './settings';
+import { ClusterLockSettings, ClusterSettings } from './settings';
+import { SharedLocks } from './locks';
 import './contract';
 
 
@@ -22,11 +23,17 @@ export const plugin = definePlugin({
   kind: 'service',
   version: '1.0.0',
   provides: ['cluster'],
-  settings: { server: ClusterSettings },
+  settings: { server: ClusterSettings, cluster: ClusterLockSettings },
   checkFiles(paths): Finding[] {
     const doc = readIniFile(paths.configFile);
     const e = entryOf(doc, 'server', 'userdb');
-    if (!e || e.value.trim() === '') return [];
+    const locks = entryOf(doc, 'cluster', 'locks');
+    if (!e || e.value.trim() === '') {
+      // shared locks without a shared database would be this controller's alone: refused, not quietly local
+      return locks?.value.trim() === 'shared'
+        ? [{ level: 'error', file: doc.file, line: locks.line, message: '[cluster] locks = shared needs [server] userdb (the PostgreSQL database the controllers share)' }]
+        : [];
+    }
     const r = parseUserdb(e.value.trim());
     return 'error' in r ? [{ level: 'error', file: doc.file, line: e.line, message: `[server] userdb: ${r.error}` }] : [];
   },
@@ -49,6 +56,8 @@ export const plugin = definePlugin({
     if ('error' in r) throw new Error(r.error); // checkFiles refused it before the start
     const link = new PgLink(r.connectionString, uri, ctx.log);
     const userdb = new SharedUserDb(link, ctx.log);
+    const locks = ctx.config.section('cluster', ClusterLockSettings).locks === 'shared'
+      ? new SharedLocks(link, `${ctx.config.server.name}:${process.pid}`.slice(0, 256)) : undefined;
     const stop = async (): Promise<void> => {
       await link.stop();
       await userdb.stop();
@@ -65,7 +74,7 @@ export const plugin = definePlugin({
       }
       throw healthReason(err, `user db ${link.file} cannot be used`);
     }
-    ctx.provide('cluster', { link, userdb });
+    ctx.provide('cluster', { link, userdb, locks });
     ctx.health('userdb', () => {
       const state = { db: link.file, connected: link.connected, reconnects: link.reconnects, reloads: userdb.reloads };
       return link.connected ? { state }

@@ -36,7 +36,8 @@ const TABLE = `CREATE TABLE IF NOT EXISTS eva_locks (id VARCHAR(256) PRIMARY KEY
 const GRANT = `INSERT INTO eva_locks AS l (id, locked, token, expires_at, holder)
   SELECT $1::varchar, true, 1, clock_timestamp() + $2::float8 * interval '1 second', $3::varchar
   WHERE CASE WHEN EXISTS (SELECT 1 FROM eva_locks WHERE id = $1::varchar) THEN true ELSE (SELECT count(*) FROM eva_locks) < $4::bigint END
-  ON CONFLICT (id) DO UPDATE SET locked = true, token = l.token + 1, expires_at = EXCLUDED.expires_at, holder = EXCLUDED.holder
+  ON CONFLICT (id) DO UPDATE SET locked = true, token = l.token + 1,
+    expires_at = clock_timestamp() + $2::float8 * interval '1 second', holder = EXCLUDED.holder
   WHERE NOT l.locked OR l.expires_at <= clock_timestamp()
   RETURNING token`;
 

@@ -246,7 +246,9 @@ export const plugin = definePlugin({
       permission: 'lock',
       params: {},
       description: 'Every lock the controller knows (taken once and not forgotten since), by id.',
-      returns: 'list of {id, locked, type, expires (unix time the hold ends, null: at unlock), waiting}',
+      returns: shared
+        ? 'list of {id, locked, type, token (of its last grant), expires (unix time the hold ends, null: at unlock), waiting (here)}'
+        : 'list of {id, locked, type, expires (unix time the hold ends, null: at unlock), waiting}',
       handler: () => (shared ? shared.list(timeout) : table.list()),
     });
     ctx.register({

@@ -134,18 +134,27 @@ export async function runLocksSoak(o: LocksSoakOptions): Promise<LocksSoakResult
         // the lease: this client holds the lock until it sends its unlock, and at most until e after it asked
         const leaseEnd = req + e * 1000 - MARGIN;
         if (ack >= leaseEnd) res.lateGrants++;
-        const n = 1 + Math.floor(Math.random() * 3);
-        for (let w = 0; w < n; w++) {
-          await sleep(Math.random() * 8);
+        /** one write to the lock's fenced register, inside the lease only */
+        const write = (): boolean => {
           const at = Date.now();
-          if (at >= leaseEnd) break;
+          if (at >= leaseEnd) return false;
           writes.push({ lock, token: g.token, at });
           res.writes++;
           if (g.token < (register.get(lock) ?? 0)) res.fenced++;
           else register.set(lock, g.token);
+          return true;
+        };
+        const n = 1 + Math.floor(Math.random() * 3);
+        for (let w = 0; w < n; w++) {
+          await sleep(Math.random() * 8);
+          if (!write()) break;
         }
-        // now and then the client lets the lock expire instead of releasing it
-        if (Math.random() < 0.02) continue;
+        // now and then the client lets the lock expire instead of releasing it, writing once more late in its lease
+        if (Math.random() < 0.02) {
+          await sleep(Math.max(0, leaseEnd - Date.now()) * (0.8 + Math.random() * 0.2));
+          write();
+          continue;
+        }
         const back = nodes.filter((x) => x.state !== 'down' && x.url);
         const to = back[Math.floor(Math.random() * back.length)] ?? via;
         g.unlockSent = Date.now();

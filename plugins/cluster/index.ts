@@ -76,7 +76,10 @@ export const plugin = definePlugin({
     }
     ctx.provide('cluster', { link, userdb, locks });
     ctx.health('userdb', () => {
-      const state = { db: link.file, connected: link.connected, reconnects: link.reconnects, reloads: userdb.reloads };
+      const state = {
+        db: link.file, connected: link.connected, reconnects: link.reconnects, reloads: userdb.reloads,
+        ...(locks ? { locks: { grants: locks.grants, given_back: locks.returned, ...locks.stats() } } : {}),
+      };
       return link.connected ? { state }
         : { state, degraded: [`user db ${link.file} ${link.problem}: logins, key and user changes are refused; other controllers' changes are not seen`] };
     });

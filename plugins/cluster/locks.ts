@@ -69,7 +69,7 @@ interface Waiter {
   wake?: () => void;
 }
 
-type Attempt = { token: number } | { held: true; left: number | null } | { failed: string };
+type Attempt = { token: number } | { held: true; left: number | null } | { failed: string } | { full: true };
 
 /**
  * `[cluster] locks = shared`: one lock space for every controller of the
@@ -156,7 +156,9 @@ export class SharedLocks implements LinkUser {
           w.kicked = false;
           const r = await this.attempt(id, expires, left(), signal);
           if ('token' in r) return r.token;
-          why = 'held' in r ? 'it is locked' : r.failed;
+          // no wait can make room: the rows are never removed
+          if ('full' in r) throw functionFailed(`unable to acquire lock ${id}: too many locks (${this.bounds.locksMax})`);
+          why = 'failed' in r ? r.failed : 'it is locked';
           if (timeout === 0 || left() <= 0) break;
           const next = 'held' in r ? Math.min(Limits.lock_poll, r.left ?? Infinity) : Limits.lock_retry;
           await this.sleep(w, Math.min(left(), Math.max(0, next) * 1000), signal);
@@ -194,7 +196,7 @@ export class SharedLocks implements LinkUser {
         return { token };
       }
       const h = await this.link.pool.query<{ locked: boolean; left: number | null }>(HELD, [id]);
-      if (!h.rows.length) return { failed: `too many locks (${this.bounds.locksMax})` };
+      if (!h.rows.length) return { full: true };
       return { held: true, left: h.rows[0].locked ? h.rows[0].left : 0 };
     })().catch((err: unknown): Attempt => ({ failed: `the shared lock db failed (${(err as { code?: string }).code ?? (err as Error).message})` }));
     if (await within(run, wait, signal)) return run;

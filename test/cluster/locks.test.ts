@@ -57,6 +57,8 @@ pgtest('every grant has a token larger than the one before, whichever controller
   t.deepEqual(d.body, { result: 'OK', token: tokens[19] + 1 });
   t.deepEqual((await b.client.rpc('unlock', { k: ops, l: 'seq' })).result, { ok: true });
   t.deepEqual(await getLock(a, 'seq'), { id: 'seq', locked: false, type: 'lock', token: tokens[19] + 1 });
+  const health = (await (await fetch(`${a.url}/health`)).json()) as { userdb: { locks: { grants: number; waiting: number } } };
+  t.like(health.userdb.locks, { grants: 11, waiting: 0 }, 'grants made through A');
 });
 
 pgtest('grants taken at once through both controllers: tokens all different, each lock held by one at a time', async (t) => {
@@ -195,4 +197,23 @@ test('[cluster] locks = shared without [server] userdb is refused with its line 
   }
   const local = makeDir(t, { ini: { cluster: { locks: 'local' } } });
   t.is((await runMain(t, ['--dir', local, '--check-config'])).code, 0);
+});
+
+pgtest('bounds hold for shared locks: new ids past locks_max answer 10/500, waiters past lock_max_waiters 13/409; list_locks shows every lock with its token', async (t) => {
+  const uri = await shared.database();
+  const small = { server: { userdb: uri, locks_max: 3, lock_max_waiters: 1 }, cluster: { locks: 'shared' } };
+  const a = await startController(t, { ini: small });
+  const b = await startController(t, { ini: small });
+  for (const l of ['b1', 'b2', 'b3']) t.falsy((await lock(a, l)).error);
+  t.like((await lock(b, 'b4', { t: 0 })).error, { code: 10, message: 'unable to acquire lock b4: too many locks (3)' });
+  // a known lock is still granted: the bound is on rows, not on grants
+  t.falsy((await unlock(b, 'b1')).error);
+  t.falsy((await lock(b, 'b1', { t: 0 })).error);
+  const waiting = lock(a, 'b2', { t: 20 });
+  await until('the first waiter waits', async () => ((await a.client.ok('list_locks', { k: ops })) as { id: string; waiting: number }[]).find((x) => x.id === 'b2')?.waiting === 1);
+  t.like((await lock(a, 'b2', { t: 5 })).error, { code: 13 }, 'one waiter more than lock_max_waiters');
+  const list = (await b.client.ok('list_locks', { k: ops })) as { id: string; locked: boolean; token: number; expires: number | null }[];
+  t.deepEqual(list.map((x) => [x.id, x.locked, x.token, x.expires]), [['b1', true, 2, null], ['b2', true, 1, null], ['b3', true, 1, null]]);
+  t.falsy((await unlock(b, 'b2')).error);
+  t.is((await waiting).result.token, 2);
 });

@@ -217,3 +217,21 @@ pgtest('bounds hold for shared locks: new ids past locks_max answer 10/500, wait
   t.falsy((await unlock(b, 'b2')).error);
   t.is((await waiting).result.token, 2);
 });
+
+pgtest('a waiter whose caller went away leaves the queue: the next release leaves the lock free, not held for nobody', async (t) => {
+  const { a, b } = await pair(t);
+  t.falsy((await lock(a, 'gone')).error);
+  const ac = new AbortController();
+  const call = fetch(`${b.url}/jrpc`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' }, signal: ac.signal,
+    body: JSON.stringify({ jsonrpc: '2.0', method: 'lock', params: { k: ops, l: 'gone', t: 30 }, id: 1 }),
+  });
+  call.catch(() => undefined);
+  const waiting = async () => ((await (await fetch(`${b.url}/health`)).json()) as { userdb: { locks: { waiting: number } } }).userdb.locks.waiting;
+  await until('B has a waiter', async () => (await waiting()) === 1);
+  ac.abort();
+  await until('the waiter left', async () => (await waiting()) === 0);
+  t.falsy((await unlock(a, 'gone')).error);
+  await new Promise((res) => setTimeout(res, 500));
+  t.false((await getLock(b, 'gone')).locked, 'nobody holds it');
+});

@@ -2,11 +2,12 @@
 import type { SharedUserDb } from './shared-userdb';
 import type { PgLink } from './pg-link';
 import type { SharedCvars } from './shared-cvars';
+import type { SharedLocks } from './locks';
 
 export type { SharedCvars, SharedCvar, CvarChange } from './shared-cvars';
 import type { ApiLogBackend, ApiLogLimits } from '../sysapi/contract';
 
-/** `[server] userdb`: sysapi-keys reads it too (a shared user db that did not start is never replaced by the own file). */
+/** `[server] userdb`, `[cluster]`: sysapi-keys, -locks and -cvars read them too (a shared thing that did not start is never replaced by the controller's own). */
 export { ClusterSettings, ClusterSection } from './settings';
 
 /** Service `cluster`: offered only when `[server] userdb` names a shared database. */
@@ -17,6 +18,8 @@ export interface ClusterService {
   userdb: SharedUserDb;
   /** the fleet's cvars, with `[cluster] cvars = shared` (sysapi-cvars uses them instead of the own file) */
   cvars?: SharedCvars;
+  /** `[cluster] locks = shared`: the lock space of every controller of the database (sysapi-locks uses it instead of its table) */
+  locks?: SharedLocks;
   /** the API call log in the shared database's table api_log (sysapi-apilog uses it instead of the own file); made at the first ask */
   apiLog(limits: ApiLogLimits): ApiLogBackend;
 }

@@ -10,6 +10,7 @@ import { isFatal, PgLink, tryConnect } from './pg-link';
 import { ClusterSection, ClusterSettings, NeedsUserdb } from './settings';
 import { SharedCvars } from './shared-cvars';
 import { SharedApiLog } from './shared-apilog';
+import { SharedLocks } from './locks';
 import './contract';
 
 
@@ -59,6 +60,7 @@ export const plugin = definePlugin({
     const shares = ctx.config.section('cluster', ClusterSection);
     const userdb = new SharedUserDb(link, ctx.log, shares.eva33_passwords);
     const cvars = shares.cvars === 'shared' ? new SharedCvars(link, ctx.log) : undefined;
+    const locks = shares.locks === 'shared' ? new SharedLocks(link, `${ctx.config.server.name}:${process.pid}`.slice(0, 256)) : undefined;
     const stop = async (): Promise<void> => {
       await link.stop();
       await userdb.stop();
@@ -77,11 +79,12 @@ export const plugin = definePlugin({
       throw healthReason(err, `user db ${link.file} cannot be used`);
     }
     let apilog: SharedApiLog | undefined;
-    ctx.provide('cluster', { link, userdb, cvars, apiLog: (limits) => (apilog ??= new SharedApiLog(link, limits, ctx.log)) });
+    ctx.provide('cluster', { link, userdb, cvars, locks, apiLog: (limits) => (apilog ??= new SharedApiLog(link, limits, ctx.log)) });
     ctx.health('userdb', () => {
       const state = {
         db: link.file, connected: link.connected, reconnects: link.reconnects, reloads: userdb.reloads,
         ...(cvars && { cvars: { held: cvars.size, reloads: cvars.reloads } }),
+        ...(locks && { locks: { grants: locks.grants, given_back: locks.returned, ...locks.stats() } }),
         ...(apilog && { apilog: { waiting: apilog.buffered, dropped: apilog.dropped, written: apilog.written, refused: apilog.refused } }),
       };
       return link.connected ? { state }

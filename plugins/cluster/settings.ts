@@ -5,9 +5,10 @@ export const ClusterSettings = {
   userdb: text('', 'a PostgreSQL database several controllers share for dynamic API keys and users: postgresql://user:password@host:port/database (EVA ICS 3.3.2\'s tables); empty: this controller\'s own runtime/db file'),
 };
 
-/** `[cluster]`: what else the controllers of one `[server] userdb` share, and how. */
+/** `[cluster]`: what else the controllers of one `[server] userdb` share, and how (sysapi-locks and sysapi-cvars read it too). */
 export const ClusterSection = {
   cvars: choice('local', ['local', 'shared'], 'shared: the cvars are the fleet\'s, in table eva_cvars of [server] userdb (get_cvar answers from memory; set_cvar writes there first); local: this controller\'s own runtime file'),
+  locks: choice('local', ['local', 'shared'], 'shared: lock, unlock, get_lock are one lock space across the controllers of [server] userdb, every grant with a fencing token; local: this controller\'s own locks'),
   eva33_passwords: bool(false, 'write passwords as EVA ICS 3.3.2 did (unsalted SHA-256), so that 3.3.2 controllers sharing the user db during a migration check them; no: scrypt, which 3.3.2 cannot check. Only while 3.3.2 controllers remain: SHA-256 is fast to guess from a copy of the table'),
 };
 
@@ -18,5 +19,6 @@ export const ClusterSection = {
  */
 export const NeedsUserdb: Partial<Record<keyof typeof ClusterSection, (value: string) => boolean>> = {
   cvars: (v) => v === 'shared',
+  locks: (v) => v === 'shared',
   eva33_passwords: (v) => /^(yes|true|on|1)$/i.test(v),
 };

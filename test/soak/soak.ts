@@ -6,6 +6,7 @@ import path from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { encode, decode } from '@msgpack/msgpack';
 import { keysIni } from '../helpers/keys';
+import { locksSoakMain } from './locks';
 
 /**
  * `npm run soak`: a controller as a child process takes CALLS (100,000) mixed
@@ -324,7 +325,8 @@ stop             ${exit === 0 ? 'exit 0' : exit}`);
   process.exit(missed.length ? 1 : 0);
 }
 
-main().catch((err) => {
+// `npm run soak -- locks`: the lock checker (locks.ts) instead of the calls
+(process.argv[2] === 'locks' ? locksSoakMain() : main()).catch((err) => {
   console.error(err);
   process.exit(2);
 });

@@ -1,8 +1,11 @@
 import { definePlugin } from '../../../core/plugin';
-import { bound, text, seconds } from '../../../core/schema';
+import { bound, int, text, seconds } from '../../../core/schema';
 import { busy, functionFailed, invalidParams, notFound } from '../../../core/errors';
 import { MAX_TIMER_SECONDS } from '../../../core/defaults';
+import { healthReason } from '../../../core/health';
+import { withStatus } from '../../../core/results';
 import type { LocksService } from '../contract';
+import { ClusterSection } from '../../cluster/contract';
 
 /**
  * Bounds of the lock table; `[server] locks_max` and `[server] lock_max_waiters`
@@ -34,6 +37,17 @@ interface Lock {
   expiry?: NodeJS.Timeout;
   /** when the holder's auto-release fires, unix seconds (none: held until unlock) */
   expiresAt?: number;
+}
+
+/** Why `lock`'s arguments are refused (11/400), or undefined: the same for local and shared locks. */
+function badLockArgs(id: string, timeout: number, expires: number | undefined, idMax: number): Error | undefined {
+  // a node timer longer than MAX_TIMER_SECONDS fires at once: such a wait or expiry would end immediately
+  if (!(timeout >= 0 && timeout <= MAX_TIMER_SECONDS)) return invalidParams(`t must be a number of seconds, 0 to ${MAX_TIMER_SECONDS}`);
+  if (expires !== undefined && !(expires > 0 && expires <= MAX_TIMER_SECONDS)) {
+    return invalidParams(`e must be a number of seconds above 0, at most ${MAX_TIMER_SECONDS}`);
+  }
+  if (!id || id.length > idMax) return invalidParams(`lock id: 1 to ${idMax} characters`);
+  return undefined;
 }
 
 /** Take the first waiter out of the queue. */
@@ -90,17 +104,10 @@ export class LockTable implements LocksService {
   }
 
   acquire(id: string, timeout = this.limits.defaultTimeout, expires?: number, signal?: AbortSignal): Promise<void> {
-    // a node timer longer than MAX_TIMER_SECONDS fires at once: such a wait or expiry would end immediately
-    if (!(timeout >= 0 && timeout <= MAX_TIMER_SECONDS)) {
-      return Promise.reject(invalidParams(`t must be a number of seconds, 0 to ${MAX_TIMER_SECONDS}`));
-    }
-    if (expires !== undefined && !(expires > 0 && expires <= MAX_TIMER_SECONDS)) {
-      return Promise.reject(invalidParams(`e must be a number of seconds above 0, at most ${MAX_TIMER_SECONDS}`));
-    }
     let lock = this.locks.get(id);
+    const bad = badLockArgs(id, timeout, expires, lock ? Infinity : this.limits.idMax);
+    if (bad) return Promise.reject(bad);
     if (!lock) {
-      const { idMax } = this.limits;
-      if (!id || id.length > idMax) return Promise.reject(invalidParams(`lock id: 1 to ${idMax} characters`));
       if (this.locks.size >= this.limits.locksMax) return Promise.reject(functionFailed(`too many locks (${this.limits.locksMax})`));
       lock = { id, locked: false, waiters: new Set() };
       this.locks.set(id, lock);
@@ -190,7 +197,12 @@ export class LockTable implements LocksService {
   }
 }
 
-/** get_lock, lock, unlock; the table is also the kernel service `locks`. */
+/**
+ * get_lock, lock, unlock; the table is also the kernel service `locks`.
+ * With `[cluster] locks = shared` (plugins/cluster) the functions use the
+ * lock space the controllers of the shared database share instead, and
+ * every grant carries a fencing token; the service stays this table.
+ */
 export const plugin = definePlugin({
   name: 'sysapi-locks',
   kind: 'sysapi',
@@ -199,18 +211,24 @@ export const plugin = definePlugin({
   settings: { server: LockSettings },
   start(ctx) {
     const bounds = ctx.config.section('server', LockSettings);
+    const timeout = ctx.config.server.timeout;
     const table = new LockTable({
       locksMax: bounds.locks_max,
       maxWaiters: bounds.lock_max_waiters,
-      defaultTimeout: ctx.config.server.timeout,
+      defaultTimeout: timeout,
       idMax: bounds.lock_id_max,
     });
     ctx.provide('locks', table);
     ctx.onStop(() => table.close());
+    const shared = ctx.hasService('cluster') ? ctx.service('cluster').locks : undefined;
+    if (!shared && ctx.config.section('cluster', ClusterSection).locks === 'shared') {
+      // never this controller's own locks instead: two controllers would grant one lock at once
+      throw healthReason(new Error('the shared lock space ([cluster] locks = shared) did not start'), 'the shared lock space did not start: locks are refused');
+    }
+    shared?.setBounds({ locksMax: bounds.locks_max, maxWaiters: bounds.lock_max_waiters });
 
     const l = text('lock id').req();
-    const found = (id: string) => {
-      const lock = table.get(id);
+    const found = <T>(id: string, lock: T | undefined): T => {
       if (!lock) throw notFound(`lock ${id}`);
       return lock;
     };
@@ -220,16 +238,18 @@ export const plugin = definePlugin({
       permission: 'lock',
       params: { l },
       description: 'Lock status.',
-      returns: 'lock object {id, locked, type}',
-      handler: (p) => found(p.l),
+      returns: shared ? 'lock object {id, locked, type, token (of its last grant)}' : 'lock object {id, locked, type}',
+      handler: shared ? async (p) => found(p.l, await shared.get(p.l, timeout)) : (p) => found(p.l, table.get(p.l)),
     });
     ctx.register({
       name: 'list_locks',
       permission: 'lock',
       params: {},
       description: 'Every lock the controller knows (taken once and not forgotten since), by id.',
-      returns: 'list of {id, locked, type, expires (unix time the hold ends, null: at unlock), waiting}',
-      handler: () => table.list(),
+      returns: shared
+        ? 'list of {id, locked, type, token (of its last grant), expires (unix time the hold ends, null: at unlock), waiting (here)}'
+        : 'list of {id, locked, type, expires (unix time the hold ends, null: at unlock), waiting}',
+      handler: () => (shared ? shared.list(timeout) : table.list()),
     });
     ctx.register({
       name: 'lock',
@@ -243,8 +263,16 @@ export const plugin = definePlugin({
       },
       description: 'Acquire a lock, waiting up to t seconds; 10 / 500 when not acquired in time (as 3.3).',
       handler: async (p: { l: string; t?: number; e?: number }, call) => {
-        await table.acquire(p.l, p.t, p.e, call.signal);
-        return true;
+        if (!shared) {
+          await table.acquire(p.l, p.t, p.e, call.signal);
+          return true;
+        }
+        const bad = badLockArgs(p.l, p.t ?? timeout, p.e, bounds.lock_id_max);
+        if (bad) throw bad;
+        const token = await shared.acquire(p.l, p.t ?? timeout, p.e, call.signal);
+        // the answer is not out yet: a caller found gone before it went out gives the grant back
+        call.signal?.addEventListener('abort', () => shared.giveBack(p.l, token), { once: true });
+        return withStatus({ token });
       },
     });
     ctx.register({
@@ -252,12 +280,14 @@ export const plugin = definePlugin({
       returns: 'OK',
       aliases: ['lock_release'],
       permission: 'lock',
-      params: { l },
+      params: shared
+        ? { l, token: int('release only the grant of this token (a late unlock leaves a later grant alone)', { min: 1 }) }
+        : { l },
       description: 'Release a lock (whoever holds it).',
-      handler: (p) => {
-        if (!table.release(p.l)) throw notFound(`lock ${p.l}`);
-        return true;
-      },
+      handler: shared
+        ? async (p: { l: string; token?: number }) => found(p.l, await shared.release(p.l, p.token, timeout))
+        : (p: { l: string }) => found(p.l, table.release(p.l)),
     });
+    if (shared) ctx.onStop(() => shared.stop());
   },
 });

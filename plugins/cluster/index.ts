@@ -7,7 +7,8 @@ import { describe } from '../../core/log';
 import { maskUserdb, parseUserdb } from './uri';
 import { SharedUserDb } from './shared-userdb';
 import { isFatal, PgLink, tryConnect } from './pg-link';
-import { ClusterSettings } from './settings';
+import { ClusterSection, ClusterSettings } from './settings';
+import { SharedTokens } from './shared-tokens';
 import './contract';
 
 
@@ -22,7 +23,7 @@ export const plugin = definePlugin({
   kind: 'service',
   version: '1.0.0',
   provides: ['cluster'],
-  settings: { server: ClusterSettings },
+  settings: { server: ClusterSettings, cluster: ClusterSection },
   checkFiles(paths): Finding[] {
     const doc = readIniFile(paths.configFile);
     const e = entryOf(doc, 'server', 'userdb');
@@ -49,7 +50,10 @@ export const plugin = definePlugin({
     if ('error' in r) throw new Error(r.error); // checkFiles refused it before the start
     const link = new PgLink(r.connectionString, uri, ctx.log);
     const userdb = new SharedUserDb(link, ctx.log);
+    // login tokens too: the kernel's token store tells it what calls change here (core/auth/tokens.ts TokenShare)
+    const tokens = new SharedTokens(link, ctx.keys.tokens, ctx.log, ctx.config.section('cluster', ClusterSection).token_cache, ctx.config.webapi);
     const stop = async (): Promise<void> => {
+      await tokens.stop();
       await link.stop();
       await userdb.stop();
     };
@@ -65,7 +69,9 @@ export const plugin = definePlugin({
       }
       throw healthReason(err, `user db ${link.file} cannot be used`);
     }
-    ctx.provide('cluster', { link, userdb });
+    ctx.provide('cluster', { link, userdb, tokens });
+    // before any plugin stops: the dynamic keys sysapi-keys removes at its stop must not end the fleet's tokens
+    ctx.onStopping(() => tokens.stop());
     ctx.health('userdb', () => {
       const state = { db: link.file, connected: link.connected, reconnects: link.reconnects, reloads: userdb.reloads };
       return link.connected ? { state }

@@ -181,3 +181,12 @@ export function sharedPostgres(): SharedPostgres {
     stop: shared.stop,
   };
 }
+
+/** The rows one statement answers on database `uri`, over a connection of its own. */
+export async function pgRows(uri: string, sql: string, params: unknown[] = []): Promise<any[]> {
+  const pg = await import('pg');
+  const c = new pg.default.Client({ connectionString: uri });
+  c.on('error', () => undefined);
+  await c.connect();
+  try { return (await c.query(sql, params)).rows; } finally { await c.end(); }
+}

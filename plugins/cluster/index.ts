@@ -73,7 +73,7 @@ export const plugin = definePlugin({
     // before any plugin stops: the dynamic keys sysapi-keys removes at its stop must not end the fleet's tokens
     ctx.onStopping(() => tokens.stop());
     ctx.health('userdb', () => {
-      const state = { db: link.file, connected: link.connected, reconnects: link.reconnects, reloads: userdb.reloads };
+      const state = { db: link.file, connected: link.connected, reconnects: link.reconnects, reloads: userdb.reloads, tokens: tokens.stats() };
       return link.connected ? { state }
         : { state, degraded: [`user db ${link.file} ${link.problem}: logins, key and user changes are refused; other controllers' changes are not seen`] };
     });

@@ -2,14 +2,10 @@ import type * as Pg from 'pg';
 import type { TokenInfo, TokenShare, TokenStore } from '../../core/auth/tokens';
 import type { ModuleLogger } from '../../core/log';
 import { describe } from '../../core/log';
-import { bound, defaults } from '../../core/schema';
 import type { LinkUser, PgLink } from './pg-link';
 
-export const SharedTokensLimits = {
-  writes_max: bound(100_000, 'token changes waiting to be written (the database away); past it the oldest is forgotten (counted)'),
-  batch: bound(1000, 'token rows written in one statement'),
-};
-const Limits = defaults(SharedTokensLimits);
+/** Token rows written in one statement. */
+const BATCH = 1000;
 
 /** The channel the trigger of table eva_tokens tells every change on. */
 export const TOKENS_CHANNEL = 'eva_tokens';
@@ -25,7 +21,7 @@ const CLEANUP_MS = 60_000;
  * a controller applies it without reading it back.
  */
 const SCHEMA = [
-  `CREATE TABLE IF NOT EXISTS eva_tokens (h CHAR(64) PRIMARY KEY, k_id VARCHAR(64) NOT NULL, u VARCHAR(64),
+  `CREATE TABLE IF NOT EXISTS eva_tokens (h CHAR(64) PRIMARY KEY, k_id TEXT NOT NULL, u TEXT,
     created BIGINT NOT NULL, used BIGINT NOT NULL, ro BOOLEAN NOT NULL DEFAULT FALSE)`,
   `CREATE OR REPLACE FUNCTION eva_tokens_notify() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -71,6 +67,8 @@ export class SharedTokens implements TokenShare, LinkUser {
   private readonly writes = new Map<string, Write>();
   /** tokens being written by a login: a reload that misses them must not end them */
   private readonly creating = new Set<string>();
+  /** while every row is read again: the tokens told meanwhile (what was told is as new as what is read, or newer) */
+  private toldDuring: Set<string> | undefined;
   private flushing: Promise<void> | undefined;
   private listener: Pg.ClientBase | undefined;
   private beating = false;
@@ -80,7 +78,7 @@ export class SharedTokens implements TokenShare, LinkUser {
   private refusing = false;
   private lastCleanup = 0;
   private detach: (() => void) | undefined;
-  /** token changes forgotten past writes_max */
+  /** token changes forgotten past [webapi] max_tokens waiting */
   lostWrites = 0;
 
   /**
@@ -88,7 +86,7 @@ export class SharedTokens implements TokenShare, LinkUser {
    */
   constructor(
     private readonly link: PgLink, private readonly store: TokenStore, private readonly log: ModuleLogger,
-    private readonly cacheSeconds: number, private readonly webapi: { session_timeout: number; session_no_prolong: boolean },
+    private readonly cacheSeconds: number, private readonly webapi: { session_timeout: number; session_no_prolong: boolean; max_tokens: number },
   ) {
     void link.use(this);
     this.detach = store.share(this);
@@ -101,6 +99,11 @@ export class SharedTokens implements TokenShare, LinkUser {
   /** A use is written when it moves into another slice of this length: the others' idle clocks are this precise. */
   private get precision(): number {
     return Math.min(30_000, Math.max(1000, this.webapi.session_timeout * 100));
+  }
+
+  /** For /health: tokens held, changes waiting to be written, changes forgotten past the bound. */
+  stats(): { held: number; waiting: number; lost: number } {
+    return { held: this.store.size, waiting: this.writes.size, lost: this.lostWrites };
   }
 
   refusal(): string | undefined {
@@ -134,7 +137,8 @@ export class SharedTokens implements TokenShare, LinkUser {
 
   private write(id: string, w: Write): void {
     const old = this.writes.get(id);
-    if (!old && this.writes.size >= Limits.writes_max) {
+    // bounded as the tokens held are: while the database is away no token comes, so changes wait for at most the tokens held then
+    if (!old && this.writes.size >= this.webapi.max_tokens) {
       // the oldest waiting change is forgotten: a use or mode, or an end the next reload may undo
       this.writes.delete(this.writes.keys().next().value!);
       this.lostWrites++;
@@ -160,7 +164,8 @@ export class SharedTokens implements TokenShare, LinkUser {
   /** Write what waits, a batch per transaction (on `on`, the connection being set up, else the pool); a failed batch is put back. */
   private async writeWaiting(on?: Pg.ClientBase): Promise<void> {
     while (this.writes.size) {
-      const batch = [...this.writes].slice(0, Limits.batch);
+      const batch: [string, Write][] = [];
+      for (const e of this.writes) if (batch.push(e) >= BATCH) break;
       for (const [id] of batch) this.writes.delete(id);
       try {
         if (on) await this.writeBatch(on, batch);
@@ -200,16 +205,22 @@ export class SharedTokens implements TokenShare, LinkUser {
     this.listener = client;
     // the link says connected only after every user's onConnect: what waits is written on this connection
     await this.writeWaiting(client);
-    const r = await client.query<{ h: string; k_id: string; u: string | null; created: string; used: string; ro: boolean }>(
-      'SELECT h, k_id, u, created, used, ro FROM eva_tokens');
-    const seen = new Set<string>();
-    for (const row of r.rows) {
-      const info = infoOf(row);
-      if (!info || this.writes.get(row.h)?.drop) continue;
-      seen.add(row.h);
-      this.store.apply(row.h, info);
+    const told = (this.toldDuring = new Set());
+    try {
+      const r = await client.query<{ h: string; k_id: string; u: string | null; created: string; used: string; ro: boolean }>(
+        'SELECT h, k_id, u, created, used, ro FROM eva_tokens');
+      const seen = new Set<string>();
+      for (const row of r.rows) {
+        const info = infoOf(row);
+        if (!info) continue;
+        seen.add(row.h);
+        if (told.has(row.h) || this.writes.get(row.h)?.drop) continue;
+        this.store.apply(row.h, info);
+      }
+      for (const id of this.store.ids()) if (!seen.has(id) && !told.has(id) && !this.creating.has(id)) this.store.apply(id, undefined);
+    } finally {
+      this.toldDuring = undefined;
     }
-    for (const id of this.store.ids()) if (!seen.has(id) && !this.creating.has(id)) this.store.apply(id, undefined);
     this.fresh();
   }
 
@@ -222,6 +233,7 @@ export class SharedTokens implements TokenShare, LinkUser {
       return; // not ours
     }
     if (typeof n.h !== 'string' || !ID.test(n.h)) return;
+    this.toldDuring?.add(n.h);
     if (n.k === undefined) {
       this.store.apply(n.h, undefined);
       return;

@@ -175,3 +175,19 @@ pgtest('two controllers as separate processes: a login on one is used on the oth
   await b.client.ok('logout', { k: tok });
   await until('logged out on A', async () => (await status(a.client, tok)) === 403);
 });
+
+pgtest('a controller that stops ends none of the fleet\'s tokens (its dynamic keys leave its memory only); one that starts reads them', async (t) => {
+  const uri = await shared.database();
+  const a = await controller(t, uri);
+  const b = await controller(t, uri);
+  const key = (await a.client.ok('create_key', { k: Keys.master, i: 'op' })).key as string;
+  await until('key on B', async () => (await status(b.client, key)) === 200);
+  const tok = (await a.client.ok('login', { k: key })).token as string;
+  await until('token on B', async () => (await held(b.client, tok)) !== undefined);
+  await b.stop();
+  // B's connections are closed: whatever it wrote is committed, and the row is there
+  t.is((await rows(uri, 'SELECT h FROM eva_tokens')).length, 1);
+  t.is(await status(a.client, tok), 200, 'still valid on A');
+  const c = await controller(t, uri);
+  t.is(await status(c.client, tok), 200, 'a controller started later accepts it at once');
+});

@@ -2,6 +2,7 @@ import test, { type ExecutionContext } from 'ava';
 import crypto from 'node:crypto';
 import { startController, spawnController, makeDir, Keys, type Running, type Client } from '../helpers/controller';
 import { TestStream } from '../helpers/stream-client';
+import { startProxy } from '../helpers/tcp-proxy';
 import { until, sleep } from '../helpers/wait';
 import { pgRows as rows, postgresUnavailable, sharedPostgres, startPostgres } from '../helpers/postgres';
 
@@ -190,4 +191,27 @@ pgtest('a controller that stops ends none of the fleet\'s tokens (its dynamic ke
   t.is(await status(a.client, tok), 200, 'still valid on A');
   const c = await controller(t, uri);
   t.is(await status(c.client, tok), 200, 'a controller started later accepts it at once');
+});
+
+pgtest('a controller cut off from the database while the others go on: back, it reads every token again (one ended meanwhile gone, one made meanwhile there)', async (t) => {
+  const uri = await shared.database();
+  const server = await shared.server();
+  const proxy = await startProxy(t, { host: '127.0.0.1', port: server.port });
+  const a = await controller(t, uri.replace(`:${server.port}/`, `:${proxy.port}/`));
+  const b = await controller(t, uri);
+  const ended = (await b.client.ok('login', { k: Keys.master })).token as string;
+  const readonly = (await b.client.ok('login', { k: Keys.master })).token as string;
+  await until('both on A', async () => (await held(a.client, ended)) && (await held(a.client, readonly)));
+  await proxy.cut();
+  const health = async () => ((await (await fetch(`${a.url}/health`)).json()) as { userdb: { connected: boolean } }).userdb.connected;
+  await until('A cut off', async () => !(await health()));
+  await b.client.ok('logout', { k: ended });
+  await b.client.ok('set_token_readonly', { k: readonly });
+  const made = (await b.client.ok('login', { k: Keys.master })).token as string;
+  t.truthy(await held(a.client, ended), 'A was not told: it holds the ended token (within token_cache)');
+  await proxy.restore();
+  await until('A connected again', health, 60_000);
+  t.falsy(await held(a.client, ended), 'the token ended meanwhile is gone');
+  t.is((await held(a.client, readonly))?.m, 2, 'the one made read-only meanwhile is read-only');
+  t.is(await status(a.client, made), 200, 'the one made meanwhile works');
 });

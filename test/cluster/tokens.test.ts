@@ -129,32 +129,35 @@ pgtest('a token ended on one controller closes the stream opened with it on the 
   t.log(`stream on B closed ${(performance.now() - t0).toFixed(1)} ms after logout on A`);
 });
 
-pgtest('PostgreSQL away: held tokens work token_cache (2 s), then are refused with a clear message and their streams close; back: read again, a token ended meanwhile is gone', async (t) => {
+pgtest('PostgreSQL away: held tokens work token_cache (3 s), then are refused with a clear message and their streams close; back: read again, a token ended meanwhile is gone', async (t) => {
   // a server of its own: the outage must not reach the other tests
   const server = await startPostgres(t);
   await server.createDatabase('tokens_outage');
   const uri = server.uri('tokens_outage');
-  const a = await controller(t, uri, { token_cache: 2 });
-  const b = await controller(t, uri, { token_cache: 2 });
+  const CACHE = 3;
+  const a = await controller(t, uri, { token_cache: CACHE });
+  const b = await controller(t, uri, { token_cache: CACHE });
   const keep = (await a.client.ok('login', { k: Keys.master })).token as string;
   const gone = (await a.client.ok('login', { k: Keys.master })).token as string;
-  await until('tokens on B', async () => (await status(b.client, keep)) === 200 && (await status(b.client, gone)) === 200);
+  await until('tokens on B', async () => (await held(b.client, keep)) && (await held(b.client, gone)));
   const s = await TestStream.open(t, b.url, keep);
+  const stopping = performance.now();
   await server.stop();
-  const stopped = performance.now();
-  t.is(await status(b.client, keep), 200, 'held tokens work at first');
-  t.is(await status(a.client, gone), 200);
-  // ended on B while away: written when it is back
-  await b.client.ok('logout', { k: gone });
+  // the bound counts from the last heartbeat answered (every CACHE / 4 s), at most one beat before the stop began
+  const early = performance.now() - stopping;
+  if (early < (CACHE * 0.75 - 0.5) * 1000) t.is(await status(b.client, keep), 200, 'held tokens work at first');
+  else t.log(`the stop took ${early.toFixed(0)} ms: too late to see held tokens still working`);
+  // ended on B while away (with the master key, which never goes stale): written when it is back
+  await b.client.ok('drop_tokens', { k: Keys.master, a: gone });
   const refused = await until('tokens refused past token_cache', async () => {
     const r = await b.client.rpc('test', { k: keep });
     return r.error ? r.error : undefined;
   });
-  const after = performance.now() - stopped;
-  t.log(`refused ${after.toFixed(0)} ms after the stop: ${refused.message}`);
+  const after = performance.now() - stopping;
+  t.log(`refused ${after.toFixed(0)} ms after the stop began: ${refused.message}`);
   t.is(refused.code, 2);
-  t.regex(refused.message, /unreachable for more than 2 s \(\[cluster\] token_cache\)/);
-  t.true(after > 1000, 'not before the bound (less one heartbeat)');
+  t.regex(refused.message, /unreachable for more than 3 s \(\[cluster\] token_cache\)/);
+  t.true(after >= CACHE * 750, 'not before the bound less one heartbeat');
   t.is((await s.closed).code, 4001, 'the stream with the token closed');
   t.is(await status(b.client, Keys.master), 200, 'keys still work');
   t.like((await a.client.rpc('login', { k: Keys.master })).error, { code: 10 });
@@ -162,8 +165,10 @@ pgtest('PostgreSQL away: held tokens work token_cache (2 s), then are refused wi
   for (const r of [a, b]) {
     await until('connected again', async () => ((await (await fetch(`${r.url}/health`)).json()) as { userdb: { connected: boolean } }).userdb.connected, 60_000);
   }
-  await until('the held token works again on both', async () => (await status(a.client, keep)) === 200 && (await status(b.client, keep)) === 200, 60_000);
-  await until('the token logged out on B while away is gone on A', async () => (await status(a.client, gone)) === 403, 60_000);
+  await until('the token ended on B while away is gone on A', async () => !(await held(a.client, gone)), 60_000);
+  t.is(await status(a.client, keep), 200, 'the held token works again on A');
+  t.is(await status(b.client, keep), 200, 'and on B');
+  t.is(await status(a.client, gone), 403);
   t.falsy((await a.client.rpc('login', { k: Keys.master })).error, 'login again');
 });
 

@@ -168,7 +168,9 @@ export class SharedTokens implements TokenShare, LinkUser {
       for (const e of this.writes) if (batch.push(e) >= BATCH) break;
       for (const [id] of batch) this.writes.delete(id);
       try {
-        if (on) await this.writeBatch(on, batch);
+        // one statement needs no transaction (one round trip, not three)
+        const mixed = batch.some(([, w]) => w.drop) && batch.some(([, w]) => !w.drop);
+        if (on || !mixed) await this.writeBatch(on ?? this.link.pool, batch);
         else await this.link.transaction((c) => this.writeBatch(c, batch));
       } catch (err) {
         // unless changed again meanwhile
@@ -178,7 +180,7 @@ export class SharedTokens implements TokenShare, LinkUser {
     }
   }
 
-  private async writeBatch(c: Pg.ClientBase, batch: [string, Write][]): Promise<void> {
+  private async writeBatch(c: Pg.ClientBase | Pg.Pool, batch: [string, Write][]): Promise<void> {
     const drops = batch.filter(([, w]) => w.drop).map(([id]) => id);
     const changes = batch.filter(([, w]) => !w.drop);
     if (drops.length) await c.query('DELETE FROM eva_tokens WHERE h = ANY($1::text[])', [drops]);

@@ -34,6 +34,9 @@ export function authenticate(
   }
   const wait = throttle?.locked(ip) ?? 0;
   if (wait > 0 && !throttle!.knows(ip, presented)) throw locked(ip, wait, refusals);
+  // tokens that cannot be trusted now (a share's cache too old) are refused as such: no wrong guess is booked
+  const stale = presented.startsWith('token:') ? keys.tokens.refusal() : undefined;
+  if (stale) throw new KeyRefused(stale);
   const found = keys.resolve(presented);
   if (found && found.key.hostsAllow.has(ip)) {
     throttle?.passed(ip, presented);

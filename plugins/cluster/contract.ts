@@ -3,6 +3,7 @@ import type { SharedUserDb } from './shared-userdb';
 import type { PgLink } from './pg-link';
 import type { SharedCvars } from './shared-cvars';
 import type { SharedLocks } from './locks';
+import type { SharedTokens } from './shared-tokens';
 
 export type { SharedCvars, SharedCvar, CvarChange } from './shared-cvars';
 import type { ApiLogBackend, ApiLogLimits } from '../sysapi/contract';
@@ -22,6 +23,8 @@ export interface ClusterService {
   locks?: SharedLocks;
   /** the API call log in the shared database's table api_log (sysapi-apilog uses it instead of the own file); made at the first ask */
   apiLog(limits: ApiLogLimits): ApiLogBackend;
+  /** login tokens every controller accepts: the kernel's token store shares through it (TokenShare), nothing asks for it */
+  tokens: SharedTokens;
 }
 
 declare module '../../core/plugin' {

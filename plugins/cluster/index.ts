@@ -11,6 +11,7 @@ import { ClusterSection, ClusterSettings, NeedsUserdb } from './settings';
 import { SharedCvars } from './shared-cvars';
 import { SharedApiLog } from './shared-apilog';
 import { SharedLocks } from './locks';
+import { SharedTokens } from './shared-tokens';
 import './contract';
 
 
@@ -61,7 +62,10 @@ export const plugin = definePlugin({
     const userdb = new SharedUserDb(link, ctx.log, shares.eva33_passwords);
     const cvars = shares.cvars === 'shared' ? new SharedCvars(link, ctx.log) : undefined;
     const locks = shares.locks === 'shared' ? new SharedLocks(link, `${ctx.config.server.name}:${process.pid}`.slice(0, 256)) : undefined;
+    // login tokens too: the kernel's token store tells it what calls change here (core/auth/tokens.ts TokenShare)
+    const tokens = new SharedTokens(link, ctx.keys.tokens, ctx.log, shares.token_cache, ctx.config.webapi);
     const stop = async (): Promise<void> => {
+      await tokens.stop();
       await link.stop();
       await userdb.stop();
       await cvars?.stop();
@@ -79,10 +83,12 @@ export const plugin = definePlugin({
       throw healthReason(err, `user db ${link.file} cannot be used`);
     }
     let apilog: SharedApiLog | undefined;
-    ctx.provide('cluster', { link, userdb, cvars, locks, apiLog: (limits) => (apilog ??= new SharedApiLog(link, limits, ctx.log)) });
+    ctx.provide('cluster', { link, userdb, cvars, locks, tokens, apiLog: (limits) => (apilog ??= new SharedApiLog(link, limits, ctx.log)) });
+    // before any plugin stops: the dynamic keys sysapi-keys removes at its stop must not end the fleet's tokens
+    ctx.onStopping(() => tokens.stop());
     ctx.health('userdb', () => {
       const state = {
-        db: link.file, connected: link.connected, reconnects: link.reconnects, reloads: userdb.reloads,
+        db: link.file, connected: link.connected, reconnects: link.reconnects, reloads: userdb.reloads, tokens: tokens.stats(),
         ...(cvars && { cvars: { held: cvars.size, reloads: cvars.reloads } }),
         ...(locks && { locks: { grants: locks.grants, given_back: locks.returned, ...locks.stats() } }),
         ...(apilog && { apilog: { waiting: apilog.buffered, dropped: apilog.dropped, written: apilog.written, refused: apilog.refused } }),

@@ -1,4 +1,4 @@
-import { bool, choice, text } from '../../core/schema';
+import { bool, choice, seconds, text } from '../../core/schema';
 
 /** `[server]` settings of plugin cluster (sysapi-keys reads them too: a shared db that did not start is not replaced by the file). */
 export const ClusterSettings = {
@@ -10,6 +10,7 @@ export const ClusterSection = {
   cvars: choice('local', ['local', 'shared'], 'shared: the cvars are the fleet\'s, in table eva_cvars of [server] userdb (get_cvar answers from memory; set_cvar writes there first); local: this controller\'s own runtime file'),
   locks: choice('local', ['local', 'shared'], 'shared: lock, unlock, get_lock are one lock space across the controllers of [server] userdb, every grant with a fencing token; local: this controller\'s own locks'),
   eva33_passwords: bool(false, 'write passwords as EVA ICS 3.3.2 did (unsalted SHA-256), so that 3.3.2 controllers sharing the user db during a migration check them; no: scrypt, which 3.3.2 cannot check. Only while 3.3.2 controllers remain: SHA-256 is fast to guess from a copy of the table'),
+  token_cache: seconds(60, 'with [server] userdb: how long tokens held in memory keep working while the shared database is unreachable; past it they are refused until it is back', 1),
 };
 
 /**

@@ -178,9 +178,13 @@ export const plugin = definePlugin({
     const denied = () => accessDenied('invalid credentials');
 
     /** What login answers for a key; refused when the key may not be used from the caller's address. */
-    const issue = (key: ApiKey | undefined, call: CallContext, userName?: string) => {
+    const issue = async (key: ApiKey | undefined, call: CallContext, userName?: string) => {
       if (!key || !key.hostsAllow.has(call.ip)) throw denied();
-      const token = tokens.enabled ? tokens.create(key.id, userName) : undefined;
+      // with shared tokens, answered once the other controllers can know it; a token that cannot be shared is none
+      const token = tokens.enabled ? await tokens.create(key.id, userName).catch((err: unknown) => {
+        log.error(`token not shared with the other controllers: ${describe(err)}`);
+        throw functionFailed('the shared user db is unreachable: the token could not be shared, no login until it is back');
+      }) : undefined;
       return userName === undefined ? { key: key.id, token } : { key: key.id, token, user: userName };
     };
 
@@ -271,8 +275,8 @@ export const plugin = definePlugin({
         try {
           result = await attempt(p, call);
         } catch (err) {
-          if (err instanceof ApiError && err.kind === 'busy') {
-            throttle.end(call.ip, true, ''); // not checked (the hashing queue is full): no guess was made
+          if (err instanceof ApiError && (err.kind === 'busy' || err.kind === 'function_failed')) {
+            throttle.end(call.ip, true, ''); // not checked (the hashing queue is full) or not shared: no wrong guess was made
             throw err;
           }
           // what was guessed, so the same wrong credentials again cost nothing

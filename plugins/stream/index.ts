@@ -27,7 +27,7 @@ const MAX_EARLY = 4;
 /** The ring of events kept for clients that resume (`[webapi]`; plugins/stream/README.md, "Resuming"). */
 export const StreamSettings = {
   ws_replay_events: bound(100_000, 'events the event stream keeps for clients that resume (subscribe with since); past it the oldest go'),
-  ws_replay_bytes: bound(64 * 1024 * 1024,
+  ws_replay_bytes: bound(32 * 1024 * 1024,
     'the same in bytes (each event: its frame\'s characters + 48); whichever bound is reached first drops the oldest', 'bytes'),
 };
 
@@ -94,6 +94,8 @@ function startStream(ctx: PluginContext): void {
   const seqs = new SeqSource(epochFile(ctx.paths), log);
   const replay = ctx.config.section('webapi', StreamSettings);
   const ring = new EventRing(replay.ws_replay_events, replay.ws_replay_bytes, seqs.last);
+  /** the ring keeps events once a client has subscribed (below) */
+  let keeping = false;
   /** refused messages (bad auth, malformed, unknown) in the log: one line per interval */
   const refusals = new RepeatLog(log, () => ctx.config.server.log_repeat_interval);
 
@@ -179,6 +181,7 @@ function startStream(ctx: PluginContext): void {
       error(c, err);
       return;
     }
+    keeping = true;
     c.gen++; // a replay under way for the old subscription stops
     const resume = since !== undefined && since >= ring.floor && since <= ring.last;
     c.cursor = resume ? since! : ring.last;
@@ -341,6 +344,13 @@ function startStream(ctx: PluginContext): void {
 
   for (const subject of Subjects) {
     ctx.on(subject, (event: unknown, subj: BusSubject) => {
+      // until a client first subscribes no number of this run was given, so none can be resumed from: the
+      // event is numbered, not serialized nor kept (a gateway with no stream client pays nothing for the ring)
+      if (!keeping) {
+        seqs.next();
+        ring.skip();
+        return;
+      }
       // one serialization for the ring and every client
       const text = JSON.stringify({ s: subj, d: [event], seq: seqs.next() });
       ring.push(subj, text);

@@ -55,6 +55,12 @@ export class EventRing {
     this.bytes += cost;
   }
 
+  /** The event numbered last + 1 is not kept (nobody can resume yet): whatever is held goes with it. */
+  skip(): void {
+    while (this.size) this.drop();
+    this.floor++;
+  }
+
   /** The event numbered seq, while it is held. */
   at(seq: number): { subject: BusSubject; text: string } | undefined {
     if (seq <= this.floor || seq > this.last) return undefined;

@@ -1,3 +1,5 @@
+// the lock table's module is wired with tsyringe, which needs the reflect polyfill first (the controller's entry loads it)
+import 'reflect-metadata';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ExecutionContext } from 'ava';
 import { MAX_TIMER_SECONDS } from '../../core/defaults';

@@ -127,6 +127,27 @@ test('a replay keeps the subscription and the key\'s rights', async (t) => {
   t.deepEqual(again.messages, []);
 });
 
+test('before a client first subscribes, events are numbered but not kept (nothing to resume from yet); from then on they are', async (t) => {
+  const { ctl, url, client } = await startStreamController(t, { server: QUIET });
+  const log = ctl.get(Logger).module('early');
+  for (let i = 0; i < 20; i++) log.info(`early${i}`);
+  let st = await client.ok('stream_stats', { k: Keys.master });
+  t.like(st, { ring_events: 0, ring_bytes: 0 }, JSON.stringify(st));
+  const a = await TestStream.open(t, url, Keys.master, ALL);
+  const state = await a.next((m) => m.s === 'state');
+  log.info('kept');
+  const kept = await logged(a, 'kept');
+  // the numbers went on meanwhile: the twenty early events and the creates before them were numbered
+  t.true(kept.seq > state.seq && state.seq >= 20, `state at ${state.seq}, then ${kept.seq}`);
+  st = await client.ok('stream_stats', { k: Keys.master });
+  t.true(st.ring_events >= 1 && st.ring_bytes > 0, JSON.stringify(st));
+  // a since from before the first subscribe is a gap, not a replay of what was never kept
+  const b = await TestStream.open(t, url, Keys.master);
+  b.send({ m: 'subscribe', events: ALL, since: state.seq - 5 });
+  t.like(await b.next(), { s: 'subscribed' });
+  t.like(await b.next(), { s: 'gap', since: state.seq - 5 });
+});
+
 test('the ring at its event bound: a since older than it gets a gap and the state; one at its edge gets every kept event', async (t) => {
   const { ctl, url } = await startStreamController(t, { webapi: { ws_replay_events: 10 }, server: QUIET });
   const log = ctl.get(Logger).module('flood');

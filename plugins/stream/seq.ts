@@ -8,7 +8,7 @@ import type { Paths } from '../../core/paths';
  * The stream's sequence numbers (plugins/stream/README.md, "Resuming").
  *
  * seq = epoch × 2^22 + n. At start the epoch is one more than the last one
- * claimed in runtime/<product>_stream_epoch, and never less than the
+ * claimed in runtime/<product>_stream_epoch.json, and never less than the
  * seconds since 2026-01-01 UTC; it is written there (atomically) before the
  * first event is numbered. n counts from 1; past 2^22 events the next epoch
  * is claimed the same way and the count goes on, so the numbers of one run
@@ -22,7 +22,7 @@ export const EPOCH_SPAN = 2 ** 22;
 const MAX_EPOCH = 2 ** 31 - 1;
 const CLOCK_ORIGIN = Date.UTC(2026, 0, 1);
 
-export const epochFile = (paths: Paths) => path.join(paths.runtime, `${paths.product}_stream_epoch`);
+export const epochFile = (paths: Paths) => path.join(paths.runtime, `${paths.product}_stream_epoch.json`);
 
 /** The epoch of a seq (its run, or the one claimed when that run passed another 2^22 events). */
 export const epochOf = (seq: number) => Math.floor(seq / EPOCH_SPAN);

@@ -42,7 +42,7 @@ const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.len
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ring-bench-'));
 const quiet = { error: () => {} } as unknown as ModuleLogger;
-const seqs = new SeqSource(path.join(dir, 'uc_stream_epoch'), quiet);
+const seqs = new SeqSource(path.join(dir, 'uc_stream_epoch.json'), quiet);
 const events = StreamSettings.ws_replay_events.default;
 const bytes = StreamSettings.ws_replay_bytes.default;
 const ring = new EventRing(events, bytes, seqs.last);

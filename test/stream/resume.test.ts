@@ -32,7 +32,7 @@ test('every event carries seq, rising; the frame is otherwise as before; a resta
     if (i) t.true(n > run1[i - 1], `seq rises: ${run1.join(', ')}`);
   }
   t.true(first.seq < run1[0]);
-  const epochFile = path.join(dir, 'runtime', 'uc_stream_epoch');
+  const epochFile = path.join(dir, 'runtime', 'uc_stream_epoch.json');
   const epoch1 = JSON.parse(fs.readFileSync(epochFile, 'utf8')).epoch;
   await stop();
 
@@ -60,7 +60,7 @@ test('every event carries seq, rising; the frame is otherwise as before; a resta
   const s3 = await TestStream.open(t, three.url, Keys.master, LOG);
   await three.client.ok('log_warning', { m: 'run three', k: Keys.master });
   t.true((await logged(s3, 'run three')).seq > next.seq);
-  t.true(fs.readdirSync(path.join(dir, 'runtime')).some((f) => f.startsWith('uc_stream_epoch.broken-')), 'the broken file kept aside');
+  t.true(fs.readdirSync(path.join(dir, 'runtime')).some((f) => f.startsWith('uc_stream_epoch.json.broken-')), 'the broken file kept aside');
 });
 
 test('since: the missed events once, in order, then live with no gap, while events keep coming during the replay', async (t) => {

@@ -8,7 +8,7 @@ import type { ModuleLogger } from '../../core/log';
 const tmp = (t: ExecutionContext) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'seq-'));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-  return path.join(dir, 'uc_stream_epoch');
+  return path.join(dir, 'uc_stream_epoch.json');
 };
 const logs = () => {
   const errors: string[] = [];
@@ -49,10 +49,10 @@ test('the epoch: one past the file\'s, never less than the clock\'s seconds; a b
     t.is(new SeqSource(file, log, now + 5000).current, 1005, `${JSON.stringify(broken)}: the clock's`);
   }
   t.is(errors.length, 6);
-  t.is(fs.readdirSync(path.dirname(file)).filter((f) => f.startsWith('uc_stream_epoch.broken-')).length >= 1, true);
+  t.is(fs.readdirSync(path.dirname(file)).filter((f) => f.startsWith('uc_stream_epoch.json.broken-')).length >= 1, true);
   // a file that cannot be written (here /proc refuses it): logged, and the numbers still come by the clock
-  const nowhere = new SeqSource('/proc/self/uc_stream_epoch', log, now);
+  const nowhere = new SeqSource('/proc/self/uc_stream_epoch.json', log, now);
   t.is(nowhere.current, 1000);
   t.is(nowhere.next(), 1000 * EPOCH_SPAN + 1);
-  t.regex(errors[errors.length - 1], /^stream epoch 1000 not written to \/proc\/self\/uc_stream_epoch: /);
+  t.regex(errors[errors.length - 1], /^stream epoch 1000 not written to \/proc\/self\/uc_stream_epoch.json: /);
 });

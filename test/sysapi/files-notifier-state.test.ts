@@ -65,8 +65,8 @@ test('with no outbox yet, file_put cannot make the outbox folder nor a dead lett
   await failsBoth(t, client, 'file_put', { k, i: 'outbox/hook.dead.json', m: '{"letters":[]}' }, Err.denied);
   await failsBoth(t, client, 'file_put', { k, i: 'uc_sparkplug_sp.bdseq', m: '1' }, Err.denied);
   // the stream's numbering (plugins/stream/seq.ts): an older epoch written back would reuse numbers
-  await failsBoth(t, client, 'file_put', { k, i: 'uc_stream_epoch', m: '1' }, Err.denied);
-  await failsBoth(t, client, 'file_get', { k, i: 'uc_stream_epoch' }, Err.denied);
+  await failsBoth(t, client, 'file_put', { k, i: 'uc_stream_epoch.json', m: '1' }, Err.denied);
+  await failsBoth(t, client, 'file_get', { k, i: 'uc_stream_epoch.json' }, Err.denied);
   t.false(fs.existsSync(path.join(rt, 'outbox')));
   t.false(fs.existsSync(path.join(rt, 'uc_sparkplug_sp.bdseq')));
   // other files of runtime/ stay the operator's

@@ -43,8 +43,7 @@ export interface OpenFile { fh: FileHandle; real: string; rel: string; st: fs.St
  * runtime/ for the file functions. `protectedPaths` are the controller's own
  * state files and folders (absolute: the user db's folder, the notifiers'
  * outbox folder with their dead letters, ...), `runtime/<product>_*.json`
- * `runtime/<product>_*.bdseq` (a Sparkplug node's bdSeq) and
- * `runtime/<product>_stream_epoch` (the stream's numbering) its state
+ * `runtime/<product>_*.bdseq` (a Sparkplug node's bdSeq) its state
  * files of any kind, and `*.journal.<n>` the journals of its stores; with
  * everything in them they cannot be read, written, chmodded or deleted
  * through the file functions.
@@ -54,7 +53,7 @@ export class RuntimeFolder {
   private readonly stateName: RegExp;
 
   constructor(private readonly root: string, product: string, private readonly protectedPaths: string[]) {
-    this.stateName = new RegExp(`^${product}_(.*\\.(json|bdseq)|stream_epoch)$`);
+    this.stateName = new RegExp(`^${product}_.*\\.(json|bdseq)$`);
   }
 
   /** The real path of runtime/ (once a folder was opened). */

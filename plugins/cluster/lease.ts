@@ -3,7 +3,7 @@ import type { ModuleLogger } from '../../core/log';
 import { describe } from '../../core/log';
 import { ApiError } from '../../core/errors';
 import { within } from '../../core/toolkit/time-limit';
-import type { LinkUser, PgLink } from './pg-link';
+import { makeUnderLock, type LinkUser, type PgLink } from './pg-link';
 
 /** The channel a lease given up at a stop is told on (payload: its name): a standby takes it at once. */
 export const LEASE_CHANNEL = 'eva_lease';
@@ -184,15 +184,7 @@ export class Lease implements LinkUser, Failover {
   }
 
   async onConnect(client: Pg.ClientBase): Promise<void> {
-    await client.query('BEGIN');
-    try {
-      await client.query('SELECT pg_advisory_xact_lock($1)', [LEASE_SCHEMA_LOCK]);
-      await client.query(TABLE);
-      await client.query('COMMIT');
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    }
+    await makeUnderLock(client, LEASE_SCHEMA_LOCK, [TABLE]);
     this.kick();
   }
 

@@ -2,7 +2,7 @@ import type * as Pg from 'pg';
 import { busy, functionFailed } from '../../core/errors';
 import { seconds, defaults } from '../../core/schema';
 import { within } from '../../core/toolkit/time-limit';
-import type { LinkUser, PgLink } from './pg-link';
+import { makeUnderLock, type LinkUser, type PgLink } from './pg-link';
 import { Unfenced, type WriteFence } from './lease';
 
 /** The channel a release is told on (payload: the lock id). */
@@ -107,15 +107,7 @@ export class SharedLocks implements LinkUser {
   }
 
   async onConnect(client: Pg.ClientBase): Promise<void> {
-    await client.query('BEGIN');
-    try {
-      await client.query('SELECT pg_advisory_xact_lock($1)', [LOCKS_SCHEMA_LOCK]);
-      await client.query(TABLE);
-      await client.query('COMMIT');
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    }
+    await makeUnderLock(client, LOCKS_SCHEMA_LOCK, [TABLE]);
     // releases told while the link was away were missed: every first waiter tries again
     for (const id of this.queues.keys()) this.kick(id);
   }

@@ -1,11 +1,14 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { spawn } from 'node:child_process';
 import test, { type ExecutionContext } from 'ava';
 import { Keys, makeDir, startController } from '../helpers/controller';
 import { until } from '../helpers/wait';
 import { runMain, lineOf } from '../helpers/cli';
-import { pgRows, postgresTests, startPostgres } from '../helpers/postgres';
+import { freePort, pgRows, postgresTests, startPostgres } from '../helpers/postgres';
 import { startProxy } from '../helpers/tcp-proxy';
+import { which } from '../helpers/which';
 import { FastLease, health, killAndTime, startMember, untilRole, write, type FailoverHealth, type Member } from '../helpers/failover';
 
 /**
@@ -270,4 +273,54 @@ test('failover without [server] userdb, and a lease not longer than its renewal,
       t.truthy(lineOf(r.err, `${file}:${line}: error: ${message}`), r.err);
     }
   }
+});
+
+/** The health check lines of the HAProxy snippet in etc/README.md, as operators copy them. */
+function haproxyCheck(): string[] {
+  const doc = fs.readFileSync(path.resolve(__dirname, '..', '..', '..', 'etc', 'README.md'), 'utf8');
+  const block = /```haproxy\n([\s\S]*?)```/.exec(doc)?.[1] ?? '';
+  return block.split('\n').map((l) => l.trim()).filter((l) => /^(option httpchk|http-check|default-server)\b/.test(l));
+}
+
+const haproxy = which('haproxy');
+if (!haproxy) console.log('HAProxy test skipped: no haproxy on PATH (apt-get install haproxy)');
+(haproxy ? pgtest : test.skip)('HAProxy with the snippet of etc/README.md sends calls to the active one only, and to the other after a takeover', async (t) => {
+  t.timeout(240_000);
+  const { a, b } = await pair(t);
+  await untilRole(b.url, 'standby');
+  const check = haproxyCheck();
+  t.is(check.length, 3, check.join('\n'));
+  const port = await freePort();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'haproxy-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const cfg = path.join(dir, 'haproxy.cfg');
+  fs.writeFileSync(cfg, [
+    'global', '    maxconn 200',
+    'defaults', '    mode http', '    timeout connect 2s', '    timeout client 30s', '    timeout server 30s',
+    'frontend eva', `    bind 127.0.0.1:${port}`, '    default_backend eva_uc',
+    'backend eva_uc', ...check.map((l) => `    ${l}`),
+    `    server a 127.0.0.1:${a.port} check`, `    server b 127.0.0.1:${b.port} check`, '',
+  ].join('\n'));
+  const proc = spawn(haproxy!, ['-db', '-f', cfg], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  proc.stdout.on('data', (d) => { out += d; });
+  proc.stderr.on('data', (d) => { out += d; });
+  t.teardown(() => { proc.kill('SIGKILL'); });
+  const front = `http://127.0.0.1:${port}`;
+  // HAProxy takes every server as up until its first check: wait for the checks (round robin would alternate)
+  await until('HAProxy to send to the active one only', async () => {
+    for (let i = 0; i < 6; i++) if ((await health(front).catch(() => undefined))?.role !== 'active') return false;
+    return true;
+  }, 60_000);
+  // every write through it lands on the active one: none is refused as a standby's
+  for (let i = 0; i < 20; i++) {
+    const h = await health(front);
+    t.is(h.failover?.node, 'a', out);
+    t.falsy((await write(front, `via-proxy-${i}`)).error);
+  }
+  const t0 = performance.now();
+  a.proc.kill('SIGKILL');
+  await until('writes through HAProxy again', async () => !(await write(front, 'after').catch(() => ({ error: true }))).error, 120_000);
+  t.log(`writes through HAProxy taken again ${(performance.now() - t0).toFixed(0)} ms after SIGKILL of the active`);
+  t.is((await health(front)).failover?.node, 'b');
 });

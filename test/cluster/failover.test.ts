@@ -205,6 +205,7 @@ pgtest('PostgreSQL restarted under the pair: never two active, one active again 
   const b = await startMember(t, uri, 'b');
   await untilRole(b.url, 'standby');
   const s = sampler([a, b]);
+  const first = (await health(a.url)).failover!.token;
   for (const away of [500, 4500]) {
     // a short outage (within the lease) and a long one
     await server.stop();
@@ -212,14 +213,16 @@ pgtest('PostgreSQL restarted under the pair: never two active, one active again 
     await new Promise((r) => setTimeout(r, away));
     if (away > FastLease.lease * 1000) {
       await untilRole(a.url, 'standby', 30_000);
-      t.log(`A stood by ${Date.now() - t0} ms into the outage`);
+      t.log(`A a standby when asked ${Date.now() - t0} ms into the outage`);
     }
     await server.start();
     await until('one active again', async () => {
       const [ha, hb] = await Promise.all([health(a.url), health(b.url)]);
       return [ha.role, hb.role].filter((r) => r === 'active').length === 1;
     }, 90_000);
-    t.log(`one active ${Date.now() - t0} ms after the stop (${away} ms away)`);
+    const now = await Promise.all([health(a.url), health(b.url)]);
+    const token = now.find((h) => h.role === 'active')?.failover?.token;
+    t.log(`one active ${Date.now() - t0} ms after the stop (${away} ms away), token ${token} (${token === first ? 'the grant before the outage, renewed' : 'a new grant'})`);
   }
   await new Promise((r) => setTimeout(r, 1000));
   await s.stop();

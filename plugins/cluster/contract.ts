@@ -4,7 +4,7 @@ import type { PgLink } from './pg-link';
 import type { SharedCvars } from './shared-cvars';
 import type { SharedLocks } from './locks';
 import type { SharedTokens } from './shared-tokens';
-import type { Failover } from './lease';
+import type { Failover, WriteFence } from './lease';
 
 export type { Failover, WriteFence } from './lease';
 
@@ -31,6 +31,12 @@ export interface ClusterService {
    * the shared database carries (lease.ts WriteFence: how a store uses it)
    */
   failover?: Failover;
+  /**
+   * the fence every write to the shared database carries (WriteFence,
+   * lease.ts): the lease's with failover, else one with no parameter that
+   * always passes, so a store writes one way in both cases
+   */
+  fence: WriteFence;
   /** login tokens every controller accepts: the kernel's token store shares through it (TokenShare), nothing asks for it */
   tokens: SharedTokens;
 }

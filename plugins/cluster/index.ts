@@ -114,7 +114,7 @@ export const plugin = definePlugin({
       ctx.health('role', () => ({ state: failover.role }));
       ctx.health('failover', () => ({ state: failover.stats() }));
     }
-    ctx.provide('cluster', { link, userdb, cvars, locks, tokens, failover, apiLog: (limits) => (apilog ??= new SharedApiLog(link, limits, ctx.log)) });
+    ctx.provide('cluster', { link, userdb, cvars, locks, tokens, failover, fence, apiLog: (limits) => (apilog ??= new SharedApiLog(link, limits, ctx.log)) });
     // before any plugin stops: the dynamic keys sysapi-keys removes at its stop must not end the fleet's tokens
     ctx.onStopping(() => tokens.stop());
     ctx.health('userdb', () => {

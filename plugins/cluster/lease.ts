@@ -60,7 +60,7 @@ const NO_FENCE = 'fence AS (SELECT true AS ok)';
  * How a write to the shared database carries the lease (SharedCvars,
  * SharedLocks; a state store the same way). In a statement:
  *
- *   const f = failover.fence;                      // plugins/cluster/contract.ts
+ *   const f = ctx.service('cluster').fence;       // contract.ts ClusterService.fence
  *   const args = [...own, ...f.params()];          // throws the standby error (5 / 503) unless active by the local clock
  *   await pool.query(`WITH ${f.cte(own.length + 1)}, w AS (UPDATE t SET … FROM fence WHERE fence.ok AND …  RETURNING …)
  *     SELECT (SELECT ok FROM fence) AS fenced_ok, …`, args);
@@ -246,6 +246,8 @@ export class Lease implements LinkUser, Failover {
   private drop(why: string): void {
     if (this.current === undefined) return;
     this.current = undefined;
+    // a renewal sent before the refusal and answered after it must not make this controller active again
+    this.applied = performance.now();
     this.noteRole(why);
   }
 

@@ -14,6 +14,12 @@ export const ErrorKinds = {
   not_implemented: { code: 14, status: 405 },
   /** a read-only token (set_token_readonly) calling a function that may change something (EVA ICS 3.3: result_token_restricted) */
   token_restricted: { code: 15, status: 403 },
+  /**
+   * a function declared `fenced` called on a standby controller (plugins/cluster
+   * failover): EVA ICS 3.3's client code 5, "not ready"; 503, as a proxy or balancer
+   * understands it: ask the active one
+   */
+  standby: { code: 5, status: 503 },
   /** an answer past [webapi] max_answer_size: the code of busy, the status of a body too large */
   too_large: { code: 13, status: 413 },
 } as const;

@@ -86,6 +86,14 @@ export interface FunctionDecl<P extends Decls = Decls> {
    * is refused to one anyway; see restricted()).
    */
   changes?: boolean;
+  /**
+   * The function changes what only the active controller of a failover pair
+   * may change (items and their state, cvars, locks) or runs a unit action:
+   * a standby refuses it (5 / 503, `standby`; plugins/cluster failover),
+   * whatever its permission. Functions that read, or change only what each
+   * controller keeps for itself (keys, notifiers, files), leave it out.
+   */
+  fenced?: boolean;
   // a method, so a declaration of any parameters fits where every declaration is held (its
   // parameters are checked by the same declaration before it runs)
   handler(params: Params<P>, call: CallContext): unknown;
@@ -108,6 +116,7 @@ export function checkDecl<P extends Decls>(d: FunctionDecl<P>): string | undefin
   if (!(Permissions as readonly string[]).includes(d.permission)) return `${what}: permission must be one of ${Permissions.join(', ')}`;
   if (typeof d.handler !== 'function') return `${what}: handler must be a function`;
   if (d.changes !== undefined && typeof d.changes !== 'boolean') return `${what}: changes must be true or false`;
+  if (d.fenced !== undefined && typeof d.fenced !== 'boolean') return `${what}: fenced must be true or false`;
   if (!d.params || typeof d.params !== 'object' || Array.isArray(d.params)) return `${what}: params must be an object`;
   for (const [name, p] of Object.entries(d.params)) {
     const type = typeOf(p);
@@ -144,6 +153,13 @@ export function restricted(decl: FunctionDecl): boolean {
 const OkResult = { type: 'object', properties: { ok: { const: true } }, required: ['ok'], additionalProperties: false };
 
 /**
+ * Whether this controller may run a `fenced` function now: undefined when
+ * it may, else the error to answer (a standby's). Read before every fenced
+ * call, so it only looks at what it holds.
+ */
+export type WriteGate = () => ApiError | undefined;
+
+/**
  * The function registry. A function is declared once; transports find it
  * here by name or alias, and validation, the permission check and the
  * OpenRPC description all come from the declaration.
@@ -153,6 +169,8 @@ export class FunctionRegistry {
   private readonly primary = new Map<string, Entry>();
   /** the OpenRPC document as last made: made again only once a function came or went */
   private described?: { title: string; doc: Record<string, unknown> };
+  /** set by the plugin that knows the controller's role (one at most: PluginContext.fenceWrites) */
+  gate: WriteGate | undefined;
 
   register<P extends Decls>(owner: string, decl: FunctionDecl<P>): void {
     const wrong = checkDecl(decl);
@@ -201,6 +219,10 @@ export class FunctionRegistry {
   invoke(decl: FunctionDecl, params: Record<string, unknown>, call: CallContext): unknown {
     if (!permits(call.key, decl.permission)) throw accessDenied();
     if (call.readonly && restricted(decl)) throw tokenRestricted();
+    if (decl.fenced === true && this.gate !== undefined) {
+      const refused = this.gate();
+      if (refused) throw refused;
+    }
     // the key is the transport's, never a parameter of the function
     return decl.handler(fromCallParams(decl.params, params, 'k'), call);
   }
@@ -239,6 +261,7 @@ export class FunctionRegistry {
         'x-permission': d.permission,
         'x-aliases': d.aliases ?? [],
         'x-api': d.api ?? 'sys',
+        ...(d.fenced === true && { 'x-fenced': true }),
       })),
     };
   }

@@ -2,7 +2,7 @@ import type { Config } from './config';
 import type { Paths } from './paths';
 import type { BusEvents, Listener, BusSubject } from './bus';
 import type { Logger, ModuleLogger } from './log';
-import type { FunctionDecl } from './functions';
+import type { FunctionDecl, WriteGate } from './functions';
 import type { Decls } from './schema';
 import type { KeyStore, ResolvedKey } from './auth/keys';
 import type { ApiError, ErrorKind } from './errors';
@@ -20,7 +20,7 @@ import type { RouteHandler, UpgradeHandler } from './http/hooks';
  * plugin written for the previous one may break). A plugin states the range it
  * was written for with `kernel`, e.g. '^2'.
  */
-export const KERNEL_API = '2.2.0';
+export const KERNEL_API = '2.3.0';
 
 /**
  * The services plugins offer each other, by name. Empty here: the plugin that
@@ -133,6 +133,12 @@ export interface PluginContext {
    * path, so it only notes. Removed when the plugin stops.
    */
   onCall(observer: CallObserver): void;
+  /**
+   * say whether `fenced` functions may run now (a failover standby may not):
+   * one gate per controller (a second one throws), asked before every
+   * fenced call. Removed when the plugin stops.
+   */
+  fenceWrites(gate: WriteGate): void;
   /** the OpenRPC description of every function declared now (rpc.discover) */
   describeFunctions(title: string): Record<string, unknown>;
   /** write everything modified (every plugin's onSave); the failures, by owner */

@@ -380,6 +380,12 @@ export class PluginHost {
         this.dispatcher.observer = observer;
         cleanups.push(() => { if (this.dispatcher.observer === observer) this.dispatcher.observer = undefined; });
       },
+      fenceWrites: (gate) => {
+        open();
+        if (this.functions.gate) throw new Error('another plugin already fences the writes');
+        this.functions.gate = gate;
+        cleanups.push(() => { if (this.functions.gate === gate) this.functions.gate = undefined; });
+      },
       describeFunctions: (title) => this.functions.describe(title),
       saveAll: () => this.saves.saveAll(),
       plugins: () => this.list(),

@@ -4,6 +4,9 @@ import type { PgLink } from './pg-link';
 import type { SharedCvars } from './shared-cvars';
 import type { SharedLocks } from './locks';
 import type { SharedTokens } from './shared-tokens';
+import type { Failover, WriteFence } from './lease';
+
+export type { Failover, WriteFence } from './lease';
 
 export type { SharedCvars, SharedCvar, CvarChange } from './shared-cvars';
 import type { ApiLogBackend, ApiLogLimits } from '../sysapi/contract';
@@ -23,6 +26,17 @@ export interface ClusterService {
   locks?: SharedLocks;
   /** the API call log in the shared database's table api_log (sysapi-apilog uses it instead of the own file); made at the first ask */
   apiLog(limits: ApiLogLimits): ApiLogBackend;
+  /**
+   * `[cluster] failover`: this controller's role and the fence a write to
+   * the shared database carries (lease.ts WriteFence: how a store uses it)
+   */
+  failover?: Failover;
+  /**
+   * the fence every write to the shared database carries (WriteFence,
+   * lease.ts): the lease's with failover, else one with no parameter that
+   * always passes, so a store writes one way in both cases
+   */
+  fence: WriteFence;
   /** login tokens every controller accepts: the kernel's token store shares through it (TokenShare), nothing asks for it */
   tokens: SharedTokens;
 }

@@ -12,8 +12,23 @@ import { SharedCvars } from './shared-cvars';
 import { SharedApiLog } from './shared-apilog';
 import { SharedLocks } from './locks';
 import { SharedTokens } from './shared-tokens';
+import { Lease, Unfenced } from './lease';
+import os from 'node:os';
 import './contract';
 
+
+/** `[cluster] lease` not longer than `lease_renew`: the lease would end between renewals. */
+function leaseFinding(doc: ReturnType<typeof readIniFile>): Finding[] {
+  const lease = entryOf(doc, 'cluster', 'lease');
+  const renew = entryOf(doc, 'cluster', 'lease_renew');
+  const value = (e: typeof lease, def: number) => (e && e.value.trim() !== '' ? Number(e.value.trim()) : def);
+  const l = value(lease, ClusterSection.lease.default);
+  const r = value(renew, ClusterSection.lease_renew.default);
+  // a value that is no number is the schema's to refuse
+  if (!Number.isFinite(l) || !Number.isFinite(r) || l > r) return [];
+  const at = lease ?? renew;
+  return [{ level: 'error', file: doc.file, line: at?.line, message: `[cluster] lease = ${l} must be longer than lease_renew = ${r}: the lease would end between renewals` }];
+}
 
 /**
  * Several controllers as one (README.md): with `[server] userdb` a
@@ -29,16 +44,17 @@ export const plugin = definePlugin({
   settings: { server: ClusterSettings, cluster: ClusterSection },
   checkFiles(paths): Finding[] {
     const doc = readIniFile(paths.configFile);
+    const lease = leaseFinding(doc);
     const e = entryOf(doc, 'server', 'userdb');
     if (!e || e.value.trim() === '') {
       // what [cluster] asks for needs the database the fleet shares: a controller that quietly kept its own would part from it
-      return Object.entries(NeedsUserdb).flatMap(([k, needs]) => {
+      return [...lease, ...Object.entries(NeedsUserdb).flatMap(([k, needs]) => {
         const c = entryOf(doc, 'cluster', k);
         return c && needs(c.value.trim()) ? [{ level: 'error' as const, file: doc.file, line: c.line, message: `[cluster] ${k} = ${c.value.trim()} needs [server] userdb (a PostgreSQL database the controllers share)` }] : [];
-      });
+      })];
     }
     const r = parseUserdb(e.value.trim());
-    return 'error' in r ? [{ level: 'error', file: doc.file, line: e.line, message: `[server] userdb: ${r.error}` }] : [];
+    return [...lease, ...('error' in r ? [{ level: 'error' as const, file: doc.file, line: e.line, message: `[server] userdb: ${r.error}` }] : [])];
   },
   async checkConnections(paths): Promise<Finding[]> {
     const doc = readIniFile(paths.configFile);
@@ -60,11 +76,17 @@ export const plugin = definePlugin({
     const link = new PgLink(r.connectionString, uri, ctx.log);
     const shares = ctx.config.section('cluster', ClusterSection);
     const userdb = new SharedUserDb(link, ctx.log, shares.eva33_passwords);
-    const cvars = shares.cvars === 'shared' ? new SharedCvars(link, ctx.log) : undefined;
-    const locks = shares.locks === 'shared' ? new SharedLocks(link, `${ctx.config.server.name}:${process.pid}`.slice(0, 256)) : undefined;
+    const failover = shares.failover ? new Lease(link, {
+      name: `${ctx.paths.product}/${ctx.config.server.name}`.slice(0, 256), node: (shares.node.trim() || `${os.hostname()}:${process.pid}`).slice(0, 256),
+      lease: shares.lease, renew: shares.lease_renew,
+    }, ctx.log) : undefined;
+    const fence = failover?.fence ?? Unfenced;
+    const cvars = shares.cvars === 'shared' ? new SharedCvars(link, ctx.log, fence) : undefined;
+    const locks = shares.locks === 'shared' ? new SharedLocks(link, `${ctx.config.server.name}:${process.pid}`.slice(0, 256), fence) : undefined;
     // login tokens too: the kernel's token store tells it what calls change here (core/auth/tokens.ts TokenShare)
     const tokens = new SharedTokens(link, ctx.keys.tokens, ctx.log, shares.token_cache, ctx.config.webapi);
     const stop = async (): Promise<void> => {
+      await failover?.stop();
       await tokens.stop();
       await link.stop();
       await userdb.stop();
@@ -83,7 +105,16 @@ export const plugin = definePlugin({
       throw healthReason(err, `user db ${link.file} cannot be used`);
     }
     let apilog: SharedApiLog | undefined;
-    ctx.provide('cluster', { link, userdb, cvars, locks, tokens, apiLog: (limits) => (apilog ??= new SharedApiLog(link, limits, ctx.log)) });
+    if (failover) {
+      // before any function is called: a standby refuses the fenced ones (core/functions.ts)
+      ctx.fenceWrites(() => failover.refusal());
+      await failover.start();
+      // the lease is given up first at a stop, so a standby takes over while this one still closes
+      ctx.onStopping(() => failover.stop());
+      ctx.health('role', () => ({ state: failover.role }));
+      ctx.health('failover', () => ({ state: failover.stats() }));
+    }
+    ctx.provide('cluster', { link, userdb, cvars, locks, tokens, failover, fence, apiLog: (limits) => (apilog ??= new SharedApiLog(link, limits, ctx.log)) });
     // before any plugin stops: the dynamic keys sysapi-keys removes at its stop must not end the fleet's tokens
     ctx.onStopping(() => tokens.stop());
     ctx.health('userdb', () => {

@@ -2,7 +2,8 @@ import type * as Pg from 'pg';
 import { busy, functionFailed } from '../../core/errors';
 import { seconds, defaults } from '../../core/schema';
 import { within } from '../../core/toolkit/time-limit';
-import type { LinkUser, PgLink } from './pg-link';
+import { makeUnderLock, type LinkUser, type PgLink } from './pg-link';
+import { Unfenced, type WriteFence } from './lease';
 
 /** The channel a release is told on (payload: the lock id). */
 export const LOCK_CHANNEL = 'eva_locks';
@@ -33,13 +34,14 @@ const TABLE = `CREATE TABLE IF NOT EXISTS eva_locks (id VARCHAR(256) PRIMARY KEY
  * lock would not). A new id is refused past $4 rows (the count is read only
  * for a new id). Returns no row when the lock is held.
  */
-const GRANT = `INSERT INTO eva_locks AS l (id, locked, token, expires_at, holder)
-  SELECT $1::varchar, true, 1, clock_timestamp() + $2::float8 * interval '1 second', $3::varchar
-  WHERE CASE WHEN EXISTS (SELECT 1 FROM eva_locks WHERE id = $1::varchar) THEN true ELSE (SELECT count(*) FROM eva_locks) < $4::bigint END
+const GRANT = (fence: string): string => `WITH ${fence}, g AS (INSERT INTO eva_locks AS l (id, locked, token, expires_at, holder)
+  SELECT $1::varchar, true, 1, clock_timestamp() + $2::float8 * interval '1 second', $3::varchar FROM fence
+  WHERE fence.ok AND CASE WHEN EXISTS (SELECT 1 FROM eva_locks WHERE id = $1::varchar) THEN true ELSE (SELECT count(*) FROM eva_locks) < $4::bigint END
   ON CONFLICT (id) DO UPDATE SET locked = true, token = l.token + 1,
     expires_at = clock_timestamp() + $2::float8 * interval '1 second', holder = EXCLUDED.holder
   WHERE NOT l.locked OR l.expires_at <= clock_timestamp()
-  RETURNING token`;
+  RETURNING token)
+  SELECT (SELECT ok FROM fence) AS ok, (SELECT token FROM g) AS token`;
 
 /** Why a grant failed: held (and for how long more, seconds; null: until unlock), or no row (too many locks). */
 const HELD = `SELECT locked AND (expires_at IS NULL OR expires_at > clock_timestamp()) AS locked,
@@ -50,10 +52,10 @@ const HELD = `SELECT locked AND (expires_at IS NULL OR expires_at > clock_timest
  * that grant's. Told to every controller at commit. Answers whether the id
  * is known (snapshot: rows are never removed).
  */
-const RELEASE = `WITH r AS (UPDATE eva_locks SET locked = false, expires_at = NULL
-    WHERE id = $1::varchar AND locked AND ($2::bigint IS NULL OR token = $2::bigint) RETURNING id),
+const RELEASE = (fence: string): string => `WITH ${fence}, r AS (UPDATE eva_locks SET locked = false, expires_at = NULL FROM fence
+    WHERE fence.ok AND id = $1::varchar AND locked AND ($2::bigint IS NULL OR token = $2::bigint) RETURNING id),
   n AS (SELECT pg_notify('${LOCK_CHANNEL}', id) FROM r)
-  SELECT (SELECT count(*) FROM n)::int AS released, EXISTS (SELECT 1 FROM eva_locks WHERE id = $1::varchar) AS known`;
+  SELECT (SELECT ok FROM fence) AS ok, (SELECT count(*) FROM n)::int AS released, EXISTS (SELECT 1 FROM eva_locks WHERE id = $1::varchar) AS known`;
 
 const STATUS = `SELECT id, locked AND (expires_at IS NULL OR expires_at > clock_timestamp()) AS locked, token,
   EXTRACT(EPOCH FROM expires_at)::float8 AS expires FROM eva_locks`;
@@ -69,7 +71,7 @@ interface Waiter {
   wake?: () => void;
 }
 
-type Attempt = { token: number } | { held: true; left: number | null } | { failed: string } | { full: true };
+type Attempt = { token: number } | { held: true; left: number | null } | { failed: string } | { full: true } | { fenced: Error };
 
 /**
  * `[cluster] locks = shared`: one lock space for every controller of the
@@ -90,7 +92,8 @@ export class SharedLocks implements LinkUser {
   grants = 0;
   returned = 0;
 
-  constructor(private readonly link: PgLink, private readonly holder: string) {
+  /** `fence`: with failover, grants and releases carry the lease and the database refuses them from an old holder (lease.ts) */
+  constructor(private readonly link: PgLink, private readonly holder: string, private readonly fence: WriteFence = Unfenced) {
     void link.use(this);
   }
 
@@ -104,15 +107,7 @@ export class SharedLocks implements LinkUser {
   }
 
   async onConnect(client: Pg.ClientBase): Promise<void> {
-    await client.query('BEGIN');
-    try {
-      await client.query('SELECT pg_advisory_xact_lock($1)', [LOCKS_SCHEMA_LOCK]);
-      await client.query(TABLE);
-      await client.query('COMMIT');
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    }
+    await makeUnderLock(client, LOCKS_SCHEMA_LOCK, [TABLE]);
     // releases told while the link was away were missed: every first waiter tries again
     for (const id of this.queues.keys()) this.kick(id);
   }
@@ -156,6 +151,7 @@ export class SharedLocks implements LinkUser {
           w.kicked = false;
           const r = await this.attempt(id, expires, left(), signal);
           if ('token' in r) return r.token;
+          if ('fenced' in r) throw r.fenced;
           // no wait can make room: the rows are never removed
           if ('full' in r) throw functionFailed(`unable to acquire lock ${id}: too many locks (${this.bounds.locksMax})`);
           why = 'failed' in r ? r.failed : 'it is locked';
@@ -188,9 +184,16 @@ export class SharedLocks implements LinkUser {
     const wait = Math.max(ms, Limits.lock_min_wait * 1000);
     // waiting for the link takes only the caller's time (t = 0: none); the floor is for a statement's answer
     if (!this.link.connected && !(await this.link.whenConnected(Math.max(0, ms)))) return { failed: `the shared lock db is ${this.link.problem ?? 'unreachable'}` };
+    let fence: unknown[];
+    try {
+      fence = this.fence.params();
+    } catch (err) {
+      return { fenced: err as Error };
+    }
     const run = (async (): Promise<Attempt> => {
-      const g = await this.link.pool.query<{ token: string }>(GRANT, [id, expires ?? null, this.holder, this.bounds.locksMax]);
-      if (g.rows.length) {
+      const g = await this.link.pool.query<{ ok: boolean; token: string | null }>(GRANT(this.fence.cte(5)), [id, expires ?? null, this.holder, this.bounds.locksMax, ...fence]);
+      if (!g.rows[0].ok) return { fenced: this.fence.refused() };
+      if (g.rows[0].token !== null) {
         const token = Number(g.rows[0].token);
         this.grants++;
         return { token };
@@ -207,7 +210,13 @@ export class SharedLocks implements LinkUser {
   /** Release a grant its caller never learned of (gone, or past its wait). */
   giveBack(id: string, token: number): void {
     this.returned++;
-    this.link.pool.query(RELEASE, [id, token]).catch(() => {
+    let fence: unknown[];
+    try {
+      fence = this.fence.params();
+    } catch {
+      return; // a standby now: the grant ends at its expiry, or at an unlock through the active one
+    }
+    this.link.pool.query(RELEASE(this.fence.cte(3)), [id, token, ...fence]).catch(() => {
       // unreachable: the grant ends at its expiry, or at an unlock
     });
   }
@@ -233,7 +242,9 @@ export class SharedLocks implements LinkUser {
    * then leaves the new holder alone). False: the lock is unknown.
    */
   async release(id: string, token: number | undefined, timeout: number): Promise<boolean> {
-    const r = await this.statement<{ released: number; known: boolean }>(`unable to release lock ${id}`, RELEASE, [id, token ?? null], timeout);
+    const fence = this.fence.params();
+    const r = await this.statement<{ ok: boolean; released: number; known: boolean }>(`unable to release lock ${id}`, RELEASE(this.fence.cte(3)), [id, token ?? null, ...fence], timeout);
+    if (r[0] && !r[0].ok) throw this.fence.refused();
     if (r[0]?.released) this.kick(id);
     return r[0]?.known ?? false;
   }

@@ -37,6 +37,22 @@ export async function tryConnect(connectionString: string): Promise<unknown> {
 }
 
 /**
+ * Statements that make a table (CREATE … IF NOT EXISTS), in one transaction
+ * under an advisory lock: controllers starting at once would race otherwise.
+ */
+export async function makeUnderLock(client: Pg.ClientBase, lock: number, statements: string[]): Promise<void> {
+  await client.query('BEGIN');
+  try {
+    await client.query('SELECT pg_advisory_xact_lock($1)', [lock]);
+    for (const sql of statements) await client.query(sql);
+    await client.query('COMMIT');
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  }
+}
+
+/**
  * What shares state through the database: its channel, and what it does
  * on every (re)connection, after LISTEN and before the link says connected
  * (make its tables, read everything again: what changed while the link was

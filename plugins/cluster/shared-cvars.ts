@@ -5,6 +5,7 @@ import { ApiError, busy, functionFailed } from '../../core/errors';
 import { bound, defaults } from '../../core/schema';
 import type { LinkUser, PgLink } from './pg-link';
 import { ToldReader } from './told';
+import { Unfenced, type WriteFence } from './lease';
 
 /** The channel the trigger tells every change of a cvar on. */
 export const CVARS_CHANNEL = 'eva_cvars';
@@ -65,7 +66,8 @@ export class SharedCvars implements LinkUser {
   /** times every cvar was read again (each connection, past pending_max) */
   reloads = 0;
 
-  constructor(private readonly link: PgLink, private readonly log: ModuleLogger) {
+  /** `fence`: with failover, every change carries the lease and the database refuses it from an old holder (lease.ts) */
+  constructor(private readonly link: PgLink, private readonly log: ModuleLogger, private readonly fence: WriteFence = Unfenced) {
     void link.use(this);
   }
 
@@ -108,18 +110,20 @@ export class SharedCvars implements LinkUser {
    * once committed.
    */
   async set(name: string, value: string, rev?: number): Promise<number> {
-    const r = await this.write(name, async (c) => {
-      if (rev === undefined) {
-        return c.query<{ rev: string }>(`INSERT INTO eva_cvars (name, value, rev) VALUES ($1, $2, nextval('eva_cvars_rev'))
-          ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value, rev = EXCLUDED.rev RETURNING rev`, [name, value]);
-      }
-      if (rev === 0) {
-        return c.query<{ rev: string }>(`INSERT INTO eva_cvars (name, value, rev) VALUES ($1, $2, nextval('eva_cvars_rev'))
-          ON CONFLICT (name) DO NOTHING RETURNING rev`, [name, value]);
-      }
-      return c.query<{ rev: string }>("UPDATE eva_cvars SET value = $2, rev = nextval('eva_cvars_rev') WHERE name = $1 AND rev = $3 RETURNING rev", [name, value, rev]);
-    });
-    if (!r.rows.length) throw busy(`cvar ${name} not changed: ${rev === 0 ? 'it exists' : `its rev is no longer ${rev}`}`);
+    // one statement in each case, fenced: rev is null when the write was not made (the fence, or the rev compared)
+    const f = this.fence;
+    const write = rev === undefined
+      ? `INSERT INTO eva_cvars (name, value, rev) SELECT $1::text, $2::text, nextval('eva_cvars_rev') FROM fence WHERE fence.ok
+          ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value, rev = EXCLUDED.rev RETURNING rev`
+      : rev === 0
+        ? `INSERT INTO eva_cvars (name, value, rev) SELECT $1::text, $2::text, nextval('eva_cvars_rev') FROM fence WHERE fence.ok
+          ON CONFLICT (name) DO NOTHING RETURNING rev`
+        : "UPDATE eva_cvars SET value = $2, rev = nextval('eva_cvars_rev') FROM fence WHERE fence.ok AND name = $1 AND rev = $3 RETURNING rev";
+    const own = rev === undefined || rev === 0 ? [name, value] : [name, value, rev];
+    const r = await this.write(name, (c) => c.query<{ ok: boolean; rev: string | null }>(
+      `WITH ${f.cte(own.length + 1)}, w AS (${write}) SELECT (SELECT ok FROM fence) AS ok, (SELECT rev FROM w) AS rev`, [...own, ...f.params()]));
+    if (!r.rows[0].ok) throw f.refused();
+    if (r.rows[0].rev === null) throw busy(`cvar ${name} not changed: ${rev === 0 ? 'it exists' : `its rev is no longer ${rev}`}`);
     const now = Number(r.rows[0].rev);
     this.apply(name, { value, rev: now }, false);
     return now;
@@ -128,10 +132,13 @@ export class SharedCvars implements LinkUser {
   /** Delete a cvar (with `rev`: only if its rev is still that, else busy); false: there was none. */
   async delete(name: string, rev?: number): Promise<boolean> {
     // the outer SELECT sees the row as it was before the DELETE: there, but not deleted, is a stale rev
-    const r = await this.write(name, (c) => c.query<{ deleted: string | null; present: string | null }>(
-      `WITH d AS (DELETE FROM eva_cvars WHERE name = $1 AND ($2::bigint IS NULL OR rev = $2) RETURNING rev)
-       SELECT (SELECT rev FROM d) AS deleted, (SELECT rev FROM eva_cvars WHERE name = $1) AS present`, [name, rev ?? null]));
-    const { deleted, present } = r.rows[0];
+    const f = this.fence;
+    const r = await this.write(name, (c) => c.query<{ ok: boolean; deleted: string | null; present: string | null }>(
+      `WITH ${f.cte(3)}, d AS (DELETE FROM eva_cvars USING fence WHERE fence.ok AND name = $1 AND ($2::bigint IS NULL OR rev = $2) RETURNING rev)
+       SELECT (SELECT ok FROM fence) AS ok, (SELECT rev FROM d) AS deleted, (SELECT rev FROM eva_cvars WHERE name = $1) AS present`,
+      [name, rev ?? null, ...f.params()]));
+    const { ok, deleted, present } = r.rows[0];
+    if (!ok) throw f.refused();
     if (deleted !== null) {
       this.apply(name, undefined, false);
       return true;
@@ -144,6 +151,7 @@ export class SharedCvars implements LinkUser {
   private async write<R extends Pg.QueryResultRow>(name: string, fn: (c: Pg.Pool) => Promise<Pg.QueryResult<R>>): Promise<Pg.QueryResult<R>> {
     if (!this.link.connected) throw functionFailed('the shared user db is unreachable: cvars are not changed until it is back');
     try {
+      // fn reads the fence's parameters first: a standby throws there (an ApiError), before any statement
       return await fn(this.link.pool);
     } catch (err) {
       if (err instanceof ApiError) throw err;

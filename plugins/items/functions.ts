@@ -60,6 +60,7 @@ export function registerItemFunctions(ctx: PluginContext, reg: ItemRegistry): vo
 
   ctx.register({
     name: 'create', api: 'product', permission: 'master',
+    fenced: true,
     params: { i: text('item oid type:group/id (unit, sensor, lvar)').req(), save: bool('write the items file at once, whatever db_update') },
     description: 'Create an item: status 0, no value; mqtt_update from [server] mqtt_update_default.',
     returns: 'the item state',
@@ -70,6 +71,7 @@ export function registerItemFunctions(ctx: PluginContext, reg: ItemRegistry): vo
 
   ctx.register({
     name: 'destroy', api: 'product', permission: 'master',
+    fenced: true,
     returns: 'OK',
     params: { i: text('item oid').req(), save: bool('write the items file at once, whatever db_update') },
     description: 'Destroy an item (refused with 13 / 409 while a unit action runs or waits).',
@@ -98,7 +100,7 @@ export function registerItemFunctions(ctx: PluginContext, reg: ItemRegistry): vo
   });
 
   ctx.register({
-    name: 'update', api: 'product', permission: 'any', changes: true,
+    name: 'update', api: 'product', permission: 'any', changes: true, fenced: true,
     returns: 'OK',
     params: { i: text('item oid').req(), s: int('status'), v: text('value; "" or "null" for no value') },
     description: 'Set item status and/or value; a state event goes out when that changed something.',
@@ -112,6 +114,7 @@ export function registerItemFunctions(ctx: PluginContext, reg: ItemRegistry): vo
 
   ctx.register({
     name: 'action', api: 'product', permission: 'device',
+    fenced: true,
     params: {
       i: text('unit oid').req(), s: int('target status').req(), v: text('target value; "" or "null" for no value'),
       p: int('priority, lower runs first (default 100)'), w: seconds('seconds to wait for the action to finish'),
@@ -148,6 +151,7 @@ export function registerItemFunctions(ctx: PluginContext, reg: ItemRegistry): vo
 
   ctx.register({
     name: 'set_prop', api: 'product', permission: 'master',
+    fenced: true,
     returns: 'OK',
     params: {
       i: text('item oid').req(), p: text(`property: ${Object.keys(PropTypes).join(', ')}`).req(),

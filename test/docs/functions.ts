@@ -27,6 +27,7 @@ export interface Method {
   'x-permission': string;
   'x-aliases': string[];
   'x-api': 'sys' | 'product';
+  'x-fenced'?: boolean;
 }
 export interface Discovery { info: { title: string; version: string }; methods: Method[] }
 
@@ -129,6 +130,10 @@ export function render(all: Record<Product, Discovery>): string {
     '`lock`, `device` a key whose `allow` has it. Types: `seconds` is a time in',
     'seconds, `list` a list of strings or one comma-separated string, `any` any',
     'JSON value.',
+    'A function marked "on a failover standby: refused" changes items, cvars or',
+    'locks, or runs a unit action: a standby controller (`[cluster] failover`)',
+    'answers it with JSON RPC code 5, HTTP 503 and a message that says `standby`',
+    '(plugins/cluster/README.md, Failover).',
     '',
     '## sys-api functions',
     '',
@@ -146,6 +151,7 @@ export function render(all: Record<Product, Discovery>): string {
     out.push(`- at: \`${where(m)}\``);
     if (m['x-aliases'].length) out.push(`- aliases: ${m['x-aliases'].map((a) => `\`${a}\``).join(', ')}`);
     out.push(`- permission: ${m['x-permission']}`);
+    if (m['x-fenced']) out.push('- on a failover standby: refused, 5 / 503 (`standby`)');
     if (!same) out.push(`- products: ${byName.get(m.name)!.products.join(', ')}`);
     out.push(`- answer: ${cell(m.result.description)}`, '');
     out.push('| parameter | type | required | description |', '| --- | --- | --- | --- |');

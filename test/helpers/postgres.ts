@@ -71,7 +71,8 @@ export function postgresUnavailable(): string | undefined {
   return undefined;
 }
 
-function freePort(): Promise<number> {
+/** A port free on 127.0.0.1 now (closed again: the caller listens on it). */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = net.createServer();
     s.once('error', reject);

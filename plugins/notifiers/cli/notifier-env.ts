@@ -41,6 +41,7 @@ export function standaloneContext(paths: Paths): { ctx: PluginContext; close(): 
     authenticate: unavailable('checking keys'),
     call: unavailable('calling functions'),
     onCall: unavailable('observing calls'),
+    fenceWrites: unavailable('fencing writes'),
     describeFunctions: unavailable('the function registry'),
     saveAll: unavailable('saving'),
     plugins: () => [],

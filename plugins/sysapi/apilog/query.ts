@@ -13,6 +13,8 @@ export const StatusNames: Record<ErrorKind, string> = {
   busy: 'ResourceBusy',
   not_implemented: 'MethodNotImplemented',
   token_restricted: 'TokenRestricted',
+  // 3.3 had no standby: the name of its failure, which a 3.3 reader of the log knows
+  standby: 'FunctionFailed',
   too_large: 'ResourceBusy',
 };
 

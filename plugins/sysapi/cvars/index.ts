@@ -125,6 +125,7 @@ export const plugin = definePlugin({
     ctx.register({
       name: 'set_cvar',
       returns: 'OK',
+      fenced: true,
       aliases: ['cvar_set'],
       permission: 'master',
       params: {

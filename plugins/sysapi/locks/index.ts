@@ -254,6 +254,7 @@ export const plugin = definePlugin({
     ctx.register({
       name: 'lock',
       returns: 'OK',
+      fenced: true,
       aliases: ['lock_acquire'],
       permission: 'lock',
       params: {
@@ -278,6 +279,7 @@ export const plugin = definePlugin({
     ctx.register({
       name: 'unlock',
       returns: 'OK',
+      fenced: true,
       aliases: ['lock_release'],
       permission: 'lock',
       params: shared

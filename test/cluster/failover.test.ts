@@ -1,0 +1,344 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { spawn } from 'node:child_process';
+import test, { type ExecutionContext } from 'ava';
+import { Keys, makeDir, startController } from '../helpers/controller';
+import { until } from '../helpers/wait';
+import { runMain, lineOf } from '../helpers/cli';
+import { freePort, pgRows, postgresTests, postgresUnavailable, startPostgres } from '../helpers/postgres';
+import { startProxy } from '../helpers/tcp-proxy';
+import { skipWhen, which } from '../helpers/tools';
+import { FastLease, health, killAndTime, startMember, untilRole, write, type FailoverHealth, type Member } from '../helpers/failover';
+
+/**
+ * `[cluster] failover`: controllers of one `[server] name` on one
+ * PostgreSQL (a real server), as real processes: one holds the lease and is
+ * active, the others stand by and refuse changes; a paused, cut off or
+ * killed active is replaced, and never two are active at once.
+ */
+
+const { pgtest, shared } = postgresTests(test);
+const master = Keys.master;
+const ops = Keys.ops;
+
+/** A pair on a new database: A started first (so active), then B. */
+async function pair(t: ExecutionContext, more: Record<string, string | number> = {}): Promise<{ uri: string; a: Member; b: Member }> {
+  const uri = await shared.database();
+  const a = await startMember(t, uri, 'a', more);
+  await untilRole(a.url, 'active');
+  const b = await startMember(t, uri, 'b', more);
+  return { uri, a, b };
+}
+
+const rpc = (url: string, method: string, params: Record<string, unknown>) => fetch(`${url}/jrpc`, {
+  method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+}).then((r) => r.json() as Promise<{ result?: any; error?: { code: number; message: string } }>);
+
+pgtest('one active, the other standby: /health says which and who holds the lease; the standby refuses changes with 5 / 503 saying standby, and reads as usual', async (t) => {
+  t.timeout(180_000);
+  const { uri, a, b } = await pair(t);
+  const hb = await untilRole(b.url, 'standby');
+  const ha = await health(a.url);
+  t.is(ha.role, 'active');
+  t.like(ha.failover, { name: 'uc/testhost', node: 'a', holder: 'a', lease: 3, lease_renew: 0.5 });
+  t.true(Number.isInteger(ha.failover!.token) && ha.failover!.token! >= 1);
+  t.like(hb.failover, { node: 'b', holder: 'a', token: null });
+  t.deepEqual(await pgRows(uri, 'SELECT name, holder, token::int AS token FROM eva_lease'), [{ name: 'uc/testhost', holder: 'a', token: ha.failover!.token }]);
+
+  // every fenced function, JSON RPC: code 5 and a message that says standby (and who is active)
+  const fenced: [string, Record<string, unknown>][] = [
+    ['create', { k: master, i: 'sensor:env/t' }], ['destroy', { k: master, i: 'sensor:env/t' }],
+    ['update', { k: ops, i: 'sensor:env/t', s: 1 }], ['set_prop', { k: master, i: 'unit:u/x', p: 'action_enabled', v: 1 }],
+    ['action', { k: ops, i: 'unit:u/x', s: 1 }], ['set_cvar', { k: master, i: 'x', v: '1' }],
+    ['lock', { k: ops, l: 'l1' }], ['unlock', { k: ops, l: 'l1' }],
+  ];
+  for (const [fn, params] of fenced) {
+    const r = await rpc(b.url, fn, params);
+    t.is(r.error?.code, 5, fn);
+    t.regex(r.error?.message ?? '', /standby.*the active one is a/, fn);
+  }
+  // direct: 503, 3.3's error body
+  const d = await b.client.get('set_cvar', { k: master, i: 'x', v: '1' });
+  t.is(d.status, 503);
+  t.is(d.body.result, 'ERROR');
+  t.regex(d.body._error, /standby/);
+  t.is((await b.client.get('update', { k: ops, i: 'sensor:env/t', s: 1 }, {}, 'uc-api')).status, 503);
+  // the permission is checked first: a key without it is refused as before
+  t.is((await rpc(b.url, 'set_cvar', { k: ops, i: 'x', v: '1' })).error?.code, 2);
+
+  // the active one changes; the standby reads
+  t.falsy((await rpc(a.url, 'create', { k: master, i: 'sensor:env/t' })).error);
+  t.falsy((await rpc(a.url, 'update', { k: ops, i: 'sensor:env/t', s: 1, v: 5 })).error);
+  t.falsy((await rpc(a.url, 'set_cvar', { k: master, i: 'x', v: 'from-a' })).error);
+  const g = await rpc(a.url, 'lock', { k: ops, l: 'l1', e: 30 });
+  t.falsy(g.error);
+  await until('the cvar on the standby', async () => (await rpc(b.url, 'get_cvar', { k: master, i: 'x' })).result?.x === 'from-a');
+  t.like((await rpc(b.url, 'get_lock', { k: ops, l: 'l1' })).result, { locked: true, token: g.result.token });
+  t.deepEqual((await rpc(b.url, 'list', { k: master })).result, []);
+  t.falsy((await rpc(b.url, 'test', { k: master })).error);
+  // rpc.discover says which functions are fenced
+  const methods = (await rpc(b.url, 'rpc.discover', {})).result.methods as { name: string; 'x-fenced'?: boolean }[];
+  t.deepEqual(methods.filter((m) => m['x-fenced']).map((m) => m.name).sort(), fenced.map(([n]) => n).sort());
+});
+
+pgtest('three started at once: exactly one active, the others standby, all naming the same holder', async (t) => {
+  t.timeout(180_000);
+  const uri = await shared.database();
+  const members = await Promise.all(['a', 'b', 'c'].map((n) => startMember(t, uri, n)));
+  const all = await until('every one to know the holder', async () => {
+    const hs = await Promise.all(members.map((m) => health(m.url)));
+    return hs.every((h) => h.failover?.holder) ? hs : undefined;
+  }, 60_000);
+  t.is(all.filter((h) => h.role === 'active').length, 1, JSON.stringify(all));
+  const active = all.find((h) => h.role === 'active')!;
+  for (const h of all) t.is(h.failover!.holder, active.failover!.node);
+  t.is(active.failover!.token, 1, 'one grant: the others found it current');
+  const writes = await Promise.all(members.map((m) => write(m.url, m.node)));
+  t.deepEqual(writes.map((w) => w.error?.code ?? 0).sort(), [0, 5, 5]);
+});
+
+pgtest('a stopped active gives the lease up: the standby takes over at once, not after the lease', async (t) => {
+  t.timeout(180_000);
+  const { a, b } = await pair(t, { lease: 30, lease_renew: 1 });
+  const before = (await health(a.url)).failover!.token!;
+  await untilRole(b.url, 'standby');
+  const t0 = Date.now();
+  a.proc.kill('SIGTERM');
+  const hb = await untilRole(b.url, 'active', 20_000);
+  t.log(`taken over ${Date.now() - t0} ms after SIGTERM (lease 30 s)`);
+  t.is(hb.failover!.token, before + 1);
+  t.is(hb.failover!.holder, 'b');
+  t.falsy((await write(b.url, 'b')).error);
+});
+
+pgtest('the database refuses a write carrying an old lease token, though the controller still thinks it is active: it stands by then', async (t) => {
+  t.timeout(120_000);
+  const uri = await shared.database();
+  // a long lease: the local clock says active throughout; only the database can refuse
+  const a = await startController(t, { ini: { server: { userdb: uri }, cluster: { failover: 'yes', cvars: 'shared', locks: 'shared', node: 'a', lease: 120, lease_renew: 40 } } });
+  const h = await until('active', async () => { const x = (await (await fetch(`${a.url}/health`)).json()) as FailoverHealth; return x.role === 'active' ? x : undefined; });
+  t.falsy((await a.client.rpc('set_cvar', { k: master, i: 'c', v: 'before' })).error);
+  // another controller's grant, as a takeover would write it
+  await pgRows(uri, "UPDATE eva_lease SET token = token + 1, holder = 'thief', expires = now() + interval '1 minute'");
+  const r = await a.client.rpc('set_cvar', { k: master, i: 'c', v: 'after' });
+  t.is(r.error?.code, 5);
+  t.regex(r.error!.message, /standby/);
+  t.deepEqual(await pgRows(uri, "SELECT value FROM eva_cvars WHERE name = 'c'"), [{ value: 'before' }]);
+  // and it acts on it: standby before the next renewal
+  const after = (await (await fetch(`${a.url}/health`)).json()) as FailoverHealth;
+  t.is(after.role, 'standby');
+  t.is((await a.client.rpc('lock', { k: ops, l: 'x' })).error?.code, 5);
+  t.deepEqual(await pgRows(uri, 'SELECT count(*)::int AS n FROM eva_locks'), [{ n: 0 }]);
+  t.log(`token ${h.failover!.token} refused after the database granted ${h.failover!.token! + 1}`);
+});
+
+pgtest('an active paused past its lease (SIGSTOP) comes back a standby: its first write is refused, the other took over', async (t) => {
+  t.timeout(180_000);
+  const { uri, a, b } = await pair(t);
+  const token = (await health(a.url)).failover!.token!;
+  await untilRole(b.url, 'standby');
+  a.proc.kill('SIGSTOP');
+  const hb = await untilRole(b.url, 'active');
+  t.is(hb.failover!.token, token + 1);
+  a.proc.kill('SIGCONT');
+  // the first thing it is asked after the pause: a write
+  const r = await write(a.url, 'from-the-paused-one');
+  t.is(r.error?.code, 5, JSON.stringify(r));
+  const ha = await health(a.url);
+  t.is(ha.role, 'standby');
+  t.falsy((await write(b.url, 'from-b')).error);
+  t.deepEqual(await pgRows(uri, "SELECT value FROM eva_cvars WHERE name = 'fo'"), [{ value: 'from-b' }]);
+  // it stays standby: B renews
+  await until('A to learn who holds the lease', async () => (await health(a.url)).failover?.holder === 'b');
+  t.is((await health(a.url)).role, 'standby');
+});
+
+/** /health of every member every few ms: who said active, with which token, between which moments (send, answer). */
+function sampler(members: Member[]) {
+  const seen: { node: string; token: number; sent: number; got: number }[] = [];
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      await Promise.all(members.map(async (m) => {
+        const sent = performance.now();
+        const h = await health(m.url).catch(() => undefined);
+        if (h?.role === 'active') seen.push({ node: m.node, token: h.failover!.token!, sent, got: performance.now() });
+      }));
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  })();
+  return {
+    seen,
+    async stop() { running = false; await loop; },
+    /**
+     * Two grants overlap when an answer of the older said active after an
+     * answer of the newer was out: the older's was asked for (sent) after
+     * the newer's arrived (got). One token is one controller's.
+     */
+    overlaps(): string[] {
+      const bad: string[] = [];
+      const byToken = new Map<number, { nodes: Set<string>; firstGot: number; lastSent: number }>();
+      for (const s of seen) {
+        const e = byToken.get(s.token) ?? { nodes: new Set(), firstGot: Infinity, lastSent: -Infinity };
+        e.nodes.add(s.node);
+        e.firstGot = Math.min(e.firstGot, s.got);
+        e.lastSent = Math.max(e.lastSent, s.sent);
+        byToken.set(s.token, e);
+      }
+      for (const [token, e] of byToken) if (e.nodes.size > 1) bad.push(`token ${token} active on ${[...e.nodes].join(', ')}`);
+      for (const [t1, e1] of byToken) {
+        for (const [t2, e2] of byToken) if (t1 < t2 && e1.lastSent > e2.firstGot) bad.push(`token ${t1} still active ${(e1.lastSent - e2.firstGot).toFixed(0)} ms after token ${t2} was`);
+      }
+      return bad;
+    },
+  };
+}
+
+pgtest('PostgreSQL restarted under the pair: never two active, one active again once it is back', async (t) => {
+  t.timeout(240_000);
+  const server = await startPostgres(t);
+  await server.createDatabase('failover_restart');
+  const uri = server.uri('failover_restart');
+  const a = await startMember(t, uri, 'a');
+  await untilRole(a.url, 'active');
+  const b = await startMember(t, uri, 'b');
+  await untilRole(b.url, 'standby');
+  const s = sampler([a, b]);
+  const first = (await health(a.url)).failover!.token;
+  for (const away of [500, 4500]) {
+    // a short outage (within the lease) and a long one
+    await server.stop();
+    const t0 = Date.now();
+    await new Promise((r) => setTimeout(r, away));
+    if (away > FastLease.lease * 1000) {
+      await untilRole(a.url, 'standby', 30_000);
+      t.log(`A a standby when asked ${Date.now() - t0} ms into the outage`);
+    }
+    await server.start();
+    await until('one active again', async () => {
+      const [ha, hb] = await Promise.all([health(a.url), health(b.url)]);
+      return [ha.role, hb.role].filter((r) => r === 'active').length === 1;
+    }, 90_000);
+    const now = await Promise.all([health(a.url), health(b.url)]);
+    const token = now.find((h) => h.role === 'active')?.failover?.token;
+    t.log(`one active ${Date.now() - t0} ms after the stop (${away} ms away), token ${token} (${token === first ? 'the grant before the outage, renewed' : 'a new grant'})`);
+  }
+  await new Promise((r) => setTimeout(r, 1000));
+  await s.stop();
+  t.true(s.seen.length > 20, `${s.seen.length} active answers`);
+  t.deepEqual(s.overlaps(), []);
+  const tokens = [...new Set(s.seen.map((x) => x.token))];
+  t.log(`tokens seen active: ${tokens.join(', ')}`);
+});
+
+pgtest('the active cut off from PostgreSQL (a TCP proxy closed) stands by within the lease; the other takes over', async (t) => {
+  t.timeout(180_000);
+  const server = await shared.server();
+  const uri = await shared.database();
+  const proxy = await startProxy(t, { host: '127.0.0.1', port: server.port });
+  const a = await startMember(t, uri.replace(`:${server.port}/`, `:${proxy.port}/`), 'a');
+  await untilRole(a.url, 'active');
+  const b = await startMember(t, uri, 'b');
+  await untilRole(b.url, 'standby');
+  const s = sampler([a, b]);
+  await proxy.cut();
+  const t0 = performance.now();
+  await untilRole(a.url, 'standby', 30_000);
+  const dropped = performance.now() - t0;
+  t.log(`A stood by ${dropped.toFixed(0)} ms after the cut (lease ${FastLease.lease} s)`);
+  t.true(dropped < FastLease.lease * 1000, `${dropped} ms`);
+  t.is((await write(a.url, 'a')).error?.code, 5);
+  await untilRole(b.url, 'active', 30_000);
+  t.falsy((await write(b.url, 'b')).error);
+  await proxy.restore();
+  await until('A reconnected and told who holds the lease', async () => (await health(a.url)).failover?.holder === 'b', 60_000);
+  await s.stop();
+  t.is((await health(a.url)).role, 'standby');
+  t.deepEqual(s.overlaps(), []);
+});
+
+pgtest('takeover after SIGKILL of the active: a few trials, the time until the standby takes a write', async (t) => {
+  t.timeout(300_000);
+  const { uri, a, b } = await pair(t);
+  await untilRole(b.url, 'standby');
+  let [active, standby] = [a, b];
+  const times: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    times.push(await killAndTime(active, standby));
+    // the killed one comes back as the standby
+    const again = await startMember(t, uri, active.node);
+    await untilRole(again.url, 'standby');
+    [active, standby] = [standby, again];
+  }
+  t.log(`SIGKILL to a write taken by the standby, ms: ${times.map((x) => x.toFixed(0)).join(', ')} (lease ${FastLease.lease} s, renewed every ${FastLease.lease_renew} s)`);
+  // the lease runs out, then the next try takes it: lease + renew at most, with room for a loaded machine
+  for (const x of times) t.true(x < (FastLease.lease + FastLease.lease_renew) * 1000 + 3000, `${x} ms`);
+});
+
+test('failover without [server] userdb, and a lease not longer than its renewal, are refused with their line (exit 3)', async (t) => {
+  const cases: [Record<string, string | number>, string, string][] = [
+    [{ failover: 'yes' }, 'failover = yes', '[cluster] failover = yes needs [server] userdb'],
+    [{ lease: 1, lease_renew: 1 }, 'lease = 1', '[cluster] lease = 1 must be longer than lease_renew = 1'],
+    [{ lease_renew: 5 }, 'lease_renew = 5', '[cluster] lease = 5 must be longer than lease_renew = 5'],
+  ];
+  for (const [cluster, text, message] of cases) {
+    const dir = makeDir(t, { ini: { cluster } });
+    const file = path.join(dir, 'etc', 'uc.ini');
+    const line = fs.readFileSync(file, 'utf8').split('\n').indexOf(text) + 1;
+    for (const args of [['--dir', dir, '--check-config'], ['--dir', dir]]) {
+      const r = await runMain(t, args);
+      t.is(r.code, 3, r.err);
+      t.truthy(lineOf(r.err, `${file}:${line}: error: ${message}`), r.err);
+    }
+  }
+});
+
+/** The health check lines of the HAProxy snippet in etc/README.md, as operators copy them. */
+function haproxyCheck(): string[] {
+  const doc = fs.readFileSync(path.resolve(__dirname, '..', '..', '..', 'etc', 'README.md'), 'utf8');
+  const block = /```haproxy\n([\s\S]*?)```/.exec(doc)?.[1] ?? '';
+  return block.split('\n').map((l) => l.trim()).filter((l) => /^(option httpchk|http-check|default-server)\b/.test(l));
+}
+
+const haproxy = which('haproxy');
+skipWhen(postgresUnavailable() ?? (!haproxy && 'needs haproxy'))('HAProxy with the snippet of etc/README.md sends calls to the active one only, and to the other after a takeover', async (t) => {
+  t.timeout(240_000);
+  const { a, b } = await pair(t);
+  await untilRole(b.url, 'standby');
+  const check = haproxyCheck();
+  t.is(check.length, 3, check.join('\n'));
+  const port = await freePort();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'haproxy-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const cfg = path.join(dir, 'haproxy.cfg');
+  fs.writeFileSync(cfg, [
+    'global', '    maxconn 200',
+    'defaults', '    mode http', '    timeout connect 2s', '    timeout client 30s', '    timeout server 30s',
+    'frontend eva', `    bind 127.0.0.1:${port}`, '    default_backend eva_uc',
+    'backend eva_uc', ...check.map((l) => `    ${l}`),
+    `    server a 127.0.0.1:${a.port} check`, `    server b 127.0.0.1:${b.port} check`, '',
+  ].join('\n'));
+  const proc = spawn(haproxy!, ['-db', '-f', cfg], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  proc.stdout.on('data', (d) => { out += d; });
+  proc.stderr.on('data', (d) => { out += d; });
+  t.teardown(() => { proc.kill('SIGKILL'); });
+  const front = `http://127.0.0.1:${port}`;
+  // HAProxy takes every server as up until its first check: wait for the checks (round robin would alternate)
+  await until('HAProxy to send to the active one only', async () => {
+    for (let i = 0; i < 6; i++) if ((await health(front).catch(() => undefined))?.role !== 'active') return false;
+    return true;
+  }, 60_000);
+  // every write through it lands on the active one: none is refused as a standby's
+  for (let i = 0; i < 20; i++) {
+    const h = await health(front);
+    t.is(h.failover?.node, 'a', out);
+    t.falsy((await write(front, `via-proxy-${i}`)).error);
+  }
+  const t0 = performance.now();
+  a.proc.kill('SIGKILL');
+  await until('writes through HAProxy again', async () => !(await write(front, 'after').catch(() => ({ error: true }))).error, 120_000);
+  t.log(`writes through HAProxy taken again ${(performance.now() - t0).toFixed(0)} ms after SIGKILL of the active`);
+  t.is((await health(front)).failover?.node, 'b');
+});

@@ -1,0 +1,65 @@
+import type { ExecutionContext } from 'ava';
+import fs from 'node:fs';
+import { makeDir, spawnController, Keys, type Child } from './controller';
+import type { Owner } from './broker';
+import { until } from './wait';
+
+/**
+ * Controllers of one `[server] name` with `[cluster] failover` on one
+ * PostgreSQL database, as real processes: the failover tests and
+ * `npm run bench -- failover` start them the same way.
+ */
+
+export interface Member extends Child { node: string; dir: string }
+
+export interface FailoverHealth {
+  ok: boolean;
+  role?: 'active' | 'standby';
+  failover?: { name: string; node: string; holder: string | null; token: number | null; lease: number; lease_renew: number; grants: number };
+}
+
+/** A short lease, so the tests take seconds: lease 3 s, renewed every 0.5 s. */
+export const FastLease = { lease: 3, lease_renew: 0.5 };
+
+/** A controller of the pair (node name `node`), cvars and locks shared, with `more` [cluster] settings. */
+export async function startMember(t: Owner, userdb: string, node: string, more: Record<string, string | number> = {}): Promise<Member> {
+  const dir = makeDir(undefined, { ini: { server: { userdb }, cluster: { failover: 'yes', cvars: 'shared', locks: 'shared', node, ...FastLease, ...more } } });
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  // spawnController asks its owner only for teardown
+  const child = await spawnController(t as ExecutionContext, dir);
+  return { ...child, node, dir };
+}
+
+export async function health(url: string): Promise<FailoverHealth> {
+  const r = await fetch(`${url}/health`);
+  return (await r.json()) as FailoverHealth;
+}
+
+/** Wait until the controller at `url` says `role` (health itself failing counts as not yet). */
+export async function untilRole(url: string, role: 'active' | 'standby', ms = 60_000): Promise<FailoverHealth> {
+  return until(`${url} ${role}`, async () => {
+    const h = await health(url).catch(() => undefined);
+    return h?.role === role ? h : undefined;
+  }, ms);
+}
+
+/** A write every controller of the pair can be asked (a shared cvar); the JSON RPC answer. */
+export function write(url: string, v: string) {
+  return fetch(`${url}/jrpc`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'set_cvar', params: { k: Keys.master, i: 'fo', v } }),
+  }).then((r) => r.json() as Promise<{ result?: unknown; error?: { code: number; message: string } }>);
+}
+
+/**
+ * SIGKILL the active member, and time until `standby` answers a write
+ * (polled every 20 ms): the takeover a client sees, in ms.
+ */
+export async function killAndTime(active: Member, standby: Member): Promise<number> {
+  active.proc.kill('SIGKILL');
+  const t0 = performance.now();
+  await active.exited;
+  let n = 0;
+  await until('the standby to take writes', async () => !(await write(standby.url, `w${n++}`)).error, 120_000);
+  return performance.now() - t0;
+}

@@ -248,9 +248,10 @@ btest('the menu and the landing page follow each key\'s rights: master, sysfunc 
   const { url } = await startController(t);
   const browser = await launch(t);
   const cases: [string, string, string[]][] = [
-    [Keys.master, 'overview', ['#overview', '#keys', '#users', '#notifiers', '#log', '#items', '#cvars', '#locks', '#cmd']],
-    [Keys.ops, 'overview', ['#overview', '#log', '#items', '#locks', '#cmd']], // sysfunc, allow cmd/lock/device, groups #
-    [Keys.plain, 'overview', ['#overview']], // no right at all: the overview's facts, nothing that would be refused
+    [Keys.master, 'overview', ['#overview', '#keys', '#users', '#notifiers', '#log', '#history', '#items', '#cvars', '#locks', '#cmd']],
+    [Keys.ops, 'overview', ['#overview', '#log', '#history', '#items', '#locks', '#cmd']], // sysfunc, allow cmd/lock/device, groups #
+    // no right at all: the overview's facts and its own calls, nothing that would be refused
+    [Keys.plain, 'overview', ['#overview', '#history']],
   ];
   for (const [key, landing, menu] of cases) {
     const page = await browser.newPage({ viewport: Sizes.wide });

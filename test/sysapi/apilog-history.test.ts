@@ -1,7 +1,8 @@
 import test from 'ava';
 import { startController, Keys, type Client } from '../helpers/controller';
 import { Err } from '../helpers/api-errors';
-import { Transports, errOf, okVia, via } from '../helpers/accounts';
+import { Transports, errOf, okVia, pySqlite, sqlite3, userDbOf, via } from '../helpers/accounts';
+import { until } from '../helpers/wait';
 import { ReadFunctions } from '../../plugins/sysapi/apilog/reads';
 
 const m = { k: Keys.master };
@@ -113,6 +114,15 @@ test('a user of a key that is not master sees only their own calls, whatever the
   // the cursor of a record that is not theirs gives nothing of it
   const others = without(await client.ok('api_log_get', { ...m, f: { u: 'op', func: 'logout' } }));
   t.deepEqual(without(await client.ok('api_log_get', { k: ed, b: others[0].id })).map(row), own, 'only their own records before it');
+});
+
+test('table api_log of the user db has an index on t: a page of the newest records does not read the whole table', async (t) => {
+  const { client, dir } = await startController(t, { ini: ON });
+  await client.ok('test', m);
+  await until('written', () => sqlite3(userDbOf(dir), 'SELECT count(*) AS n FROM api_log')[0]?.n === 1);
+  const plan = pySqlite(userDbOf(dir), 'EXPLAIN QUERY PLAN SELECT id FROM api_log ORDER BY t DESC, rowid DESC LIMIT 51').map((r) => r.detail);
+  t.true(plan.some((d) => /USING INDEX api_log_t/.test(String(d))), plan.join('; '));
+  t.false(plan.some((d) => /TEMP B-TREE/.test(String(d))), 'no sort of every row');
 });
 
 test('every function of ReadFunctions exists (a renamed one would slip into the changes)', async (t) => {

@@ -31,11 +31,13 @@ export interface CallMeta {
  * Told of every call once it has its answer (ApiLog): the function (as
  * declared, or as asked when unknown), the raw parameters, the transport's
  * meta, the caller (undefined when the key was refused), when it started
- * (performance.now()) and its error (undefined: success). Called
- * synchronously on the call's path: it should only note, never wait.
+ * (performance.now()), its error (undefined: success) and its result (a
+ * login's names whom it logged in). Called synchronously on the call's
+ * path: it should only note, never wait.
  */
 export type CallObserver = (
   fn: string, params: Record<string, unknown>, meta: CallMeta, who: ResolvedKey | undefined, started: number, error: ApiError | undefined,
+  result?: unknown,
 ) => void;
 
 /** A call's context; a class, so the lazy `signal` getter is one shared accessor, not one per call. */
@@ -131,7 +133,7 @@ export class Dispatcher {
       if (err instanceof KeyRefused && err.hold > 0) await this.throttle.hold(err.hold);
       throw this.failed(name, fn, started, err, params, meta, who);
     }
-    this.succeeded(call, params, meta, who, name, fn, started);
+    this.succeeded(call, params, meta, who, name, fn, started, out);
     return out;
   }
 
@@ -140,18 +142,18 @@ export class Dispatcher {
    * answer is held for settles (failing with its ApiError, counted as such).
    */
   private succeeded(
-    call: Call, params: Record<string, unknown>, meta: CallMeta, who: ResolvedKey | undefined, name: string, fn: string, started: number,
+    call: Call, params: Record<string, unknown>, meta: CallMeta, who: ResolvedKey | undefined, name: string, fn: string, started: number, out: unknown,
   ): void {
-    if (!call.held) return this.counted(fn, params, meta, who, started);
-    meta.hold!(call.held.then(() => this.counted(fn, params, meta, who, started), (err: unknown) => {
+    if (!call.held) return this.counted(fn, params, meta, who, started, out);
+    meta.hold!(call.held.then(() => this.counted(fn, params, meta, who, started, out), (err: unknown) => {
       throw this.failed(name, fn, started, err, params, meta, who);
     }));
   }
 
   /** A call's success, counted and observed. */
-  private counted(fn: string, params: Record<string, unknown>, meta: CallMeta, who: ResolvedKey | undefined, started: number): void {
+  private counted(fn: string, params: Record<string, unknown>, meta: CallMeta, who: ResolvedKey | undefined, started: number, out: unknown): void {
     this.metrics.call(fn, CALL_OK, (performance.now() - started) / 1000);
-    if (this.observer !== undefined) this.observer(fn, params, meta, who, started, undefined);
+    if (this.observer !== undefined) this.observer(fn, params, meta, who, started, undefined, out);
   }
 
   /** A call's failure as its ApiError, counted (and observed); an internal one logged with its stack. */

@@ -232,7 +232,7 @@ export class SharedApiLog implements ApiLogBackend {
     if (this.buffered > 0 && this.link.connected) await this.write();
     if (!this.link.connected) throw functionFailed('the shared user db is unreachable: the API call log cannot be read until it is back');
     await this.ready();
-    const { cond, args } = whereOf(q, (i) => `$${i}`);
+    const { cond, args } = whereOf(q, (i) => `$${i}`, 'id');
     const cols = COLUMNS.map((c) => (c === 't' || c === 'tf' ? `${c}::float8 AS ${c}` : c)).join(', ');
     if (q.limit === undefined) return (await this.link.pool.query<Record<string, unknown>>(`SELECT ${cols} FROM api_log${cond} ORDER BY t, id`, args)).rows;
     const r = await this.link.pool.query<Record<string, unknown>>(`SELECT ${cols} FROM api_log${cond} ORDER BY t DESC, id DESC LIMIT $${args.length + 1}`, [...args, q.limit]);

@@ -145,20 +145,24 @@ export class UserDb implements KeyUserStore {
     return this.store;
   }
 
-  /** Create a table, or add the columns an older file lacks (files from before items_deny etc.). */
-  ensure(table: string, columns: [string, string][]): void {
+  /**
+   * Create a table, or add the columns an older file lacks (files from
+   * before items_deny etc.); with `index`, an index `<table>_<index>` on
+   * that column too (also in a file made without it: EVA ICS 3.3's api_log).
+   */
+  ensure(table: string, columns: [string, string][], index?: string): void {
     const have = this.db.columns(table);
     if (have.length === 0) {
       const cols = columns.map(([n, t]) => `${n} ${t}`).join(', ');
       this.db.run(`CREATE TABLE ${table} (${cols}, PRIMARY KEY (${columns[0][0]}))`);
       this.schemaChanged = true;
-      return;
     }
     for (const [n, t] of columns) {
-      if (have.includes(n)) continue;
+      if (have.length === 0 || have.includes(n)) continue;
       this.db.run(`ALTER TABLE ${table} ADD COLUMN ${n} ${t.replace(' NOT NULL', '')}`);
       this.schemaChanged = true;
     }
+    if (index !== undefined) this.db.run(`CREATE INDEX IF NOT EXISTS ${table}_${index} ON ${table} (${index})`);
   }
 
   /** Every stored key as the properties of a dynamic key (a row may still hold a bad network: ApiKey checks). */

@@ -83,3 +83,29 @@ pgtest('PostgreSQL away: calls go on, records wait in the bounded queue and go w
   const ns = (await rows(uri, "SELECT func, params FROM api_log ORDER BY t")).map((r) => `${r.func} ${r.params}`);
   t.deepEqual(ns, ['test {}', ...Array.from({ length: 19 }, (_, i) => `set_cvar {"i":"c${i + 11}","v":"1"}`), 'api_log_get {}']);
 });
+
+pgtest('the shared log pages by a record\'s id (rows of the same time too) and filters refused calls and changes as the own file', async (t) => {
+  const uri = await shared.database();
+  const a = await controller(t, uri, { api_log_write_interval: 0.1 });
+  await a.client.rpc('login', { u: 'nobody', p: 'Wrong-Password' });
+  await a.client.ok('set_cvar', { k: Keys.master, i: 'x', v: '1' });
+  await a.client.ok('get_cvar', { k: Keys.master, i: 'x' });
+  const get = async (p: Record<string, unknown>) => ((await a.client.ok('api_log_get', { k: Keys.master, ...p })) as any[]).filter((x) => x.func !== 'api_log_get');
+  t.deepEqual((await get({ r: true })).map((x) => [x.func, x.u, x.status, x.ip]), [['login', 'nobody', 'AccessDenied', '127.0.0.1']]);
+  t.deepEqual((await get({ c: true })).map((x) => x.func), ['login', 'set_cvar']);
+  // three rows of one time (3.3.2 wrote times of 8 decimals): the id orders them, a page goes on after the last one
+  const at = `${Math.floor(Date.now() / 1000)}.12345678`;
+  for (const id of ['0b', '0c', '0a']) {
+    await rows(uri, `INSERT INTO api_log (id, t, tf, gw, ip, auth, u, utp, ki, func, params, status) VALUES ($1, $2, $2, 'http', '10.0.0.9', 'key', NULL, NULL, 'same', 'set_cvar', '{}', 'OK')`,
+      [`${id}000000-0000-4000-8000-000000000000`, at]);
+  }
+  const seen: string[] = [];
+  let b: string | undefined;
+  for (let i = 0; i < 5; i++) {
+    const page = await get({ n: 1, f: 'ki=same', ...(b ? { b } : {}) });
+    if (page.length === 0) break;
+    seen.push(page[0].id.slice(0, 2));
+    b = page[0].id;
+  }
+  t.deepEqual(seen, ['0c', '0b', '0a']);
+});

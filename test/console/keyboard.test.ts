@@ -32,7 +32,10 @@ async function tabTo(page: Page, selector: string, unseen: Set<string>, text?: s
 
 btest('keyboard usable: every page opened and its main action done with the keyboard alone; focus is always visible', async (t) => {
   const notifier = JSON.stringify({ id: 'kb1', type: 'json', enabled: true, skip_test: true, uri: 'http://127.0.0.1:9/', events: [{ subject: 'state', types: ['#'], groups: ['#'] }] });
-  const dir = makeDir(t, { files: { 'xc/cmd/hello': '#!/bin/sh\necho "hello $1"\n', 'runtime/uc_notify.d/kb1.json': notifier } });
+  const dir = makeDir(t, {
+    files: { 'xc/cmd/hello': '#!/bin/sh\necho "hello $1"\n', 'runtime/uc_notify.d/kb1.json': notifier },
+    ini: { server: { keep_api_log: 3600, api_log_write_interval: 0.1 } }, // the History page has rows: this test's calls
+  });
   fs.chmodSync(path.join(dir, 'xc', 'cmd', 'hello'), 0o755);
   const { url, client } = await startController(t, { dir });
   const k = { k: Keys.master };
@@ -107,6 +110,13 @@ btest('keyboard usable: every page opened and its main action done with the keyb
   await tabTo(page, '#log-search', unseen);
   await type('5531');
   await page.waitForFunction("document.querySelectorAll('#log-rows tr').length === 1", undefined, WAIT);
+
+  // the history of what was just done, filtered from the keyboard
+  await open('history', '#calls-rows tr[data-call]');
+  await tabTo(page, '#calls-func', unseen);
+  await type('create_user');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction("[...document.querySelectorAll('#calls-rows td[data-field=func]')].map((d) => d.textContent).join() === 'create_user'", undefined, WAIT);
 
   await open('items', '[data-oid="sensor:kb/temp"]');
   await tabTo(page, '[data-oid="sensor:kb/temp"] button', unseen, 'Chart');

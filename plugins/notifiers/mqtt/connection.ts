@@ -85,7 +85,9 @@ export class Connection {
    */
   private readonly allFilters: string[];
 
-  constructor(private readonly s: MqttSettings, private readonly log: ModuleLogger, private readonly clientId: string) {
+  /** `from`: the broker of the list the first attempt goes to */
+  constructor(private readonly s: MqttSettings, private readonly log: ModuleLogger, private readonly clientId: string, from = 0) {
+    this.index = from % s.brokers.length;
     // 3.3 wrote SPACE + '/' after a prefix that already ends with one ("sp//unit/#"): the intended filters are used
     this.allFilters = s.subscribeAll ? ['unit', 'sensor'].map((t) => `${s.prefix}${t}/#`) : [];
     this.routes.onFilter = (filter, now, before) => {
@@ -142,10 +144,9 @@ export class Connection {
     return st.shared && this.s.sharedGroup ? `$share/${this.s.sharedGroup}/${filter}` : filter;
   }
 
-  /** Start connecting, to the broker of the list at `from`; never throws for an unreachable broker (it keeps trying). */
-  start(from = 0): void {
+  /** Start connecting; never throws for an unreachable broker (it keeps trying). */
+  start(): void {
     const { s } = this;
-    this.index = from % s.brokers.length;
     // MQTT 5 with session_expiry: the broker keeps the session (our subscriptions and the QoS 1/2
     // messages for them) while the link is down, and a reconnect resumes it. The client id is new
     // at every start, so a first connect never finds an old session; otherwise a clean start, as 3.1.1.

@@ -1,3 +1,7 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
 import test from 'ava';
 import { startBroker, Subscriber, type Broker } from '../helpers/broker';
 import { controllerWith, mqttNotifier } from '../helpers/mqtt-notifier';
@@ -9,6 +13,7 @@ import type { NotifierConfig } from '../../plugins/notifiers/contract';
 
 /** Two brokers at once, each of which a test kills: real mosquitto processes. */
 const mosq = needs('mosquitto');
+const mosqTls = needs('mosquitto', 'openssl');
 const stateOnly = [{ subject: 'state', types: ['#'], groups: ['#'] }];
 const VALUE = 'sp/lvar/g/v/value';
 const list = (...brokers: { host: string; port: number }[]) => brokers.map((b) => `${b.host}:${b.port}`).join(',');
@@ -140,4 +145,43 @@ mosq('a broker that stops answering (keepalive timed out) is left for the next',
   const s = await stats(c.client, c.k, 'm1');
   t.like(s, { broker: list(b), broker_index: 1, connected: true, dropped: 0 });
   t.false(onA.messages.some((m) => m.payload === 'after the silence'));
+});
+
+/** A self-signed certificate for one name only (`DNS:localhost` or `IP:127.0.0.1`), made with openssl. */
+function certFor(dir: string, name: string, san: string): { cert: string; key: string } {
+  const cert = path.join(dir, `${name}.pem`);
+  const key = path.join(dir, `${name}.key`);
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', `/CN=${name}`, '-addext', `subjectAltName=${san}`], { stdio: 'ignore' });
+  return { cert, key };
+}
+
+mosqTls('over TLS each broker is checked against its own name: from a host name to an address and back', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'brokers-tls-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  // a's certificate names only localhost, b's only 127.0.0.1: a name kept from the broker before fails the check
+  const [ca, cb] = [certFor(dir, 'a', 'DNS:localhost'), certFor(dir, 'b', 'IP:127.0.0.1')];
+  const both = path.join(dir, 'both.pem');
+  fs.writeFileSync(both, fs.readFileSync(ca.cert, 'utf8') + fs.readFileSync(cb.cert, 'utf8'));
+  const a = await startBroker(t, { kind: 'mosquitto', tls: ca });
+  const b = await startBroker(t, { kind: 'mosquitto', tls: cb });
+  const tlsSub = async (x: Broker) => {
+    const sub = await Subscriber.connect(t, x, { protocol: 'mqtts', rejectUnauthorized: false });
+    await sub.subscribe(VALUE, 1);
+    return sub;
+  };
+  const [onA, onB] = [await tlsSub(a), await tlsSub(b)];
+  const c = await controllerWith(t, { m1: mqttNotifier(a, { host: `localhost:${a.port},127.0.0.1:${b.port}`, ca_certs: both, qos: 1, events: stateOnly }) });
+  await c.ok('create', { i: 'lvar:g/v' });
+  await c.ok('update', { i: 'lvar:g/v', v: 'to localhost' });
+  await onA.waitFor(got(onA, 'to localhost'), 30_000, 'the value on a');
+  await a.stop();
+  await c.ok('update', { i: 'lvar:g/v', v: 'to the address' });
+  await onB.waitFor(got(onB, 'to the address'), 60_000, 'the value on b');
+  t.like(await stats(c.client, c.k, 'm1'), { broker: `127.0.0.1:${b.port}`, connected: true });
+  await a.start();
+  const onA2 = await tlsSub(a);
+  await b.stop();
+  await c.ok('update', { i: 'lvar:g/v', v: 'to localhost again' });
+  await onA2.waitFor(got(onA2, 'to localhost again'), 60_000, 'the value on a again');
+  t.like(await stats(c.client, c.k, 'm1'), { broker: `localhost:${a.port}`, connected: true, dropped: 0 });
 });

@@ -5,6 +5,7 @@ import { controllerWith } from '../helpers/mqtt-notifier';
 import { controllerLog, stats } from '../helpers/notifiers';
 import { SparkplugHost } from '../helpers/sparkplug-host';
 import { NODE, sparkplugNotifier } from '../helpers/sparkplug-node';
+import { needs } from '../helpers/tools';
 import { until } from '../helpers/wait';
 import { readSparkplug } from '../../plugins/notifiers/sparkplug/settings';
 import type { NotifierConfig } from '../../plugins/notifiers/contract';
@@ -16,6 +17,7 @@ import type { NotifierConfig } from '../../plugins/notifiers/contract';
  * Two real mosquitto brokers.
  */
 const HOST = 'scada';
+const mosq = needs('mosquitto');
 const list = (...brokers: Broker[]) => brokers.map((b) => `${b.host}:${b.port}`).join(',');
 const NDEATHS = (h: SparkplugHost) => h.messages.filter((m) => m.kind === 'NDEATH');
 const bdSeqOf = (m: { metrics: { name?: string; value?: unknown }[] }) => m.metrics.find((x) => x.name === 'bdSeq')!.value;
@@ -42,7 +44,7 @@ test('host_state_wait is read and checked; a bad server list is refused as for m
   t.throws(() => readSparkplug(cfg({ host: 'a:99999' }), '/tmp', 'node'), { message: /^host: bad port "99999" in "a:99999"/ });
 });
 
-test('the primary host offline on the server the node is on: NDEATH there, then the next server, NBIRTH there with the next bdSeq', async (t) => {
+mosq('the primary host offline on the server the node is on: NDEATH there, then the next server, NBIRTH there with the next bdSeq', async (t) => {
   const { a, b, hostA, hostB } = await twoServers(t, [true, true]);
   const c = await controllerWith(t, { sp: sparkplugNotifier(a, { host: list(a, b), primary_host_id: HOST }) });
   await c.ok('create', { i: 'sensor:g1/temp' });
@@ -83,7 +85,7 @@ test('the primary host offline on the server the node is on: NDEATH there, then 
   t.deepEqual([...hostA.problems, ...hostB.problems], []);
 });
 
-test('a server whose STATE is offline when the node comes is left at once; one without a STATE after host_state_wait', async (t) => {
+mosq('a server whose STATE is offline when the node comes is left at once; one without a STATE after host_state_wait', async (t) => {
   // a: offline retained; b: no STATE at all; then the host comes online on a
   const { a, b, hostA, hostB } = await twoServers(t, [false, undefined]);
   const c = await controllerWith(t, { sp: sparkplugNotifier(a, { host: list(a, b), primary_host_id: HOST, host_state_wait: 1 }) });
@@ -103,7 +105,7 @@ test('a server whose STATE is offline when the node comes is left at once; one w
   t.deepEqual([...hostA.problems, ...hostB.problems], []);
 });
 
-test('the server the node is on goes away: the node connects to the next and is born there', async (t) => {
+mosq('the server the node is on goes away: the node connects to the next and is born there', async (t) => {
   const { a, b, hostA, hostB } = await twoServers(t, [true, true]);
   const c = await controllerWith(t, { sp: sparkplugNotifier(a, { host: list(a, b), primary_host_id: HOST }) });
   await c.ok('create', { i: 'sensor:g1/temp' });
@@ -118,7 +120,7 @@ test('the server the node is on goes away: the node connects to the next and is 
   t.deepEqual(hostB.problems, []);
 });
 
-test('one server, as before: the primary host offline ends the session and the node connects to the same server again', async (t) => {
+mosq('one server, as before: the primary host offline ends the session and the node connects to the same server again', async (t) => {
   const broker = await startBroker(t, { kind: 'mosquitto' });
   const host = await SparkplugHost.connect(t, broker, 'plant');
   await host.state(HOST, true);

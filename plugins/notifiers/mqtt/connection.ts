@@ -39,10 +39,12 @@ export class NotConnected extends Error {
  * One controller's connection to one broker at a time: connects, reconnects
  * with back-off, restores the routes' subscriptions after every
  * (re)connect and hands incoming messages to them. With several brokers
- * (`host` a list), every reconnect after a failure (refused, lost, keepalive
- * timed out) goes to the next one, round robin, on the same back-off. Publications of QoS 1 and 2 that were in
- * flight when the connection dropped stay in the client's store and are
- * sent again on reconnect, so a send waiting for them resolves then.
+ * (`host` a list), every reconnect after a failure (refused, lost,
+ * keepalive timed out) goes to the next one, round robin, on the same
+ * back-off. Publications of QoS 1 and 2 that were in flight when the
+ * connection dropped stay in the client's store and are sent again on
+ * reconnect (to whichever broker it is), so a send waiting for them
+ * resolves then.
  */
 export class Connection {
   readonly routes = new Routes();

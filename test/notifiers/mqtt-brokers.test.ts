@@ -55,6 +55,8 @@ test('a bad broker list is refused with what is wrong in it', (t) => {
     ['a:', /^host: bad port "" in "a:"/],
     ['a:1883,:1884', /^host: bad broker ":1884" \(entry 2 of "a:1883,:1884"\): expected host\[:port\]$/],
     ['a b', /^host: bad broker "a b": expected host\[:port\]$/],
+    ['mqtt://broker', /^host: bad broker "mqtt:\/\/broker": expected host\[:port\]$/],
+    ['a,b/c:1883', /^host: bad broker "b\/c:1883" \(entry 2 of "a,b\/c:1883"\)/],
     ['[]:1', /^host: bad broker "\[\]:1"/],
     ['a:1883,a', /^host: a:1883 is listed twice \(entry 2 of "a:1883,a"\)$/],
     [Array.from({ length: 33 }, (_, i) => `h${i}`).join(','), /^host lists 33 brokers; at most 32$/],

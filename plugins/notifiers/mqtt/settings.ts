@@ -107,7 +107,8 @@ export function parseBrokers(host: string, port: number): Broker[] {
     if (!e) throw new Error(`host: an empty broker entry${where}; list brokers as host[:port],host[:port]`);
     const m = /^\[([^\]]*)\](?::(.*))?$/.exec(e) ?? (e.indexOf(':') !== e.lastIndexOf(':') ? [e, e, undefined] : /^([^:]*)(?::(.*))?$/.exec(e)!);
     const name = (m[1] ?? '').trim();
-    if (!name || /[\s[\]/]/.test(name)) throw new Error(`host: bad broker "${e}"${where}: expected host[:port]`);
+    // a blank or a slash (a URL: mqtt://broker) is in no host name
+    if (!name || /[\s[\]/]/.test(e.replace(/^\[|\](?=:|$)/g, ''))) throw new Error(`host: bad broker "${e}"${where}: expected host[:port]`);
     let p = port;
     if (m[2] !== undefined) {
       p = /^\d{1,5}$/.test(m[2]) ? Number(m[2]) : NaN;

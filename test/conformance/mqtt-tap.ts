@@ -19,6 +19,8 @@ export interface Tapped {
   /** out: client to broker; in: broker to client; closed: the client's side ended */
   dir: 'out' | 'in' | 'closed';
   packet?: Packet;
+  /** when the tap read it (performance.now(), ms): orders what two taps read */
+  t?: number;
 }
 
 export interface MqttTap {
@@ -33,7 +35,7 @@ export interface MqttTap {
 export async function startMqttTap(t: Owner, target: { host: string; port: number }, opts: { held?: boolean } = {}): Promise<MqttTap> {
   const log: Tapped[] = [];
   const waiters = new Set<() => void>();
-  const note = (e: Tapped) => { log.push(e); for (const w of [...waiters]) w(); };
+  const note = (e: Tapped) => { log.push({ ...e, t: performance.now() }); for (const w of [...waiters]) w(); };
   let held = !!opts.held;
   const pending: (() => void)[] = [];
   const sockets = new Set<net.Socket>();

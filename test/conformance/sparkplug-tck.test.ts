@@ -257,6 +257,54 @@ async function runPrimaryHost(): Promise<HostRun> {
   return { log: tap.log, pubs: publications(tap.log), started, states, dataAfterStale, storedBefore, skipped };
 }
 
+// ---- the multiple servers scenario ----
+
+interface WalkRun {
+  /** what each server's tap read: a, where the node is born first; b, the next of its list */
+  a: { log: readonly Tapped[]; pubs: Pub[] };
+  b: { log: readonly Tapped[]; pubs: Pub[] };
+  /** log position in a of the offline STATE's delivery, in b of the online STATE the node found there */
+  offlineAt: number; onlineAtB: number;
+}
+
+let walkRun: Promise<WalkRun> | undefined;
+const walkScenario = () => (walkRun ??= runWalk());
+
+/**
+ * A node given two servers (`host` lists both), the primary host online on
+ * each; its STATE on the first turns offline: the node ends its session
+ * there and walks to the second, where it is born. Its own host id and
+ * group: the shared broker's retained STATE of the other scenario is not
+ * this one's.
+ */
+async function runWalk(): Promise<WalkRun> {
+  const [a, b] = [await sharedBroker(), await startBroker(owner, { kind: 'mosquitto' })];
+  const [tapA, tapB] = [await startMqttTap(owner, a), await startMqttTap(owner, b)];
+  const hosts = await Promise.all([a, b].map(async (x) => {
+    const h = await mqtt.connectAsync({ host: x.host, port: x.port, protocolVersion: 4, reconnectPeriod: 0 });
+    cleanups.push(() => h.endAsync(true));
+    return h;
+  }));
+  const T0 = Date.now();
+  const state = (i: 0 | 1, online: boolean, timestamp: number) =>
+    hosts[i].publishAsync(`${NS}/STATE/scada2`, JSON.stringify({ online, timestamp }), { qos: 1, retain: true });
+  await state(0, true, T0);
+  await state(1, true, T0);
+  const c = await controller(notifierFiles({
+    e5: spNotifier(tapA, { host: `${tapA.host}:${tapA.port},${tapB.host}:${tapB.port}`, group_id: 'mb', edge_node_id: 'edge5', primary_host_id: 'scada2' }),
+  }));
+  await c.ok('create', { i: 'sensor:g1/temp' });
+  await tapA.until('born on a', () => publications(tapA.log).some((x) => x.kind === 'DBIRTH'));
+  await state(0, false, T0 + 1);
+  const offlineAt = await tapA.until('the offline STATE delivered', (log) => log.findIndex((e) => e.dir === 'in' && e.packet?.cmd === 'publish'
+    && (e.packet as IPublishPacket).topic === `${NS}/STATE/scada2` && JSON.parse(String((e.packet as IPublishPacket).payload)).online === false) + 1) - 1;
+  await tapB.until('born on b', () => publications(tapB.log).some((x) => x.kind === 'DBIRTH'));
+  const onlineAtB = tapB.log.findIndex((e) => e.dir === 'in' && e.packet?.cmd === 'publish' && (e.packet as IPublishPacket).topic === `${NS}/STATE/scada2`);
+  await c.stop();
+  await tapB.until('closed', (log) => log.some((e) => e.dir === 'closed'));
+  return { a: { log: tapA.log, pubs: publications(tapA.log) }, b: { log: tapB.log, pubs: publications(tapB.log) }, offlineAt, onlineAtB };
+}
+
 // ---- what the checks share ----
 
 const out = (s: { pubs: Pub[] }, pred: (x: Pub) => boolean = () => true) => s.pubs.filter((x) => x.dir === 'out' && pred(x));
@@ -652,8 +700,29 @@ const stateSubscribed: Check = async (t) => {
   }
 };
 
+const walks: Check = async (t) => {
+  const w = await walkScenario();
+  // on a: NDEATH of the session after the offline STATE, then DISCONNECT, closed; no other connection there
+  const death = out(w.a, (x) => x.kind === 'NDEATH')[0];
+  t.true(death && death.conn === 1 && death.at > w.offlineAt, 'NDEATH after the offline STATE');
+  t.is(out(w.a, (x) => x.at > death.at).length, 0, 'nothing after it on a');
+  const disconnect = packetsOf(w.a.log, 1, 'disconnect')[0];
+  t.true(disconnect && disconnect.at > death.at, 'DISCONNECT after NDEATH');
+  t.deepEqual(connects(w.a).map((c) => c.conn), [1], 'one connection to a');
+  // on b: one connection, made once a's was given up (one server at a time), born there with the next bdSeq
+  const [cb, ...more] = connects(w.b);
+  t.is(more.length, 0);
+  t.true(cb.packet.will!.topic === `${NS}/mb/NDEATH/edge5`);
+  t.true(w.b.log[cb.at].t! > w.a.log[disconnect.at].t!, 'connected to b after the DISCONNECT from a');
+  const birth = out(w.b)[0];
+  t.is(birth.kind, 'NBIRTH', 'NBIRTH first on b');
+  t.true(w.onlineAtB >= 0 && birth.at > w.onlineAtB, 'born once the online STATE on b was read');
+  t.is(bdSeqOf(birth.p), (bdSeqOf(out(w.a, (x) => x.kind === 'NBIRTH')[0].p)! + 1) % 256, 'with the next bdSeq');
+};
+
 const CHECKS: Record<string, Check> = {
   // MultipleBroker
+  'operational-behavior-primary-application-state-with-multiple-servers-walk': walks,
   'operational-behavior-primary-application-state-with-multiple-servers-single-server': oneServer,
   'operational-behavior-primary-application-state-with-multiple-servers-state-subs': stateSubscribed,
   'operational-behavior-edge-node-birth-sequence-wait': waitsForOnline,

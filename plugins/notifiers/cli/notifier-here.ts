@@ -3,7 +3,7 @@ import type { Paths } from '../../../core/paths';
 import { withDeadline } from '../../../core/toolkit/deadline';
 import type { NotifierConfig, NotifierType } from '../contract';
 import { endpointFactory } from '../host/settings';
-import { Connection } from '../mqtt/contract';
+import { brokersText, Connection } from '../mqtt/contract';
 import { readSparkplug } from '../sparkplug/settings';
 import { standaloneContext } from './notifier-env';
 
@@ -26,7 +26,7 @@ export async function testHere(paths: Paths, cfg: NotifierConfig, type: Notifier
       const s = readSparkplug(cfg, paths.dir, env.ctx.config.server.name);
       const conn = new Connection(s.mqtt, env.ctx.quietLog(`notifier.${cfg.id}`), `${paths.product}-notifier-test-${crypto.randomBytes(4).toString('hex')}`);
       try {
-        await withDeadline(timeout, (signal) => reachBroker(conn, `${s.mqtt.host}:${s.mqtt.port}`, signal));
+        await withDeadline(timeout, (signal) => reachBroker(conn, brokersText(s.mqtt), signal));
       } finally {
         await conn.stop();
       }

@@ -1,10 +1,11 @@
 import fs from 'node:fs';
+import net from 'node:net';
 import type * as Mqtt from 'mqtt';
 import type { IClientOptions, ISubscriptionGrant, MqttClient } from 'mqtt';
 import type { ModuleLogger } from '../../../core/log';
 import { onFirstUse } from '../../../core/toolkit/lazy-module';
 import { describe } from '../../../core/log';
-import { MqttDefaults, type MqttSettings, type PublishProperties, type Qos } from './settings';
+import { brokerText, MqttDefaults, type Broker, type MqttSettings, type PublishProperties, type Qos } from './settings';
 import { Routes, type FilterState } from './routes';
 import { hasWildcard, topicMatches } from './topics';
 import type { Message } from './messages';
@@ -35,11 +36,15 @@ export class NotConnected extends Error {
 }
 
 /**
- * One controller's connection to one broker: connects, reconnects with
- * back-off, restores the routes' subscriptions after every (re)connect and
- * hands incoming messages to them. Publications of QoS 1 and 2 that were in
- * flight when the connection dropped stay in the client's store and are
- * sent again on reconnect, so a send waiting for them resolves then.
+ * One controller's connection to one broker at a time: connects, reconnects
+ * with back-off, restores the routes' subscriptions after every
+ * (re)connect and hands incoming messages to them. With several brokers
+ * (`host` a list), every reconnect after a failure (refused, lost,
+ * keepalive timed out) goes to the next one, round robin, on the same
+ * back-off. Publications of QoS 1 and 2 that were in flight when the
+ * connection dropped stay in the client's store and are sent again on
+ * reconnect (to whichever broker it is), so a send waiting for them
+ * resolves then.
  */
 export class Connection {
   readonly routes = new Routes();
@@ -51,10 +56,14 @@ export class Connection {
   private timer?: NodeJS.Timeout;
   private stopped = false;
   private lastError = '';
+  /** the broker of the list this connection is on (or trying) */
+  private index = 0;
+  /** each broker's last error: one that stays away logs its error once, while the attempts go round the list */
+  private readonly brokerErrors: string[] = [];
   private waiters: (() => void)[] = [];
   /** QoS 0 publications not yet written: a dropped connection fails them (the client would leave them waiting) */
   private readonly volatile = new Set<() => void>();
-  readonly stats = { connects: 0, attempts: 0, messages_in: 0, messages_ignored: 0, publishes_refused: 0, subscriptions_refused: 0 };
+  readonly stats = { connects: 0, attempts: 0, messages_in: 0, messages_ignored: 0, publishes_refused: 0, subscriptions_refused: 0, broker_switches: 0 };
   /** the last publication or subscription the broker refused */
   lastRefused?: Refusal;
   /**
@@ -78,7 +87,9 @@ export class Connection {
    */
   private readonly allFilters: string[];
 
-  constructor(private readonly s: MqttSettings, private readonly log: ModuleLogger, private readonly clientId: string) {
+  /** `from`: the broker of the list the first attempt goes to */
+  constructor(private readonly s: MqttSettings, private readonly log: ModuleLogger, private readonly clientId: string, from = 0) {
+    this.index = from % s.brokers.length;
     // 3.3 wrote SPACE + '/' after a prefix that already ends with one ("sp//unit/#"): the intended filters are used
     this.allFilters = s.subscribeAll ? ['unit', 'sensor'].map((t) => `${s.prefix}${t}/#`) : [];
     this.routes.onFilter = (filter, now, before) => {
@@ -109,6 +120,21 @@ export class Connection {
   /** since when (ms) the link is down: its start or its last close; 0 while connected */
   downSince = Date.now();
 
+  /** The broker this connection is on, or trying. */
+  get broker(): Broker {
+    return this.s.brokers[this.index];
+  }
+
+  /** Its place in the list (0: the first). */
+  get brokerIndex(): number {
+    return this.index;
+  }
+
+  /** What get_notifier shows of the brokers: the current one, its place, the moves to the next so far. */
+  brokerInfo(): { broker: string; broker_index: number; broker_switches: number } {
+    return { broker: brokerText(this.broker), broker_index: this.index, broker_switches: this.stats.broker_switches };
+  }
+
   /**
    * The filter the broker is asked for, or undefined when none is (gone, or
    * brought by the subscribe_all filters): with a shared group, a filter
@@ -128,8 +154,8 @@ export class Connection {
     // at every start, so a first connect never finds an old session; otherwise a clean start, as 3.1.1.
     const session = s.protocol === 5 && s.sessionExpiry > 0;
     const opts: IClientOptions = {
-      host: s.host,
-      port: s.port,
+      host: this.broker.host,
+      port: this.broker.port,
       protocol: s.tls ? 'mqtts' : 'mqtt',
       protocolVersion: s.protocol,
       clientId: this.clientId,
@@ -162,8 +188,9 @@ export class Connection {
     client.on('connect', () => {
       this.stats.connects++;
       this.delay = MqttDefaults.reconnect_min_ms;
-      if (this.lastError || this.stats.connects > 1) this.log.info(`mqtt ${s.id}: connected to ${s.host}:${s.port}`);
+      if (this.lastError || this.stats.connects > 1) this.log.info(`mqtt ${s.id}: connected to ${brokerText(this.broker)}`);
       this.lastError = '';
+      this.brokerErrors[this.index] = '';
       this.downSince = 0;
       const subs: Record<string, { qos: Qos }> = {};
       for (const [f, st] of this.routes.all()) {
@@ -224,8 +251,9 @@ export class Connection {
 
   private fail(what: string, err: unknown): void {
     const msg = describe(err);
-    // a broker that stays away repeats the same error on every attempt: log it once
-    if (msg !== this.lastError) this.log.error(`mqtt ${this.s.id}: ${what}: ${msg}`);
+    // a broker that stays away repeats the same error on every attempt: log it once (per broker of a list)
+    if (msg !== this.brokerErrors[this.index]) this.log.error(`mqtt ${this.s.id}: ${what}${this.s.brokers.length > 1 ? ` (${brokerText(this.broker)})` : ''}: ${msg}`);
+    this.brokerErrors[this.index] = msg;
     this.lastError = msg;
   }
 
@@ -237,9 +265,27 @@ export class Connection {
       this.timer = undefined;
       if (this.stopped || !this.client || this.client.connected) return;
       this.stats.attempts++;
+      if (this.s.brokers.length > 1) this.next(this.client);
       if (this.will) this.client.options.will = this.will();
       this.client.reconnect({ incomingStore: this.incoming, outgoingStore: this.outgoing });
     }, wait);
+  }
+
+  /**
+   * Point the client at the next broker of the list. mqtt.js builds each
+   * (re)connect's socket from the client's options: the host and port, and
+   * for TLS the server name the certificate must carry, are set anew.
+   */
+  private next(client: MqttClient): void {
+    this.index = (this.index + 1) % this.s.brokers.length;
+    this.stats.broker_switches++;
+    const o = client.options as IClientOptions & { servername?: string };
+    o.host = o.hostname = this.broker.host;
+    o.port = this.broker.port;
+    if (this.s.tls) {
+      if (net.isIP(this.broker.host) === 0) o.servername = this.broker.host;
+      else delete o.servername;
+    }
   }
 
   /** Resolves true once connected; false after `ms` (unbounded when omitted) or when the connection stops. */

@@ -6,4 +6,4 @@
 export { topicFilterProblem, validTopic } from './topics';
 export { Connection, NotConnected, type Outgoing } from './connection';
 export { PublishFrames } from './publish-frames';
-export { MqttDefaults, MqttSettingsSchema, parseMqttProps, readSettings, type MqttSettings, type Qos } from './settings';
+export { brokersTarget, brokersText, brokerText, MqttDefaults, MqttSettingsSchema, parseBrokers, parseMqttProps, readSettings, type MqttSettings, type Qos } from './settings';

@@ -15,7 +15,7 @@ import { MqttApi } from './calls';
 import type { SeenIdsFiles } from './seen-ids';
 import { messagesOf } from './messages';
 import { LatestRetained } from './retained';
-import { MqttDefaults, type MqttSettings, type Qos } from './settings';
+import { brokersText, MqttDefaults, type MqttSettings, type Qos } from './settings';
 import { StateTopics, Topics, validFilter, validTopic } from './topics';
 
 const asQos = (q: number | undefined, fallback: Qos): Qos => (q === 0 || q === 1 || q === 2 ? q : fallback);
@@ -172,7 +172,7 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
       else signal.addEventListener('abort', () => resolve(false), { once: true });
     });
     if (!(await Promise.race([this.conn.waitConnected(), gaveUp]))) {
-      throw new Error(`cannot connect to ${this.s.host}:${this.s.port}${this.conn.error ? `: ${this.conn.error}` : ''}`);
+      throw new Error(`cannot connect to ${brokersText(this.s)}${this.conn.error ? `: ${this.conn.error}` : ''}`);
     }
     await this.conn.publish(Topics.test(this.s.prefix), `${this.self.product}/${this.self.system}`, this.s.qos.system);
   }
@@ -231,6 +231,7 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
       last_error: this.conn.error || null,
       connects: this.conn.stats.connects,
       connect_attempts: this.conn.stats.attempts,
+      ...this.conn.brokerInfo(),
       messages_in: this.conn.stats.messages_in,
       messages_ignored: this.conn.stats.messages_ignored,
       updates_stale: this.link.stale,

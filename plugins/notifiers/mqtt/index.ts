@@ -3,7 +3,7 @@ import type { EndpointEnv, EndpointFactory, NotifierConfig, NotifierType } from 
 import { MqttEndpoint } from './endpoint';
 import { SeenIdsFiles } from './seen-ids';
 import { withoutSecrets } from '../contract';
-import { MqttDefaults, MqttSettingsSchema, parseMqttProps, parseQosMap, readSettings } from './settings';
+import { brokersTarget, MqttDefaults, MqttSettingsSchema, parseMqttProps, parseQosMap, readSettings } from './settings';
 import { notifierPlugin } from '../type-plugin';
 
 /**
@@ -43,7 +43,7 @@ export const mqttType: NotifierType = {
   target(cfg: NotifierConfig) {
     const user = typeof cfg.username === 'string' && cfg.username ? `${cfg.username}@` : '';
     const scheme = cfg.ca_certs ? 'mqtts' : 'mqtt';
-    return `${scheme}://${user}${String(cfg.host ?? '')}:${String(cfg.port ?? MqttDefaults.port)}`;
+    return `${scheme}://${user}${brokersTarget(cfg)}`;
   },
   validate(cfg) {
     readSettings(cfg, '.');

@@ -17,6 +17,7 @@ export const MqttLimits = {
   api_max_pending: schema.bound(64, 'MQTT API requests being answered at once; more are refused with `busy`'),
   api_max_request: schema.bound(1024 * 1024, 'largest MQTT API request accepted, bytes', 'bytes'),
   api_replay_ids: schema.bound(100_000, 'request ids / token MACs of encrypted MQTT API frames remembered to refuse a replay; past it the oldest are forgotten'),
+  brokers_max: schema.bound(32, 'brokers one notifier\'s `host` may list'),
   api_token_window: schema.seconds(600, 'seconds a text (Fernet) frame is accepted after (or before, for clock skew) the time it was made'),
 };
 
@@ -48,7 +49,7 @@ export type QosMap = Record<QosSubject, Qos>;
 
 /** The type's own settings (plugins/notifiers/README.md); readSettings checks what a schema cannot (TLS files go together). */
 export const MqttSettingsSchema: SettingsSchema = {
-  host: schema.text('broker host name or address').req(),
+  host: schema.text('broker host name or address; several brokers as a comma-separated list of host[:port] (the next is tried when one fails)').req(),
   port: schema.int('broker port', { default: MqttDefaults.port, min: 1, max: 65535 }),
   username: schema.text('', 'broker user'),
   password: schema.text('', 'broker password', { secret: true }),
@@ -80,13 +81,68 @@ export const MqttSettingsSchema: SettingsSchema = {
  */
 export const Mqtt5Only = ['message_expiry', 'session_expiry', 'shared_group'] as const;
 
+/** One broker of a notifier's list. */
+export interface Broker { host: string; port: number }
+
+/** A broker as the log and the stats show it: `host:port`, an IPv6 address in brackets. */
+export const brokerText = (b: Broker) => `${b.host.includes(':') ? `[${b.host}]` : b.host}:${b.port}`;
+
+/** Every broker of the settings, as errors name them: `a:1883` for one, `a:1883, b:1883` for several. */
+export const brokersText = (s: { brokers: readonly Broker[] }) => s.brokers.map(brokerText).join(', ');
+
+/**
+ * `host` read as a list of brokers: entries separated by commas, each
+ * `host`, `host:port`, `[ipv6]` or `[ipv6]:port` (an address with several
+ * colons and no brackets is an IPv6 address without a port, as a single
+ * `host` always was); an entry without a port takes `port`. An empty entry,
+ * a port that is not a whole number from 1 to 65535 and a broker listed
+ * twice are errors that name the entry.
+ */
+export function parseBrokers(host: string, port: number): Broker[] {
+  const entries = host.split(',').map((e) => e.trim());
+  if (entries.length > MqttDefaults.brokers_max) throw new Error(`host lists ${entries.length} brokers; at most ${MqttDefaults.brokers_max}`);
+  const out: Broker[] = [];
+  entries.forEach((e, i) => {
+    const where = entries.length > 1 ? ` (entry ${i + 1} of "${host}")` : '';
+    if (!e) throw new Error(`host: an empty broker entry${where}; list brokers as host[:port],host[:port]`);
+    const m = /^\[([^\]]*)\](?::(.*))?$/.exec(e) ?? (e.indexOf(':') !== e.lastIndexOf(':') ? [e, e, undefined] : /^([^:]*)(?::(.*))?$/.exec(e)!);
+    const name = (m[1] ?? '').trim();
+    // a blank or a slash (a URL: mqtt://broker) is in no host name
+    if (!name || /[\s[\]/]/.test(e.replace(/^\[|\](?=:|$)/g, ''))) throw new Error(`host: bad broker "${e}"${where}: expected host[:port]`);
+    let p = port;
+    if (m[2] !== undefined) {
+      p = /^\d{1,5}$/.test(m[2]) ? Number(m[2]) : NaN;
+      if (!(p >= 1 && p <= 65535)) throw new Error(`host: bad port "${m[2]}" in "${e}"${where}: a whole number from 1 to 65535`);
+    }
+    const b = { host: name, port: p };
+    if (out.some((x) => x.host === b.host && x.port === b.port)) throw new Error(`host: ${brokerText(b)} is listed twice${where}`);
+    out.push(b);
+  });
+  return out;
+}
+
+/**
+ * The brokers of a notifier file as the command line's `list` shows them:
+ * `host:port` as before for one, the list read (each with its port) for
+ * several; the file as it is when the list is wrong (the check says why).
+ */
+export function brokersTarget(cfg: NotifierConfig): string {
+  const host = String(cfg.host ?? '');
+  const port = String(cfg.port ?? MqttDefaults.port);
+  if (!host.includes(',')) return `${host}:${port}`;
+  try { return parseBrokers(host, Number(port) || MqttDefaults.port).map(brokerText).join(','); } catch { return `${host}:${port}`; }
+}
+
 /** A notifier config read into what the endpoint uses. */
 export interface MqttSettings {
   id: string;
   /** topic prefix with its trailing slash, '' for no space */
   prefix: string;
+  /** the first broker: a single-broker file's host and port */
   host: string;
   port: number;
+  /** every broker `host` lists, in its order (one for a single host); the connection goes round them */
+  brokers: readonly Broker[];
   username?: string;
   password?: string;
   qos: QosMap;
@@ -212,6 +268,7 @@ export function readSettings(cfg: NotifierConfig, dir: string): MqttSettings {
   const host = text(cfg.host, 'host');
   if (!host) throw new Error('host is required');
   const port = unset(cfg.port) ? MqttDefaults.port : num(cfg.port, 'port', 1, 65535);
+  const brokers = parseBrokers(host, port);
   const ca = text(cfg.ca_certs, 'ca_certs');
   const cert = text(cfg.certfile, 'certfile');
   const key = text(cfg.keyfile, 'keyfile');
@@ -231,8 +288,9 @@ export function readSettings(cfg: NotifierConfig, dir: string): MqttSettings {
   return {
     id: cfg.id,
     prefix,
-    host,
-    port,
+    host: brokers[0].host,
+    port: brokers[0].port,
+    brokers,
     username: username || undefined,
     password: username ? password : undefined,
     qos: parseQosMap(cfg.qos),
@@ -258,15 +316,23 @@ export function readSettings(cfg: NotifierConfig, dir: string): MqttSettings {
 /**
  * CLI `create ID mqtt:PROPS`: `[username:password@]host[:port]` (the
  * password may hold ':' and '@'; the host part is after the last '@'; an
- * IPv6 host goes in brackets).
+ * IPv6 host goes in brackets); several brokers as
+ * `host[:port],host[:port]`, kept in `host` as written.
  */
 export function parseMqttProps(props: string): Record<string, unknown> {
   const at = props.lastIndexOf('@');
   const creds = at >= 0 ? props.slice(0, at) : '';
   const hostPort = at >= 0 ? props.slice(at + 1) : props;
-  const m = /^\[([^\]]+)\](?::(\d+))?$/.exec(hostPort) ?? /^([^:[\]]+)(?::(\d*))?$/.exec(hostPort);
-  if (!m || !m[1]) throw new Error(`bad mqtt props "${props}": expected [username:password@]host[:port]`);
-  const out: Record<string, unknown> = { host: m[1], port: m[2] ? num(m[2], 'port', 1, 65535) : MqttDefaults.port };
+  let out: Record<string, unknown>;
+  if (hostPort.includes(',')) {
+    // several brokers: the list goes into host as written (each entry checked), entries without a port take the default
+    try { parseBrokers(hostPort, MqttDefaults.port); } catch (err) { throw new Error(`bad mqtt props "${props}": ${(err as Error).message}`); }
+    out = { host: hostPort.split(',').map((e) => e.trim()).join(','), port: MqttDefaults.port };
+  } else {
+    const m = /^\[([^\]]+)\](?::(\d+))?$/.exec(hostPort) ?? /^([^:[\]]+)(?::(\d*))?$/.exec(hostPort);
+    if (!m || !m[1]) throw new Error(`bad mqtt props "${props}": expected [username:password@]host[:port][,host[:port]...]`);
+    out = { host: m[1], port: m[2] ? num(m[2], 'port', 1, 65535) : MqttDefaults.port };
+  }
   if (creds) {
     const c = creds.replace(/^\[(.*)\]$/, '$1');
     const colon = c.indexOf(':');

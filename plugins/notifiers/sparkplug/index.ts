@@ -1,7 +1,7 @@
 import type { PluginContext } from '../../../core/plugin';
 import type { EndpointEnv, EndpointFactory, NotifierConfig, NotifierType } from '../contract';
 import { withoutSecrets } from '../contract';
-import { parseMqttProps } from '../mqtt/contract';
+import { brokersTarget, parseMqttProps } from '../mqtt/contract';
 import { notifierPlugin } from '../type-plugin';
 import { SparkplugNode } from './node';
 import { readSparkplug, SparkplugDefaults, SparkplugSettingsSchema } from './settings';
@@ -37,7 +37,7 @@ export const sparkplugType: NotifierType = {
   parseProps: parseMqttProps,
   target(cfg: NotifierConfig) {
     const scheme = cfg.ca_certs ? 'mqtts' : 'mqtt';
-    return `${scheme}://${String(cfg.host ?? '')}:${String(cfg.port ?? 1883)}/spBv1.0/${String(cfg.group_id || SparkplugDefaults.group_id)}`;
+    return `${scheme}://${brokersTarget(cfg)}/spBv1.0/${String(cfg.group_id || SparkplugDefaults.group_id)}`;
   },
   validate(cfg) {
     readSparkplug(cfg, '.', 'node');

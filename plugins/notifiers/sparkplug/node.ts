@@ -7,12 +7,12 @@ import { describe } from '../../../core/log';
 import { RepeatLog } from '../../../core/repeat-log';
 import type { Endpoint, StateEvent, Subject, Subscription } from '../contract';
 import { eventSize, itemSelected } from '../contract';
-import { Connection, NotConnected, PublishFrames, type Outgoing } from '../mqtt/contract';
+import { brokersText, brokerText, Connection, MqttDefaults, NotConnected, PublishFrames, type Outgoing } from '../mqtt/contract';
 import { canWrite, type ItemInfo, type ItemsService } from '../../items/contract';
 import { DataType, decodePayload, encodePayload, PayloadWriter, type Metric, type MetricValue } from './payload';
 import type { SparkplugSettings } from './settings';
 import { RebirthGate } from './rebirth';
-import { hostState } from './host-state';
+import { hostState, type HostSeen } from './host-state';
 
 const NS = 'spBv1.0';
 const REBIRTH = 'Node Control/Rebirth';
@@ -103,7 +103,23 @@ export class SparkplugNode implements Endpoint {
   /** births done on this connection (data may follow) */
   private alive = false;
   private hostOnline: boolean;
-  private hostTimestamp = 0;
+  /**
+   * What was taken of the primary host's STATEs, per broker of the list:
+   * timestamps order the states of one host session on one broker (the
+   * host stamps each broker's with its own connection time), so a broker's
+   * states are never judged against another's
+   */
+  private readonly hostSeen: HostSeen[] = [];
+  /** several brokers and a primary host: the wait for an online STATE on a new connection */
+  private stateTimer?: NodeJS.Timeout;
+  /** the start of the next connection, after a walk's back-off */
+  private walkTimer?: NodeJS.Timeout;
+  /** walks to the next broker since the last birth: the back-off between them grows with it */
+  private walksUnborn = 0;
+  /** a walk's leave() is queued or under way: a second offline STATE or the wait's end does not queue another */
+  private leaving = false;
+  /** moves between brokers of the connections closed so far (each connection counts its own) */
+  private switchesBefore = 0;
   private chain: Promise<void> = Promise.resolve();
   private store: Stored[] = [];
   private storeBytes = 0;
@@ -116,8 +132,6 @@ export class SparkplugNode implements Endpoint {
   private lastRebirth = 0;
   private started = false;
   private stopped = false;
-  /** whether a STATE with a timestamp has been taken: from then on one without is refused */
-  private hostTimestamped = false;
   /** rebirths asked for by NCMD: coalesced and bounded */
   private readonly rebirthGate: RebirthGate;
   /** refused commands and host states: logged once, then counted per interval */
@@ -126,7 +140,7 @@ export class SparkplugNode implements Endpoint {
     births: 0, device_births: 0, deaths: 0, device_deaths: 0, data_messages: 0, rebirth_requests: 0,
     rebirths_coalesced: 0, rebirths_limited: 0,
     commands_run: 0, commands_refused: 0, stored: 0, store_dropped: 0, forwarded: 0, historical_values_skipped: 0, host_online_changes: 0,
-    host_states_refused: 0, connects: 0, host_offline_disconnects: 0,
+    host_states_refused: 0, connects: 0, host_offline_disconnects: 0, server_walks: 0,
   };
 
   constructor(readonly s: SparkplugSettings, private readonly ctx: PluginContext, private readonly log: ModuleLogger, subs: Subscription[], id: string) {
@@ -140,14 +154,15 @@ export class SparkplugNode implements Endpoint {
   }
 
   /** A broker connection of this node: its will, its subscriptions (a new one after the primary host went offline). */
-  private newConnection(): Connection {
+  private newConnection(from = 0): Connection {
     const { s } = this;
-    const conn = new Connection(s.mqtt, this.log, this.clientId);
+    const conn = new Connection(s.mqtt, this.log, this.clientId, from);
     conn.will = () => this.nextWill();
     conn.onConnect = () => this.connected();
     conn.routes.add(OWNER, this.topic('NCMD'), 1, (t, p) => this.onCommand('', t, p));
     conn.routes.add(OWNER, `${NS}/${s.groupId}/DCMD/${s.edgeNodeId}/+`, 1, (t, p) => this.onCommand(t.slice(t.lastIndexOf('/') + 1), t, p));
-    if (s.primaryHostId) conn.routes.add(OWNER, `${NS}/STATE/${s.primaryHostId}`, 1, (t, p) => this.onHostState(t, p));
+    // a connection being closed says nothing of the one that follows it
+    if (s.primaryHostId) conn.routes.add(OWNER, `${NS}/STATE/${s.primaryHostId}`, 1, (t, p) => { if (conn === this.conn) this.onHostState(t, p); });
     return conn;
   }
 
@@ -215,11 +230,24 @@ export class SparkplugNode implements Endpoint {
 
   // ---- births ----
 
+  /** Several brokers: the node walks them (Sparkplug 3.0, 5.10); one broker: it stays and waits there. */
+  private get several(): boolean {
+    return this.s.mqtt.brokers.length > 1;
+  }
+
   private connected(): void {
     this.stats.connects++;
     this.alive = false;
     if (this.s.primaryHostId) this.hostOnline = false; // the retained STATE tells again
     if (this.hostOnline) void this.run(() => this.birth()).catch((err) => this.failed('birth', err));
+    clearTimeout(this.stateTimer);
+    if (this.s.primaryHostId && this.several) {
+      // a broker whose STATE does not say online (none retained: the host never came there) is left as one that says offline
+      const conn = this.conn;
+      this.stateTimer = setTimeout(() => {
+        if (conn === this.conn && conn.connected && !this.hostOnline) this.walk(`no online STATE within host_state_wait ${this.s.hostStateWait} s`);
+      }, this.s.hostStateWait * 1000);
+    }
   }
 
   private failed(what: string, err: unknown): void {
@@ -293,6 +321,7 @@ export class SparkplugNode implements Endpoint {
   /** NBIRTH (seq 0, the bdSeq of this connection) and a DBIRTH of every device, then what was stored. */
   private async birth(): Promise<void> {
     if (!this.conn.connected || !this.hostOnline) return;
+    this.walksUnborn = 0;
     this.alive = false;
     this.born = new Map();
     this.slots.clear();
@@ -486,7 +515,8 @@ export class SparkplugNode implements Endpoint {
 
   /** The primary host's STATE (host-state.ts judges it): online, the node is born; offline, it leaves. */
   private onHostState(topic: string, payload: Buffer): void {
-    const v = hostState(payload, { timestamp: this.hostTimestamp, timestamped: this.hostTimestamped }, Date.now(), this.s.hostStateMaxAhead * 1000);
+    const seen = (this.hostSeen[this.conn.brokerIndex] ??= { timestamp: 0, timestamped: false });
+    const v = hostState(payload, seen, Date.now(), this.s.hostStateMaxAhead * 1000);
     if (v.kind === 'older') return;
     if (v.kind === 'refused') {
       this.stats.host_states_refused++;
@@ -494,9 +524,12 @@ export class SparkplugNode implements Endpoint {
       return;
     }
     if (v.timestamp !== undefined) {
-      this.hostTimestamp = v.timestamp;
-      this.hostTimestamped = true;
+      seen.timestamp = v.timestamp;
+      seen.timestamped = true;
     }
+    if (v.online) clearTimeout(this.stateTimer);
+    // several brokers: the host is not on this one (offline now, or already when the node came), so the node goes to the next
+    if (!v.online && this.several) return this.walk('its STATE says offline');
     if (v.online === this.hostOnline) return;
     this.stats.host_online_changes++;
     this.hostOnline = v.online;
@@ -508,21 +541,53 @@ export class SparkplugNode implements Endpoint {
   }
 
   /**
+   * Several brokers: the primary host is not on this one, so the node
+   * leaves it for the next of the list (Sparkplug 3.0, 5.10): one broker at
+   * a time, NDEATH before the disconnect, a new bdSeq and NBIRTH there once
+   * its STATE says online. Walks that find no host back off (leave()).
+   */
+  private walk(why: string): void {
+    if (this.stopped || this.leaving) return;
+    clearTimeout(this.stateTimer);
+    const to = brokerText(this.s.mqtt.brokers[(this.conn.brokerIndex + 1) % this.s.mqtt.brokers.length]);
+    this.log.info(`sparkplug ${this.s.edgeNodeId}: primary host ${this.s.primaryHostId} is not on ${brokerText(this.conn.broker)} (${why}): moving to ${to}`);
+    if (this.hostOnline) this.stats.host_online_changes++;
+    this.hostOnline = false;
+    this.alive = false;
+    this.stats.server_walks++;
+    this.leaving = true;
+    void this.run(() => this.leave()).catch((err) => this.failed('disconnect', err));
+  }
+
+  /**
    * The primary host went offline: our own NDEATH (the bdSeq of this
    * connection's birth), the connection closed, and a new one opened, whose
    * will carries the next bdSeq; it is born once the host says it is online.
+   * One broker: the new connection goes to it again, at once. Several: to
+   * the next of the list; at once the first time since a birth, then after
+   * a wait that doubles from reconnect_min_ms to reconnect_max_ms, so a host
+   * that is on no broker does not make the node go round them in a loop.
    */
   private async leave(): Promise<void> {
-    if (this.stopped || this.hostOnline) return;
-    const old = this.conn;
-    const died = await this.death(old);
-    this.stats.host_offline_disconnects++;
-    await this.close(old, died);
-    if (this.stopped) return;
-    const receiving = old.receiving;
-    this.conn = this.newConnection();
-    this.conn.receiving = receiving;
-    this.conn.start();
+    try {
+      if (this.stopped || this.hostOnline) return;
+      const old = this.conn;
+      const died = await this.death(old);
+      this.stats.host_offline_disconnects++;
+      await this.close(old, died);
+      if (this.stopped) return;
+      this.switchesBefore += old.stats.broker_switches;
+      const receiving = old.receiving;
+      const conn = (this.conn = this.newConnection(this.several ? old.brokerIndex + 1 : 0));
+      conn.receiving = receiving;
+      if (!this.several) return conn.start();
+      this.switchesBefore++;
+      const n = this.walksUnborn++;
+      const wait = n === 0 ? 0 : Math.min(MqttDefaults.reconnect_min_ms * 2 ** (n - 1), MqttDefaults.reconnect_max_ms);
+      this.walkTimer = setTimeout(() => { if (!this.stopped) conn.start(); }, wait);
+    } finally {
+      this.leaving = false;
+    }
   }
 
   /**
@@ -684,6 +749,8 @@ export class SparkplugNode implements Endpoint {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.rebirthTimer);
+    clearTimeout(this.stateTimer);
+    clearTimeout(this.walkTimer);
     this.unwatch?.();
     // a death certificate of our own
     let died = false;
@@ -699,7 +766,7 @@ export class SparkplugNode implements Endpoint {
     });
     if (!this.started) void this.start();
     if (!(await Promise.race([this.conn.waitConnected(), gaveUp]))) {
-      throw new Error(`cannot connect to ${this.s.mqtt.host}:${this.s.mqtt.port}${this.conn.error ? `: ${this.conn.error}` : ''}`);
+      throw new Error(`cannot connect to ${brokersText(this.s.mqtt)}${this.conn.error ? `: ${this.conn.error}` : ''}`);
     }
   }
 
@@ -731,6 +798,8 @@ export class SparkplugNode implements Endpoint {
       bdSeq: this.bdSeq,
       seq: this.seq,
       ...this.stats,
+      ...this.conn.brokerInfo(),
+      broker_switches: this.switchesBefore + this.conn.stats.broker_switches,
       stored_now: this.store.length,
       stored_bytes: this.storeBytes,
     };

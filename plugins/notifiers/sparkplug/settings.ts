@@ -12,6 +12,7 @@ export const SparkplugLimits = {
   max_batch: schema.bound(1000, 'most events in one send'),
   rebirth_max: schema.bound(10, 'rebirths asked for by NCMD that run in rebirth_window; more are counted (rebirths_limited) and not run'),
   rebirth_window: schema.num(60, 'seconds: the window rebirth_max counts in', { min: 1, max: 86_400 * 366, unit: 's' }),
+  host_state_wait: schema.num(10, 'several brokers and a primary host: seconds a new connection waits for an online STATE before it moves to the next broker', { min: 0.1, max: 3600, unit: 's' }),
   host_state_max_ahead: schema.num(300, 'a primary host STATE whose timestamp is further ahead of the node\'s clock is refused (counted as host_states_refused)', { max: 86_400 * 366, unit: 's' }),
 };
 export const SparkplugDefaults = schema.defaults(SparkplugLimits);
@@ -37,6 +38,7 @@ export const SparkplugSettingsSchema: SettingsSchema = {
   rebirth_max: SparkplugLimits.rebirth_max,
   rebirth_window: SparkplugLimits.rebirth_window,
   host_state_max_ahead: SparkplugLimits.host_state_max_ahead,
+  host_state_wait: SparkplugLimits.host_state_wait,
 };
 
 export interface SparkplugSettings {
@@ -55,6 +57,8 @@ export interface SparkplugSettings {
   rebirthWindow: number;
   /** seconds a primary host STATE's timestamp may be ahead of the node's clock */
   hostStateMaxAhead: number;
+  /** seconds a connection to one of several brokers waits for the primary host's online STATE before it moves on */
+  hostStateWait: number;
 }
 
 /** An id part of a Sparkplug topic: no separators or wildcards. */
@@ -67,7 +71,7 @@ function topicId(v: unknown, what: string, fallback: string): string {
 const intOr = (v: unknown, d: number) => (v === undefined || v === null || v === '' ? d : Number(v));
 
 /** A number setting within [min, max], or a clear error. */
-function within(cfg: NotifierConfig, name: 'rebirth_max' | 'rebirth_window' | 'host_state_max_ahead', min: number, max: number, integer: boolean): number {
+function within(cfg: NotifierConfig, name: 'rebirth_max' | 'rebirth_window' | 'host_state_max_ahead' | 'host_state_wait', min: number, max: number, integer: boolean): number {
   const v = intOr(cfg[name], SparkplugDefaults[name]);
   if (!Number.isFinite(v) || v < min || v > max || (integer && !Number.isInteger(v))) {
     throw new Error(`${name} must be ${integer ? 'a whole number' : 'a number'} from ${min} to ${max}`);
@@ -103,5 +107,6 @@ export function readSparkplug(cfg: NotifierConfig, dir: string, system: string):
     rebirthMax: within(cfg, 'rebirth_max', 1, SparkplugLimits.rebirth_max.max!, true),
     rebirthWindow: within(cfg, 'rebirth_window', 1, SparkplugLimits.rebirth_window.max!, false),
     hostStateMaxAhead: within(cfg, 'host_state_max_ahead', 0, SparkplugLimits.host_state_max_ahead.max!, false),
+    hostStateWait: within(cfg, 'host_state_wait', SparkplugLimits.host_state_wait.min!, SparkplugLimits.host_state_wait.max!, false),
   };
 }

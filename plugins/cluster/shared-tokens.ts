@@ -3,10 +3,17 @@ import type { TokenInfo, TokenShare, TokenStore } from '../../core/auth/tokens';
 import type { ModuleLogger } from '../../core/log';
 import { describe } from '../../core/log';
 import { functionFailed } from '../../core/errors';
+import { defaults, seconds } from '../../core/schema';
+import { within } from '../../core/toolkit/time-limit';
 import type { LinkUser, PgLink } from './pg-link';
 
 /** Token rows written in one statement. */
 const BATCH = 1000;
+
+export const SharedTokensLimits = {
+  login_wait: seconds(10, 'the database is given this long to take a new token\'s row; later, login answers 10 / 500 and the row is removed when it comes'),
+};
+const Limits = defaults(SharedTokensLimits);
 
 /** The channel the trigger of table eva_tokens tells every change on. */
 export const TOKENS_CHANNEL = 'eva_tokens';
@@ -129,8 +136,15 @@ export class SharedTokens implements TokenShare, LinkUser {
     }
     this.creating.add(id);
     try {
-      await this.link.pool.query('INSERT INTO eva_tokens (h, k_id, u, created, used, ro) VALUES ($1, $2, $3, $4, $5, $6)',
+      const q = this.link.pool.query('INSERT INTO eva_tokens (h, k_id, u, created, used, ro) VALUES ($1, $2, $3, $4, $5, $6)',
         [id, info.keyId, info.user ?? null, info.created, info.used, info.readonly]);
+      q.catch(() => undefined);
+      // a server that hangs (its connections open) must not hold the login for ever
+      if (!(await within(q, Limits.login_wait * 1000))) {
+        // nobody got the token: a row that comes later goes again (the others then end it too)
+        void q.then(() => this.dropped(id), () => undefined);
+        throw new Error(`user db ${this.link.file} did not answer within ${Limits.login_wait} s`);
+      }
     } finally {
       this.creating.delete(id);
     }

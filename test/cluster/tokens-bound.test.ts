@@ -10,7 +10,8 @@ import { pgRows as rows, postgresUnavailable, startPostgres } from '../helpers/p
  * (plugins/cluster/shared-tokens.ts) are bounded by `[webapi] max_tokens`:
  * with the database stopped they cannot outgrow the tokens held; with a
  * database that takes new tokens but not their changes, at the bound a use
- * is forgotten first, logins are refused and no end is lost.
+ * is forgotten first, logins are refused and no end is lost. A server that
+ * hangs holds a login no longer than login_wait.
  */
 
 const reason = postgresUnavailable();
@@ -103,4 +104,30 @@ pgtest('writes stuck while logins go on: at the bound (max_tokens) a use is forg
   t.is((await a.client.get('test', { k: kept })).status, 200, 'the kept token works (its forgotten use only moves its idle time elsewhere)');
   t.is((await a.client.get('test', { k: y })).status, 403);
   t.falsy((await a.client.rpc('login', { k: Keys.master })).error, 'login again');
+});
+
+pgtest('a server that hangs with its connections open: login answers 10 within login_wait (10 s), not never; the row that comes once it goes on is removed again', async (t) => {
+  const server = await startPostgres(t);
+  await server.createDatabase('tokens_hang');
+  const uri = server.uri('tokens_hang');
+  const a = await controller(t, uri);
+  const first = await login(a);
+  server.freeze(true);
+  // before the server's stop (teardowns run last first): a stopped server takes no signal to end
+  t.teardown(() => server.freeze(false));
+  const t0 = performance.now();
+  const r = await Promise.race([a.client.rpc('login', { k: Keys.master }), sleep(60_000).then(() => 'no answer within 60 s')]);
+  const took = performance.now() - t0;
+  t.log(`login answered after ${took.toFixed(0)} ms`);
+  t.like(r, { error: { code: 10 } });
+  t.true(took >= 9_500, 'not before login_wait');
+  server.freeze(false);
+  const later = await until('login again', async () => (await a.client.rpc('login', { k: Keys.master })).result?.token as string | undefined, 60_000);
+  // the hung INSERT commits once the server goes on; then its row is deleted: three rows inserted, the two answered ones left
+  await until('the late row inserted and removed', async () => {
+    const [st] = await rows(uri, "SELECT n_tup_ins::int AS ins FROM pg_stat_user_tables WHERE relname = 'eva_tokens'");
+    const left = (await rows(uri, 'SELECT h FROM eva_tokens ORDER BY h')).map((x: { h: string }) => x.h);
+    return st?.ins === 3 && JSON.stringify(left) === JSON.stringify([hash(first), hash(later)].sort());
+  }, 60_000);
+  t.like((await health(a)).tokens, { held: 2, waiting: 0 });
 });

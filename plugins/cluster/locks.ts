@@ -60,6 +60,9 @@ const RELEASE = (fence: string): string => `WITH ${fence}, r AS (UPDATE eva_lock
 const STATUS = `SELECT id, locked AND (expires_at IS NULL OR expires_at > clock_timestamp()) AS locked, token,
   EXTRACT(EPOCH FROM expires_at)::float8 AS expires FROM eva_locks`;
 
+/** The statements of a lock and an unlock, as sent (the benchmark runs them from a bare client beside the controller). */
+export const SharedLockStatements = { table: TABLE, grant: GRANT, release: RELEASE } as const;
+
 export interface SharedLock { id: string; locked: boolean; type: 'lock'; token: number }
 
 /** Bounds sysapi-locks sets from its settings (the same as of its own table). */

@@ -2,10 +2,18 @@ import type * as Pg from 'pg';
 import type { TokenInfo, TokenShare, TokenStore } from '../../core/auth/tokens';
 import type { ModuleLogger } from '../../core/log';
 import { describe } from '../../core/log';
+import { functionFailed } from '../../core/errors';
+import { defaults, seconds } from '../../core/schema';
+import { within } from '../../core/toolkit/time-limit';
 import type { LinkUser, PgLink } from './pg-link';
 
 /** Token rows written in one statement. */
 const BATCH = 1000;
+
+export const SharedTokensLimits = {
+  login_wait: seconds(10, 'the database is given this long to take a new token\'s row; later, login answers 10 / 500 and the row is removed when it comes'),
+};
+const Limits = defaults(SharedTokensLimits);
 
 /** The channel the trigger of table eva_tokens tells every change on. */
 export const TOKENS_CHANNEL = 'eva_tokens';
@@ -37,6 +45,9 @@ END $$`,
 /** What waits to be written for one token: its end, or a newer mode or last use. */
 interface Write { drop?: true; ro?: boolean; used?: number }
 
+/** A change that only moves the token's last use (forgotten first at the bound: it can only make the token end sooner elsewhere). */
+const useOnly = (w: Write): boolean => !w.drop && w.ro === undefined;
+
 /** A row of eva_tokens (or a notice of one) as the token store holds it; undefined when malformed. */
 function infoOf(r: { k?: unknown; k_id?: unknown; u?: unknown; c?: unknown; created?: unknown; t?: unknown; used?: unknown; ro?: unknown }): TokenInfo | undefined {
   const keyId = r.k ?? r.k_id;
@@ -65,6 +76,8 @@ const ID = /^[0-9a-f]{64}$/;
 export class SharedTokens implements TokenShare, LinkUser {
   readonly channel = TOKENS_CHANNEL;
   private readonly writes = new Map<string, Write>();
+  /** the tokens whose waiting change is a use only, oldest first */
+  private readonly uses = new Set<string>();
   /** tokens being written by a login: a reload that misses them must not end them */
   private readonly creating = new Set<string>();
   /** while every row is read again: the tokens told meanwhile (what was told is as new as what is read, or newer) */
@@ -78,7 +91,9 @@ export class SharedTokens implements TokenShare, LinkUser {
   private refusing = false;
   private lastCleanup = 0;
   private detach: (() => void) | undefined;
-  /** token changes forgotten past [webapi] max_tokens waiting */
+  /** logins refused: the waiting changes reached their bound (told once) */
+  private behind = false;
+  /** token changes forgotten at the bound ([webapi] max_tokens waiting): uses first */
   lostWrites = 0;
 
   /**
@@ -113,10 +128,23 @@ export class SharedTokens implements TokenShare, LinkUser {
 
   async created(id: string, info: Readonly<TokenInfo>): Promise<void> {
     if (!this.link.connected) throw new Error(`user db ${this.link.file} ${this.link.problem}`);
+    // a new token would bring changes of its own: none while the waiting ones are at their bound
+    if (this.writes.size >= this.webapi.max_tokens) {
+      if (!this.behind) this.log.warning(`logins refused: ${this.writes.size} token changes wait to be written to the shared user db ([webapi] max_tokens)`);
+      this.behind = true;
+      throw functionFailed(`the shared user db is behind: ${this.writes.size} token changes wait to be written ([webapi] max_tokens); no login until they are`);
+    }
     this.creating.add(id);
     try {
-      await this.link.pool.query('INSERT INTO eva_tokens (h, k_id, u, created, used, ro) VALUES ($1, $2, $3, $4, $5, $6)',
+      const q = this.link.pool.query('INSERT INTO eva_tokens (h, k_id, u, created, used, ro) VALUES ($1, $2, $3, $4, $5, $6)',
         [id, info.keyId, info.user ?? null, info.created, info.used, info.readonly]);
+      q.catch(() => undefined);
+      // a server that hangs (its connections open) must not hold the login for ever
+      if (!(await within(q, Limits.login_wait * 1000))) {
+        // nobody got the token: a row that comes later goes again (the others then end it too)
+        void q.then(() => this.dropped(id), () => undefined);
+        throw new Error(`user db ${this.link.file} did not answer within ${Limits.login_wait} s`);
+      }
     } finally {
       this.creating.delete(id);
     }
@@ -135,16 +163,34 @@ export class SharedTokens implements TokenShare, LinkUser {
     this.write(id, { used: info.used });
   }
 
+  /**
+   * Bounded as the tokens held are: while the database is away no token
+   * comes, so changes wait for at most the tokens held then. Past the bound
+   * (the database takes new tokens but not their changes: a write stuck on a
+   * row lock, a slow server) a use is forgotten first, the newest one
+   * itself, else the oldest waiting: the others then see the token idle
+   * since earlier, so it ends sooner there, never later. An end or a mode is
+   * forgotten only when nothing but ends and modes wait (logins here are
+   * refused at the bound meanwhile, so only tokens made elsewhere can bring
+   * more): the next reload may then bring that token back.
+   */
   private write(id: string, w: Write): void {
     const old = this.writes.get(id);
-    // bounded as the tokens held are: while the database is away no token comes, so changes wait for at most the tokens held then
+    const next = old?.drop ? old : w.drop ? w : { ...old, ...w };
     if (!old && this.writes.size >= this.webapi.max_tokens) {
-      // the oldest waiting change is forgotten: a use or mode, or an end the next reload may undo
-      this.writes.delete(this.writes.keys().next().value!);
       this.lostWrites++;
+      if (useOnly(next)) return;
+      this.forget(this.uses.values().next().value ?? this.writes.keys().next().value!);
     }
-    this.writes.set(id, old?.drop ? old : w.drop ? w : { ...old, ...w });
+    this.writes.set(id, next);
+    if (!useOnly(next)) this.uses.delete(id);
+    else if (!old) this.uses.add(id);
     if (this.link.connected) void this.flush();
+  }
+
+  private forget(id: string): void {
+    this.writes.delete(id);
+    this.uses.delete(id);
   }
 
   /** Write what waits in the background; failed: kept for the next connection, which writes it first. */
@@ -163,10 +209,15 @@ export class SharedTokens implements TokenShare, LinkUser {
 
   /** Write what waits, a batch per transaction (on `on`, the connection being set up, else the pool); a failed batch is put back. */
   private async writeWaiting(on?: Pg.ClientBase): Promise<void> {
-    while (this.writes.size) {
+    for (;;) {
+      if (!this.writes.size) {
+        if (this.behind) this.log.info('token changes written to the shared user db: logins again');
+        this.behind = false;
+        return;
+      }
       const batch: [string, Write][] = [];
       for (const e of this.writes) if (batch.push(e) >= BATCH) break;
-      for (const [id] of batch) this.writes.delete(id);
+      for (const [id] of batch) this.forget(id);
       try {
         // one statement needs no transaction (one round trip, not three)
         const mixed = batch.some(([, w]) => w.drop) && batch.some(([, w]) => !w.drop);
@@ -174,7 +225,11 @@ export class SharedTokens implements TokenShare, LinkUser {
         else await this.link.transaction((c) => this.writeBatch(c, batch));
       } catch (err) {
         // unless changed again meanwhile
-        for (const [id, w] of batch) if (!this.writes.has(id)) this.writes.set(id, w);
+        for (const [id, w] of batch) {
+          if (this.writes.has(id)) continue;
+          this.writes.set(id, w);
+          if (useOnly(w)) this.uses.add(id);
+        }
         throw err;
       }
     }

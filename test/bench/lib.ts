@@ -6,7 +6,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import autocannon from 'autocannon';
 import { keysIni, type KeyFields } from '../helpers/keys';
-import { makeDir, Keys } from '../helpers/controller';
+import { makeDir, spawnListening, MAIN, Keys, type Child, type DirOptions } from '../helpers/controller';
+import { startPostgres, postgresUnavailable, type Postgres } from '../helpers/postgres';
 import { EVA33_SCHEMA } from '../helpers/eva33-history';
 
 /** Shared pieces of the benchmarks: child servers, load runs, the table. */
@@ -105,6 +106,108 @@ export function cpuSeconds(pid: number, tid?: number): number {
   // fields after the command name, which may hold spaces: state is field 3, utime 14, stime 15
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(f[11]) + Number(f[12])) / 100;
+}
+
+/** CPU seconds of a process with what it reaped (utime, stime, cutime, cstime of /proc/<pid>/stat). */
+function cpuWithReaped(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / 100;
+}
+
+/** The postmaster of the server on `port`: the postgres process started with `-p <port>`. */
+export function postmaster(port: number): number {
+  for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      if (argv[0].endsWith('postgres') && argv.includes('-p') && argv[argv.indexOf('-p') + 1] === String(port)) return Number(pid);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  throw new Error(`no postmaster on port ${port}`);
+}
+
+/** CPU seconds of the whole server: the postmaster with what it reaped, and every live backend. */
+export function serverCpu(master: number): number {
+  let s = cpuWithReaped(master);
+  for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(f[1]) === master) s += (Number(f[11]) + Number(f[12])) / 100;
+    } catch {
+      // exited meanwhile: the postmaster reaps it into its own figure
+    }
+  }
+  return s;
+}
+
+/**
+ * Run `body` beside a PostgreSQL server of its own (test/helpers/postgres.ts),
+ * or say why none can run here; `later` takes what to undo at the end (the
+ * last first), the server's stop the very last.
+ */
+export async function withPostgres(body: (server: Postgres, later: (fn: () => unknown) => void) => Promise<void>): Promise<void> {
+  const reason = postgresUnavailable();
+  if (reason) { console.log(`PostgreSQL benchmark skipped: ${reason}`); return; }
+  const downs: (() => unknown)[] = [];
+  try {
+    const server = await startPostgres({ teardown: (fn) => downs.push(fn) });
+    await body(server, (fn) => downs.push(fn));
+  } finally {
+    for (const fn of downs.reverse()) await fn();
+  }
+}
+
+/**
+ * A controller in a process of its own on a fresh directory with these
+ * settings; `later` stops it (SIGTERM) and removes the directory.
+ * BENCH_PROFILE_DIR=<folder>: it runs with --cpu-prof into that folder (the
+ * profile is written at its stop).
+ */
+export async function childController(ini: DirOptions['ini'], later: (fn: () => unknown) => void): Promise<Child> {
+  const dir = makeDir(undefined, { ini });
+  later(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const prof = process.env.BENCH_PROFILE_DIR;
+  const c = await spawnListening(undefined, [process.execPath, ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []), MAIN, '--dir', dir]);
+  later(() => new Promise<void>((resolve) => {
+    if (c.proc.exitCode !== null || c.proc.signalCode !== null) return resolve();
+    c.proc.once('exit', () => resolve());
+    c.proc.kill('SIGTERM');
+  }));
+  return c;
+}
+
+/** The median of some figures. */
+export function medianOf(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)];
+}
+
+/** `min–max` of some figures. */
+export const rangeOf = (xs: number[], digits = 0) => `${fmt(Math.min(...xs), digits)}–${fmt(Math.max(...xs), digits)}`;
+
+/**
+ * JSON RPC calls with `key` over at most `connections` keep-alive
+ * connections (node:http: a bench client sending one call after another
+ * per connection, its answer parsed); `close` ends them.
+ */
+export function jsonRpc(url: string, key: string, connections: number): { rpc(method: string, params?: Record<string, unknown>): Promise<any>; close(): void } {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+  const post = (body: string) => new Promise<any>((resolve, reject) => {
+    const req = http.request(`${url}/jrpc`, { method: 'POST', agent, headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } }, (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (d: Buffer) => parts.push(d));
+      res.on('end', () => { try { resolve(JSON.parse(Buffer.concat(parts).toString())); } catch (err) { reject(err as Error); } });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+  return {
+    rpc: (method, params = {}) => post(JSON.stringify({ jsonrpc: '2.0', method, params: { k: key, ...params }, id: 1 })),
+    close: () => agent.destroy(),
+  };
 }
 
 /** The run with the median requests/s. */

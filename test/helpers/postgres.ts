@@ -29,6 +29,8 @@ export interface Postgres {
   stop(): Promise<void>;
   /** start again on the same port and data */
   start(): Promise<void>;
+  /** SIGSTOP (true) or SIGCONT (false) the server and every process it started: a server that hangs, its connections open */
+  freeze(on: boolean): void;
 }
 
 /** The folder of the platform's binaries (initdb, postgres), found from node_modules. */
@@ -157,6 +159,21 @@ export async function startPostgres(owner: Owner): Promise<Postgres> {
     },
     stop,
     start,
+    freeze(on) {
+      const master = proc?.pid;
+      if (master === undefined) throw new Error('postgres is not running');
+      const children = fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d)).filter((d) => {
+        try {
+          const stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+          return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === master;
+        } catch {
+          return false; // gone meanwhile
+        }
+      });
+      // the postmaster first when stopping (it starts no more), last when going on
+      const pids = on ? [master, ...children.map(Number)] : [...children.map(Number), master];
+      for (const pid of pids) process.kill(pid, on ? 'SIGSTOP' : 'SIGCONT');
+    },
   };
 }
 

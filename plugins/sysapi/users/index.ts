@@ -182,6 +182,7 @@ export const plugin = definePlugin({
       if (!key || !key.hostsAllow.has(call.ip)) throw denied();
       // with shared tokens, answered once the other controllers can know it; a token that cannot be shared is none
       const token = tokens.enabled ? await tokens.create(key.id, userName).catch((err: unknown) => {
+        if (err instanceof ApiError) throw err; // the share's own word (its changes waiting at their bound; it logs that once)
         log.error(`token not shared with the other controllers: ${describe(err)}`);
         throw functionFailed('the shared user db is unreachable: the token could not be shared, no login until it is back');
       }) : undefined;

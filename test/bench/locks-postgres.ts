@@ -4,6 +4,7 @@ import pg from 'pg';
 import { Keys, type Child } from '../helpers/controller';
 import type { Postgres } from '../helpers/postgres';
 import { SharedLockStatements } from '../../plugins/cluster/locks';
+import { Unfenced } from '../../plugins/cluster/lease';
 import { table, fmt, cpuSeconds, postmaster, serverCpu, jsonRpc, medianOf, rangeOf, withPostgres, childController } from './lib';
 
 /**
@@ -86,9 +87,10 @@ async function bare(server: Postgres, master: number, n: number, tag: string): P
     let errors = 0;
     let stop = false;
     const pair = async (c: pg.Client, l: string) => {
-      const g = await c.query<{ token: string }>(SharedLockStatements.grant, [l, null, 'bench', LOCKS_MAX]);
-      if (!g.rows.length) { errors++; return; }
-      const r = await c.query<{ released: number }>(SharedLockStatements.release, [l, Number(g.rows[0].token)]);
+      // the statements without failover's lease (as the controller of this bench sends them)
+      const g = await c.query<{ token: string | null }>(SharedLockStatements.grant(Unfenced.cte(5)), [l, null, 'bench', LOCKS_MAX]);
+      if (g.rows[0]?.token == null) { errors++; return; }
+      const r = await c.query<{ released: number }>(SharedLockStatements.release(Unfenced.cte(3)), [l, Number(g.rows[0].token)]);
       if (r.rows[0]?.released !== 1) errors++;
       else pairs++;
     };

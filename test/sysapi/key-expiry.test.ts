@@ -1,6 +1,7 @@
 import path from 'node:path';
 import test from 'ava';
 import { Controller } from '../../core/controller';
+import { EXPIRED_REMEMBERED, TokenStore } from '../../core/auth/tokens';
 import { ConfigError } from '../../core/settings/schema';
 import { startController, makeDir, Keys } from '../helpers/controller';
 import { keysIni } from '../helpers/keys';
@@ -209,4 +210,18 @@ test('a dynamic key\'s expiry is kept across a restart, in a table of its own be
   await again.client.ok('set_key_prop', { ...m, i: 'kept', p: 'expires', v: '' });
   await again.stop();
   t.deepEqual(pySqlite(db, 'SELECT k_id FROM eva_key_expires'), []);
+});
+
+test(`tokens ended by time are remembered as such up to EXPIRED_REMEMBERED (${EXPIRED_REMEMBERED}), the oldest forgotten first`, async (t) => {
+  const { ctl, client } = await startController(t, { ini: { webapi: { session_max_lifetime: 1 } } });
+  const tokens = ctl.get(TokenStore);
+  const made: string[] = [];
+  for (let i = 0; i <= EXPIRED_REMEMBERED; i++) made.push(await tokens.create('masterkey'));
+  await until('the tokens to pass their lifetime', () => tokens.expiredOrHeld(made.at(-1)!)?.expired);
+  tokens.purge();
+  t.is(tokens.size, 0);
+  t.is(tokens.expiredOrHeld(made[0]), undefined, 'the oldest made room');
+  t.deepEqual(tokens.expiredOrHeld(made[1]), { keyId: 'masterkey', expired: true });
+  t.is((await client.rpc('test', { k: made[0] })).error?.message, 'invalid key');
+  t.is((await client.rpc('test', { k: made.at(-1) })).error?.message, 'token expired');
 });

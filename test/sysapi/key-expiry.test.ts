@@ -225,3 +225,23 @@ test(`tokens ended by time are remembered as such up to EXPIRED_REMEMBERED (${EX
   t.is((await client.rpc('test', { k: made[0] })).error?.message, 'invalid key');
   t.is((await client.rpc('test', { k: made.at(-1) })).error?.message, 'token expired');
 });
+
+test('an expired key is said to be expired only from where its hosts_allow lets it in; elsewhere it is any wrong value', async (t) => {
+  const keys = keysIni({
+    masterkey: { key: Keys.master, master: true, hosts_allow: ['0.0.0.0/0', '::/0'] },
+    local: { key: Keys.ops, hosts_allow: '127.0.0.1', expires: '2020-01-01T00:00:00Z' },
+  });
+  const { client } = await startController(t, { keysIni: keys, ini: { webapi: { x_real_ip: true } } });
+  t.is((await client.rpc('test', { k: Keys.ops })).error?.message, 'API key expired at 2020-01-01T00:00:00Z');
+  const elsewhere = await client.rpc('test', { k: Keys.ops }, { 'X-Real-IP': '10.9.9.9' });
+  t.is(elsewhere.error?.code, 2);
+  t.is(elsewhere.error?.message, 'invalid key');
+});
+
+test('a token idle past session_timeout says it expired too', async (t) => {
+  const { client } = await startController(t, { ini: { webapi: { session_timeout: 1 } } });
+  const { token } = await client.ok('login', m);
+  // polled with the master key, not the token: using it would keep it alive
+  await until('the token to be idle past its timeout', async () => (await client.ok('list_tokens', m)).length === 0);
+  t.is((await client.rpc('test', { k: token })).error?.message, 'token expired');
+});

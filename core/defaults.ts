@@ -45,6 +45,7 @@ export const KernelSettings = {
     ssl_key: text('', 'private key file (PEM) for ssl_listen, relative to etc/; must be readable'),
     session_timeout: secs(3600, 'idle lifetime of login tokens; 0: no tokens'),
     session_no_prolong: bool(false, 'a token\'s lifetime counts from login, not from its last use'),
+    session_max_lifetime: secs(0, 'longest a login token lives from login, however much it is used (beside the idle session_timeout); 0: no limit'),
     x_real_ip: bool(false, 'take the client address from X-Real-IP (only behind a trusted proxy)'),
     max_body_size: bound(1024 * 1024, 'largest request body; larger bodies answer 413', 'bytes'),
     request_timeout: secs(30, 'how long a client may take to send a request', 0.001),

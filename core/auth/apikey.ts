@@ -17,6 +17,36 @@ export interface ApiKeyProps {
   sysfunc?: boolean;
   dynamic?: boolean;
   lists?: Partial<Record<KeyListField, string[]>>;
+  /** when the key stops letting anyone in (Unix seconds); absent: never */
+  expires?: number;
+}
+
+/** The latest expiry taken (9999-12-31T23:59:59Z): a later one is a typo, not a plan. */
+export const MAX_EXPIRES = 253402300799;
+
+/**
+ * An expiry as the key file, create_key and set_key_prop take it: Unix
+ * seconds (a number, or its digits) or an ISO 8601 date-time (without a
+ * zone: the controller's local time) or date (midnight, local). Empty or
+ * absent: none (undefined). Throws an Error saying what is expected; a time
+ * in the past is taken (the key is expired at once: a way to stop one now).
+ */
+export function parseExpires(v: unknown): number | undefined {
+  if (v === undefined || v === null || v === '') return undefined;
+  let t = NaN;
+  if (typeof v === 'number') t = v;
+  else if (typeof v === 'string') {
+    const s = v.trim();
+    if (/^\d+(\.\d+)?$/.test(s)) t = Number(s);
+    // ISO 8601 forms only: Date.parse alone would take many others
+    else if (/^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(s)) {
+      t = Date.parse(s.length === 10 ? `${s}T00:00:00` : s.replace(' ', 'T')) / 1000;
+    }
+  }
+  if (!Number.isFinite(t) || t <= 0 || t > MAX_EXPIRES) {
+    throw new Error(`expires: ${JSON.stringify(v)} is not a time: Unix seconds or ISO 8601 (2026-12-31T23:59:59Z), up to the year 9999; empty: never`);
+  }
+  return t;
 }
 
 /** Split a comma list: trimmed, empties dropped. */
@@ -38,6 +68,8 @@ export class ApiKey {
   revision = 0;
   hostsAllow: NetworkList;
   hostsAssign: NetworkList;
+  /** when the key stops letting anyone in (Unix seconds); undefined: never */
+  expires: number | undefined;
 
   constructor(p: ApiKeyProps) {
     this.id = p.id;
@@ -48,6 +80,22 @@ export class ApiKey {
     this.lists = Object.fromEntries(KeyListFields.map((f) => [f, [...(p.lists?.[f] ?? [])]])) as ApiKey['lists'];
     this.hostsAllow = new NetworkList(this.lists.hosts_allow);
     this.hostsAssign = new NetworkList(this.lists.hosts_assign);
+    this.expires = p.expires;
+  }
+
+  /** Whether the key has expired (at `now`, ms). */
+  expired(now = Date.now()): boolean {
+    return this.expires !== undefined && now >= this.expires * 1000;
+  }
+
+  /** The expiry in ISO 8601 (UTC, to the second) for messages; '' when none. */
+  expiresIso(): string {
+    return this.expires === undefined ? '' : new Date(Math.floor(this.expires) * 1000).toISOString().replace('.000Z', 'Z');
+  }
+
+  /** The key's expiry as answers show it: absent when it has none (the answer is then EVA ICS 3.3's). */
+  expiry(): { expires?: number; expired?: boolean } {
+    return this.expires === undefined ? {} : { expires: this.expires, expired: this.expired() };
   }
 
   get sysfunc(): boolean {
@@ -80,6 +128,7 @@ export class ApiKey {
       groups_deny: [...this.lists.groups_deny], items_deny: [...this.lists.items_deny],
       hosts_allow: [...this.lists.hosts_allow], hosts_assign: [...this.lists.hosts_assign],
       pvt: [...this.lists.pvt], rpvt: [...this.lists.rpvt], cdata: [...this.lists.cdata],
+      ...this.expiry(),
     };
   }
 

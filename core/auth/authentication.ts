@@ -24,6 +24,13 @@ export class KeyRefused extends ApiError {
  * interval, never the key). An address full of guesses still has its known
  * keys checked: a key or token that passed from it lately (a new value is
  * refused unchecked, so the guesser there learns nothing new).
+ *
+ * An expired key, a token of one, or a token past its lifetime, presented
+ * from an address its key allows, is refused with a message saying it
+ * expired and is not counted as a guess: the value is right, and a client
+ * still sending it (a dashboard polling with a key that ran out) would
+ * otherwise lock out everyone behind its address. Learning that a value
+ * is an expired key gives a guesser nothing it can use.
  */
 export function authenticate(
   keys: KeyStore, presented: string | undefined, ip: string, throttle?: LoginThrottle, refusals?: RepeatLog,
@@ -41,6 +48,12 @@ export function authenticate(
   if (found && found.key.hostsAllow.has(ip)) {
     throttle?.passed(ip, presented);
     return found;
+  }
+  // right once, but its time is over: said so (from where the key may be used), and not counted as a guess
+  const expired = found ? undefined : keys.expired(presented);
+  if (expired && expired.key.hostsAllow.has(ip)) {
+    refusals?.note('expired API keys or tokens refused', ip);
+    throw new KeyRefused(expired.message);
   }
   if (wait > 0) {
     // known here, but no longer valid (revoked, expired, outside hosts_allow now): the answer of any other value

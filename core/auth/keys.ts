@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import crypto from 'node:crypto';
 import ini from 'ini';
 import { parseIni } from '../ini';
-import { ApiKey, KeyListFields, splitList } from './apikey';
+import { ApiKey, KeyListFields, parseExpires, splitList } from './apikey';
 import { TokenStore } from './tokens';
 import { Paths } from '../paths';
 import { writeFileAtomicSync } from '../toolkit/atomic-file';
@@ -17,6 +17,9 @@ export function generateKeyValue(): string {
   for (let i = 0; i < 64; i++) s += KEY_CHARS[crypto.randomInt(KEY_CHARS.length)];
   return s;
 }
+
+/** The longest a Node.js timer waits (ms). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** one-shot SHA-256 (hex): keys are indexed and looked up by it */
 const digest = (s: string): string => crypto.hash('sha256', s, 'hex');
@@ -41,6 +44,10 @@ export class KeyStore {
   readonly warnings: string[] = [];
   /** set when this start generated the master key file */
   generatedMasterFile?: string;
+
+  /** the timer for the next key expiry (expiresAt) and when that is (ms) */
+  private expiryTimer: NodeJS.Timeout | undefined;
+  private nextExpiry = Infinity;
 
   /** told when a key or token may no longer let in whom it let in (onRevoke) */
   private readonly revokeListeners = new Set<() => void>();
@@ -87,6 +94,7 @@ export class KeyStore {
         const lists = Object.fromEntries(KeyListFields.map((f) => [f, splitList(sec[f])]));
         this.add(new ApiKey({
           id, key: value, master: parseBool(sec.master) === true, sysfunc: parseBool(sec.sysfunc) === true, lists,
+          expires: parseExpires(sec.expires),
         }));
       } catch (err) {
         this.warnings.push(`key ${id} in ${file} skipped: ${(err as Error).message}`);
@@ -99,7 +107,44 @@ export class KeyStore {
     if (old) this.byDigest.delete(digest(old.key));
     this.byId.set(key.id, key);
     this.byDigest.set(digest(key.key), key);
+    this.expiresAt(key);
     if (old) this.revoked();
+  }
+
+  /**
+   * Have the holders of sessions told when `key` expires: one timer for the
+   * earliest expiry to come, moved only by an earlier one (O(1) per key, so
+   * loading thousands of keys costs no scan each); when it fires, every key
+   * is looked at once and the timer set for the next. A removed or changed
+   * key may leave the timer early: it fires, finds nothing, and moves on.
+   */
+  private expiresAt(key: ApiKey): void {
+    if (key.expires === undefined) return;
+    const at = key.expires * 1000;
+    if (at <= Date.now()) {
+      this.revoked(); // expired already (a past time set): its sessions end now
+      return;
+    }
+    if (this.expiryTimer && this.nextExpiry <= at) return;
+    this.arm(at);
+  }
+
+  private arm(at: number): void {
+    if (this.expiryTimer) clearTimeout(this.expiryTimer);
+    this.nextExpiry = at;
+    // a timer waits at most MAX_TIMER_MS: a later expiry is looked at again then
+    const delay = Math.min(Math.max(0, at - Date.now()), MAX_TIMER_MS);
+    this.expiryTimer = setTimeout(() => this.expiryDue(), delay);
+    this.expiryTimer.unref(); // never keeps a stopping controller alive
+  }
+
+  private expiryDue(): void {
+    this.expiryTimer = undefined;
+    const now = Date.now();
+    let next = Infinity;
+    for (const k of this.byId.values()) if (k.expires !== undefined && k.expires * 1000 > now) next = Math.min(next, k.expires * 1000);
+    this.revoked();
+    if (next < Infinity) this.arm(next);
   }
 
   remove(id: string): boolean {
@@ -124,12 +169,18 @@ export class KeyStore {
   /** A key's rights changed (set_key_prop): end its tokens, their holders log in again under the new rules. */
   changed(key: ApiKey): void {
     this.tokens.dropKey(key.id);
+    this.expiresAt(key);
     this.revoked();
   }
 
   /** Whether some key already has this value (two keys must never share one). */
   hasValue(value: string): boolean {
     return this.byDigest.has(digest(value));
+  }
+
+  /** The key that has this value, expired or not. */
+  holder(value: string): ApiKey | undefined {
+    return this.byDigest.get(digest(value));
   }
 
   get(id: string): ApiKey | undefined {
@@ -140,17 +191,34 @@ export class KeyStore {
     return [...this.byId.values()];
   }
 
-  /** Find a key by its value, or by a login token. */
+  /** Find a key by its value, or by a login token; an expired key (or a token of one) is none (expired() says why). */
   resolve(value: string): ResolvedKey | undefined {
     if (value.startsWith('token:')) {
       const info = this.tokens.resolve(value);
       const key = info && this.byId.get(info.keyId);
-      return key ? { key, token: value, user: info.user, readonly: info.readonly } : undefined;
+      return key && !key.expired() ? { key, token: value, user: info.user, readonly: info.readonly } : undefined;
     }
     // the map is keyed by digests: how long the lookup takes depends on the
     // digest of the guess, which says nothing about how close the guess was
     const key = this.byDigest.get(digest(value));
-    return key ? { key } : undefined;
+    return key && !key.expired() ? { key } : undefined;
+  }
+
+  /**
+   * Why a value resolve() refuses is refused, when the reason is time: an
+   * expired key, a token of an expired key, a token past its lifetime. The
+   * value was right once: its holder is told so (and no guess is counted).
+   */
+  expired(value: string): { key: ApiKey; message: string } | undefined {
+    if (value.startsWith('token:')) {
+      const t = this.tokens.expiredOrHeld(value);
+      const key = t && this.byId.get(t.keyId);
+      if (!key) return undefined;
+      if (key.expired()) return { key, message: `the API key of this token expired at ${key.expiresIso()}` };
+      return t.expired ? { key, message: 'token expired' } : undefined;
+    }
+    const key = this.holder(value);
+    return key?.expired() ? { key, message: `API key expired at ${key.expiresIso()}` } : undefined;
   }
 
   /** The key assigned to a client address by hosts_assign. */

@@ -8,6 +8,14 @@ export interface TokenInfo { keyId: string; user?: string; created: number; used
 /** How list_tokens names a token whose value this controller never saw (made elsewhere, kept hashed): drop() takes it too. */
 export const TOKEN_REF = 'sha256:';
 
+/**
+ * Tokens ended by time remembered (by id, with their key), so the next use
+ * still hears "token expired" rather than "invalid key": the oldest is
+ * forgotten first. About 200 bytes each (a 64-character id and a key id of
+ * at most 64): 1024 take some 200 KB at most.
+ */
+export const EXPIRED_REMEMBERED = 1024;
+
 /** A token's id: the SHA-256 (hex) of its value. Tokens are held, shared and looked up by it, never by their value. */
 export const tokenId = (token: string): string => crypto.hash('sha256', token, 'hex');
 
@@ -39,7 +47,8 @@ interface Held extends TokenInfo {
  * Login tokens: `token:` + 64 hex characters, in memory (a restart ends
  * them, unless a share brings them back). A token lives `session_timeout`
  * seconds since its last use (since creation with `session_no_prolong`); 0
- * disables tokens.
+ * disables tokens. With `session_max_lifetime` it ends that long after its
+ * creation however much it is used (0: no such limit, as EVA ICS 3.3).
  *
  * Tokens are held by the SHA-256 of their value (a share keeps only that at
  * rest), and also indexed by key and by user, so ending the tokens of one
@@ -54,6 +63,8 @@ export class TokenStore {
   /** told when tokens end (KeyStore.onRevoke) */
   private readonly dropListeners = new Set<() => void>();
   private shared: TokenShare | undefined;
+  /** tokens ended by time: id -> key id (EXPIRED_REMEMBERED at most, oldest first) */
+  private readonly ended = new Map<string, string>();
 
   constructor(private readonly config: Config) {}
 
@@ -116,14 +127,37 @@ export class TokenStore {
     if (info.user !== undefined) index(this.byUser, info.user, id);
   }
 
+  /** Past session_timeout idle (or since login with session_no_prolong), or past session_max_lifetime since login. */
   private expired(info: TokenInfo, now: number): boolean {
-    return now - this.since(info) > this.config.webapi.session_timeout * 1000;
+    const w = this.config.webapi;
+    return now - this.since(info) > w.session_timeout * 1000 || (w.session_max_lifetime > 0 && now - info.created > w.session_max_lifetime * 1000);
+  }
+
+  /** End a token because its time is over, and remember it ended so (expiredOrHeld). */
+  private expire(id: string, info: TokenInfo): void {
+    this.remove(id);
+    this.ended.delete(id);
+    this.ended.set(id, info.keyId);
+    if (this.ended.size > EXPIRED_REMEMBERED) this.ended.delete(this.ended.keys().next().value!);
   }
 
   /** End every expired token (here: each controller sees expiry itself). */
   purge(): void {
     const now = Date.now();
-    for (const [id, info] of this.tokens) if (this.expired(info, now)) this.remove(id);
+    for (const [id, info] of this.tokens) if (this.expired(info, now)) this.expire(id, info);
+  }
+
+  /**
+   * What is known of a token without using it: its key, and whether its
+   * time is over (held and past it, or ended by time lately). Undefined for
+   * a token never held here, or ended otherwise (logout, its key changed).
+   */
+  expiredOrHeld(token: string): { keyId: string; expired: boolean } | undefined {
+    const id = tokenId(token);
+    const info = this.tokens.get(id);
+    if (info) return { keyId: info.keyId, expired: this.expired(info, Date.now()) };
+    const keyId = this.ended.get(id);
+    return keyId === undefined ? undefined : { keyId, expired: true };
   }
 
   /** The token's info when it is valid (and refreshes its idle timer). */
@@ -133,8 +167,12 @@ export class TokenStore {
     const info = this.tokens.get(id);
     if (!info) return undefined;
     const now = Date.now();
-    if (!this.enabled || this.expired(info, now)) {
+    if (!this.enabled) {
       this.remove(id);
+      return undefined;
+    }
+    if (this.expired(info, now)) {
+      this.expire(id, info);
       return undefined;
     }
     info.value ??= token;

@@ -5,6 +5,7 @@ import { KernelSettings } from '../defaults';
 import { SettingsRegistry, type SectionSettings } from './registry';
 import { formatFinding, type ConfigError, type Finding } from './schema';
 import { checkUsable } from './usability';
+import { parseExpires } from '../auth/apikey';
 
 /**
  * Who declares settings besides the kernel: plugin definitions (name,
@@ -33,7 +34,9 @@ export function readIniFile(file: string): IniDocument {
 /**
  * The findings of an API key file: its syntax (a malformed line or section
  * header is an error) and each section without `key` (skipped with a
- * warning, as EVA ICS 3.3 did). The fields of a key are the key store's business.
+ * warning, as EVA ICS 3.3 did), and an `expires` that is no time (an
+ * error: a key meant to run out must never silently live for ever). The
+ * other fields of a key are the key store's business.
  */
 export function checkKeyFile(file: string): Finding[] {
   if (!fs.existsSync(file)) return [];
@@ -42,6 +45,14 @@ export function checkKeyFile(file: string): Finding[] {
   for (const s of doc.sections) {
     if (!s.entries.some((e) => e.key === 'key' && e.value !== '')) {
       findings.push({ level: 'warning', file, line: s.line, message: `key [${s.name}] has no "key" field: skipped` });
+    }
+    for (const e of s.entries) {
+      if (e.key !== 'expires') continue;
+      try {
+        parseExpires(e.value);
+      } catch (err) {
+        findings.push({ level: 'error', file, line: e.line, message: `key [${s.name}] ${(err as Error).message}` });
+      }
     }
   }
   return findings;

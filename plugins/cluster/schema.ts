@@ -1,5 +1,5 @@
 import type * as Pg from 'pg';
-import { ApikeysColumns, UsersColumns } from '../sysapi/contract';
+import { ApikeysColumns, KeyExpiresColumns, KeyExpiresTable, UsersColumns } from '../sysapi/contract';
 
 /** The channel the trigger tells every change on. */
 export const CHANNEL = 'eva_userdb';
@@ -83,6 +83,8 @@ export async function ensureSchema(c: Pg.ClientBase, log: { warning(m: string): 
         }
       }
     }
+    // when dynamic keys expire: our table, apikeys keeps 3.3.2's columns (plugins/sysapi/userdb.ts)
+    await c.query(`CREATE TABLE IF NOT EXISTS ${KeyExpiresTable} (${KeyExpiresColumns.map(([n, t]) => `${n} ${t}`).join(', ')}, PRIMARY KEY (${KeyExpiresColumns[0][0]}))`);
     await c.query(TRIGGER_FUNCTION);
     for (const table of ['apikeys', 'users']) {
       const has = await c.query("SELECT 1 FROM pg_trigger WHERE tgname = 'eva_userdb_notify' AND tgrelid = $1::regclass", [table]);

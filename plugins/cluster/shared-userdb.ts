@@ -5,7 +5,7 @@ import { describe } from '../../core/log';
 import { bound, defaults } from '../../core/schema';
 import { functionFailed } from '../../core/errors';
 import {
-  keyOfRow, rowOfKey, userOfRow, type KeyUserStore, type UserRecord,
+  KeyExpiresTable, KEYS_SELECT, keyOfRow, rowOfKey, userOfRow, type KeyUserStore, type UserRecord,
 } from '../sysapi/contract';
 import type { LinkUser, PgLink } from './pg-link';
 import { CHANNEL, ensureSchema } from './schema';
@@ -118,10 +118,14 @@ export class SharedUserDb implements KeyUserStore, LinkUser {
     const { cols, values } = rowOfKey(key);
     this.op(`INSERT INTO apikeys (${cols.join(', ')}) VALUES (${cols.map((_, i) => `$${i + 1}`).join(', ')})
       ON CONFLICT (k_id) DO UPDATE SET ${cols.slice(1).map((c) => `${c} = EXCLUDED.${c}`).join(', ')}`, values);
+    // the expiry in our own table, in the same transaction: the row above being written tells the others (its trigger)
+    this.op(`DELETE FROM ${KeyExpiresTable} WHERE k_id = $1`, [key.id]);
+    if (key.expires !== undefined) this.op(`INSERT INTO ${KeyExpiresTable} (k_id, expires) VALUES ($1, $2)`, [key.id, key.expires]);
   }
 
   deleteKey(id: string): void {
     this.op('DELETE FROM apikeys WHERE k_id = $1', [id]);
+    this.op(`DELETE FROM ${KeyExpiresTable} WHERE k_id = $1`, [id]);
   }
 
   putUser(u: UserRecord): void {
@@ -156,7 +160,7 @@ export class SharedUserDb implements KeyUserStore, LinkUser {
 
   private async reload(): Promise<void> {
     const [k, u] = await Promise.all([
-      this.link.pool.query('SELECT * FROM apikeys ORDER BY k_id'),
+      this.link.pool.query(`${KEYS_SELECT} ORDER BY apikeys.k_id`),
       this.link.pool.query('SELECT u, p, k FROM users ORDER BY u'),
     ]);
     this.reloads++;
@@ -168,7 +172,7 @@ export class SharedUserDb implements KeyUserStore, LinkUser {
   private async readOne(what: string): Promise<void> {
     const id = what.slice(2);
     if (what.startsWith('k:')) {
-      const r = await this.link.pool.query('SELECT * FROM apikeys WHERE k_id = $1', [id]);
+      const r = await this.link.pool.query(`${KEYS_SELECT} WHERE apikeys.k_id = $1`, [id]);
       const props = r.rows.length ? keyOfRow(r.rows[0] as Record<string, unknown>) : undefined;
       for (const s of this.subscribers) this.tell(() => s.key?.(id, props));
     } else {

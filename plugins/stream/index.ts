@@ -391,7 +391,8 @@ function startStream(ctx: PluginContext): void {
     return !!found && found.key === c.auth!.key && found.key.hostsAllow.has(c.ip);
   };
   const revoke = (c: StreamClient): void =>
-    goodbye(c, CloseCodes.unauthorized, c.auth!.token ? 'token ended (expired, logged out, or its key changed)' : 'key removed or changed, or not allowed from this address');
+    goodbye(c, CloseCodes.unauthorized, c.auth!.key.expired() ? `API key expired at ${c.auth!.key.expiresIso()}`
+      : c.auth!.token ? 'token ended (expired, logged out, or its key changed)' : 'key removed or changed, or not allowed from this address');
 
   // a key changed or removed, a token ended: check every client at once (once per burst of changes)
   let recheck: NodeJS.Immediate | undefined;

@@ -2,7 +2,7 @@
 import type { UserDb } from './userdb';
 
 /** The user db's tables and their values as EVA ICS 3.3 wrote them: a shared user db (plugins/cluster) keeps the same. */
-export { ApikeysColumns, UsersColumns, keyOfRow, rowOfKey, userOfRow, type KeyUserStore, type UserRecord } from './userdb';
+export { ApikeysColumns, UsersColumns, KeyExpiresTable, KeyExpiresColumns, KEYS_SELECT, keyOfRow, rowOfKey, userOfRow, type KeyUserStore, type UserRecord } from './userdb';
 
 /** The API call log's records, table and backends: a shared user db (plugins/cluster) keeps the log in the same table. */
 export type { ApiLogBackend, ApiLogLimits } from './apilog/backend';

@@ -1,10 +1,10 @@
-import { AllowValues, ApiKey, KeyListField, KeyListFields, splitList } from '../../core/auth/apikey';
+import { AllowValues, ApiKey, KeyListField, KeyListFields, parseExpires, splitList } from '../../core/auth/apikey';
 import type { KeyStore } from '../../core/auth/keys';
 import { parseBool } from '../../core/config';
 import { alreadyExists, invalidParams, notFound } from '../../core/errors';
 
 /** Properties set_key_prop accepts (plugins/sysapi/README.md, keys). */
-export const KeyProps = ['key', 'sysfunc', ...KeyListFields] as const;
+export const KeyProps = ['key', 'sysfunc', 'expires', ...KeyListFields] as const;
 
 /** Networks a dynamic key is usable from when hosts_allow is empty: all of them. */
 export const AllNetworks = ['0.0.0.0/0', '::/0'];
@@ -22,6 +22,15 @@ function listValue(p: string, v: unknown): string[] {
   }
   if (typeof v === 'string' || typeof v === 'number') return splitList(String(v));
   throw invalidParams(`${p}: a list (JSON array or comma-separated string) expected`);
+}
+
+/** An expiry given to create_key or set_key_prop (core/auth/apikey.ts parseExpires); invalid_params when it is no time. */
+export function expiresParam(v: unknown): number | undefined {
+  try {
+    return parseExpires(v);
+  } catch (err) {
+    throw invalidParams((err as Error).message);
+  }
 }
 
 /**
@@ -43,6 +52,10 @@ export function setKeyProp(keys: KeyStore, key: ApiKey, p: string, v: unknown): 
     const b = v === undefined || v === null || v === '' ? false : parseBool(v);
     if (b === undefined) throw invalidParams('sysfunc: a boolean expected');
     key.sysfunc = b;
+    return;
+  }
+  if (p === 'expires') {
+    key.expires = expiresParam(v);
     return;
   }
   if (!(KeyListFields as readonly string[]).includes(p)) throw notFound(`key property ${p}`);

@@ -18,6 +18,18 @@ export const ApikeysColumns: [string, string][] = [
   ['i_deny', 'VARCHAR(8192)'], ['g_deny', 'VARCHAR(8192)'], ['a', 'VARCHAR(256)'], ['hal', 'VARCHAR(8192)'],
   ['has', 'VARCHAR(8192)'], ['pvt', 'VARCHAR(8192)'], ['rpvt', 'VARCHAR(8192)'], ['cdata', 'VARCHAR(16384)'],
 ];
+/**
+ * When dynamic keys expire: a table of ours beside EVA ICS 3.3's (whose
+ * apikeys table has no such column, and in a PostgreSQL database 3.3.2
+ * shares must keep its columns). A key without an expiry has no row. In a
+ * SQLite file the table is made with the first key that expires, so a file
+ * 3.3 made stays as it was until then.
+ */
+export const KeyExpiresTable = 'eva_key_expires';
+export const KeyExpiresColumns: [string, string][] = [['k_id', 'VARCHAR(64) NOT NULL'], ['expires', 'DOUBLE PRECISION']];
+/** Every key row with its expiry (null: none), as keyOfRow reads it; a WHERE or ORDER BY may follow. */
+export const KEYS_SELECT = `SELECT apikeys.*, ${KeyExpiresTable}.expires AS expires FROM apikeys LEFT JOIN ${KeyExpiresTable} ON ${KeyExpiresTable}.k_id = apikeys.k_id`;
+
 export const UsersColumns: [string, string][] = [['u', 'VARCHAR(64) NOT NULL'], ['p', 'VARCHAR(64)'], ['k', 'VARCHAR(2048)']];
 
 /** A user account as stored: `keys` is the key id (a comma list in files of the old system). */
@@ -33,6 +45,8 @@ export function keyOfRow(r: Record<string, unknown>): ApiKeyProps {
     sysfunc: Number(r.s) === 1 || /^(true|yes|1)$/i.test(text(r.s)),
     dynamic: true,
     lists: Object.fromEntries(Object.entries(ListColumns).map(([col, field]) => [field, splitList(text(r[col]))])),
+    // checked where the key is made (parseExpires): a value that is no time skips the key
+    ...(r.expires === null || r.expires === undefined ? {} : { expires: Number(r.expires) }),
   };
 }
 
@@ -168,16 +182,26 @@ export class UserDb implements KeyUserStore {
   /** Every stored key as the properties of a dynamic key (a row may still hold a bad network: ApiKey checks). */
   keys(): ApiKeyProps[] {
     if (!this.store) return [];
-    return this.store.rows('SELECT * FROM apikeys ORDER BY k_id').map(keyOfRow);
+    const sql = this.hasExpires() ? `${KEYS_SELECT} ORDER BY apikeys.k_id` : 'SELECT * FROM apikeys ORDER BY k_id';
+    return this.store.rows(sql).map(keyOfRow);
+  }
+
+  private hasExpires(): boolean {
+    return this.db.columns(KeyExpiresTable).length > 0;
   }
 
   putKey(key: ApiKey): void {
     const { cols, values } = rowOfKey(key);
     this.db.run(`INSERT OR REPLACE INTO apikeys (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`, values);
+    if (key.expires !== undefined) this.ensure(KeyExpiresTable, KeyExpiresColumns);
+    if (!this.hasExpires()) return;
+    this.db.run(`DELETE FROM ${KeyExpiresTable} WHERE k_id = ?`, [key.id]);
+    if (key.expires !== undefined) this.db.run(`INSERT INTO ${KeyExpiresTable} (k_id, expires) VALUES (?, ?)`, [key.id, key.expires]);
   }
 
   deleteKey(id: string): void {
     this.db.run('DELETE FROM apikeys WHERE k_id = ?', [id]);
+    if (this.hasExpires()) this.db.run(`DELETE FROM ${KeyExpiresTable} WHERE k_id = ?`, [id]);
   }
 
   users(): UserRecord[] {

@@ -202,3 +202,26 @@ pgtest('more changes told at once than are kept waiting (10000): everything is r
   const last = (await rows(uri, "SELECT k FROM apikeys WHERE k_id = 'bulk10500'"))[0].k as string;
   t.is(await status(a, last), 200);
 });
+
+pgtest('a key\'s expiry is shared: in a table of ours, apikeys keeping 3.3.2\'s columns; past it both controllers refuse the key', async (t) => {
+  const { uri, a, b } = await pair(t);
+  const before = (await rows(uri, "SELECT column_name FROM information_schema.columns WHERE table_name = 'apikeys' ORDER BY column_name")).map((r) => r.column_name as string);
+  const { key } = await a.client.ok('create_key', { k: Keys.master, i: 'ends', expires: '2100-01-01T00:00:00Z' }) as { key: string };
+  t.deepEqual(await rows(uri, 'SELECT k_id, expires FROM eva_key_expires'), [{ k_id: 'ends', expires: 4102444800 }]);
+  await reaches(t, 'the expiry reaches B', async () => (await b.client.ok('list_key_props', { k: Keys.master, i: 'ends' }) as { expires?: number }).expires === 4102444800);
+  t.is(await status(b, key), 200);
+  // expired now (a time past): B refuses the key, saying why
+  await a.client.ok('set_key_prop', { k: Keys.master, i: 'ends', p: 'expires', v: 1 });
+  await reaches(t, 'B refuses the expired key', async () => (await status(b, key)) === 403);
+  t.regex((await b.client.rpc('test', { k: key })).error!.message, /^API key expired/);
+  // cleared on B: A takes it back, the row goes
+  await b.client.ok('set_key_prop', { k: Keys.master, i: 'ends', p: 'expires', v: '' });
+  await reaches(t, 'the cleared expiry reaches A', async () => (await status(a, key)) === 200);
+  t.deepEqual(await rows(uri, 'SELECT k_id FROM eva_key_expires'), []);
+  await a.client.ok('set_key_prop', { k: Keys.master, i: 'ends', p: 'expires', v: '2100-01-01' });
+  await a.client.ok('destroy_key', { k: Keys.master, i: 'ends' });
+  t.deepEqual(await rows(uri, 'SELECT k_id FROM eva_key_expires'), [], 'a destroyed key leaves no expiry behind');
+  const after = (await rows(uri, "SELECT column_name FROM information_schema.columns WHERE table_name = 'apikeys' ORDER BY column_name")).map((r) => r.column_name as string);
+  t.deepEqual(after, before, 'apikeys has 3.3.2\'s columns, no more');
+  t.false(after.includes('expires'));
+});

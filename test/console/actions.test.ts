@@ -139,6 +139,23 @@ btest('a login that expires sends the console back to the login form by itself',
   t.is(await page.evaluate<string | null>("sessionStorage.getItem('console.token')"), null);
 });
 
+btest('a call refused because the token passed its lifetime (token expired) sends the console back to the login form', async (t) => {
+  // no ping round to notice first: the refusal of the page's own calls must do it
+  const { url, client } = await startController(t, { ini: { webapi: { session_max_lifetime: 2, ws_ping_interval: 600 } } });
+  await client.ok('create_user', { k: Keys.master, u: 'op', p: 'S3cret-pass', a: 'masterkey' });
+  const browser = await launch(t);
+  const page = await browser.newPage({ viewport: { width: 1100, height: 800 } });
+  await page.goto(url);
+  await page.fill('#login-user', 'op');
+  await page.fill('#login-password', 'S3cret-pass');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#fact-system');
+  const token = await page.evaluate<string | null>("sessionStorage.getItem('console.token')");
+  await until('the token to pass its lifetime', async () => (await client.rpc('test', { k: token })).error?.message === 'token expired');
+  await page.waitForSelector('#login-error:has-text("session has ended")', { timeout: 15_000 });
+  t.is(await page.evaluate<string | null>("sessionStorage.getItem('console.token')"), null);
+});
+
 btest('log page (reached by keyboard): log_get history, then the live tail under the level filter; notifier counters move without a reload', async (t) => {
   // a json endpoint the notifier delivers to
   const http = await import('node:http');

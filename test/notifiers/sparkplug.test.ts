@@ -391,3 +391,20 @@ test('primary host: nothing while it is offline, births when it comes online, th
   t.is((await stats(c.client, c.k, 'sp')).stored_now, 0);
   t.deepEqual(host.problems, []);
 });
+
+test('an expired command key writes nothing: the command is refused and counted', async (t) => {
+  const broker = await startBroker(t, { kind: 'mosquitto' });
+  const host = await SparkplugHost.connect(t, broker, 'plant');
+  const expired = keysIni({
+    masterkey: { key: Keys.master, master: true, hosts_allow: ['0.0.0.0/0', '::/0'] },
+    cmd: { key: 'cmdkeycmdkeycmdkeycmdkeycmdkeycmdkeycmdkeycmdkeycmdkeycmdkey1234', groups: 'g1/#', hosts_allow: '127.0.0.1', expires: '2020-01-01T00:00:00Z' },
+  });
+  const c = await controllerWith(t, { sp: sparkplugNotifier(broker, { command_key: 'cmd' }) }, { keysIni: expired });
+  await c.ok('create', { i: 'sensor:g1/temp' });
+  await host.until('born', () => host.value(NODE, 'g1', 'sensor/temp/status') !== undefined);
+  const before = (await c.ok('state', { i: 'sensor:g1/temp' })).status;
+  await host.command(NODE, 'g1', [{ name: 'sensor/temp/status', datatype: Types.Int32, value: 3 }]);
+  await until('refused', async () => (await stats(c.client, c.k, 'sp')).commands_refused === 1);
+  t.is((await c.ok('state', { i: 'sensor:g1/temp' })).status, before);
+  t.is((await stats(c.client, c.k, 'sp')).commands_run, 0);
+});

@@ -81,7 +81,8 @@ async function api(method, params) {
   try {
     return await rpc(method, params);
   } catch (err) {
-    if (err instanceof ApiError && err.code === 2 && /invalid key/.test(err.message)) {
+    // a token ended (invalid key), past its lifetime or its key's expiry (… expired …)
+    if (err instanceof ApiError && err.code === 2 && /invalid key|expired/.test(err.message)) {
       expired();
     } else if (err instanceof ApiError && err.code === 2) {
       // the API refuses without saying which right is missing: name it

@@ -671,6 +671,7 @@ export class SparkplugNode implements Endpoint {
     const items = this.items();
     const key = this.s.commandKey ? this.ctx.keys.get(this.s.commandKey) : undefined;
     if (!items || !key) return this.refuse(topic, 'no command_key set', ref.oid);
+    if (key.expired()) return this.refuse(topic, 'the command key expired', ref.oid);
     const [type, full] = [ref.type, ref.oid.slice(ref.oid.indexOf(':') + 1)];
     const slash = full.lastIndexOf('/');
     const o = { oid: ref.oid, type: type as ItemInfo['type'], group: slash < 0 ? '' : full.slice(0, slash), id: full.slice(slash + 1), full_id: full };

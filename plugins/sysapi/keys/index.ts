@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { definePlugin } from '../../../core/plugin';
 import { text, bool, any } from '../../../core/schema';
-import { ApiKey } from '../../../core/auth/apikey';
+import { ApiKey, parseExpires } from '../../../core/auth/apikey';
 import { generateKeyValue } from '../../../core/auth/keys';
 import { alreadyExists, functionFailed, invalidParams, notFound } from '../../../core/errors';
 import { UserDb, type KeyUserStore } from '../userdb';
@@ -9,7 +9,7 @@ import type { ApiKeyProps } from '../../../core/auth/apikey';
 import { ClusterSettings } from '../../cluster/contract';
 import { describe } from '../../../core/log';
 import { healthReason } from '../../../core/health';
-import { AllNetworks, KeyProps, setKeyProp } from '../keyprops';
+import { AllNetworks, KeyProps, expiresParam, setKeyProp } from '../keyprops';
 import { DynamicKeysSync, writeOrFail } from '../dynamic-keys';
 
 /** A key id: what EVA ICS 3.3 stored (k_id is VARCHAR(64)); no comma, which separates ids in users.k. */
@@ -54,13 +54,13 @@ export const plugin = definePlugin({
       let key: ApiKey;
       try {
         if (!props.key) throw new Error('no key value');
-        key = new ApiKey(props);
+        key = new ApiKey({ ...props, expires: parseExpires(props.expires) });
       } catch (err) {
         log.warning(`user db key ${id} skipped: ${describe(err)}`);
         return;
       }
       if (old && JSON.stringify(old.serialize()) === JSON.stringify(key.serialize())) return;
-      const holder = keys.resolve(key.key)?.key;
+      const holder = keys.holder(key.key);
       if (holder && holder.id !== id) {
         log.warning(`user db key ${id} skipped: key ${holder.id} has the same value`);
         return;
@@ -108,18 +108,20 @@ export const plugin = definePlugin({
     };
     const keyId = text('key id').req();
     const saveParam = bool('write the key to the user db now, whatever [server] db_update says');
+    const expiresDecl = any('when the key expires: Unix seconds or ISO 8601 (2026-12-31T23:59:59Z; without a zone: local time); absent or empty: never');
 
     ctx.register({
       name: 'create_key',
       permission: 'master',
-      params: { i: keyId, save: saveParam },
+      params: { i: keyId, expires: expiresDecl, save: saveParam },
       description: 'Create a dynamic API key (usable from all networks, no rights until set_key_prop gives them).',
-      returns: 'the API key object',
+      returns: 'the API key object (with expires and expired when it expires)',
       async handler(p) {
         if (!KEY_ID.test(p.i)) throw invalidParams('i: a key id is 1 to 64 characters without spaces or commas');
+        const expires = expiresParam(p.expires);
         if (keys.get(p.i)) throw alreadyExists(`API key ${p.i}`);
         const value = newKeyValue();
-        const key = new ApiKey({ id: p.i, key: value, dynamic: true, lists: { hosts_allow: [...AllNetworks] } });
+        const key = new ApiKey({ id: p.i, key: value, dynamic: true, lists: { hosts_allow: [...AllNetworks] }, expires });
         keys.add(key);
         // a failed write takes the key back out: an error answer leaves no key behind
         await sync.changed(key.id, p.save, () => { if (keys.get(key.id) === key) keys.remove(key.id); });
@@ -159,12 +161,12 @@ export const plugin = definePlugin({
       permission: 'master',
       params: {},
       description: 'All API keys with their rights (without their values).',
-      returns: 'array of {key_id, master, dynamic, sysfunc, allow, groups, items, ...}',
+      returns: 'array of {key_id, master, dynamic, sysfunc, allow, groups, items, ...; expires (Unix seconds) and expired for a key that expires}',
       handler() {
         // as 3.3 orders them: master keys first, each part by id
         return keys.all()
           .sort((a, b) => Number(b.master) - Number(a.master) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-          .map((k) => ({ ...k.acl(), cdata: [...k.lists.cdata], dynamic: k.dynamic, sysfunc: k.sysfunc }));
+          .map((k) => ({ ...k.acl(), cdata: [...k.lists.cdata], dynamic: k.dynamic, sysfunc: k.sysfunc, ...k.expiry() }));
       },
     });
 
@@ -190,7 +192,7 @@ export const plugin = definePlugin({
       params: {
         i: keyId,
         p: text(`property: ${KeyProps.join(', ')}`).req(),
-        v: any('value; lists as a JSON array or a comma-separated string; empty or absent revokes'),
+        v: any('value; lists as a JSON array or a comma-separated string; expires as Unix seconds or ISO 8601; empty or absent revokes (expires: never)'),
         save: saveParam,
       },
       description: 'Set a property of a dynamic API key; its tokens end at once.',

@@ -180,6 +180,8 @@ export const plugin = definePlugin({
     /** What login answers for a key; refused when the key may not be used from the caller's address. */
     const issue = async (key: ApiKey | undefined, call: CallContext, userName?: string) => {
       if (!key || !key.hostsAllow.has(call.ip)) throw denied();
+      // after the password was found right: the account's holder may learn why
+      if (key.expired()) throw accessDenied(`the API key of this account expired at ${key.expiresIso()}`);
       // with shared tokens, answered once the other controllers can know it; a token that cannot be shared is none
       const token = tokens.enabled ? await tokens.create(key.id, userName).catch((err: unknown) => {
         if (err instanceof ApiError) throw err; // the share's own word (its changes waiting at their bound; it logs that once)

@@ -1,10 +1,10 @@
-import { AllowValues, ApiKey, KeyListField, KeyListFields, splitList } from '../../core/auth/apikey';
+import { AllowValues, ApiKey, KeyListField, KeyListFields, McpModes, mcpMode, splitList } from '../../core/auth/apikey';
 import type { KeyStore } from '../../core/auth/keys';
 import { parseBool } from '../../core/config';
 import { alreadyExists, invalidParams, notFound } from '../../core/errors';
 
 /** Properties set_key_prop accepts (plugins/sysapi/README.md, keys). */
-export const KeyProps = ['key', 'sysfunc', ...KeyListFields] as const;
+export const KeyProps = ['key', 'sysfunc', 'mcp', ...KeyListFields] as const;
 
 /** Networks a dynamic key is usable from when hosts_allow is empty: all of them. */
 export const AllNetworks = ['0.0.0.0/0', '::/0'];
@@ -43,6 +43,12 @@ export function setKeyProp(keys: KeyStore, key: ApiKey, p: string, v: unknown): 
     const b = v === undefined || v === null || v === '' ? false : parseBool(v);
     if (b === undefined) throw invalidParams('sysfunc: a boolean expected');
     key.sysfunc = b;
+    return;
+  }
+  if (p === 'mcp') {
+    const mode = mcpMode(v);
+    if (mode === undefined) throw invalidParams(`mcp: ${McpModes.join(' or ')} expected`);
+    key.mcp = mode;
     return;
   }
   if (!(KeyListFields as readonly string[]).includes(p)) throw notFound(`key property ${p}`);

@@ -84,8 +84,8 @@ export const plugin = definePlugin({
       }
     };
 
-    ctx.httpRoute(PATH, async (req, res, ip) => {
-      if ((req.url ?? '').split('?')[0] !== PATH) return false;
+    // on node:http before Koa, as /jrpc is: Koa would double a call's cost (test/bench/README.md)
+    ctx.httpPath(PATH, async (req, res, ip) => {
       if (req.method !== 'POST') {
         // no server-sent event stream (GET) and no session to end (DELETE): the transport's 405
         refuse(req, res, 405, -32000, `method ${req.method} not allowed: POST one JSON RPC message`, { Allow: 'POST' });

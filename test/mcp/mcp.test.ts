@@ -130,6 +130,11 @@ test('resources: the items the key may read, with their state', async (t) => {
   t.like(JSON.parse((read.contents[0] as { text: string }).text), { oid: 'sensor:env/temp', status: 1, value: '21.5' });
   await t.throwsAsync(plain.readResource({ uri: 'eva://item/sensor:other/x' }), { message: /resource not found/ }, 'not readable: as absent');
   await t.throwsAsync(plain.readResource({ uri: 'eva://item/sensor:env/none' }), { message: /resource not found/ });
+  // item tools answer only what the key may read, as on /jrpc
+  t.deepEqual((textOf(await plain.callTool({ name: 'state', arguments: {} })) as any[]).map((x) => x.oid), ['sensor:env/temp']);
+  const other = await plain.callTool({ name: 'state', arguments: { i: 'sensor:other/x' } });
+  t.true(other.isError);
+  t.is(textOf(other).code, (await running.client.rpc('state', { k: K.plain, i: 'sensor:other/x' })).error?.code);
   const master = await connect(t, running.url, K.master);
   t.deepEqual((await master.listResources()).resources.map((r) => r.name).sort(), ['sensor:env/temp', 'sensor:other/x']);
   await master.ping();

@@ -23,6 +23,8 @@ export interface CallMeta {
   signal?: () => AbortSignal;
   /** false: no key from hosts_assign for this call (a browser's request from a page of another origin) */
   assign?: boolean;
+  /** only functions that change nothing (CallContext.readsOnly) */
+  readsOnly?: boolean;
   /** the transport holds answers until their writes settle (CallContext.holdAnswer): it is given each held write, failing with the call's ApiError */
   hold?: (written: Promise<unknown>) => void;
 }
@@ -42,13 +44,14 @@ export type CallObserver = (
 
 /** A call's context; a class, so the lazy `signal` getter is one shared accessor, not one per call. */
 class Call implements CallContext {
-  readonly key; readonly token; readonly user; readonly assigned; readonly readonly;
+  readonly key; readonly token; readonly user; readonly assigned; readonly readonly; readonly readsOnly;
   readonly ip: string; readonly transport: string; readonly headers: CallMeta['headers'];
   readonly holdAnswer?: (written: Promise<unknown>) => void;
   /** the write the handler handed to holdAnswer */
   held?: Promise<unknown>;
   constructor(who: ReturnType<Dispatcher['identify']>, private readonly meta: CallMeta) {
     this.key = who?.key; this.token = who?.token; this.user = who?.user; this.assigned = who?.assigned; this.readonly = who?.readonly;
+    this.readsOnly = meta.readsOnly;
     this.ip = meta.ip; this.transport = meta.transport; this.headers = meta.headers;
     // a closure only where answers can be held (a batch's calls)
     if (meta.hold) this.holdAnswer = (written) => { this.held = this.held ? Promise.all([this.held, written]) : written; };

@@ -25,6 +25,11 @@ export interface CallContext {
   assigned?: boolean;
   /** the token is read-only (set_token_readonly) */
   readonly?: boolean;
+  /**
+   * the transport lets this caller run only functions that change nothing
+   * (changes()): MCP for a key whose property `mcp` is not `write`
+   */
+  readsOnly?: boolean;
   ip: string;
   transport: string;
   /** request headers, lower-case names (login reads Authorization) */
@@ -81,9 +86,14 @@ export interface FunctionDecl<P extends Decls = Decls> {
    */
   returns?: string;
   /**
-   * A function of permission `none` or `any` that may change something: a
-   * read-only token may not call it (every function of another permission
-   * is refused to one anyway; see restricted()).
+   * Whether the function may change something (state, files, keys, the
+   * log, a notifier's delivery). Unsaid, a function of permission `none` or
+   * `any` only reads and any other may change (changes()): a function of
+   * another permission that only reads says `changes: false`. A read-only
+   * token may not call a function of `none` or `any` that says `true`
+   * (every function of another permission is refused to one anyway; see
+   * restricted()); MCP lists the functions that change something only to
+   * a key whose property `mcp` is `write`.
    */
   changes?: boolean;
   /**
@@ -147,6 +157,16 @@ export function permits(key: ApiKey | undefined, permission: Permission): boolea
  */
 export function restricted(decl: FunctionDecl): boolean {
   return decl.changes === true || (decl.permission !== 'none' && decl.permission !== 'any');
+}
+
+/**
+ * Whether a function may change something: as declared, else unless its
+ * permission is `none` or `any` (what is unsaid counts as a change beyond
+ * those: a drop-in's function is listed to MCP read keys only once it says
+ * it only reads).
+ */
+export function changes(decl: FunctionDecl): boolean {
+  return decl.changes ?? (decl.permission !== 'none' && decl.permission !== 'any');
 }
 
 /** The JSON Schema of an OK answer in JSON RPC (core/results.ts, rpcResult): a function's that says it `returns: 'OK'`. */
@@ -219,6 +239,7 @@ export class FunctionRegistry {
   invoke(decl: FunctionDecl, params: Record<string, unknown>, call: CallContext): unknown {
     if (!permits(call.key, decl.permission)) throw accessDenied();
     if (call.readonly && restricted(decl)) throw tokenRestricted();
+    if (call.readsOnly && changes(decl)) throw accessDenied('this key may only read through MCP (key property mcp = write allows changes)');
     if (decl.fenced === true && this.gate !== undefined) {
       const refused = this.gate();
       if (refused) throw refused;
@@ -262,6 +283,7 @@ export class FunctionRegistry {
         'x-aliases': d.aliases ?? [],
         'x-api': d.api ?? 'sys',
         ...(d.fenced === true && { 'x-fenced': true }),
+        'x-changes': changes(d),
       })),
     };
   }

@@ -20,7 +20,7 @@ import type { RouteHandler, UpgradeHandler } from './http/hooks';
  * plugin written for the previous one may break). A plugin states the range it
  * was written for with `kernel`, e.g. '^2'.
  */
-export const KERNEL_API = '2.4.0';
+export const KERNEL_API = '2.5.0';
 
 /**
  * The services plugins offer each other, by name. Empty here: the plugin that
@@ -160,6 +160,12 @@ export interface PluginContext {
   timeout(fn: () => void, ms: number): NodeJS.Timeout;
   /** answer HTTP requests under a path prefix that no kernel route answers (static pages) */
   httpRoute(prefix: string, handler: RouteHandler): void;
+  /**
+   * answer every request to exactly this path (no query counted), on
+   * node:http before Koa and the httpRoute prefixes: a path that takes
+   * calls (MCP's /mcp). A path is one plugin's; the kernel's own come first.
+   */
+  httpPath(path: string, handler: RouteHandler): void;
   /** take upgrade requests (WebSocket) on a path of the same HTTP server */
   httpUpgrade(path: string, handler: UpgradeHandler): void;
   /** run once every plugin has started (in start order): cross-plugin wiring, start-up events */

@@ -418,6 +418,7 @@ export class PluginHost {
       },
       httpRoute: (prefix, handler) => { open(); this.http.addRoute(name, prefix, handler); },
       httpUpgrade: (path, handler) => { open(); this.http.addUpgrade(name, path, handler); },
+      httpPath: (path, handler) => { open(); this.http.addPath(name, path, handler); },
       onReady: (fn) => { ready.push(fn); },
       onSave: (fn) => this.saves.add(name, fn),
       onStop: (fn) => { cleanups.push(fn); },

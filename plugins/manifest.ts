@@ -11,6 +11,7 @@ export const BuiltinPlugins: readonly string[] = [
   'corescripts',
   'history',
   'items',
+  'mcp',
   'notifiers/db',
   'notifiers/host',
   'notifiers/http-post',

@@ -10,12 +10,27 @@ export const KeyListFields = [
 ] as const;
 export type KeyListField = (typeof KeyListFields)[number];
 
+/**
+ * What a key may do through MCP (`mcp` of the key file, set_key_prop):
+ * `read` (the default) lists and runs only the functions that change
+ * nothing; `write` all the key may call.
+ */
+export const McpModes = ['read', 'write'] as const;
+export type McpMode = (typeof McpModes)[number];
+
+/** A value of `mcp`: empty or absent is `read`; undefined for anything else. */
+export function mcpMode(v: unknown): McpMode | undefined {
+  if (v === undefined || v === null || v === '') return 'read';
+  return (McpModes as readonly unknown[]).includes(v) ? (v as McpMode) : undefined;
+}
+
 export interface ApiKeyProps {
   id: string;
   key: string;
   master?: boolean;
   sysfunc?: boolean;
   dynamic?: boolean;
+  mcp?: McpMode;
   lists?: Partial<Record<KeyListField, string[]>>;
   /** when the key stops letting anyone in (Unix seconds); absent: never */
   expires?: number;
@@ -63,6 +78,7 @@ export class ApiKey {
   readonly master: boolean;
   private sys: boolean;
   readonly dynamic: boolean;
+  private mcpMode: McpMode;
   lists: Record<KeyListField, string[]>;
   /** changes with every change of what the key allows (sysfunc, a list): what was made of the key before is stale */
   revision = 0;
@@ -77,6 +93,7 @@ export class ApiKey {
     this.master = !!p.master;
     this.sys = !!p.sysfunc;
     this.dynamic = !!p.dynamic;
+    this.mcpMode = p.mcp ?? 'read';
     this.lists = Object.fromEntries(KeyListFields.map((f) => [f, [...(p.lists?.[f] ?? [])]])) as ApiKey['lists'];
     this.hostsAllow = new NetworkList(this.lists.hosts_allow);
     this.hostsAssign = new NetworkList(this.lists.hosts_assign);
@@ -107,6 +124,15 @@ export class ApiKey {
     this.revision++;
   }
 
+  get mcp(): McpMode {
+    return this.mcpMode;
+  }
+
+  set mcp(mode: McpMode) {
+    this.mcpMode = mode;
+    this.revision++;
+  }
+
   /** Replace a list property, revalidating networks (throws on a bad one). */
   setList(field: KeyListField, values: string[]): void {
     if (field === 'hosts_allow') this.hostsAllow = new NetworkList(values);
@@ -127,7 +153,7 @@ export class ApiKey {
       groups_ro: [...this.lists.groups_ro], items_ro: [...this.lists.items_ro],
       groups_deny: [...this.lists.groups_deny], items_deny: [...this.lists.items_deny],
       hosts_allow: [...this.lists.hosts_allow], hosts_assign: [...this.lists.hosts_assign],
-      pvt: [...this.lists.pvt], rpvt: [...this.lists.rpvt], cdata: [...this.lists.cdata],
+      pvt: [...this.lists.pvt], rpvt: [...this.lists.rpvt], cdata: [...this.lists.cdata], mcp: this.mcp,
       ...this.expiry(),
     };
   }

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import crypto from 'node:crypto';
 import ini from 'ini';
 import { parseIni } from '../ini';
-import { ApiKey, KeyListFields, parseExpires, splitList } from './apikey';
+import { ApiKey, KeyListFields, McpModes, mcpMode, parseExpires, splitList } from './apikey';
 import { TokenStore } from './tokens';
 import { Paths } from '../paths';
 import { writeFileAtomicSync } from '../toolkit/atomic-file';
@@ -92,8 +92,11 @@ export class KeyStore {
       }
       try {
         const lists = Object.fromEntries(KeyListFields.map((f) => [f, splitList(sec[f])]));
+        const mcp = mcpMode(typeof sec.mcp === 'string' ? sec.mcp.trim() : sec.mcp);
+        // a misspelt mode never becomes write: the key is skipped, as for a bad network
+        if (mcp === undefined) throw new Error(`mcp must be ${McpModes.join(' or ')}`);
         this.add(new ApiKey({
-          id, key: value, master: parseBool(sec.master) === true, sysfunc: parseBool(sec.sysfunc) === true, lists,
+          id, key: value, master: parseBool(sec.master) === true, sysfunc: parseBool(sec.sysfunc) === true, lists, mcp,
           expires: parseExpires(sec.expires),
         }));
       } catch (err) {

@@ -23,6 +23,7 @@ export interface UpgradeHandler {
 export class HttpHooks {
   private routes: { owner: string; prefix: string; handler: RouteHandler }[] = [];
   private upgrades = new Map<string, { owner: string; handler: UpgradeHandler }>();
+  private paths = new Map<string, { owner: string; handler: RouteHandler }>();
 
   addRoute(owner: string, prefix: string, handler: RouteHandler): void {
     this.routes.push({ owner, prefix, handler });
@@ -36,9 +37,22 @@ export class HttpHooks {
     this.upgrades.set(path, { owner, handler });
   }
 
+  /** One exact path, answered on node:http before Koa (PluginContext.httpPath). */
+  addPath(owner: string, path: string, handler: RouteHandler): void {
+    const taken = this.paths.get(path);
+    if (taken) throw new Error(`path ${path} is already taken by ${taken.owner}`);
+    this.paths.set(path, { owner, handler });
+  }
+
   removeOwner(owner: string): void {
     this.routes = this.routes.filter((r) => r.owner !== owner);
     for (const [p, u] of this.upgrades) if (u.owner === owner) this.upgrades.delete(p);
+    for (const [p, h] of this.paths) if (h.owner === owner) this.paths.delete(p);
+  }
+
+  /** the handler of exactly this path, if a plugin took it */
+  pathFor(path: string): RouteHandler | undefined {
+    return this.paths.get(path)?.handler;
   }
 
   /** route handlers whose prefix covers the path, longest prefix first */

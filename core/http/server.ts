@@ -39,8 +39,10 @@ const koaRouter = onFirstUse<typeof Router>('@koa/router');
  * and /jrpc — and the supervisor's GET /health answered on node:http
  * itself; Koa for the rest: the operator's GET /metrics (Koa
  * is loaded with the first of those: a controller that only takes calls and
- * health checks never loads it, about 3 MB less memory). Anything else
- * goes to the routes and upgrade paths plugins add (HttpHooks), else 404; an exception that escapes a handler is logged and
+ * health checks never loads it, about 3 MB less memory). An exact path a
+ * plugin took (httpPath: MCP's /mcp) is answered on node:http too, after
+ * the kernel's own; anything else goes to the routes and upgrade paths
+ * plugins add (HttpHooks), else 404; an exception that escapes a handler is logged and
  * answered 500 without details. It listens from the start of the
  * controller to its end: while plugins start or stop, /health says so (503)
  * and every other request is answered 503.
@@ -105,6 +107,7 @@ export class HttpServer {
       failed(JSON.stringify(rpcError(null, 10, 'internal error'))));
     const direct = directHandler(dispatcher, { maxBody: w.max_body_size, maxAnswer: w.max_answer_size }, clientIp, w.x_real_ip,
       failed(JSON.stringify({ result: 'ERROR', _error: 'internal error' })));
+    const pathFailed = failed(JSON.stringify({ result: 'ERROR', _error: 'internal error' }));
     this.gate = unreadGate(w.max_unread, w.max_waiting);
     const route = directRoute(paths.product);
     // Function calls — /jrpc and the direct paths — and /health, which a
@@ -127,8 +130,24 @@ export class HttpServer {
         return true;
       }
       const call = route(url);
-      if (!call) return false;
-      direct(req, res, call, done);
+      if (call) {
+        direct(req, res, call, done);
+        return true;
+      }
+      // a path a plugin took whole (MCP): its calls are not worth Koa's 20-odd µs each (test/bench/README.md)
+      const taken = this.hooks.pathFor(url.split('?')[0]);
+      if (!taken) return false;
+      let answered: boolean | Promise<boolean>;
+      try {
+        answered = taken(req, res, clientIp(req));
+      } catch (err) {
+        pathFailed(req, res, err);
+        done();
+        return true;
+      }
+      void Promise.resolve(answered).then((handled) => {
+        if (!handled && !res.headersSent) sendDirectError(res, 404, 'not found');
+      }, (err: unknown) => pathFailed(req, res, err)).finally(done);
       return true;
     };
     this.koaApp = () => this.buildKoa(dispatcher, metrics);

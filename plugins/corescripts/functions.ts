@@ -45,6 +45,7 @@ export function registerCorescriptFunctions(ctx: PluginContext, scripts: ScriptS
   });
   ctx.register({
     name: 'list_corescript_mqtt_topics',
+    changes: false,
     permission: 'master',
     params: {},
     description: 'The MQTT topics core scripts are subscribed to.',

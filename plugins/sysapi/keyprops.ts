@@ -1,10 +1,10 @@
-import { AllowValues, ApiKey, KeyListField, KeyListFields, parseExpires, splitList } from '../../core/auth/apikey';
+import { AllowValues, ApiKey, KeyListField, KeyListFields, McpModes, mcpMode, parseExpires, splitList } from '../../core/auth/apikey';
 import type { KeyStore } from '../../core/auth/keys';
 import { parseBool } from '../../core/config';
 import { alreadyExists, invalidParams, notFound } from '../../core/errors';
 
 /** Properties set_key_prop accepts (plugins/sysapi/README.md, keys). */
-export const KeyProps = ['key', 'sysfunc', 'expires', ...KeyListFields] as const;
+export const KeyProps = ['key', 'sysfunc', 'expires', 'mcp', ...KeyListFields] as const;
 
 /** Networks a dynamic key is usable from when hosts_allow is empty: all of them. */
 export const AllNetworks = ['0.0.0.0/0', '::/0'];
@@ -56,6 +56,12 @@ export function setKeyProp(keys: KeyStore, key: ApiKey, p: string, v: unknown): 
   }
   if (p === 'expires') {
     key.expires = expiresParam(v);
+    return;
+  }
+  if (p === 'mcp') {
+    const mode = mcpMode(v);
+    if (mode === undefined) throw invalidParams(`mcp: ${McpModes.join(' or ')} expected`);
+    key.mcp = mode;
     return;
   }
   if (!(KeyListFields as readonly string[]).includes(p)) throw notFound(`key property ${p}`);

@@ -37,14 +37,25 @@ export interface UserRecord { user: string; password: string; keys: string[] }
 
 const text = (v: unknown) => (v === null || v === undefined ? '' : String(v));
 
+/**
+ * How `mcp = write` is kept in a row: 3.3.2's table has no column for it
+ * and gets none (a 3.3.2 controller sharing the table must read it as it
+ * wrote it), so it rides in the allow column `a` as one more value,
+ * which 3.3.2 reads past (it asks the list for cmd, lock, device only).
+ */
+const McpWrite = 'mcp:write';
+
 /** A row of table `apikeys` as the properties of a dynamic key (a row may still hold a bad network: ApiKey checks). */
 export function keyOfRow(r: Record<string, unknown>): ApiKeyProps {
+  const lists: Partial<Record<KeyListField, string[]>> = Object.fromEntries(Object.entries(ListColumns).map(([col, field]) => [field, splitList(text(r[col]))]));
+  const allow = lists.allow ?? [];
   return {
     id: text(r.k_id),
     key: text(r.k),
     sysfunc: Number(r.s) === 1 || /^(true|yes|1)$/i.test(text(r.s)),
     dynamic: true,
-    lists: Object.fromEntries(Object.entries(ListColumns).map(([col, field]) => [field, splitList(text(r[col]))])),
+    mcp: allow.includes(McpWrite) ? 'write' : 'read',
+    lists: { ...lists, allow: allow.filter((a) => a !== McpWrite) },
     // checked where the key is made (parseExpires): a value that is no time skips the key
     ...(r.expires === null || r.expires === undefined ? {} : { expires: Number(r.expires) }),
   };
@@ -54,8 +65,14 @@ export function keyOfRow(r: Record<string, unknown>): ApiKeyProps {
 export function rowOfKey(key: ApiKey): { cols: string[]; values: (string | number)[] } {
   return {
     cols: ['k_id', 'k', 'm', 's', ...Object.keys(ListColumns)],
-    values: [key.id, key.key, 0, key.sysfunc ? 1 : 0, ...Object.values(ListColumns).map((f) => key.lists[f].join(','))],
+    values: [key.id, key.key, 0, key.sysfunc ? 1 : 0, ...Object.values(ListColumns).map((f) => columnOf(key, f))],
   };
+}
+
+/** A list column's text; `allow` carries mcp = write (McpWrite). */
+function columnOf(key: ApiKey, f: KeyListField): string {
+  if (f === 'allow' && key.mcp === 'write') return [...key.lists.allow, McpWrite].join(',');
+  return key.lists[f].join(',');
 }
 
 /** A row of table `users`. */

@@ -77,6 +77,23 @@ pgtest('a key created, changed, regenerated and destroyed on one controller does
   t.false((await b.client.ok('list_keys', { k: Keys.master }) as { key_id: string }[]).some((k) => k.key_id === 'shared1'));
 });
 
+pgtest('key property mcp = write is kept in 3.3.2\'s allow column (no column of its own) and reaches the other controller', async (t) => {
+  const { uri, a, b } = await pair(t);
+  await a.client.ok('create_key', { k: Keys.master, i: 'agent' });
+  await a.client.ok('set_key_prop', { k: Keys.master, i: 'agent', p: 'allow', v: 'cmd' });
+  await a.client.ok('set_key_prop', { k: Keys.master, i: 'agent', p: 'mcp', v: 'write' });
+  const [row] = await rows(uri, 'SELECT * FROM apikeys WHERE k_id = $1', ['agent']);
+  t.is(row.a, 'cmd,mcp:write');
+  t.false('mcp' in row, 'no column');
+  await reaches(t, 'mcp = write reaches B', async () => {
+    const p = (await b.client.ok('list_key_props', { k: Keys.master, i: 'agent' })) as { mcp: string; allow: string[] };
+    return p.mcp === 'write' && p.allow.join(',') === 'cmd';
+  });
+  await b.client.ok('set_key_prop', { k: Keys.master, i: 'agent', p: 'mcp', v: 'read' });
+  await reaches(t, 'mcp = read reaches A', async () => (await a.client.ok('list_key_props', { k: Keys.master, i: 'agent' })).mcp === 'read');
+  t.is((await rows(uri, 'SELECT a FROM apikeys WHERE k_id = $1', ['agent']))[0].a, 'cmd');
+});
+
 pgtest('a user created on one controller logs in on the other; a new password and a removal reach it too', async (t) => {
   const { uri, a, b } = await pair(t);
   await a.client.ok('create_key', { k: Keys.master, i: 'op' });

@@ -62,6 +62,8 @@ export const DIFFERENCES: readonly Listed[] = [
   { call: 'list_key_props:static', transport: 'rpc', path: 'outcome', eva332: 'error 1', ours: 'result', why: 'improvement: as above' },
   { call: 'list_keys', transport: 'all', path: 'result[].pvt', eva332: ABSENT, ours: [], why: 'improvement: the key list has the key object\'s pvt and rpvt' },
   { call: 'list_keys', transport: 'all', path: 'result[].rpvt', eva332: ABSENT, ours: [], why: 'improvement: as above' },
+  { call: ['create_key:ok', 'list_key_props:dynamic', 'list_key_props:after-set'], transport: 'all', path: 'result.mcp', eva332: ABSENT, ours: 'read', why: 'improvement: the key property mcp (what the key may do through MCP, /mcp; read by default), which 3.3 has no MCP for' },
+  { call: 'list_keys', transport: 'all', path: 'result[].mcp', eva332: ABSENT, ours: 'read', why: 'improvement: as above' },
   { call: 'list_keys', transport: 'all', path: 'result[].sysfunc', eva332: ABSENT, ours: false, why: 'improvement: the master key\'s element has sysfunc like the others (the specification\'s list_keys element)' },
   { call: ['create_user:ok', 'get_user:ok'], transport: 'all', path: 'result.key', eva332: ABSENT, ours: 'key_$T', why: 'improvement: key as the specification names it, beside 3.3\'s key_id (both answered)' },
 

@@ -28,6 +28,8 @@ export interface Method {
   'x-aliases': string[];
   'x-api': 'sys' | 'product';
   'x-fenced'?: boolean;
+  /** may change something (read-only tokens, MCP read keys): older documents lack it */
+  'x-changes'?: boolean;
 }
 export interface Discovery { info: { title: string; version: string }; methods: Method[] }
 
@@ -129,7 +131,8 @@ export function render(all: Record<Product, Discovery>): string {
     'valid key, `master` the master key, `sysfunc` a sysfunc or master key, `cmd`,',
     '`lock`, `device` a key whose `allow` has it. Types: `seconds` is a time in',
     'seconds, `list` a list of strings or one comma-separated string, `any` any',
-    'JSON value.',
+    'JSON value. "Changes something" (the declaration\'s `changes`) decides what a',
+    'read-only token and an MCP key without `mcp = write` may call.',
     'A function marked "on a failover standby: refused" changes items, cvars or',
     'locks, or runs a unit action: a standby controller (`[cluster] failover`)',
     'answers it with JSON RPC code 5, HTTP 503 and a message that says `standby`',
@@ -152,6 +155,7 @@ export function render(all: Record<Product, Discovery>): string {
     if (m['x-aliases'].length) out.push(`- aliases: ${m['x-aliases'].map((a) => `\`${a}\``).join(', ')}`);
     out.push(`- permission: ${m['x-permission']}`);
     if (m['x-fenced']) out.push('- on a failover standby: refused, 5 / 503 (`standby`)');
+    if (m['x-changes'] !== undefined) out.push(`- changes something: ${m['x-changes'] ? 'yes' : 'no'}`);
     if (!same) out.push(`- products: ${byName.get(m.name)!.products.join(', ')}`);
     out.push(`- answer: ${cell(m.result.description)}`, '');
     out.push('| parameter | type | required | description |', '| --- | --- | --- | --- |');

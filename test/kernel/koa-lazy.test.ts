@@ -35,7 +35,14 @@ test('Koa is loaded with the first request that needs it: function calls and /he
   t.is(g.status, 200);
   t.is(g.headers.get('content-type'), 'application/json');
   t.is((await g.json() as { result: { ok: boolean } }).result.ok, true);
-  t.false(loaded('koa'), 'not for calls and health checks');
+  // a plugin's exact path (MCP) is answered on node:http too
+  const mcp = await fetch(`${url}/mcp`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${k}` },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'test', arguments: {} } }),
+  });
+  t.is(mcp.status, 200);
+  t.falsy((await mcp.json() as { result: { isError?: boolean } }).result.isError);
+  t.false(loaded('koa'), 'not for calls, MCP and health checks');
   t.false(loaded('@koa/router'));
 
   // /metrics is Koa's: loaded now, and it answers as before, with the headers of every answer

@@ -53,6 +53,7 @@ export function standaloneContext(paths: Paths): { ctx: PluginContext; close(): 
     hasService: () => false,
     httpRoute: unavailable('the HTTP server'),
     httpUpgrade: unavailable('the HTTP server'),
+    httpPath: unavailable('the HTTP server'),
     interval(fn, ms) { const t = setInterval(fn, ms); cleanups.push(() => clearInterval(t)); return t; },
     timeout(fn, ms) { const t = setTimeout(fn, ms); cleanups.push(() => clearTimeout(t)); return t; },
     onReady: () => {},

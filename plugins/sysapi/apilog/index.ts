@@ -53,12 +53,13 @@ export const plugin = definePlugin({
       // the record's fields go into the ring's columns: no object per call
       ctx.onCall((fn, params, meta, who, started, error, result) => {
         const tr = meta.transport;
+        // gw as 3.3 wrote it: http for the web API, the gateway's name else (mqtt; mcp, which is HTTP too and keeps the address)
         const http = tr === 'jrpc' || tr === 'direct';
         const name = fn.length > 128 ? fn.slice(0, 128) : fn;
         // a login names whom it logged in, or the login it tried (a password login comes with no key)
         const login = fn === 'login' ? loginNames(params, meta, who, result) : undefined;
         ring.push(
-          (TIME_ORIGIN + started) / 1000, (TIME_ORIGIN + performance.now()) / 1000, http ? 'http' : tr, http ? meta.ip : null,
+          (TIME_ORIGIN + started) / 1000, (TIME_ORIGIN + performance.now()) / 1000, http ? 'http' : tr, http || tr === 'mcp' ? meta.ip : null,
           who?.token ? 'token' : 'key', login ? login.u : who?.user ?? null, login ? login.ki : who?.key.id ?? null, name,
           summarize(fn, params, error === undefined || error.kind !== 'method_not_found'), error ? StatusNames[error.kind] : 'OK',
         );

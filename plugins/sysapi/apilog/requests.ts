@@ -39,7 +39,7 @@ export class RequestLog {
     const denied = error !== undefined && (error.kind === 'access_denied' || error.kind === 'token_restricted');
     if (level < Levels.info && !this.logger.debugMode && !denied) return;
     const tr = meta.transport;
-    const caller = `${who?.key.id ?? 'unknown'}@${tr === 'jrpc' || tr === 'direct' ? meta.ip : `gateway/${tr}`}:${fn}`;
+    const caller = `${who?.key.id ?? 'unknown'}@${tr === 'jrpc' || tr === 'direct' ? meta.ip : tr === 'mcp' ? `${meta.ip}/mcp` : `gateway/${tr}`}:${fn}`;
     if (level >= Levels.info || this.logger.debugMode) {
       const p = requestParams(fn, params, error === undefined || error.kind !== 'method_not_found');
       this.api.log(level, p === '' ? `API request ${caller}` : `API request ${caller}, ${p}`);

@@ -131,6 +131,7 @@ export const plugin = definePlugin({
 
     ctx.register({
       name: 'list_cmd',
+      changes: false,
       permission: 'cmd',
       params: {},
       description: 'The names of the command scripts in xc/cmd/ that cmd may run (names only, never their content).',
@@ -149,6 +150,7 @@ export const plugin = definePlugin({
 
     ctx.register({
       name: 'cmd_result',
+      changes: false,
       permission: 'cmd',
       params: {
         i: text('command id, from the result of cmd').req(),

@@ -105,6 +105,7 @@ export const plugin = definePlugin({
 
     ctx.register({
       name: 'get_cvar',
+      changes: false,
       aliases: ['cvar_get'],
       permission: 'master',
       params: {

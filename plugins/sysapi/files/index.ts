@@ -91,6 +91,7 @@ export const plugin = definePlugin({
 
     ctx.register({
       name: 'file_get',
+      changes: false,
       permission: 'master',
       params: { i, b: bool('true: answer the content base64-encoded whatever it holds') },
       description: 'Read a file in runtime/: UTF-8 text as it is, anything else (or with b) base64-encoded.',

@@ -144,6 +144,7 @@ export const plugin = definePlugin({
 
     ctx.register({
       name: 'list_key_props',
+      changes: false,
       permission: 'master',
       params: { i: keyId, save: saveParam },
       description: 'Properties of an API key, with its value.',
@@ -158,15 +159,16 @@ export const plugin = definePlugin({
 
     ctx.register({
       name: 'list_keys',
+      changes: false,
       permission: 'master',
       params: {},
       description: 'All API keys with their rights (without their values).',
-      returns: 'array of {key_id, master, dynamic, sysfunc, allow, groups, items, ...; expires (Unix seconds) and expired for a key that expires}',
+      returns: 'array of {key_id, master, dynamic, sysfunc, mcp, allow, groups, items, ...; expires (Unix seconds) and expired for a key that expires}',
       handler() {
         // as 3.3 orders them: master keys first, each part by id
         return keys.all()
           .sort((a, b) => Number(b.master) - Number(a.master) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-          .map((k) => ({ ...k.acl(), cdata: [...k.lists.cdata], dynamic: k.dynamic, sysfunc: k.sysfunc, ...k.expiry() }));
+          .map((k) => ({ ...k.acl(), cdata: [...k.lists.cdata], dynamic: k.dynamic, sysfunc: k.sysfunc, mcp: k.mcp, ...k.expiry() }));
       },
     });
 

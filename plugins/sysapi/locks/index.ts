@@ -234,6 +234,7 @@ export const plugin = definePlugin({
     };
     ctx.register({
       name: 'get_lock',
+      changes: false,
       aliases: ['lock_get'],
       permission: 'lock',
       params: { l },
@@ -243,6 +244,7 @@ export const plugin = definePlugin({
     });
     ctx.register({
       name: 'list_locks',
+      changes: false,
       permission: 'lock',
       params: {},
       description: 'Every lock the controller knows (taken once and not forgotten since), by id.',

@@ -100,6 +100,7 @@ export const plugin = definePlugin({
 
     ctx.register({
       name: 'log_get',
+      changes: false,
       permission: 'sysfunc',
       params: {
         l: text('minimum level: 10..50 or a level name (default 20)'),

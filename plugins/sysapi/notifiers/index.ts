@@ -17,6 +17,7 @@ export const plugin = definePlugin({
     };
     ctx.register({
       name: 'list_notifiers',
+      changes: false,
       permission: 'master',
       params: {},
       description: 'List the notifiers of the controller.',
@@ -25,6 +26,7 @@ export const plugin = definePlugin({
     });
     ctx.register({
       name: 'get_notifier',
+      changes: false,
       permission: 'master',
       params: id,
       description: 'One notifier, with its live delivery figures (stats: queued, sent, failed, dropped, test).',
@@ -34,6 +36,7 @@ export const plugin = definePlugin({
     // beyond the spec (core/README.md, Settings): notifier files described as rpc.discover's x-settings describes the ini
     ctx.register({
       name: 'list_notifier_types',
+      changes: false,
       permission: 'master',
       params: {},
       description: 'The settings of notifier files, from the declarations the files are checked by: the file\'s fields, those every type shares (type, default, range, description) and each loaded type\'s own.',
@@ -83,6 +86,7 @@ export const plugin = definePlugin({
     };
     ctx.register({
       name: 'list_dead_letters',
+      changes: false,
       permission: 'master',
       params: { ...id, s: which.s, e: which.e, offset: int('skip this many letters'), n: int('at most this many letters (default 100, at most 1000)') },
       description: 'The dead letters of a durable notifier, oldest first: frames its receiver refused for good, that expired (outbox_max_age) or that used up their retries on a failure that is no outage (id, time t in ms, subject, events, size, last HTTP status, error).',

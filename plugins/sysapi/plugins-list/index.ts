@@ -13,6 +13,7 @@ export const plugin = definePlugin({
   start(ctx) {
     ctx.register({
       name: 'list_plugins',
+      changes: false,
       permission: 'master',
       params: {},
       description: 'The plugins of this controller: running ones in start order, then skipped ones.',

@@ -25,6 +25,7 @@ export const plugin = definePlugin({
 
     ctx.register({
       name: 'list_tokens',
+      changes: false,
       permission: 'master',
       params: {},
       description: 'The valid session tokens, by user.',

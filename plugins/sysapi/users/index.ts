@@ -119,6 +119,7 @@ export const plugin = definePlugin({
 
     ctx.register({
       name: 'get_user',
+      changes: false,
       aliases: ['user_get'],
       permission: 'master',
       params: { u: text('login').req() },
@@ -133,6 +134,7 @@ export const plugin = definePlugin({
 
     ctx.register({
       name: 'list_users',
+      changes: false,
       aliases: ['user_list'],
       permission: 'master',
       params: {},

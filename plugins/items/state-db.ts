@@ -30,6 +30,12 @@ export interface StateDbItems {
   adopt(oid: string, status: number, value: string | null): void;
 }
 
+/** The row id of an item: its full id, or under `[server] layout = simple` its id alone (3.3.2's rule). */
+export function rowId(oid: string, simple: boolean): string {
+  const o = parseOid(oid);
+  return simple ? o.id : o.full_id;
+}
+
 export interface StateDbBounds {
   /** item states one statement writes at most */
   write_max: number;
@@ -149,6 +155,8 @@ export class StateDb implements LinkUser {
     /** runtime/<product>_state_db_behind.json */
     private readonly behindFile: string,
     private readonly bounds: StateDbBounds,
+    /** `[server] layout = simple`: rows are named by the item's id alone */
+    private readonly simple = false,
   ) {
     // left by an earlier run: the table may lack any item's change, so the items file wins for every item
     this.behind = fs.existsSync(behindFile);
@@ -165,7 +173,7 @@ export class StateDb implements LinkUser {
       const byId = new Map(rows.rows.map((r) => [r.id, r]));
       for (const oid of this.items.oids()) {
         const o = parseOid(oid);
-        const row = byId.get(o.full_id);
+        const row = byId.get(rowId(oid, this.simple));
         if (!row) this.mark(oid); // 3.3.2 inserts a row for every item it loads too
         else if (row.tp !== TypeCodes[o.type]) this.warnForeign(oid, row.tp);
         else if (!this.pending.has(oid) && Number.isInteger(row.status)) this.items.adopt(oid, row.status!, valueFromRow(row.value));
@@ -237,7 +245,7 @@ export class StateDb implements LinkUser {
   private warnForeign(oid: string, tp?: string | null): void {
     if (this.foreign.has(oid)) return;
     this.foreign.add(oid);
-    this.log.warning(`state db: row ${parseOid(oid).full_id} holds ${tp ? `an item of tp ${tp}` : 'another type\'s item'} (one row per full id, as in EVA ICS 3.3.2): ${oid}'s state is not stored there`);
+    this.log.warning(`state db: row ${rowId(oid, this.simple)} holds ${tp ? `an item of tp ${tp}` : 'another type\'s item'} (one row per id, as in EVA ICS 3.3.2): ${oid}'s state is not stored there`);
   }
 
   /** Past a queue bound: the changes are forgotten (not their callers'), every item is written once the database is back. */
@@ -337,14 +345,15 @@ export class StateDb implements LinkUser {
     for (const [oid, w] of this.pending) {
       if (rows.length >= this.bounds.write_max) break;
       const o = parseOid(oid);
-      if (ids.has(o.full_id)) continue;
-      ids.add(o.full_id);
+      const id = rowId(oid, this.simple);
+      if (ids.has(id)) continue;
+      ids.add(id);
       this.pending.delete(oid);
       this.bytes -= this.sizes.get(oid) ?? 0;
       this.sizes.delete(oid);
       if (w) this.waiters--;
       this.carrying.set(oid, w);
-      rows.push({ oid, id: o.full_id, tp: TypeCodes[o.type], state: this.items.state(oid) });
+      rows.push({ oid, id, tp: TypeCodes[o.type], state: this.items.state(oid) });
     }
     return rows;
   }

@@ -3,7 +3,9 @@ import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { makeDir } from '../helpers/controller';
 import { startItemsController } from '../helpers/items';
-import { until } from '../helpers/wait';
+import pg from 'pg';
+import { until, sleep } from '../helpers/wait';
+import { readItemsState } from '../helpers/items-file';
 import { runMain, lineOf } from '../helpers/cli';
 import { pgRows, postgresTests, startPostgres, PG_PASSWORD } from '../helpers/postgres';
 
@@ -44,6 +46,22 @@ pgtest('states are in table state as EVA ICS 3.3.2 keeps them, committed before 
   await b.ok('update', { i: 'sensor:lab/t2', s: 1, v: '7' });
   t.deepEqual((await rows(uri)).map((r) => r.id), ['env/temp', 'flags/ready', 'lab/t2', 'lights/hall'], 'B\'s start and writes left A\'s rows alone');
   t.is((await row(uri, 'flags/ready'))?.tp, 'LV');
+  // the answer waits for the commit: a row lock held here keeps the write, and so the answer, back
+  const locker = new pg.Client({ connectionString: uri });
+  locker.on('error', () => undefined);
+  await locker.connect();
+  t.teardown(() => locker.end().catch(() => undefined));
+  await locker.query('BEGIN');
+  await locker.query("SELECT 1 FROM state WHERE id = 'env/temp' FOR UPDATE");
+  let answered = false;
+  const held = a.ok('update', { i: 'sensor:env/temp', v: '21.7' }).then(() => { answered = true; });
+  await until('the write waits for the row lock', async () => (await pgRows(uri, "SELECT 1 FROM pg_stat_activity WHERE application_name = 'eva-statedb' AND wait_event_type = 'Lock'")).length > 0);
+  await until('the items file has the change', () => readItemsState(path.join(a.dir, 'runtime', 'uc_items.json')).items['sensor:env/temp']?.value === '21.7');
+  await sleep(300); // room for a wrong early answer to show
+  t.false(answered, 'not answered while its commit waits');
+  await locker.query('COMMIT');
+  await held;
+  t.is((await row(uri, 'env/temp'))?.value, '21.7');
   // a direct call (GET /uc-api/update) too
   t.is((await a.direct('update', { k: 'mastermastermastermastermastermastermastermastermastermaster1234', i: 'sensor:env/temp', v: '22' })).status, 200);
   t.is((await row(uri, 'env/temp'))?.value, '22');
@@ -85,42 +103,61 @@ pgtest('one statement carries what arrives together (group commit); updates per 
   for (let i = 0; i < n; i++) t.is((await row(uri, `bench/s${i}`))?.value, '24');
 });
 
-pgtest('PostgreSQL away: updates go on into the items file, /health names the state db, the behind file is written; back: every change is written, none lost across a restart mid-traffic', async (t) => {
+pgtest('PostgreSQL away: updates go on into the items file, /health names the state db, the behind file is written; back: the changes made meanwhile are written; a restart mid-traffic loses no answered change', async (t) => {
   const server = await startPostgres(t);
   await server.createDatabase('outage');
   const uri = server.uri('outage');
   const a = await start(t, uri);
   const oids = Array.from({ length: 5 }, (_, i) => `sensor:out/s${i}`);
   for (const i of oids) await a.ok('create', { i });
-  // traffic through the stop and the start: every answered update's state is the last one asked for
-  let stop = false;
-  const last = new Map<string, string>();
-  const traffic = Promise.all(oids.map(async (i) => {
-    for (let j = 0; !stop; j++) {
-      await a.ok('update', { i, s: 1, v: String(j) });
-      last.set(i, String(j));
-    }
-  }));
-  await until('traffic flows', () => last.size === oids.length);
+  // callers updating their item one call after another; `last` is each one's last answered value
+  const last = new Map<string, number>();
+  const traffic = () => {
+    let stop = false;
+    const done = Promise.all(oids.map(async (i) => {
+      for (let j = (last.get(i) ?? 0) + 1; !stop; j++) {
+        await a.ok('update', { i, s: 1, v: String(j) });
+        last.set(i, j);
+      }
+    }));
+    return async () => { stop = true; await done; };
+  };
+  const moved = (since: Map<string, number>, by: number) => oids.every((i) => (last.get(i) ?? 0) > (since.get(i) ?? 0) + by);
+  const caughtUp = () => until('connected, and caught up', async () => {
+    const h = await health(a);
+    return h.statedb?.connected && !h.statedb.behind && h.statedb.waiting === 0 && !h.degraded?.some((d) => d.startsWith('state db '));
+  }, 60_000);
+  const tableHoldsLast = async (what: string) => {
+    for (const i of oids) t.is((await row(uri, i.replace('sensor:', '')))?.value, String(last.get(i)), `${what}: ${i}`);
+  };
+  // 1. stopped under traffic; the changes made while it is away are written once it is back
+  let end = traffic();
+  await until('traffic flows', () => moved(new Map(), 2));
   await server.stop();
   const down = await until('degraded, naming the state db', async () => {
     const h = await health(a);
     return h.statedb?.connected === false && h.degraded?.some((d) => d.startsWith('state db ')) ? h : undefined;
   }, 60_000);
   t.log(JSON.stringify(down.degraded));
-  const during = new Map(last);
-  await until('updates answered while it is away', () => oids.every((i) => Number(last.get(i)) > Number(during.get(i)) + 3));
+  const away = new Map(last);
+  await until('updates answered while it is away', () => moved(away, 3));
+  await end();
   t.true(fs.existsSync(behindFile(a.dir)), 'the behind file tells a later start that the table lacks changes');
   await server.start();
-  await until('connected, and caught up', async () => {
-    const h = await health(a);
-    return h.statedb?.connected && !h.statedb.behind && !h.degraded?.some((d) => d.startsWith('state db '));
-  }, 60_000);
-  stop = true;
-  await traffic;
-  // the last answered update of each item is committed
-  for (const i of oids) t.is((await row(uri, i.replace('sensor:', '')))?.value, last.get(i), i);
-  t.false(fs.existsSync(behindFile(a.dir)));
+  await caughtUp();
+  await tableHoldsLast('written once back');
+  t.false(fs.existsSync(behindFile(a.dir)), 'removed once caught up');
+  // 2. a restart in the middle of traffic
+  end = traffic();
+  const before = new Map(last);
+  await until('traffic flows again', () => moved(before, 2));
+  await server.stop();
+  await server.start();
+  const after = new Map(last);
+  await until('traffic after the restart', () => moved(after, 2), 60_000);
+  await end();
+  await caughtUp();
+  await tableHoldsLast('after a restart mid-traffic');
 });
 
 pgtest('past the queue bound while away the changes are forgotten and every item is written once it is back; a start behind writes the items file\'s states', async (t) => {

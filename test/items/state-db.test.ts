@@ -77,6 +77,17 @@ pgtest('states are in table state as EVA ICS 3.3.2 keeps them, committed before 
   t.like((await health(again)).statedb, { connected: true, behind: false, waiting: 0 });
 });
 
+pgtest('db and userdb the same database: one link (the cluster\'s) carries both', async (t) => {
+  const uri = await shared.database();
+  const a = await start(t, uri, { userdb: uri });
+  await a.ok('create', { i: 'sensor:one/link' });
+  await a.ok('update', { i: 'sensor:one/link', s: 1, v: 'x' });
+  t.is((await row(uri, 'one/link'))?.value, 'x');
+  const apps = (await pgRows(uri, 'SELECT DISTINCT application_name AS app FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()')) as { app: string }[];
+  t.deepEqual(apps.map((r) => r.app).filter((n) => n.startsWith('eva-')).sort(), ['eva-userdb', 'eva-userdb-listen'], 'no connection of a state db link of its own');
+  t.like((await health(a)).statedb, { connected: true });
+});
+
 pgtest('one statement carries what arrives together (group commit); updates per second measured against the items file alone', async (t) => {
   const uri = await shared.database();
   const n = 20;

@@ -72,7 +72,7 @@ export async function openStateDb(ctx: PluginContext, reg: ItemRegistry, writeMa
     write_max: writeMax,
     queue_max: limits.state_db_queue_max,
     queue_max_bytes: limits.state_db_queue_max_bytes,
-  }, ctx.config.server.layout === 'simple');
+  }, ctx.config.server.layout === 'simple', ctx.config.server.db_update === 'instant');
   await link.use(db);
   if (!shared) {
     try {

@@ -146,6 +146,8 @@ export class StateDb implements LinkUser {
   private readonly foreign = new Set<string>();
   private unwaited?: Promise<void>;
   private stopped = false;
+  /** manual, on_exit: a save found the database away (written once it is back) */
+  private unsaved = false;
   private readonly figures = { written: 0, statements: 0, overflows: 0, refused: 0 };
 
   constructor(
@@ -157,6 +159,8 @@ export class StateDb implements LinkUser {
     private readonly bounds: StateDbBounds,
     /** `[server] layout = simple`: rows are named by the item's id alone */
     private readonly simple = false,
+    /** db_update = instant: what changed is written at once, and what waited once the database is back; else on save only */
+    private readonly instant = true,
   ) {
     // left by an earlier run: the table may lack any item's change, so the items file wins for every item
     this.behind = fs.existsSync(behindFile);
@@ -180,7 +184,9 @@ export class StateDb implements LinkUser {
       }
     }
     this.loaded = true;
-    // written once the link says connected (after every user of it is set up)
+    // written once the link says connected (after every user of it is set up); manual and on_exit: what a save could not write
+    if (!this.instant && !this.unsaved && !this.resync) return;
+    this.unsaved = false;
     void this.link.whenConnected(2_147_483_647).then((ok) => { if (ok) this.request(); });
   }
 
@@ -225,7 +231,10 @@ export class StateDb implements LinkUser {
       before = this.resync ? Infinity : this.pending.size;
       await this.commits.request().catch(() => undefined);
     }
-    if (!this.link.connected && this.pending.size > 0) await this.fallBehind();
+    if (!this.link.connected && this.pending.size > 0) {
+      this.unsaved = true;
+      await this.fallBehind();
+    }
   }
 
   /** At stop: what waits is written (`write`: not under db_update manual) when the database is there; else the behind file stays. */

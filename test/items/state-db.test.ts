@@ -56,7 +56,7 @@ pgtest('states are in table state as EVA ICS 3.3.2 keeps them, committed before 
   let answered = false;
   const held = a.ok('update', { i: 'sensor:env/temp', v: '21.7' }).then(() => { answered = true; });
   await until('the write waits for the row lock', async () => (await pgRows(uri, "SELECT 1 FROM pg_stat_activity WHERE application_name = 'eva-statedb' AND wait_event_type = 'Lock'")).length > 0);
-  await until('the items file has the change', () => readItemsState(path.join(a.dir, 'runtime', 'uc_items.json')).items['sensor:env/temp']?.value === '21.7');
+  await until('the items file has the change', () => (readItemsState(path.join(a.dir, 'runtime', 'uc_items.json')).items['sensor:env/temp'] as { value?: string } | undefined)?.value === '21.7');
   await sleep(300); // room for a wrong early answer to show
   t.false(answered, 'not answered while its commit waits');
   await locker.query('COMMIT');
@@ -86,6 +86,16 @@ pgtest('db and userdb the same database: one link (the cluster\'s) carries both'
   const apps = (await pgRows(uri, 'SELECT DISTINCT application_name AS app FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()')) as { app: string }[];
   t.deepEqual(apps.map((r) => r.app).filter((n) => n.startsWith('eva-')).sort(), ['eva-userdb', 'eva-userdb-listen'], 'no connection of a state db link of its own');
   t.like((await health(a)).statedb, { connected: true });
+});
+
+pgtest('db_update = manual: the table is written on save, as the items file', async (t) => {
+  const uri = await shared.database();
+  const a = await start(t, uri, { db_update: 'manual' });
+  await a.ok('create', { i: 'sensor:man/s1' });
+  await a.ok('update', { i: 'sensor:man/s1', s: 1, v: 'unsaved' });
+  t.falsy(await row(uri, 'man/s1'), 'not before save');
+  await a.ok('save');
+  t.like(await row(uri, 'man/s1'), { tp: 'S', status: 1, value: 'unsaved' });
 });
 
 pgtest('one statement carries what arrives together (group commit); updates per second measured against the items file alone', async (t) => {

@@ -5,6 +5,7 @@ import { writeFileAtomic } from '../../core/toolkit/atomic-file';
 import { describe, type ModuleLogger } from '../../core/log';
 import type { LinkUser, PgLink } from '../cluster/contract';
 import { parseOid, type ItemType } from './oid';
+import { WriteQueue } from './write-queue';
 
 /**
  * `[server] db = postgresql://…`: item states in EVA ICS 3.3.2's table
@@ -104,14 +105,6 @@ async function ensureTable(c: Pg.ClientBase, log: ModuleLogger): Promise<void> {
   }
 }
 
-interface Waiting { promise: Promise<void>; resolve(): void }
-
-function waiting(): Waiting {
-  const w = {} as Waiting;
-  w.promise = new Promise<void>((resolve) => { w.resolve = resolve; });
-  return w;
-}
-
 interface Row { oid: string; id: string; tp: string; state?: { status: number; value: string | null } }
 
 /**
@@ -130,13 +123,12 @@ interface Row { oid: string; id: string; tp: string; state?: { status: number; v
  */
 export class StateDb implements LinkUser {
   readonly channel = 'eva_state';
-  private readonly commits = new GroupCommit(() => this.commit(), () => this.pending.size >= this.bounds.write_max);
-  private pending = new Map<string, Waiting | undefined>();
+  private readonly commits = new GroupCommit(() => this.commit(), () => this.queue.pending.size >= this.bounds.write_max);
+  /** changed items not yet committed, with their callers (./write-queue.ts) */
+  private readonly queue = new WriteQueue();
   /** bytes each pending change counts for the queue bound */
   private sizes = new Map<string, number>();
   private bytes = 0;
-  private waiters = 0;
-  private carrying = new Map<string, Waiting | undefined>();
   private wanted = false;
   /** the table was read (the first connection) */
   private loaded = false;
@@ -180,7 +172,7 @@ export class StateDb implements LinkUser {
         const row = byId.get(rowId(oid, this.simple));
         if (!row) this.mark(oid); // 3.3.2 inserts a row for every item it loads too
         else if (row.tp !== TypeCodes[o.type]) this.warnForeign(oid, row.tp);
-        else if (!this.pending.has(oid) && Number.isInteger(row.status)) this.items.adopt(oid, row.status!, valueFromRow(row.value));
+        else if (!this.queue.pending.has(oid) && Number.isInteger(row.status)) this.items.adopt(oid, row.status!, valueFromRow(row.value));
       }
     }
     this.loaded = true;
@@ -192,31 +184,18 @@ export class StateDb implements LinkUser {
 
   /** The item changed (or was destroyed): a write carries it. */
   mark(oid: string): void {
-    if (!this.pending.has(oid)) this.pending.set(oid, undefined);
+    this.queue.mark(oid);
     const size = oid.length + 32 + (this.items.state(oid)?.value?.length ?? 0);
     this.bytes += size - (this.sizes.get(oid) ?? 0);
     this.sizes.set(oid, size);
-    if (!this.link.connected && (this.pending.size > this.bounds.queue_max || this.bytes > this.bounds.queue_max_bytes)) this.overflow();
+    if (!this.link.connected && (this.queue.pending.size > this.bounds.queue_max || this.bytes > this.bounds.queue_max_bytes)) this.overflow();
   }
 
   /** Resolves once the item's state is committed in the table, or, the database away, once it waits for it with the behind file written; undefined when nothing of it waits. */
   store(oid: string): Promise<void> | undefined {
-    let w: Waiting | undefined;
-    if (this.pending.has(oid)) {
-      w = this.pending.get(oid);
-      if (!w) {
-        w = waiting();
-        this.pending.set(oid, w);
-        this.waiters++;
-      }
-      this.request();
-    } else if (this.carrying.has(oid)) {
-      w = this.carrying.get(oid) ?? waiting();
-      this.carrying.set(oid, w);
-    } else {
-      return undefined;
-    }
-    return w.promise;
+    const w = this.queue.waitFor(oid);
+    if (w?.pending) this.request();
+    return w?.promise;
   }
 
   /** Write what changed, nobody waiting. */
@@ -227,11 +206,11 @@ export class StateDb implements LinkUser {
   /** Write everything changed (save, on_exit): resolves once it is committed or cannot be now (the database away; it waits for it). */
   async saveAll(): Promise<void> {
     let before = Infinity;
-    while (this.link.connected && (this.pending.size > 0 || this.resync) && this.pending.size < before) {
-      before = this.resync ? Infinity : this.pending.size;
+    while (this.link.connected && (this.queue.pending.size > 0 || this.resync) && this.queue.pending.size < before) {
+      before = this.resync ? Infinity : this.queue.pending.size;
       await this.commits.request().catch(() => undefined);
     }
-    if (!this.link.connected && this.pending.size > 0) {
+    if (!this.link.connected && this.queue.pending.size > 0) {
       this.unsaved = true;
       await this.fallBehind();
     }
@@ -246,7 +225,7 @@ export class StateDb implements LinkUser {
 
   stats(): StateDbStats {
     return {
-      db: this.link.file, connected: this.link.connected, waiting: this.pending.size + this.carrying.size, waiting_bytes: this.bytes,
+      db: this.link.file, connected: this.link.connected, waiting: this.queue.pending.size + this.queue.carrying.size, waiting_bytes: this.bytes,
       behind: this.behind, resync: this.resync, ...this.figures,
     };
   }
@@ -262,9 +241,9 @@ export class StateDb implements LinkUser {
     if (!this.resync) this.log.warning(`state db ${this.link.file}: more than ${this.bounds.queue_max} changes or ${this.bounds.queue_max_bytes} bytes wait for it; every item's state is written again once it is back`);
     this.resync = true;
     this.figures.overflows++;
-    for (const [oid, w] of this.pending) {
+    for (const [oid, w] of this.queue.pending) {
       if (w) continue;
-      this.pending.delete(oid);
+      this.queue.pending.delete(oid);
       this.bytes -= this.sizes.get(oid) ?? 0;
       this.sizes.delete(oid);
     }
@@ -289,17 +268,17 @@ export class StateDb implements LinkUser {
         this.log.error(`cannot write ${this.behindFile} (${describe(err)}): a stop before the state db is back would leave it without changes the next start does not know of`);
       }
     }
-    for (const [oid, w] of this.pending) {
+    for (const [oid, w] of this.queue.pending) {
       if (!w) continue;
       w.resolve();
-      this.pending.set(oid, undefined);
+      this.queue.pending.set(oid, undefined);
     }
-    this.waiters = 0;
+    this.queue.waiters = 0;
     this.wanted = false; // the next connection asks again
   }
 
   private async commit(): Promise<void> {
-    if (this.pending.size === 0 && !this.resync) return;
+    if (this.queue.pending.size === 0 && !this.resync) return;
     if (!this.link.connected || !this.loaded) {
       await this.fallBehind();
       return;
@@ -315,25 +294,24 @@ export class StateDb implements LinkUser {
     } catch (err) {
       failure = err;
     }
-    const carried = this.carrying;
-    this.carrying = new Map();
+    const carried = this.queue.carried();
     if (failure === undefined) {
       for (const w of carried.values()) w?.resolve();
     } else {
       // back to waiting, with their callers; the link is reconnected (the statement failed: it may be gone)
       for (const [oid, w] of carried) {
-        const had = this.pending.get(oid);
+        const had = this.queue.pending.get(oid);
         if (had && w) { w.resolve(); continue; } // changed again meanwhile: its newer caller waits on
-        this.pending.set(oid, had ?? w);
-        if (w && !had) this.waiters++;
+        this.queue.pending.set(oid, had ?? w);
+        if (w && !had) this.queue.waiters++;
       }
       this.log.error(`state db ${this.link.file}: cannot write ${rows.length} item states (${describe(failure).split('\n')[0]})`);
       this.link.lost(failure);
       if (!this.link.connected) await this.fallBehind();
       return;
     }
-    if (this.pending.size === 0 && !this.resync && this.behind) await this.caughtUp();
-    if (this.waiters > 0 || (this.wanted && this.pending.size > 0)) this.request();
+    if (this.queue.pending.size === 0 && !this.resync && this.behind) await this.caughtUp();
+    if (this.queue.waiters > 0 || (this.wanted && this.queue.pending.size > 0)) this.request();
   }
 
   /** The table holds every change: the behind file goes. */
@@ -351,17 +329,15 @@ export class StateDb implements LinkUser {
   private take(): Row[] {
     const rows: Row[] = [];
     const ids = new Set<string>();
-    for (const [oid, w] of this.pending) {
+    for (const oid of this.queue.pending.keys()) {
       if (rows.length >= this.bounds.write_max) break;
       const o = parseOid(oid);
       const id = rowId(oid, this.simple);
       if (ids.has(id)) continue;
       ids.add(id);
-      this.pending.delete(oid);
+      this.queue.take(oid);
       this.bytes -= this.sizes.get(oid) ?? 0;
       this.sizes.delete(oid);
-      if (w) this.waiters--;
-      this.carrying.set(oid, w);
       rows.push({ oid, id, tp: TypeCodes[o.type], state: this.items.state(oid) });
     }
     return rows;

@@ -32,8 +32,14 @@ function stateDbEntry(paths: Paths) {
   return { doc, e, uri, parsed: parseUserdb(uri) };
 }
 
-/** A malformed PostgreSQL `db`: an error at its line (exit 3). */
+/** A malformed PostgreSQL `db`: an error at its line (exit 3); another engine's URI (3.3's MySQL): an info line, the items file alone. */
 export function checkStateDb(paths: Paths): Finding[] {
+  const doc = readIniFile(paths.configFile);
+  const other = entryOf(doc, 'server', 'db');
+  const value = other?.value.trim() ?? '';
+  if (other && /^[a-z][a-z0-9+.-]*:\/\//i.test(value) && !isPgUri(value) && !/^sqlite:/i.test(value)) {
+    return [{ level: 'info', file: doc.file, line: other.line, message: `[server] db: ${maskUserdb(value)}: only a PostgreSQL database keeps item states here; they stay in the items file alone` }];
+  }
   const s = stateDbEntry(paths);
   if (!s || !('error' in s.parsed)) return [];
   return [{ level: 'error', file: s.doc.file, line: s.e.line, message: `[server] db: ${s.parsed.error}` }];

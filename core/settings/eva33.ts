@@ -7,7 +7,7 @@
 export const Eva33Settings: Record<string, readonly string[]> = {
   server: [
     'pid_file', 'syslog', 'syslog_format', 'logging_level', 'development', 'show_traceback', 'notify_on_start',
-    'stop_on_critical', 'dump_on_critical', 'db', 'db_file', 'userdb_file', 'user_hook',
+    'stop_on_critical', 'dump_on_critical', 'db_file', 'userdb_file', 'user_hook',
     'pool_min_size', 'pool_max_size', 'reactor_thread_pool', 'plugins',
   ],
   webapi: ['ssl_module', 'ssl_chain', 'thread_pool', 'ei_enabled'],

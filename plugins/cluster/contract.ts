@@ -11,6 +11,15 @@ export type { Failover, WriteFence } from './lease';
 export type { SharedCvars, SharedCvar, CvarChange } from './shared-cvars';
 import type { ApiLogBackend, ApiLogLimits } from '../sysapi/contract';
 
+/**
+ * The connection a database is reached through, for a plugin that keeps its
+ * own things in a PostgreSQL database (the items' state db): one PgLink per
+ * database, the cluster's when it is the same one (PgLink.serves).
+ */
+export { PgLink, isFatal, tryConnect, type LinkUser, type LinkRole } from './pg-link';
+/** 3.3's PostgreSQL URI spellings, and the URI with its password masked. */
+export { maskUserdb, parseUserdb } from './uri';
+
 /** `[server] userdb`, `[cluster]`: sysapi-keys, -locks and -cvars read them too (a shared thing that did not start is never replaced by the controller's own). */
 export { ClusterSettings, ClusterSection } from './settings';
 

@@ -5,7 +5,7 @@ import { onFirstUse } from '../../core/toolkit/lazy-module';
 import { bound, defaults, seconds } from '../../core/schema';
 import { maskUserdb } from './uri';
 
-/** The PostgreSQL driver, loaded by a controller with `[server] userdb` only. */
+/** The PostgreSQL driver, loaded only by a controller with `[server] userdb` or a PostgreSQL `[server] db`. */
 const pg = onFirstUse<typeof Pg>('pg');
 
 export const PgLinkLimits = {
@@ -64,6 +64,22 @@ export interface LinkUser {
   onConnect(client: Pg.ClientBase): Promise<void>;
 }
 
+/** What a link serves, for its messages: the user db (plugin cluster) or the items' state db. */
+export interface LinkRole {
+  /** `user db`, `state db` */
+  name: string;
+  /** the connections' application_name (pg_stat_activity) */
+  application: string;
+  /** what goes on while it is away, said once when it is lost */
+  whileAway: string;
+}
+
+const UserDbRole: LinkRole = {
+  name: 'user db',
+  application: 'eva-userdb',
+  whileAway: 'shared keys, users and tokens stay as they were, changes are refused',
+};
+
 /**
  * The connection of one controller to the database its fleet shares: a
  * small pool for statements and one more connection that listens. Every
@@ -86,17 +102,22 @@ export class PgLink {
   problem: string | undefined = 'not connected yet';
   reconnects = 0;
 
-  constructor(private readonly connectionString: string, uri: string, private readonly log: ModuleLogger) {
+  constructor(private readonly connectionString: string, uri: string, private readonly log: ModuleLogger, private readonly role: LinkRole = UserDbRole) {
     this.file = maskUserdb(uri);
     this.pool = new (pg().Pool)({
       connectionString,
       max: Limits.pool_size,
       connectionTimeoutMillis: Limits.connect_timeout * 1000,
       idleTimeoutMillis: 30_000,
-      application_name: 'eva-userdb',
+      application_name: role.application,
     });
     // an idle connection lost (server restart) must not crash the process; the pool opens another
     this.pool.on('error', (err) => this.lost(err));
+  }
+
+  /** Does this link connect to the database of `connectionString` (one link per database: what else uses it registers on it)? */
+  serves(connectionString: string): boolean {
+    return connectionString === this.connectionString;
   }
 
   get connected(): boolean {
@@ -178,7 +199,7 @@ export class PgLink {
 
   /** The listening connection, each user's channel, then each user reads what it holds. */
   private async connect(): Promise<void> {
-    const client = new (pg().Client)({ connectionString: this.connectionString, connectionTimeoutMillis: Limits.connect_timeout * 1000, application_name: 'eva-userdb-listen' });
+    const client = new (pg().Client)({ connectionString: this.connectionString, connectionTimeoutMillis: Limits.connect_timeout * 1000, application_name: `${this.role.application}-listen` });
     client.on('error', (err) => this.lost(err, client));
     client.on('end', () => this.lost(new Error('connection closed'), client));
     try {
@@ -198,7 +219,7 @@ export class PgLink {
       throw err;
     }
     if (this.listener === client) {
-      if (this.problem !== undefined && this.problem !== 'not connected yet') this.log.info(`user db ${this.file} reachable again`);
+      if (this.problem !== undefined && this.problem !== 'not connected yet') this.log.info(`${this.role.name} ${this.file} reachable again`);
       this.problem = undefined;
       this.delay = Limits.retry_delay;
       for (const w of [...this.waiting]) w();
@@ -210,7 +231,7 @@ export class PgLink {
     if (this.stopped || (client && client !== this.listener && this.listener)) return;
     const reason = (err as { code?: string })?.code ?? describe(err).split('\n')[0];
     if (this.problem === undefined || this.problem === 'not connected yet') {
-      this.log.error(`user db ${this.file} unreachable (${reason}): shared keys, users and tokens stay as they were, changes are refused; connecting again`);
+      this.log.error(`${this.role.name} ${this.file} unreachable (${reason}): ${this.role.whileAway}; connecting again`);
     }
     this.problem = `unreachable (${(err as { code?: string })?.code ?? 'connection failed'})`;
     const l = this.listener;

@@ -13,6 +13,7 @@ import { Action, ActionQueues, type Outcome } from './actions';
 import { runScript } from './script';
 import { parseBinding } from './binding';
 import { checkValueSize, type ItemsLimits } from './defaults';
+import type { StateDb, StateDbItems } from './state-db';
 
 /** Default action priority (EVA ICS: lower runs first). */
 export const DEFAULT_PRIORITY = 100;
@@ -44,6 +45,8 @@ export class ItemRegistry implements ItemsService {
   private readonly ids = new Map<string, string>();
   private readonly watchers = new Set<ItemWatcher>();
   private readonly file: ItemsFile;
+  /** `[server] db` a PostgreSQL database: the states in its table `state` too (./state-db.ts) */
+  private stateDb?: StateDb;
   readonly actions: ActionQueues;
 
   constructor(private readonly ctx: PluginContext, private readonly limits: ItemsLimits) {
@@ -81,6 +84,32 @@ export class ItemRegistry implements ItemsService {
     }
   }
 
+  /** What the state db reads from the items and gives them. */
+  stateDbItems(): StateDbItems {
+    return {
+      state: (oid) => {
+        const i = this.items.get(oid);
+        return i && { status: i.status, value: i.value };
+      },
+      oids: () => this.items.keys(),
+      adopt: (oid, status, value) => {
+        const item = this.items.get(oid);
+        if (!item) return;
+        // another writer's state (another controller, EVA ICS 3.3.2): into the items file, not back to the table
+        const { changed, visible } = item.apply({ status, value }, !this.actions.busy(oid));
+        if (visible) this.emitState(item);
+        if (!changed) return;
+        this.file.mark(oid);
+        if (this.ctx.config.server.db_update === 'instant') this.file.storeSoon();
+      },
+    };
+  }
+
+  /** Keep the states in the state db too, from now on. */
+  attachStateDb(db: StateDb): void {
+    this.stateDb = db;
+  }
+
   // ---- the items service (plugins/items/contract.ts) ----
 
   readable(key: ApiKey | undefined, oidOrMask: string): boolean {
@@ -104,7 +133,10 @@ export class ItemRegistry implements ItemsService {
   update(oid: string, change: StateChange, source?: string): void {
     const changed = this.apply(this.must(oid), change, source);
     // nobody waits for it: no promise per call (a failed write is logged by the file, and the next one carries the change)
-    if ((changed || this.file.dirty) && this.ctx.config.server.db_update === 'instant') this.file.storeSoon();
+    if ((changed || this.file.dirty) && this.ctx.config.server.db_update === 'instant') {
+      this.file.storeSoon();
+      this.stateDb?.storeSoon();
+    }
   }
 
   /**
@@ -165,7 +197,7 @@ export class ItemRegistry implements ItemsService {
     this.add(item);
     this.emitState(item);
     this.tell(item, 'created');
-    this.file.mark(item.o.oid);
+    this.marked(item.o.oid);
     await this.persist(item, save);
     return item;
   }
@@ -176,7 +208,7 @@ export class ItemRegistry implements ItemsService {
     this.ids.delete(`${item.o.type}:${item.o.id}`);
     this.actions.forget(item.o.oid);
     this.tell(item, 'destroyed');
-    this.file.mark(item.o.oid);
+    this.marked(item.o.oid);
     await this.persist(item, save);
   }
 
@@ -198,6 +230,7 @@ export class ItemRegistry implements ItemsService {
     // a failure is logged by the file and told to the caller of save
     if (this.file.dirty || this.file.journaled > 0) await this.file.fold();
     await this.file.flush();
+    await this.stateDb?.saveAll();
   }
 
   /**
@@ -213,10 +246,18 @@ export class ItemRegistry implements ItemsService {
       else if (mode === 'instant') await this.save().catch(() => { /* logged; what the journal holds is replayed at the next start */ });
     } finally {
       this.file.close();
+      // manual: what was not saved stays unsaved there too
+      await this.stateDb?.stop(mode !== 'manual');
     }
   }
 
   // ---- internals ----
+
+  /** The item's state or existence changed: the items file and the state db carry it. */
+  private marked(oid: string): void {
+    this.file.mark(oid);
+    this.stateDb?.mark(oid);
+  }
 
   private add(item: Item): void {
     this.items.set(item.o.oid, item);
@@ -240,7 +281,7 @@ export class ItemRegistry implements ItemsService {
     checkValueSize(change.value, this.limits);
     const { changed, visible } = item.apply(change, idle);
     if (visible) this.emitState(item, source);
-    if (changed) this.file.mark(item.o.oid);
+    if (changed) this.marked(item.o.oid);
     return changed;
   }
 
@@ -269,10 +310,14 @@ export class ItemRegistry implements ItemsService {
     const instant = this.ctx.config.server.db_update === 'instant';
     if (!save && !instant) return undefined;
     // a failure told to the caller in the API's terms (the file logged it)
-    return (instant ? this.file.store(item.o.oid) : this.file.fold())?.catch((err) => {
+    const local = (instant ? this.file.store(item.o.oid) : this.file.fold())?.catch((err) => {
       throw functionFailed(`the change is made but ${this.file.path} could not be written (${describe(err)}); `
         + 'it is written again at the next change or save');
     });
+    // the state db's write goes beside the file's (it never rejects: the database away, the change waits for it)
+    const remote = instant ? this.stateDb?.store(item.o.oid) : this.stateDb?.saveAll();
+    if (!remote) return local;
+    return local ? Promise.all([local, remote]).then(() => undefined) : remote;
   }
 
   /** `<notifier id>[:qos]` or `[;qos]` of an existing mqtt notifier, when the notifier host runs. */

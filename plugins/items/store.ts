@@ -5,6 +5,7 @@ import { Journal } from '../../core/toolkit/journal';
 import type { ModuleLogger } from '../../core/log';
 import { parseOid, type Oid } from './oid';
 import type { ItemProps, StoredItem } from './item';
+import { WriteQueue } from './write-queue';
 
 /**
  * runtime/<product>_items.json: `{"version": 1, "journal": <n>, "items":
@@ -70,15 +71,6 @@ export interface ItemsFileStats {
   pending: number;
 }
 
-/** Callers waiting for one item's state to reach the disk: one promise for all of them. */
-interface Waiting { promise: Promise<void>; resolve(): void; reject(err: unknown): void }
-
-function waiting(): Waiting {
-  const w = {} as Waiting;
-  w.promise = new Promise<void>((resolve, reject) => { w.resolve = resolve; w.reject = reject; });
-  return w;
-}
-
 /**
  * Reads and writes the items file. A change is made durable by appending
  * the changed items to the journal (`store`): its cost does not grow with the
@@ -100,13 +92,9 @@ function waiting(): Waiting {
 export class ItemsFile {
   private readonly journal: Journal;
   /** a write hold (holdWrites) does not keep back a write with a full write's worth of states waiting */
-  private readonly commits = new GroupCommit(() => this.commit(), () => this.pending.size >= this.bounds.states);
-  /** items changed in memory and not yet taken by a write, oldest first, with their waiting callers if any */
-  private pending = new Map<string, Waiting | undefined>();
-  /** pending items that callers wait for */
-  private waiters = 0;
-  /** the items the write under way carries, with their callers */
-  private carrying = new Map<string, Waiting | undefined>();
+  private readonly commits = new GroupCommit(() => this.commit(), () => this.queue.pending.size >= this.bounds.states);
+  /** items changed in memory and not yet taken by a write, and those the write under way carries, with their callers */
+  private readonly queue = new WriteQueue();
   /** a write was asked for what is pending (after a failure: not until the next change asks again) */
   private wanted = false;
   /** the next write rewrites the file */
@@ -155,12 +143,12 @@ export class ItemsFile {
 
   /** The item changed in memory (or was destroyed): a write carries it. */
   mark(oid: string): void {
-    if (!this.pending.has(oid)) this.pending.set(oid, undefined);
+    this.queue.mark(oid);
   }
 
   /** Something changed in memory that is not on disk yet. */
   get dirty(): boolean {
-    return this.pending.size > 0 || this.whole;
+    return this.queue.pending.size > 0 || this.whole;
   }
 
   /**
@@ -169,23 +157,9 @@ export class ItemsFile {
    * disk already (nothing of it waits to be written).
    */
   store(oid: string): Promise<void> | undefined {
-    let w: Waiting | undefined;
-    if (this.pending.has(oid)) {
-      w = this.pending.get(oid);
-      if (!w) {
-        w = waiting();
-        this.pending.set(oid, w);
-        this.waiters++;
-      }
-      this.request();
-    } else if (this.carrying.has(oid)) {
-      // unchanged since the write under way took it: that write is the one
-      w = this.carrying.get(oid) ?? waiting();
-      this.carrying.set(oid, w);
-    } else {
-      return undefined;
-    }
-    return w.promise;
+    const w = this.queue.waitFor(oid);
+    if (w?.pending) this.request();
+    return w?.promise;
   }
 
   /** `store` of everything changed, for a caller that does not wait: a failure is logged by the write, and the next one carries the change. */
@@ -216,7 +190,7 @@ export class ItemsFile {
   }
 
   stats(): ItemsFileStats {
-    return { ...this.figures, pending: this.pending.size };
+    return { ...this.figures, pending: this.queue.pending.size };
   }
 
   /** At stop, after the last write: close the journal (an empty segment is removed). */
@@ -259,9 +233,9 @@ export class ItemsFile {
   /** One write: pending items appended to the journal up to the bounds, or the whole file when asked or when the journal is long. */
   private async commit(): Promise<void> {
     const whole = this.whole
-      || this.records + Math.min(this.pending.size, this.bounds.states) > Math.max(FOLD_FLOOR, this.source.size) + this.foldDelay;
+      || this.records + Math.min(this.queue.pending.size, this.bounds.states) > Math.max(FOLD_FLOOR, this.source.size) + this.foldDelay;
     this.whole = false;
-    if (!whole && this.pending.size === 0) return;
+    if (!whole && this.queue.pending.size === 0) return;
     // taken first: whatever fails below, the callers of what was taken are told, and the write after takes others
     const json = whole ? this.takeAll() : this.take(this.bounds.states, this.bounds.bytes);
     let failure: Error | undefined;
@@ -274,9 +248,7 @@ export class ItemsFile {
       if (whole) this.foldDelay = this.records;
       this.log.error(`cannot write ${this.path}: ${failure.message}`);
     }
-    const carried = this.carrying;
-    this.carrying = new Map();
-    for (const [oid, w] of carried) {
+    for (const [oid, w] of this.queue.carried()) {
       if (failure === undefined) {
         w?.resolve();
         continue;
@@ -287,7 +259,7 @@ export class ItemsFile {
     }
     if (failure !== undefined) this.wanted = false; // not again at once: a full disk stays full
     // the rest: what did not fit, and what changed meanwhile
-    if (this.waiters > 0 || (this.wanted && this.pending.size > 0)) this.write();
+    if (this.queue.waiters > 0 || (this.wanted && this.queue.pending.size > 0)) this.write();
     if (failure !== undefined) throw failure;
   }
 
@@ -295,32 +267,28 @@ export class ItemsFile {
   private take(states: number, bytes: number): string {
     const parts: string[] = [];
     let size = 2; // the braces
-    for (const [oid, w] of this.pending) {
+    for (const oid of this.queue.pending.keys()) {
       const part = `${JSON.stringify(oid)}:${JSON.stringify(this.source.stored(oid) ?? null)}`;
       const partSize = Buffer.byteLength(part) + (parts.length ? 1 : 0);
       if (parts.length && (parts.length >= states || size + partSize > bytes)) break;
       parts.push(part);
       size += partSize;
-      this.pending.delete(oid);
-      if (w) this.waiters--;
-      this.carrying.set(oid, w);
+      this.queue.take(oid);
     }
     return `{${parts.join(',')}}`;
   }
 
   /** Every pending item, for a fold (the file is written from the state in memory). */
   private takeAll(): string {
-    this.carrying = this.pending;
-    this.pending = new Map();
-    this.waiters = 0;
+    this.queue.takeAll();
     return '';
   }
 
   private async append(json: string): Promise<void> {
     await this.journal.appendJsonAsync(json);
-    this.records += this.carrying.size;
+    this.records += this.queue.carrying.size;
     this.figures.appends++;
-    this.figures.states += this.carrying.size;
+    this.figures.states += this.queue.carrying.size;
   }
 
   private async writeWhole(): Promise<void> {

@@ -1,7 +1,9 @@
 import type { Subject } from '../contract';
 import { describe, type ModuleLogger } from '../../../core/log';
 import type { DeliveryError, Endpoint, NotifierStats } from '../contract';
-import type { DeliveryOptions } from './defaults';
+import type { DeliveryOptions, Overflow } from './defaults';
+import { busy } from '../../../core/errors';
+import type { Load } from './health';
 import { EventQueue } from './queue';
 import { eventSize } from './event-size';
 import { unlessAborted, withDeadline } from '../../../core/toolkit/deadline';
@@ -82,6 +84,16 @@ export class Delivery {
   private interrupt: (() => void) | undefined;
   /** aborts the send in hand when the drain at stop is over */
   private readonly halt = new AbortController();
+  /** what a full queue does with a new event (defaults.ts OverflowModes) */
+  private overflow: Overflow = 'drop';
+  /** events refused at the bound (overflow refuse, push_back), and calls held back by push_back, answered busy at its end */
+  private readonly held = { refused: 0, pushedBack: 0, busy: 0 };
+  /** when an event was last dropped or refused at the bound (ms): /health's warning */
+  private lastOverflow = 0;
+  /** estimated bytes of the events given to the outbox and not yet stored (not in the queue yet) */
+  private pendingBytes = 0;
+  /** push_back: callers waiting for room */
+  private roomWaiters: (() => void)[] = [];
 
   /** `timeout`: seconds each send may take (the notifier's timeout) */
   constructor(private readonly id: string, private readonly opts: DeliveryOptions, private readonly timeout: number, private readonly log: ModuleLogger) {
@@ -203,7 +215,13 @@ export class Delivery {
 
   /** Events the outbox has on disk: into the queue, in order. */
   private stored(boxes: Boxed[]): void {
-    for (const b of boxes) this.enqueue(b.subject, b, eventSize(b.subject, b.event));
+    let bytes = 0;
+    for (const b of boxes) {
+      const size = eventSize(b.subject, b.event);
+      bytes += size;
+      this.enqueue(b.subject, b, size);
+    }
+    if (boxes.length && !boxes[0].replayed) this.accepted(bytes);
     if (this.refusingSince && boxes.length && !boxes[0].replayed) {
       this.refusingSince = 0;
       this.log.info(`notifier ${this.id}: outbox writes again, events accepted`);
@@ -218,6 +236,7 @@ export class Delivery {
    */
   private refuse(count: number, err: unknown): void {
     this.figures.dropped += count;
+    this.accepted(0);
     if (!this.refusingSince) {
       this.log.error(`notifier ${this.id}: outbox write failed, ${count} event(s) refused: ${describe(err)}`);
       this.refusingSince = Date.now();
@@ -226,6 +245,12 @@ export class Delivery {
     this.refuseError = this.lastError;
     this.wake?.();
   }
+  /** A write of the outbox is over: its events are in the queue (`bytes`), or refused. */
+  private accepted(bytes: number): void {
+    this.pendingBytes = this.durable?.outbox.accepting ? Math.max(0, this.pendingBytes - bytes) : 0;
+    this.roomMade();
+  }
+
   /** when the outbox began to refuse events (ms; 0: it does not), and why */
   private refusingSince = 0;
   private refuseError = '';
@@ -260,14 +285,19 @@ export class Delivery {
     return { since: this.failingSince, error: this.lastError };
   }
 
-  /** What /health weighs besides failures (health.ts): dead letters kept, and how full the queue is. */
-  get load(): { deadLetters: number; queued: number; queuedBytes: number; queueSize: number; queueMaxBytes: number } {
+  /** What /health weighs besides failures (health.ts): dead letters kept, how full the queue is, and what its bound did lately. */
+  get load(): Load {
     const s = this.stats();
-    return { deadLetters: this.durable?.dead.count ?? 0, queued: s.queued, queuedBytes: s.queued_bytes, queueSize: this.opts.queue_size, queueMaxBytes: this.opts.queue_max_bytes };
+    return {
+      deadLetters: this.durable?.dead.count ?? 0, queued: s.queued, queuedBytes: s.queued_bytes, queueSize: this.opts.queue_size, queueMaxBytes: this.opts.queue_max_bytes,
+      overflow: { mode: this.overflow, lastAt: this.lastOverflow, dropped: this.figures.dropped, refused: this.held.refused, pushedBack: this.held.pushedBack },
+    };
   }
 
   stats(): NotifierStats {
-    const base = { queued: this.queue.size + this.inflight + (this.durable?.outbox.accepting ?? 0), queued_bytes: this.queue.bytes + this.inflightBytes, ...this.figures };
+    const base: NotifierStats = { queued: this.queue.size + this.inflight + (this.durable?.outbox.accepting ?? 0), queued_bytes: this.queue.bytes + this.inflightBytes + this.pendingBytes, ...this.figures };
+    // at the bound: refused events, and (push_back) the calls held back and those answered busy
+    if (this.overflow !== 'drop') Object.assign(base, { overflow: this.overflow, refused: this.held.refused, ...(this.overflow === 'push_back' ? { pushed_back: this.held.pushedBack, busy: this.held.busy } : {}) });
     const d = this.durable;
     if (!d) return base;
     const o = d.outbox.figures;
@@ -280,9 +310,71 @@ export class Delivery {
     };
   }
 
-  /** Queue an event (never blocks, never throws); a durable notifier queues it once it is on disk. */
+  /** What a full queue does with a new event: as the notifier file says (host.ts, defaults.ts overflowOf). */
+  setOverflow(mode: Overflow): void {
+    this.overflow = mode;
+  }
+
+  /**
+   * Whether an event of `size` bytes finds no room: the events waiting, in
+   * hand and being written to the outbox against queue_size, their bytes
+   * against queue_max_bytes (one event alone is always taken, as the queue
+   * keeps one larger than its byte bound).
+   */
+  private full(size: number): boolean {
+    const count = this.queue.size + this.inflight + (this.durable?.outbox.accepting ?? 0);
+    return count >= this.opts.queue_size || (count > 0 && this.queue.bytes + this.inflightBytes + this.pendingBytes + size > this.opts.queue_max_bytes);
+  }
+
+  /**
+   * push_back: undefined when the notifier has room (or does not push back),
+   * else a wait for room that rejects busy after `seconds`, or when `signal`
+   * aborts (the caller is gone). Counted: calls held, calls answered busy.
+   */
+  admit(seconds: number, signal?: AbortSignal): Promise<void> | undefined {
+    if (this.overflow !== 'push_back' || this.closed || this.draining || !this.full(0)) return undefined;
+    this.held.pushedBack++;
+    this.lastOverflow = Date.now();
+    return new Promise<void>((resolve, reject) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', gone);
+        resolve();
+      };
+      const fail = (why: string) => {
+        this.roomWaiters = this.roomWaiters.filter((w) => w !== done);
+        signal?.removeEventListener('abort', gone);
+        this.held.busy++;
+        reject(busy(`notifier ${this.id}: ${why}; try again later`));
+      };
+      const gone = () => { clearTimeout(timer); fail('the caller is gone'); };
+      const timer = setTimeout(() => fail(`its queue is full (queue_size ${this.opts.queue_size}, queue_max_bytes ${this.opts.queue_max_bytes}; overflow push_back) for ${seconds} s`), seconds * 1000);
+      signal?.addEventListener('abort', gone, { once: true });
+      this.roomWaiters.push(done);
+    });
+  }
+
+  /** Room again (a send done, a cancel, a stop): the callers push_back holds go on. */
+  private roomMade(): void {
+    if (!this.roomWaiters.length || (this.full(0) && !this.closed && !this.draining)) return;
+    const waiters = this.roomWaiters;
+    this.roomWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  /**
+   * Queue an event (never blocks, never throws); a durable notifier queues
+   * it once it is on disk. At the bound (overflow refuse or push_back) it is
+   * refused and counted: what was accepted stays.
+   */
   push(subject: Subject, event: unknown): void {
     if (this.draining || this.closed) return;
+    if (this.overflow !== 'drop') {
+      const size = eventSize(subject, event);
+      if (this.full(size)) return this.refuseAtBound();
+      if (!this.durable) return this.enqueue(subject, event, size);
+      this.pendingBytes += size;
+    }
     if (this.durable) {
       this.durable.outbox.accept(subject, event);
       return;
@@ -290,7 +382,23 @@ export class Delivery {
     this.enqueue(subject, event, eventSize(subject, event));
   }
 
+  /** An event refused at the bound (overflow refuse or push_back): counted, one log line per overflow. */
+  private refuseAtBound(): void {
+    this.held.refused++;
+    this.lastOverflow = Date.now();
+    if (!this.overflowing) {
+      this.log.error(`notifier ${this.id}: queue full (${this.opts.queue_size} events or ${this.opts.queue_max_bytes} bytes), refusing new events (overflow ${this.overflow})`);
+    }
+    this.overflowing = true;
+  }
+
   private enqueue(subject: Subject, event: unknown, size: number): void {
+    // overflow refuse or push_back: the room was checked before; replayed and requeued events are never dropped
+    if (this.overflow !== 'drop') {
+      this.queue.push(subject, event, size, true);
+      this.wake?.();
+      return;
+    }
     const dropped = this.queue.push(subject, event, size);
     if (dropped) {
       if (!this.overflowing) {
@@ -298,6 +406,7 @@ export class Delivery {
       }
       this.overflowing = true;
       this.figures.dropped += dropped;
+      this.lastOverflow = Date.now();
     }
     this.wake?.();
   }
@@ -318,6 +427,7 @@ export class Delivery {
     this.figures.dropped += this.queue.clear();
     this.interrupt?.();
     this.wake?.();
+    this.roomMade();
   }
 
   /**
@@ -349,6 +459,7 @@ export class Delivery {
     }
     this.inflight = 0;
     this.inflightBytes = 0;
+    this.roomMade();
   }
 
   private async work(): Promise<void> {
@@ -369,6 +480,7 @@ export class Delivery {
       await this.deliver(batch.subject, await this.frameOf(batch.subject, batch.events));
       this.inflight = 0;
       this.inflightBytes = 0;
+      this.roomMade();
     }
   }
 

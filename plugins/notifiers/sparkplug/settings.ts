@@ -1,5 +1,6 @@
 import * as schema from '../../../core/schema';
 import type { NotifierConfig, SettingsSchema } from '../contract';
+import { durableOf, durableSettings } from '../contract';
 import { MqttSettingsSchema, readSettings, type MqttSettings, type Qos } from '../mqtt/contract';
 
 /** Every default and limit of the sparkplug notifier, declared. */
@@ -37,6 +38,8 @@ export const SparkplugSettingsSchema: SettingsSchema = {
   rebirth_max: SparkplugLimits.rebirth_max,
   rebirth_window: SparkplugLimits.rebirth_window,
   host_state_max_ahead: SparkplugLimits.host_state_max_ahead,
+  // store and forward on disk (the notifier's outbox) instead of store_max in memory: README.md
+  ...durableSettings('off'),
 };
 
 export interface SparkplugSettings {
@@ -55,6 +58,8 @@ export interface SparkplugSettings {
   rebirthWindow: number;
   /** seconds a primary host STATE's timestamp may be ahead of the node's clock */
   hostStateMaxAhead: number;
+  /** store and forward in the notifier's outbox on disk: data waits for the node to be born (waitReady) */
+  durable: boolean;
 }
 
 /** An id part of a Sparkplug topic: no separators or wildcards. */
@@ -103,5 +108,6 @@ export function readSparkplug(cfg: NotifierConfig, dir: string, system: string):
     rebirthMax: within(cfg, 'rebirth_max', 1, SparkplugLimits.rebirth_max.max!, true),
     rebirthWindow: within(cfg, 'rebirth_window', 1, SparkplugLimits.rebirth_window.max!, false),
     hostStateMaxAhead: within(cfg, 'host_state_max_ahead', 0, SparkplugLimits.host_state_max_ahead.max!, false),
+    durable: durableOf(cfg, false),
   };
 }

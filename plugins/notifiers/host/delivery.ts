@@ -132,24 +132,43 @@ export class Delivery {
   async replay(filter: LetterFilter): Promise<{ letters: number; events: number }> {
     const d = this.durable;
     if (!d) return { letters: 0, events: 0 };
-    return this.requeue(d, await d.dead.take(filter));
+    return this.requeue(d, d.dead.find(filter));
   }
 
+  /** ids of the letters being put back into the outbox (a replay and redeliver_dead at once take each once) */
+  private readonly requeueing = new Set<string>();
+
   /**
-   * Letters taken from the dead letters into the outbox, each as one frame
-   * under its own id (the webhook-id and signature msg id the receiver saw),
-   * so a receiver that keeps ids takes a letter it did get once.
+   * Dead letters back into the outbox, each as one frame under its own id
+   * (the webhook-id and signature msg id the receiver saw), so a receiver
+   * that keeps ids takes a letter it did get once. A letter leaves the dead
+   * letters only once the outbox has it on disk: a write that fails (a full
+   * disk) or a stop leaves it a letter, never lost between the two files.
+   * The other way round (the dead letters' file cannot be written after the
+   * outbox took the frame) it is sent and stays listed: a later replay sends
+   * it again under its id.
    */
   private async requeue(d: Durable, letters: DeadLetter[]): Promise<{ letters: number; events: number }> {
-    let events = 0;
-    const back: DeadLetter[] = [];
-    for (const l of letters) {
-      if (d.outbox.acceptFrame(l.subject, l.events, l.id)) events += l.events.length;
-      else back.push(l);
+    const mine = letters.filter((l) => !this.requeueing.has(l.id));
+    for (const l of mine) this.requeueing.add(l.id);
+    try {
+      const written: DeadLetter[] = [];
+      let failure: unknown;
+      await Promise.all(mine.map((l) => {
+        const w = d.outbox.acceptFrame(l.subject, l.events, l.id);
+        return w && w.then(() => { written.push(l); }, (err: unknown) => { failure = err; });
+      }));
+      if (failure !== undefined) this.log.error(`notifier ${this.id}: ${mine.length - written.length} dead letter(s) not sent again, the outbox cannot write them (${describe(failure)}): they stay`);
+      if (!written.length) return { letters: 0, events: 0 };
+      try {
+        await d.dead.take({ ids: written.map((l) => l.id) });
+      } catch (err) {
+        this.log.error(`notifier ${this.id}: ${written.length} dead letter(s) sent again but still listed (${describe(err)}): a replay sends them again under their ids`);
+      }
+      return { letters: written.length, events: written.reduce((n, l) => n + l.events.length, 0) };
+    } finally {
+      for (const l of mine) this.requeueing.delete(l.id);
     }
-    // the outbox closed meanwhile (a stop): those stay letters
-    for (const l of back) await d.dead.add(l);
-    return { letters: letters.length - back.length, events };
   }
 
   /** redeliver_dead: ids of the letters still to send again, oldest first */
@@ -204,7 +223,7 @@ export class Delivery {
       }
       this.resend = this.resend.slice(i);
       if (!chosen.length) return;
-      const { letters } = await this.requeue(d, await d.dead.take({ ids: chosen }));
+      const { letters } = await this.requeue(d, d.dead.find({ ids: chosen }));
       d.figures.redelivered += letters;
     } catch (err) {
       this.log.error(`notifier ${this.id}: dead letters not sent again (${describe(err)}): they stay`);

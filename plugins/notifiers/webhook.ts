@@ -4,7 +4,7 @@ import type { DeliveryError, Endpoint, FrameInfo, NotifierConfig, NotifierType, 
 import { checkHttpUri } from './host/config';
 import { shownUri } from './host/redaction';
 import { durableOf, durableSettings } from './host/defaults';
-import { text, bool, bound, defaults, int, num } from '../../core/schema';
+import { text, bound, defaults, int } from '../../core/schema';
 import { frameId, secretKey, signature, signingKeys } from './signature';
 
 /**

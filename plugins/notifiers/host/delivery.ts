@@ -154,10 +154,13 @@ export class Delivery {
     try {
       const written: DeadLetter[] = [];
       let failure: unknown;
-      await Promise.all(mine.map((l) => {
+      const writes: Promise<void>[] = [];
+      for (const l of mine) {
         const w = d.outbox.acceptFrame(l.subject, l.events, l.id);
-        return w && w.then(() => { written.push(l); }, (err: unknown) => { failure = err; });
-      }));
+        // false: the outbox closed (a stop): it stays a letter
+        if (w !== false) writes.push(w.then(() => { written.push(l); }, (err: unknown) => { failure = err; }));
+      }
+      await Promise.all(writes);
       if (failure !== undefined) this.log.error(`notifier ${this.id}: ${mine.length - written.length} dead letter(s) not sent again, the outbox cannot write them (${describe(failure)}): they stay`);
       if (!written.length) return { letters: 0, events: 0 };
       try {

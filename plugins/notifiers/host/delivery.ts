@@ -354,7 +354,7 @@ export class Delivery {
    * aborts (the caller is gone). Counted: calls held, calls answered busy.
    */
   admit(seconds: number, signal?: AbortSignal): Promise<void> | undefined {
-    if (this.overflow !== 'push_back' || this.closed || this.draining || !this.full(0)) return undefined;
+    if (!this.holding) return undefined;
     this.held.pushedBack++;
     this.lastOverflow = Date.now();
     return new Promise<void>((resolve, reject) => {
@@ -374,6 +374,11 @@ export class Delivery {
       signal?.addEventListener('abort', gone, { once: true });
       this.roomWaiters.push(done);
     });
+  }
+
+  /** Whether a call that would make events for this notifier must wait now (overflow push_back, the queue full): a check every update pays, so cheap. */
+  get holding(): boolean {
+    return this.overflow === 'push_back' && !this.closed && !this.draining && this.full(0);
   }
 
   /** Room again (a send done, a cancel, a stop): the callers push_back holds go on. */

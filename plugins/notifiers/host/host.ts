@@ -110,7 +110,9 @@ export class Host implements Contract.NotifierHost {
   admit(item: ItemRef, signal?: AbortSignal): Promise<void> | undefined {
     let waits: Promise<void>[] | undefined;
     for (const n of this.all.values()) {
-      if (!n.enabled || n.problem || !n.config.events.some((s) => (s.subject === 'state' || s.subject === 'action') && itemSelected(s, item))) continue;
+      // the cheap check first: most notifiers never hold a call
+      if (!n.enabled || n.problem || !n.delivery.holding) continue;
+      if (!n.config.events.some((s) => (s.subject === 'state' || s.subject === 'action') && itemSelected(s, item))) continue;
       const wait = n.delivery.admit(n.timeout, signal);
       if (wait) (waits ??= []).push(wait);
     }

@@ -145,6 +145,28 @@ test('mqtt durable, refuse: publications not acknowledged fill the outbox to que
   t.false(got.has('11'), 'a refused event was never published');
 });
 
+test('mqtt durable, push_back: an update for an item it publishes waits while the outbox is full and answers busy; one for an item it does not publish goes on at once', async (t) => {
+  const broker = await startGatedBroker(t);
+  const c = await controllerWith(t, {
+    m1: { ...mqttNotifier(broker, { qos: 1, events: states, durable: true, overflow: 'push_back', queue_size: 5, timeout: 3 }), protocol: '3.1.1', events: [{ subject: 'state', items: [ITEM] }] },
+  });
+  await c.ok('create', { i: ITEM });
+  await c.ok('create', { i: 'sensor:g/other' });
+  await until('the creation published', async () => (await stats(c.client, c.k, 'm1')).sent >= 1, 30_000);
+  broker.close('uc-');
+  for (let i = 1; i <= 5; i++) await c.ok('update', { i: ITEM, v: String(i) });
+  const r = await c.client.rpc('update', { k: c.k, i: ITEM, v: '6' });
+  t.is(r.error?.code, 13, JSON.stringify(r));
+  t.is((await c.ok('state', { i: ITEM })).value, '5', 'the refused call changed nothing');
+  // no notifier that would publish it is full: not held
+  await c.ok('update', { i: 'sensor:g/other', v: 'x' });
+  t.like(await stats(c.client, c.k, 'm1'), { pushed_back: 1, busy: 1, refused: 0, dropped: 0 });
+  broker.open();
+  await until('the outbox drained', async () => (await stats(c.client, c.k, 'm1')).outbox.held === 0, 30_000);
+  await c.ok('update', { i: ITEM, v: '7' });
+  t.is((await c.ok('state', { i: ITEM })).value, '7', 'room again: calls go on');
+});
+
 test('sparkplug durable, refuse: while the primary host is offline data waits in the outbox up to queue_size; the rest is refused; the accepted ones come historical after the birth', async (t) => {
   const broker = await startBroker(t, { kind: 'mosquitto' });
   const host = await SparkplugHost.connect(t, broker, 'plant', 'scada');

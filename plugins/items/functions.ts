@@ -57,6 +57,13 @@ export function registerItemFunctions(ctx: PluginContext, reg: ItemRegistry): vo
       .map((i) => i.full());
   };
   const result = (a: Action) => a.event();
+  /**
+   * A call that makes events of an item first waits while a notifier that
+   * would take them is full and pushes back (its overflow push_back: busy at
+   * its timeout); without such a notifier it goes on at once.
+   */
+  const room = (item: Item, call: CallContext): Promise<void> | undefined =>
+    ctx.hasService('notifiers') ? ctx.service('notifiers').admit(item.o, call.signal) : undefined;
 
   ctx.register({
     name: 'create', api: 'product', permission: 'master',
@@ -107,8 +114,10 @@ export function registerItemFunctions(ctx: PluginContext, reg: ItemRegistry): vo
     handler(p, call) {
       if (p.s === undefined && p.v === undefined) throw invalidParams('give s, v or both');
       const item = writable(call, p.i);
+      const update = () => answerWhenWritten(call, reg.updateDurably(item, { status: p.s, value: valueParam(p.v) }), true);
+      const wait = room(item, call);
       // the calls of a batch share one write: the batch holds the answer (core/functions.ts)
-      return answerWhenWritten(call, reg.updateDurably(item, { status: p.s, value: valueParam(p.v) }), true);
+      return wait ? wait.then(update) : update();
     },
   });
 
@@ -123,6 +132,7 @@ export function registerItemFunctions(ctx: PluginContext, reg: ItemRegistry): vo
     returns: 'the action result',
     async handler(p, call) {
       const item = writable(call, p.i);
+      await room(item, call);
       const a = reg.startAction(item, p.s, valueParam(p.v), p.p);
       if (p.w) await within(a.finished, p.w * 1000, call.signal);
       return result(a);

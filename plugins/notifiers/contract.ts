@@ -23,6 +23,8 @@ export interface NotifierStats {
   queued: number; queued_bytes: number; sent: number; failed: number; dropped: number;
   /** a durable notifier: events held on disk, journal bytes, fsyncs, bytes written, refused (disk full), expired, dead letters kept, events moved there, letters dropped at their bound */
   outbox?: Record<string, number>;
+  /** overflow refuse or push_back: the mode, events refused at the bound; push_back: calls held back, and those answered busy */
+  overflow?: string; refused?: number; pushed_back?: number; busy?: number;
 }
 
 /** Service `notifiers`. */
@@ -43,6 +45,12 @@ export interface NotifierHost {
   notifyServer(event: string): void;
   /** list_notifier_types: what a notifier file holds, from the declarations the files are checked by */
   settings(): NotifierFileSettings;
+  /**
+   * Before a call makes events of an item (update, action): undefined when
+   * there is room, else a wait while a notifier with overflow push_back is
+   * full, rejected busy (ApiError 13) past its timeout or when `signal` aborts
+   */
+  admit(item: { oid: string; type: string; group: string; id: string }, signal?: AbortSignal): Promise<void> | undefined;
   /** a durable notifier's dead letters; undefined when the id is unknown; throws (ApiError) when the notifier keeps none */
   deadLetters(id: string): DeadLetterAccess | undefined;
 }
@@ -73,3 +81,5 @@ export { checkHttpUri } from './host/config';
 export { HiddenPassword, shownUri, withoutSecrets } from './host/redaction';
 export { itemSelected } from './host/filter';
 export { eventSize } from './host/event-size';
+// the settings of a type whose notifiers may be durable (an outbox on disk), declared once
+export { durableOf, durableSettings } from './host/defaults';

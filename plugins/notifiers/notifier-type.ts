@@ -141,8 +141,11 @@ export interface NotifierType {
   settings: SettingsSchema;
   /**
    * Whether a notifier of this type keeps what it accepted on disk until it
-   * is delivered (host/outbox.ts) and its given-up frames as dead letters.
-   * Absent: never (the type's own link keeps its own promises, as MQTT QoS).
+   * is delivered (host/outbox.ts) and its given-up frames as dead letters
+   * (json by default; mqtt and sparkplug when their file says `durable`).
+   * Such a type's `send` resolves only once the endpoint has the batch for
+   * good (a web hook's answer, a broker's acknowledgement): the outbox lets
+   * the events go then. Absent: never.
    */
   durable?(cfg: NotifierConfig): boolean;
   /** most events in one send (the host's max_batch when absent) */

@@ -3,7 +3,8 @@ import { describe } from '../../core/log';
 import type { DeliveryError, Endpoint, FrameInfo, NotifierConfig, NotifierType, SettingsSchema } from './contract';
 import { checkHttpUri } from './host/config';
 import { shownUri } from './host/redaction';
-import { text, bool, bound, defaults, int, num } from '../../core/schema';
+import { durableOf, durableSettings } from './host/defaults';
+import { text, bound, defaults, int } from '../../core/schema';
 import { frameId, secretKey, signature, signingKeys } from './signature';
 
 /**
@@ -190,9 +191,7 @@ const HookSettings: SettingsSchema = {
   signing_secret: text('sign every request (Standard Webhooks headers webhook-id, -timestamp, -signature); whsec_ + base64 of 24 to 64 bytes', { secret: true }),
   signing_secret_previous: text('the secret before a rotation: signs beside signing_secret until signing_previous_until', { secret: true }),
   signing_previous_until: int('when the previous secret stops signing (seconds since the epoch; absent: while it is set)', { min: 0 }),
-  durable: bool('keep what is accepted and not yet delivered on disk (runtime/outbox/), and frames refused for good as dead letters; default: on for json, off for http-post and http'),
-  outbox_max_age: num('seconds an event may wait in the outbox: an older one goes to the dead letters (counted as expired); absent: 7 days; 0: no limit', { min: 0 }),
-  redeliver_dead: bool('send the dead letters again, under their ids, when test_notifier passes or deliveries succeed again after the receiver was unreachable; absent: off'),
+  ...durableSettings('on for json, off for http-post and http'),
 };
 
 /** The signing keys a notifier's settings give (checked: a bad secret is refused by name, never shown). */
@@ -320,6 +319,6 @@ export function webhookType(spec: WebhookSpec): NotifierType {
       spec.validate?.(cfg);
     },
     create: (cfg, env) => new WebhookEndpoint(spec, cfg, env && (() => env.ctx.keys)),
-    durable: (cfg) => (typeof cfg.durable === 'boolean' ? cfg.durable : spec.durable === true),
+    durable: (cfg) => durableOf(cfg, spec.durable === true),
   };
 }

@@ -264,7 +264,8 @@ export const fmt = (n: number, digits = 0) => n.toFixed(digits);
 
 /**
  * A drop-in plugin for a bench controller: `bench_update` calls the items
- * service's update n times on `oid`, yielding every 1000 so delivery runs.
+ * service's update n times on `oid` (values from, from + 1, ...: 1 unless
+ * given), yielding every 1000 so delivery runs.
  */
 export function benchUpdatePlugin(oid: string): string {
   return `
@@ -272,10 +273,11 @@ module.exports.plugin = {
   name: 'bench-update', kind: 'sysapi', version: '1.0.0', needs: ['items'],
   start(ctx) {
     ctx.register({ name: 'bench_update', permission: 'master', description: 'n updates of ${oid}',
-      params: { n: { type: 'integer', required: true, description: 'updates' } },
+      params: { n: { type: 'integer', required: true, description: 'updates' }, from: { type: 'integer', description: 'the first value (1)' } },
       async handler(p) {
         const items = ctx.service('items');
-        for (let i = 1; i <= p.n; i++) {
+        const from = p.from ?? 1;
+        for (let i = from; i < from + p.n; i++) {
           items.update('${oid}', { status: 1, value: String(i) });
           if (i % 1000 === 0) await new Promise((r) => setImmediate(r));
         }

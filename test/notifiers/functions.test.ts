@@ -25,7 +25,8 @@ test('list_notifiers and get_notifier show the notifier objects; get_notifier ad
   const got = await until('a sent 1', async () => { const n = await client.ok('get_notifier', { k, i: 'a' }); return n.stats.sent === 1 && n; });
   t.like(got, list[0]);
   const { outbox, ...figures } = got.stats;
-  t.deepEqual(figures, { queued: 0, queued_bytes: 0, sent: 1, failed: 0, dropped: 0, test: 'skipped', state: 'ok', since: null, last_error: null });
+  // a durable notifier refuses at its bound (overflow): the mode and the events refused are shown
+  t.deepEqual(figures, { queued: 0, queued_bytes: 0, sent: 1, failed: 0, dropped: 0, overflow: 'refuse', refused: 0, test: 'skipped', state: 'ok', since: null, last_error: null });
   // a json hook is durable by default: its outbox wrote the event and let it go once delivered
   t.like(outbox, { held: 0, refused: 0, dead_letters: 0 });
   t.true(outbox.fsyncs >= 1);

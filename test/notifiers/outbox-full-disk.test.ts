@@ -180,3 +180,31 @@ skipIfNotRoot('a backlog spans segments: on a full disk, the segments whose even
   t.is((pending.at(-1)!.event as { n: string }).n, 'after');
   await again.close();
 });
+
+skipIfNotRoot('a dead letter replayed onto a full disk stays a letter: it leaves the dead letters only once the outbox has it on disk', async (t) => {
+  t.timeout(300_000);
+  const rcv = await Receiver.start(t);
+  rcv.answer = (r) => (r.body.includes('sensor:g/big') ? { status: 404, body: 'no such sensor' } : { body: '{"result":"OK"}' });
+  const { dir } = smallDir(t, rcv.uri);
+  const child = await spawnController(t, dir);
+  const c = child.client;
+  // a letter larger than the room left below, whose dead letters' file, emptied, still fits
+  await c.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/big', 1, 'b'.repeat(300_000))] });
+  await until('the refused frame is a dead letter', async () => { const o = (await outboxOf(c))!; return o.dead_letters === 1 && o.held === 0; });
+  // the outbox's own room back (the segment that held it, drained, goes with the next writes): the disk is full of other things
+  await twentyArrive(c, rcv, 'small');
+  await until('the drained segment gone', () => journalBytes(dir) < 64 * 1024, 30_000);
+  const [letter] = await c.ok('list_dead_letters', { k, i: 'hook' }) as { id: string }[];
+  const spare = path.join(dir, 'spare');
+  fs.writeFileSync(spare, Buffer.alloc(32 * 1024));
+  const filler = fill(dir);
+  fs.rmSync(spare);
+  t.deepEqual(await c.ok('replay_dead_letters', { k, i: 'hook', ids: [letter.id] }), { letters: 0, events: 0 }, 'the outbox could not take it');
+  t.deepEqual((await c.ok('list_dead_letters', { k, i: 'hook' }) as { id: string }[]).map((l) => l.id), [letter.id], 'still a letter');
+  t.true(fs.readFileSync(path.join(dir, 'runtime', 'outbox', 'hook.dead.json'), 'utf8').includes(letter.id), 'and on disk');
+  t.regex(child.output() + controllerLog(path.dirname(dir)), /1 dead letter\(s\) not sent again, the outbox cannot write them/);
+  // room again: the replay goes through (refused again by the receiver: a letter again, under its id)
+  fs.rmSync(filler);
+  t.deepEqual(await c.ok('replay_dead_letters', { k, i: 'hook', ids: [letter.id] }), { letters: 1, events: 1 });
+  await until('sent again under its id', () => rcv.requests.filter((r) => r.headers['webhook-id'] === letter.id).length === 2);
+});

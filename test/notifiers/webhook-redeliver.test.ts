@@ -90,11 +90,11 @@ test('a receiver down 30 s: nothing goes to the dead letters, everything arrives
   await until('ok again in /health', async () => (await health(url)).notifiers.find((n) => n.id === 'hook')?.state === 'ok');
 });
 
-test('while the receiver is away the outbox keeps its bounds: the oldest events go (counted), none to the dead letters', async (t) => {
+test('while the receiver is away the outbox keeps its bounds: with overflow drop the oldest events go (counted), none to the dead letters', async (t) => {
   const rcv = await Receiver.start(t);
   rcv.down();
   const { client } = await startController(t, {
-    files: notifierFiles({ hook: { type: 'json', uri: rcv.uri, ...quick, queue_size: 50, max_batch: 10, events: states } }),
+    files: notifierFiles({ hook: { type: 'json', uri: rcv.uri, ...quick, queue_size: 50, max_batch: 10, overflow: 'drop', events: states } }),
   });
   await client.ok('t_emit', { k, s: 'state', d: Array.from({ length: 200 }, (_, i) => stateEvent(`sensor:g/e${i}`)) });
   const s = await until('200 taken in', async () => { const x = await stats(client, k, 'hook'); return x.dropped + x.queued === 200 && x.failed > 10 && x; });

@@ -337,7 +337,7 @@ function notifierTable(actions, full) {
 
 /**
  * a notifier's delivery state (get_notifier stats) in words: since when it
- * fails, and why; a warning (dead letters, a backlog) with what waits
+ * fails, and why; a warning (dead letters, a backlog, the bound dropping, refusing or pushing back) with what waits
  */
 const BadLinks = new Set(['disconnected', 'failing', 'not running']);
 function linkWords(s) {

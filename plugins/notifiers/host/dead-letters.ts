@@ -81,6 +81,11 @@ export class DeadLetters {
     return this.matching(filter).slice(offset, offset + limit).map(({ events, ...rest }) => ({ ...rest, events: events.length }));
   }
 
+  /** The letters a filter means, whole, oldest first (left in the list). */
+  find(filter: LetterFilter): DeadLetter[] {
+    return this.matching(filter);
+  }
+
   /** Take the letters a filter means out of the list (written to disk before it resolves); oldest first. */
   async take(filter: LetterFilter): Promise<DeadLetter[]> {
     const taken = this.matching(filter);

@@ -1,7 +1,7 @@
 import { Subjects } from '../../../core/bus';
 import type { Subject } from '../notifier-type';
 import { type Values } from '../../../core/settings/schema';
-import { bool, bound, defaults, int, seconds, text } from '../../../core/schema';
+import { bool, bound, choice, defaults, int, num, seconds, text } from '../../../core/schema';
 
 /**
  * The settings every notifier file has besides its type's own, declared once
@@ -29,6 +29,37 @@ export const DeliveryDefaults = defaults(DeliverySettings);
 
 export type DeliveryOptions = Values<typeof DeliverySettings>;
 
+/**
+ * What a notifier does with a new event when its queue (a durable
+ * notifier's outbox) is at queue_size or queue_max_bytes: `drop` the oldest
+ * waiting ones (counted in `dropped`), `refuse` the new one (counted in
+ * `refused`: what was accepted stays), or `push_back`: refuse it too, and
+ * make the API calls that would make events (update, action) wait for room,
+ * at most the notifier's timeout, then answer busy (13 / 409).
+ */
+export const OverflowModes = ['drop', 'refuse', 'push_back'] as const;
+export type Overflow = (typeof OverflowModes)[number];
+
+/** A notifier's overflow mode: as its file says, else `refuse` for a durable one (it drops nothing it accepted), `drop` otherwise. */
+export const overflowOf = (cfg: Record<string, unknown>, durable: boolean): Overflow =>
+  (OverflowModes as readonly unknown[]).includes(cfg.overflow) ? cfg.overflow as Overflow : durable ? 'refuse' : 'drop';
+
+/**
+ * The settings of a type whose notifiers may keep an outbox (host/outbox.ts;
+ * NotifierType.durable): declared once, spread into the type's settings.
+ * `byDefault`: what `durable` is when the file says nothing, in words.
+ */
+export function durableSettings(byDefault: string) {
+  return {
+    durable: bool(`keep what is accepted and not yet delivered on disk (runtime/outbox/), and frames given up as dead letters; default: ${byDefault}`),
+    outbox_max_age: num('seconds an event may wait in the outbox: an older one goes to the dead letters (counted as expired); absent: 7 days; 0: no limit', { min: 0 }),
+    redeliver_dead: bool('send the dead letters again, under their ids, when test_notifier passes or deliveries succeed again after the endpoint was unreachable; absent: off'),
+  };
+}
+
+/** `durable` of a notifier file, else the type's default. */
+export const durableOf = (cfg: Record<string, unknown>, byDefault: boolean): boolean => (typeof cfg.durable === 'boolean' ? cfg.durable : byDefault);
+
 /** The settings of a notifier file every type shares: its switches and the delivery ones. */
 export const CommonSettings = {
   enabled: bool(false, 'deliver events (also switched at run time by enable_notifier / disable_notifier)'),
@@ -36,6 +67,7 @@ export const CommonSettings = {
   timeout: seconds(0, 'seconds a send or a test may take; 0 or absent: [server] timeout'),
   skip_test: bool(false, 'start without the endpoint test'),
   interval: seconds(0, 'every this many seconds, send the state of every subscribed item again, changed or not (EVA ICS 3.3); 0 or absent: never; at least 0.1 s'),
+  overflow: choice(OverflowModes, 'at queue_size or queue_max_bytes: drop the oldest waiting events, refuse the new one, or push_back (refuse it, and hold update and action calls up to the timeout, then answer busy); absent: refuse for a durable notifier, drop otherwise'),
   ...DeliverySettings,
 };
 

@@ -1,7 +1,9 @@
 import type { Subject } from '../contract';
 import { describe, type ModuleLogger } from '../../../core/log';
 import type { DeliveryError, Endpoint, NotifierStats } from '../contract';
-import type { DeliveryOptions } from './defaults';
+import type { DeliveryOptions, Overflow } from './defaults';
+import { busy } from '../../../core/errors';
+import type { Load } from './health';
 import { EventQueue } from './queue';
 import { eventSize } from './event-size';
 import { unlessAborted, withDeadline } from '../../../core/toolkit/deadline';
@@ -82,6 +84,16 @@ export class Delivery {
   private interrupt: (() => void) | undefined;
   /** aborts the send in hand when the drain at stop is over */
   private readonly halt = new AbortController();
+  /** what a full queue does with a new event (defaults.ts OverflowModes) */
+  private overflow: Overflow = 'drop';
+  /** events refused at the bound (overflow refuse, push_back), and calls held back by push_back, answered busy at its end */
+  private readonly held = { refused: 0, pushedBack: 0, busy: 0 };
+  /** when an event was last dropped or refused at the bound (ms): /health's warning */
+  private lastOverflow = 0;
+  /** estimated bytes of the events given to the outbox and not yet stored (not in the queue yet) */
+  private pendingBytes = 0;
+  /** push_back: callers waiting for room */
+  private roomWaiters: (() => void)[] = [];
 
   /** `timeout`: seconds each send may take (the notifier's timeout) */
   constructor(private readonly id: string, private readonly opts: DeliveryOptions, private readonly timeout: number, private readonly log: ModuleLogger) {
@@ -120,24 +132,46 @@ export class Delivery {
   async replay(filter: LetterFilter): Promise<{ letters: number; events: number }> {
     const d = this.durable;
     if (!d) return { letters: 0, events: 0 };
-    return this.requeue(d, await d.dead.take(filter));
+    return this.requeue(d, d.dead.find(filter));
   }
 
+  /** ids of the letters being put back into the outbox (a replay and redeliver_dead at once take each once) */
+  private readonly requeueing = new Set<string>();
+
   /**
-   * Letters taken from the dead letters into the outbox, each as one frame
-   * under its own id (the webhook-id and signature msg id the receiver saw),
-   * so a receiver that keeps ids takes a letter it did get once.
+   * Dead letters back into the outbox, each as one frame under its own id
+   * (the webhook-id and signature msg id the receiver saw), so a receiver
+   * that keeps ids takes a letter it did get once. A letter leaves the dead
+   * letters only once the outbox has it on disk: a write that fails (a full
+   * disk) or a stop leaves it a letter, never lost between the two files.
+   * The other way round (the dead letters' file cannot be written after the
+   * outbox took the frame) it is sent and stays listed: a later replay sends
+   * it again under its id.
    */
   private async requeue(d: Durable, letters: DeadLetter[]): Promise<{ letters: number; events: number }> {
-    let events = 0;
-    const back: DeadLetter[] = [];
-    for (const l of letters) {
-      if (d.outbox.acceptFrame(l.subject, l.events, l.id)) events += l.events.length;
-      else back.push(l);
+    const mine = letters.filter((l) => !this.requeueing.has(l.id));
+    for (const l of mine) this.requeueing.add(l.id);
+    try {
+      const written: DeadLetter[] = [];
+      let failure: unknown;
+      const writes: Promise<void>[] = [];
+      for (const l of mine) {
+        const w = d.outbox.acceptFrame(l.subject, l.events, l.id);
+        // false: the outbox closed (a stop): it stays a letter
+        if (w !== false) writes.push(w.then(() => { written.push(l); }, (err: unknown) => { failure = err; }));
+      }
+      await Promise.all(writes);
+      if (failure !== undefined) this.log.error(`notifier ${this.id}: ${mine.length - written.length} dead letter(s) not sent again, the outbox cannot write them (${describe(failure)}): they stay`);
+      if (!written.length) return { letters: 0, events: 0 };
+      try {
+        await d.dead.take({ ids: written.map((l) => l.id) });
+      } catch (err) {
+        this.log.error(`notifier ${this.id}: ${written.length} dead letter(s) sent again but still listed (${describe(err)}): a replay sends them again under their ids`);
+      }
+      return { letters: written.length, events: written.reduce((n, l) => n + l.events.length, 0) };
+    } finally {
+      for (const l of mine) this.requeueing.delete(l.id);
     }
-    // the outbox closed meanwhile (a stop): those stay letters
-    for (const l of back) await d.dead.add(l);
-    return { letters: letters.length - back.length, events };
   }
 
   /** redeliver_dead: ids of the letters still to send again, oldest first */
@@ -192,7 +226,7 @@ export class Delivery {
       }
       this.resend = this.resend.slice(i);
       if (!chosen.length) return;
-      const { letters } = await this.requeue(d, await d.dead.take({ ids: chosen }));
+      const { letters } = await this.requeue(d, d.dead.find({ ids: chosen }));
       d.figures.redelivered += letters;
     } catch (err) {
       this.log.error(`notifier ${this.id}: dead letters not sent again (${describe(err)}): they stay`);
@@ -203,7 +237,13 @@ export class Delivery {
 
   /** Events the outbox has on disk: into the queue, in order. */
   private stored(boxes: Boxed[]): void {
-    for (const b of boxes) this.enqueue(b.subject, b, eventSize(b.subject, b.event));
+    let bytes = 0;
+    for (const b of boxes) {
+      const size = eventSize(b.subject, b.event);
+      bytes += size;
+      this.enqueue(b.subject, b, size);
+    }
+    if (boxes.length && !boxes[0].replayed) this.accepted(bytes);
     if (this.refusingSince && boxes.length && !boxes[0].replayed) {
       this.refusingSince = 0;
       this.log.info(`notifier ${this.id}: outbox writes again, events accepted`);
@@ -218,6 +258,7 @@ export class Delivery {
    */
   private refuse(count: number, err: unknown): void {
     this.figures.dropped += count;
+    this.accepted(0);
     if (!this.refusingSince) {
       this.log.error(`notifier ${this.id}: outbox write failed, ${count} event(s) refused: ${describe(err)}`);
       this.refusingSince = Date.now();
@@ -226,6 +267,12 @@ export class Delivery {
     this.refuseError = this.lastError;
     this.wake?.();
   }
+  /** A write of the outbox is over: its events are in the queue (`bytes`), or refused. */
+  private accepted(bytes: number): void {
+    this.pendingBytes = this.durable?.outbox.accepting ? Math.max(0, this.pendingBytes - bytes) : 0;
+    this.roomMade();
+  }
+
   /** when the outbox began to refuse events (ms; 0: it does not), and why */
   private refusingSince = 0;
   private refuseError = '';
@@ -260,14 +307,19 @@ export class Delivery {
     return { since: this.failingSince, error: this.lastError };
   }
 
-  /** What /health weighs besides failures (health.ts): dead letters kept, and how full the queue is. */
-  get load(): { deadLetters: number; queued: number; queuedBytes: number; queueSize: number; queueMaxBytes: number } {
+  /** What /health weighs besides failures (health.ts): dead letters kept, how full the queue is, and what its bound did lately. */
+  get load(): Load {
     const s = this.stats();
-    return { deadLetters: this.durable?.dead.count ?? 0, queued: s.queued, queuedBytes: s.queued_bytes, queueSize: this.opts.queue_size, queueMaxBytes: this.opts.queue_max_bytes };
+    return {
+      deadLetters: this.durable?.dead.count ?? 0, queued: s.queued, queuedBytes: s.queued_bytes, queueSize: this.opts.queue_size, queueMaxBytes: this.opts.queue_max_bytes,
+      overflow: { mode: this.overflow, lastAt: this.lastOverflow, dropped: this.figures.dropped, refused: this.held.refused, pushedBack: this.held.pushedBack },
+    };
   }
 
   stats(): NotifierStats {
-    const base = { queued: this.queue.size + this.inflight + (this.durable?.outbox.accepting ?? 0), queued_bytes: this.queue.bytes + this.inflightBytes, ...this.figures };
+    const base: NotifierStats = { queued: this.queue.size + this.inflight + (this.durable?.outbox.accepting ?? 0), queued_bytes: this.queue.bytes + this.inflightBytes + this.pendingBytes, ...this.figures };
+    // at the bound: refused events, and (push_back) the calls held back and those answered busy
+    if (this.overflow !== 'drop') Object.assign(base, { overflow: this.overflow, refused: this.held.refused, ...(this.overflow === 'push_back' ? { pushed_back: this.held.pushedBack, busy: this.held.busy } : {}) });
     const d = this.durable;
     if (!d) return base;
     const o = d.outbox.figures;
@@ -280,9 +332,76 @@ export class Delivery {
     };
   }
 
-  /** Queue an event (never blocks, never throws); a durable notifier queues it once it is on disk. */
+  /** What a full queue does with a new event: as the notifier file says (host.ts, defaults.ts overflowOf). */
+  setOverflow(mode: Overflow): void {
+    this.overflow = mode;
+  }
+
+  /**
+   * Whether an event of `size` bytes finds no room: the events waiting, in
+   * hand and being written to the outbox against queue_size, their bytes
+   * against queue_max_bytes (one event alone is always taken, as the queue
+   * keeps one larger than its byte bound).
+   */
+  private full(size: number): boolean {
+    const count = this.queue.size + this.inflight + (this.durable?.outbox.accepting ?? 0);
+    return count >= this.opts.queue_size || (count > 0 && this.queue.bytes + this.inflightBytes + this.pendingBytes + size > this.opts.queue_max_bytes);
+  }
+
+  /**
+   * push_back: undefined when the notifier has room (or does not push back),
+   * else a wait for room that rejects busy after `seconds`, or when `signal`
+   * aborts (the caller is gone). Counted: calls held, calls answered busy.
+   */
+  admit(seconds: number, signal?: AbortSignal): Promise<void> | undefined {
+    if (!this.holding) return undefined;
+    this.held.pushedBack++;
+    this.lastOverflow = Date.now();
+    return new Promise<void>((resolve, reject) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', gone);
+        resolve();
+      };
+      const fail = (why: string) => {
+        this.roomWaiters = this.roomWaiters.filter((w) => w !== done);
+        signal?.removeEventListener('abort', gone);
+        this.held.busy++;
+        reject(busy(`notifier ${this.id}: ${why}; try again later`));
+      };
+      const gone = () => { clearTimeout(timer); fail('the caller is gone'); };
+      const timer = setTimeout(() => fail(`its queue is full (queue_size ${this.opts.queue_size}, queue_max_bytes ${this.opts.queue_max_bytes}; overflow push_back) for ${seconds} s`), seconds * 1000);
+      signal?.addEventListener('abort', gone, { once: true });
+      this.roomWaiters.push(done);
+    });
+  }
+
+  /** Whether a call that would make events for this notifier must wait now (overflow push_back, the queue full): a check every update pays, so cheap. */
+  get holding(): boolean {
+    return this.overflow === 'push_back' && !this.closed && !this.draining && this.full(0);
+  }
+
+  /** Room again (a send done, a cancel, a stop): the callers push_back holds go on. */
+  private roomMade(): void {
+    if (!this.roomWaiters.length || (this.full(0) && !this.closed && !this.draining)) return;
+    const waiters = this.roomWaiters;
+    this.roomWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  /**
+   * Queue an event (never blocks, never throws); a durable notifier queues
+   * it once it is on disk. At the bound (overflow refuse or push_back) it is
+   * refused and counted: what was accepted stays.
+   */
   push(subject: Subject, event: unknown): void {
     if (this.draining || this.closed) return;
+    if (this.overflow !== 'drop') {
+      const size = eventSize(subject, event);
+      if (this.full(size)) return this.refuseAtBound();
+      if (!this.durable) return this.enqueue(subject, event, size);
+      this.pendingBytes += size;
+    }
     if (this.durable) {
       this.durable.outbox.accept(subject, event);
       return;
@@ -290,7 +409,23 @@ export class Delivery {
     this.enqueue(subject, event, eventSize(subject, event));
   }
 
+  /** An event refused at the bound (overflow refuse or push_back): counted, one log line per overflow. */
+  private refuseAtBound(): void {
+    this.held.refused++;
+    this.lastOverflow = Date.now();
+    if (!this.overflowing) {
+      this.log.error(`notifier ${this.id}: queue full (${this.opts.queue_size} events or ${this.opts.queue_max_bytes} bytes), refusing new events (overflow ${this.overflow})`);
+    }
+    this.overflowing = true;
+  }
+
   private enqueue(subject: Subject, event: unknown, size: number): void {
+    // overflow refuse or push_back: the room was checked before; replayed and requeued events are never dropped
+    if (this.overflow !== 'drop') {
+      this.queue.push(subject, event, size, true);
+      this.wake?.();
+      return;
+    }
     const dropped = this.queue.push(subject, event, size);
     if (dropped) {
       if (!this.overflowing) {
@@ -298,6 +433,7 @@ export class Delivery {
       }
       this.overflowing = true;
       this.figures.dropped += dropped;
+      this.lastOverflow = Date.now();
     }
     this.wake?.();
   }
@@ -318,6 +454,7 @@ export class Delivery {
     this.figures.dropped += this.queue.clear();
     this.interrupt?.();
     this.wake?.();
+    this.roomMade();
   }
 
   /**
@@ -349,6 +486,7 @@ export class Delivery {
     }
     this.inflight = 0;
     this.inflightBytes = 0;
+    this.roomMade();
   }
 
   private async work(): Promise<void> {
@@ -369,6 +507,7 @@ export class Delivery {
       await this.deliver(batch.subject, await this.frameOf(batch.subject, batch.events));
       this.inflight = 0;
       this.inflightBytes = 0;
+      this.roomMade();
     }
   }
 

@@ -29,22 +29,40 @@ export interface HealthInput {
   problem?: string;
   connection?: { up: boolean; downSince?: number; error?: string };
   failure: { since: number; error: string };
-  /** dead letters kept, and what waits in the queue against its bounds (Delivery.load) */
-  load?: { deadLetters: number; queued: number; queuedBytes: number; queueSize: number; queueMaxBytes: number };
+  /** dead letters kept, what waits in the queue against its bounds, what the bound did lately (Delivery.load) */
+  load?: Load;
 }
+
+/** What /health weighs of a notifier's delivery besides failures (Delivery.load). */
+export interface Load {
+  deadLetters: number; queued: number; queuedBytes: number; queueSize: number; queueMaxBytes: number;
+  /** the overflow mode (defaults.ts), when the bound last dropped or refused an event or held a call back (ms, 0: never), and the counts since start */
+  overflow?: { mode: string; lastAt: number; dropped: number; refused: number; pushedBack: number };
+}
+
+/** How long a drop, refusal or call held back at the bound keeps the notifier in `warning` (ms). */
+export const OVERFLOW_WARNING_MS = 60_000;
 
 /**
  * A notifier that delivers and yet needs an operator's eye: dead letters
- * kept (frames refused or expired, waiting to be replayed or dropped), or a
- * backlog, its queue at half a bound or more (past the bound events are
- * dropped). Undefined when neither.
+ * kept (frames refused or expired, waiting to be replayed or dropped), a
+ * backlog, its queue at half a bound or more, or its bound at work in the
+ * last minute (events dropped or refused, calls held back: `overflow`).
+ * Undefined when none.
  */
-export function warningOf(load: HealthInput['load']): string | undefined {
+export function warningOf(load: HealthInput['load'], now = Date.now()): string | undefined {
   if (!load) return undefined;
   const parts: string[] = [];
   if (load.deadLetters > 0) parts.push(`${load.deadLetters} dead letter${load.deadLetters === 1 ? '' : 's'}`);
   if (load.queued * 2 >= load.queueSize || load.queuedBytes * 2 >= load.queueMaxBytes) {
     parts.push(`backlog: ${load.queued} events queued (queue_size ${load.queueSize}), ${load.queuedBytes} bytes (queue_max_bytes ${load.queueMaxBytes})`);
+  }
+  // the bound at work within the last minute: an operator learns that events are lost (drop), refused, or callers held back
+  const o = load.overflow;
+  if (o && o.lastAt && now - o.lastAt < OVERFLOW_WARNING_MS) {
+    if (o.mode === 'drop') parts.push(`dropping at the bound: ${o.dropped} events dropped since start`);
+    else if (o.mode === 'refuse') parts.push(`refusing at the bound: ${o.refused} events refused since start`);
+    else parts.push(`pushing back at the bound: ${o.pushedBack} calls held, ${o.refused} events refused since start`);
   }
   return parts.length ? parts.join('; ') : undefined;
 }

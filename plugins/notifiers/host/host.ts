@@ -8,7 +8,8 @@ import { declsData, settingData } from '../../../core/schema';
 import type * as Contract from '../contract';
 import type { Endpoint, EndpointFactory, NotifierConfig, NotifierFileSettings, NotifierType } from '../contract';
 import { commonConfig, configProblem, deliveryOptions, readNotifierFiles } from './config';
-import { CommonSettings, DeliverySettings, FileFields } from './defaults';
+import { CommonSettings, DeliverySettings, FileFields, overflowOf } from './defaults';
+import { itemSelected, type ItemRef } from './filter';
 import { Delivery } from './delivery';
 import { OUTBOX_MAX_AGE, outboxDir } from './outbox';
 import type { LetterFilter } from './dead-letters';
@@ -75,6 +76,8 @@ export class Host implements Contract.NotifierHost {
       const opts = deliveryOptions(cfg, ini);
       const timeout = cfg.timeout ?? this.ctx.config.server.timeout;
       const delivery = new Delivery(f.id, opts, timeout, this.ctx.quietLog(`notifier.${f.id}`));
+      // the durable default (refuse) once the type says whether it is durable (attach)
+      delivery.setOverflow(overflowOf(cfg, false));
       const n: Managed = { config: cfg, enabled: cfg.enabled, delivery, test: 'not run', timeout };
       this.all.set(f.id, n);
       this.routes.push({ events: cfg.events, accepts: () => n.enabled && !n.problem, push: (subject, data) => delivery.push(subject, data) });
@@ -96,6 +99,27 @@ export class Host implements Contract.NotifierHost {
     }, items);
     const resend = n.resend;
     this.ctx.interval(() => resend.tick(), Math.max(every, MIN_INTERVAL) * 1000);
+  }
+
+  /**
+   * Before a call makes events of an item (update, action): undefined when
+   * every enabled notifier that would take them has room, else a wait for
+   * the full ones whose overflow is push_back, each up to its timeout, that
+   * rejects busy (13 / 409) when one stays full (Delivery.admit).
+   */
+  admit(item: ItemRef, signal?: AbortSignal): Promise<void> | undefined {
+    let waits: Promise<void>[] | undefined;
+    for (const n of this.all.values()) {
+      // the cheap check first: most notifiers never hold a call
+      if (!n.enabled || n.problem || !n.delivery.holding) continue;
+      if (!n.config.events.some((s) => (s.subject === 'state' || s.subject === 'action') && itemSelected(s, item))) continue;
+      const wait = n.delivery.admit(n.timeout, signal);
+      if (wait) (waits ??= []).push(wait);
+    }
+    if (!waits) return undefined;
+    // one busy answer is enough; the other waits end by themselves (counted as busy too)
+    for (const w of waits) w.catch(() => undefined);
+    return Promise.all(waits).then(() => undefined);
   }
 
   /** A bus event: into the queue of every enabled notifier subscribed to it (router.ts: the cost follows those). */
@@ -137,7 +161,9 @@ export class Host implements Contract.NotifierHost {
       this.refuse(n, `bad ${type.name} config: ${wrong}`);
       return;
     }
-    if (type.durable?.(n.config)) this.durable(n);
+    const durable = type.durable?.(n.config) === true;
+    n.delivery.setOverflow(overflowOf(n.config, durable));
+    if (durable) this.durable(n);
     if (n.enabled) this.startEndpoint(n, !n.config.skip_test);
   }
 

@@ -239,17 +239,20 @@ export class Outbox {
   /**
    * Accept events as one frame under `id` (a dead letter sent again): written
    * together with the frame's record and id, so that it goes out whole under
-   * that id, also after a restart. False when the outbox is closed (a stop):
-   * nothing taken.
+   * that id, also after a restart. Resolves once on disk, rejects when the
+   * write failed (a full disk: nothing taken); false when the outbox is
+   * closed (a stop): nothing taken.
    */
-  acceptFrame(subject: Subject, events: readonly unknown[], id: string): boolean {
+  acceptFrame(subject: Subject, events: readonly unknown[], id: string): Promise<void> | false {
     if (this.closed) return false;
-    if (!events.length) return true;
+    if (!events.length) return Promise.resolve();
     const t = Date.now();
     this.buffer.named.push({ from: this.buffer.a.length, count: events.length, id });
     for (const event of events) this.buffer.a.push([0, subject, event, t]);
-    this.schedule();
-    return true;
+    return new Promise((resolve, reject) => {
+      this.buffer.waiters.push({ resolve, reject });
+      this.schedule();
+    });
   }
 
   /** The id of the frame of these events (seqs, in order): the one it keeps (acceptFrame), else made of its prefix, first seq and length. */
@@ -366,8 +369,10 @@ export class Outbox {
         // nothing of this write is on disk: its events were never accepted, its frames not recorded
         for (const f of b.f) { this.frames.delete(f[0]); this.names.delete(f[0]); }
         for (const w of b.waiters) w.reject(failure);
-        if (b.a.length) this.refused(b.a.length, failure);
-        this.figures.refused += b.a.length;
+        // the events of frames that keep their id (dead letters sent again) stay letters: their waiters are told, they are no refusal
+        const lost = b.a.length - b.named.reduce((n, f) => n + f.count, 0);
+        if (lost) this.refused(lost, failure);
+        this.figures.refused += lost;
         // dones lost here cost at most a frame sent again; keep them for the next write
         this.buffer.d.push(...b.d);
         if (!b.a.length && !b.f.length) return;

@@ -67,10 +67,14 @@ export class EventQueue {
     return this.held;
   }
 
-  /** Add an event of `bytes` (its estimate); returns how many events were dropped to make room. */
-  push(subject: Subject, event: unknown, bytes = 0): number {
+  /**
+   * Add an event of `bytes` (its estimate); returns how many events were
+   * dropped to make room. `keep`: none is (the caller checked the room, or
+   * must not drop what it accepted).
+   */
+  push(subject: Subject, event: unknown, bytes = 0, keep = false): number {
     let dropped = 0;
-    while (this.count > 0 && (this.count >= this.bound || this.held + bytes > this.maxBytes)) {
+    while (!keep && this.count > 0 && (this.count >= this.bound || this.held + bytes > this.maxBytes)) {
       const gone = this.oldest()!.shift()!;
       this.count--;
       this.held -= gone.bytes;

@@ -32,6 +32,8 @@ export const refusalLine = (id: string, r: Refusal) => r.what === 'publish'
 
 /** Thrown by publish while the broker is away. */
 export class NotConnected extends Error {
+  /** the broker is away: a durable notifier keeps the batch in its outbox and tries again (DeliveryError) */
+  readonly transient = true;
   constructor() { super('not connected to the MQTT broker'); }
 }
 

@@ -184,7 +184,10 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
    * retry limit during a long outage; a batch of QoS 0 only is dropped and
    * counted, as QoS 0 promises nothing (but the newest value of each retained
    * topic it held is published on reconnect). Publications in flight when
-   * the connection drops are sent again on reconnect.
+   * the connection drops are sent again on reconnect. A durable notifier's
+   * send resolves once its own batch is acknowledged (its outbox then lets
+   * the events go); a send cut by a drop of the connection is tried again
+   * by the host, and a batch the broker had taken may come twice (QoS 1).
    */
   async send(subject: Subject, events: unknown[], _signal?: AbortSignal): Promise<void> {
     const messages = messagesOf(this.s, this.topics, subject, events, this.self);
@@ -213,7 +216,9 @@ export class MqttEndpoint implements Endpoint, MqttSubscriber {
     void acked.then(sent, sent);
     const previous = this.unacked;
     this.unacked = acked;
-    await previous;
+    // durable: the outbox lets a batch go once the send resolves, so the send waits for its own acknowledgements
+    // (a window of one: a batch acknowledged only in the client's memory would die with the process)
+    await (this.s.durable ? acked : previous);
   }
 
   /** disabled: what arrives is dropped (counted), nothing is controlled or updated */

@@ -2,7 +2,7 @@ import type { PluginContext } from '../../../core/plugin';
 import type { EndpointEnv, EndpointFactory, NotifierConfig, NotifierType } from '../contract';
 import { MqttEndpoint } from './endpoint';
 import { SeenIdsFiles } from './seen-ids';
-import { withoutSecrets } from '../contract';
+import { durableOf, withoutSecrets } from '../contract';
 import { brokersTarget, MqttDefaults, MqttSettingsSchema, parseMqttProps, parseQosMap, readSettings } from './settings';
 import { notifierPlugin } from '../type-plugin';
 
@@ -57,6 +57,7 @@ export const mqttType: NotifierType = {
     out.qos = qos;
     return withoutSecrets(out);
   },
+  durable: (cfg) => durableOf(cfg, false),
   forController: (ctx) => new MqttEndpoints(ctx),
 };
 

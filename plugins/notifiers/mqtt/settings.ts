@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { parseBool } from '../../../core/config';
 import type { NotifierConfig, SettingsSchema, Subject } from '../contract';
+import { durableOf, durableSettings } from '../contract';
 import * as schema from '../../../core/schema';
 
 /** Every default and limit of the mqtt notifier. */
@@ -71,6 +72,8 @@ export const MqttSettingsSchema: SettingsSchema = {
   message_expiry: schema.int('protocol 5: seconds a published state lives at the broker: a retained state older than it is served to no new subscriber; 0: no expiry', { default: 0, min: 0, max: schema.MAX_TIMER_SECONDS, unit: 's' }),
   session_expiry: schema.int('protocol 5: seconds the broker keeps the session after the connection drops: QoS 1/2 messages for our subscriptions wait for the reconnect; 0: none (a clean start, as 3.1.1)', { default: 0, min: 0, max: schema.MAX_TIMER_SECONDS, unit: 's' }),
   shared_group: schema.text('', 'protocol 5: subscribe update and control topics as $share/<group>/...: the controllers of one group each take a part of the messages'),
+  // store and forward on disk: QoS 1 and 2 publications not yet acknowledged survive a restart (plugins/notifiers/README.md)
+  ...durableSettings('off'),
 };
 
 /**
@@ -173,6 +176,8 @@ export interface MqttSettings {
   sessionExpiry: number;
   /** protocol 5: the shared subscription group of the update and control topics, '' for none */
   sharedGroup: string;
+  /** an outbox on disk keeps each batch until the broker acknowledged it: a send waits for its own acknowledgements */
+  durable: boolean;
   /**
    * protocol 5: the properties of each subject's publications, made once
    * (the notification space and the subject as user properties; states
@@ -309,6 +314,7 @@ export function readSettings(cfg: NotifierConfig, dir: string): MqttSettings {
     messageExpiry: v5.message_expiry,
     sessionExpiry: v5.session_expiry,
     sharedGroup: v5.shared_group,
+    durable: durableOf(cfg, false),
     properties: protocol === 5 ? publishProperties(prefix.slice(0, -1), v5.message_expiry) : undefined,
   };
 }

@@ -1,6 +1,6 @@
 import type { PluginContext } from '../../../core/plugin';
 import type { EndpointEnv, EndpointFactory, NotifierConfig, NotifierType } from '../contract';
-import { withoutSecrets } from '../contract';
+import { durableOf, withoutSecrets } from '../contract';
 import { brokersTarget, parseMqttProps } from '../mqtt/contract';
 import { notifierPlugin } from '../type-plugin';
 import { SparkplugNode } from './node';
@@ -47,6 +47,7 @@ export const sparkplugType: NotifierType = {
     for (const [f, d] of Object.entries(SparkplugSettingsSchema)) out[f] = cfg[f] ?? d.default;
     return withoutSecrets(out);
   },
+  durable: (cfg) => durableOf(cfg, false),
   forController: (ctx) => new SparkplugNodes(ctx),
 };
 

@@ -46,6 +46,12 @@ interface Slot { status: MetricRef; value: MetricRef; device: string; dev: Devic
 /** An event held while the host or the broker was away. */
 interface Stored { e: StateEvent; bytes: number }
 
+/** A durable node's data while it is not born (the broker or the primary host away): the host keeps the batch in its outbox and tries again. */
+class NotBorn extends Error {
+  readonly transient = true;
+  constructor() { super('the Sparkplug node is not born (the broker or the primary host is away)'); }
+}
+
 /** The data type of an item value: numbers, booleans, text; null has none of its own. */
 export function valueType(v: string | null | undefined): number | undefined {
   if (v === null || v === undefined) return undefined;
@@ -123,6 +129,8 @@ export class SparkplugNode implements Endpoint {
   private chain: Promise<void> = Promise.resolve();
   private store: Stored[] = [];
   private storeBytes = 0;
+  /** durable: the sends waiting for the node to be born (waitReady) */
+  private bornWaiters: (() => void)[] = [];
   private unwatch?: () => void;
   /** devices whose items changed, born again together when the timer fires */
   private rebirths = new Set<string>();
@@ -351,6 +359,8 @@ export class SparkplugNode implements Endpoint {
     this.stats.device_births += messages.length - 1;
     this.alive = true;
     await this.forward();
+    // durable: what waited in the outbox goes now, after the births (its events older than them: historical)
+    for (const w of this.bornWaiters.splice(0)) w();
   }
 
   /** A new DBIRTH of one device (an item came or changed type), or DDEATH when it has no items left. */
@@ -749,6 +759,7 @@ export class SparkplugNode implements Endpoint {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    for (const w of this.bornWaiters.splice(0)) w();
     clearTimeout(this.rebirthTimer);
     clearTimeout(this.stateTimer);
     clearTimeout(this.walkTimer);
@@ -771,16 +782,34 @@ export class SparkplugNode implements Endpoint {
     }
   }
 
-  /** State events become data while the node is born and its host online; otherwise they are stored (bounded). */
+  /**
+   * Durable: state data waits for the node to be born (the broker there, the
+   * primary host online, the births out), so the outbox holds it meanwhile,
+   * on disk; in memory, data is never held up (send stores it).
+   */
+  async waitReady(subject: Subject): Promise<void> {
+    if (!this.s.durable || subject !== 'state' || this.publishing || this.stopped) return;
+    await new Promise<void>((resolve) => this.bornWaiters.push(resolve));
+  }
+
+  /**
+   * State events become data while the node is born and its host online;
+   * otherwise they are stored (bounded), or, durable, left in the outbox
+   * (NotBorn: the host tries again once the node is born). Events older than
+   * the births that followed them go out as historical data.
+   */
   async send(subject: Subject, events: unknown[]): Promise<void> {
     if (subject !== 'state' || !events.length) return;
     const states = events as StateEvent[];
     await this.run(async () => {
-      if (!this.publishing) return this.keep(states);
+      if (!this.publishing) {
+        if (this.s.durable) throw new NotBorn();
+        return this.keep(states);
+      }
       try {
         await this.data(states, false);
       } catch (err) {
-        if (!(err instanceof NotConnected)) throw err;
+        if (!(err instanceof NotConnected) || this.s.durable) throw err;
         this.keep(states);
       }
     });

@@ -1,5 +1,6 @@
 import * as schema from '../../../core/schema';
 import type { NotifierConfig, SettingsSchema } from '../contract';
+import { durableOf, durableSettings } from '../contract';
 import { MqttSettingsSchema, readSettings, type MqttSettings, type Qos } from '../mqtt/contract';
 
 /** Every default and limit of the sparkplug notifier, declared. */
@@ -39,6 +40,8 @@ export const SparkplugSettingsSchema: SettingsSchema = {
   rebirth_window: SparkplugLimits.rebirth_window,
   host_state_max_ahead: SparkplugLimits.host_state_max_ahead,
   host_state_wait: SparkplugLimits.host_state_wait,
+  // store and forward on disk (the notifier's outbox) instead of store_max in memory: README.md
+  ...durableSettings('off'),
 };
 
 export interface SparkplugSettings {
@@ -59,6 +62,8 @@ export interface SparkplugSettings {
   hostStateMaxAhead: number;
   /** seconds a connection to one of several brokers waits for the primary host's online STATE before it moves on */
   hostStateWait: number;
+  /** store and forward in the notifier's outbox on disk: data waits for the node to be born (waitReady) */
+  durable: boolean;
 }
 
 /** An id part of a Sparkplug topic: no separators or wildcards. */
@@ -108,5 +113,6 @@ export function readSparkplug(cfg: NotifierConfig, dir: string, system: string):
     rebirthWindow: within(cfg, 'rebirth_window', 1, SparkplugLimits.rebirth_window.max!, false),
     hostStateMaxAhead: within(cfg, 'host_state_max_ahead', 0, SparkplugLimits.host_state_max_ahead.max!, false),
     hostStateWait: within(cfg, 'host_state_wait', SparkplugLimits.host_state_wait.min!, SparkplugLimits.host_state_wait.max!, false),
+    durable: durableOf(cfg, false),
   };
 }

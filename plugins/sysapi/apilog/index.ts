@@ -7,7 +7,7 @@ import { summarize } from './params';
 import { RequestLog } from './requests';
 import { apiLogIsoTime, parseFilter, parseApiLogTime, StatusNames } from './query';
 import { loginNames } from './logins';
-import { ReadFunctions, RefusedStatuses } from './reads';
+import { readFunctions, RefusedStatuses } from './reads';
 
 /** `[server]` settings of the API call log. */
 export const ApiLogSettings = {
@@ -112,7 +112,7 @@ export const plugin = definePlugin({
         if (keep > 0) start = Math.max(start ?? 0, now - keep);
         const rows = await store.query({
           start, end, limit: p.n, filter, before: p.b,
-          statuses: p.r ? RefusedStatuses : undefined, notFuncs: p.c ? ReadFunctions : undefined,
+          statuses: p.r ? RefusedStatuses : undefined, notFuncs: p.c ? readFunctions(ctx.describeFunctions('api_log_get').methods as { name: string }[]) : undefined,
         });
         if (p.t === 'iso') for (const r of rows) { r.t = apiLogIsoTime(r.t); r.tf = apiLogIsoTime(r.tf); }
         return rows;

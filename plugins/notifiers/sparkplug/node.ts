@@ -26,6 +26,8 @@ const FORWARD_BATCH = 500;
 const BIRTH_WINDOW_MS = 100;
 /** the longest window: births that follow one another close (items created one by one) wait twice as long each, up to this */
 const BIRTH_WINDOW_MAX_MS = 1000;
+/** births asked for within this time of the last one count as "still coming": the window goes on doubling */
+const BIRTH_QUIET_MS = 2000;
 
 type Field = 'status' | 'value';
 
@@ -730,10 +732,12 @@ export class SparkplugNode implements Endpoint {
   private rebirthSoon(device: string): void {
     this.rebirths.add(device);
     if (this.rebirthTimer) return;
-    // asked again right after the last one fired: the changes keep coming (slowly, on a loaded machine), so the
-    // window doubles, and the births stay a few a second at most whatever each change costs; quiet, it is short again
+    // asked again within BIRTH_QUIET_MS of the last one: the changes keep coming (one call after another, each as
+    // slow as the machine makes it), so the window doubles, and the births stay a few a second at most whatever
+    // each change costs; after a quiet spell it is short again. (Measured from twice the window, a call slower
+    // than 200 ms, as on a loaded machine, reset it every time: a birth per item.)
     const now = Date.now();
-    this.birthWindow = now - this.lastRebirth < 2 * this.birthWindow ? Math.min(2 * this.birthWindow, BIRTH_WINDOW_MAX_MS) : BIRTH_WINDOW_MS;
+    this.birthWindow = now - this.lastRebirth < BIRTH_QUIET_MS ? Math.min(2 * this.birthWindow, BIRTH_WINDOW_MAX_MS) : BIRTH_WINDOW_MS;
     this.rebirthTimer = setTimeout(() => {
       this.rebirthTimer = undefined;
       this.lastRebirth = Date.now();

@@ -66,7 +66,7 @@ test('durable web hook: SIGKILL during the drain after an outage, restart: every
   rcv.release();
 
   const second = await spawnController(t, dir);
-  const values = () => rcv.requests.slice(before).flatMap((r) => (r.json?.data ?? []).map((e: { value: string }) => e.value)) as string[];
+  const values = () => rcv.requests.slice(before).flatMap((r) => ((r.json as { data?: { value: string }[] } | undefined)?.data ?? []).map((e) => e.value));
   await until('every value', () => tally(values()).lost === 0, 120_000);
   await until('outbox drained', async () => (await outboxOf(second, 'hook')).held === 0, 60_000);
   const { lost, duplicates, again } = tally(values());

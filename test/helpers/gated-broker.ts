@@ -10,8 +10,11 @@ import { switchableServer } from './switchable-server';
  * publish goes on meanwhile.
  */
 export interface GatedBroker extends Broker {
-  /** hold the publications of clients whose id starts with `prefix` */
-  close(prefix: string): void;
+  /**
+   * hold the publications of clients whose id starts with `prefix`; `after`:
+   * let that many of theirs through first (a drain cut in its middle)
+   */
+  close(prefix: string, after?: number): void;
   /** let the held ones through, and every one from now on */
   open(): void;
   /** publications held now */
@@ -21,10 +24,11 @@ export interface GatedBroker extends Broker {
 export async function startGatedBroker(t: Owner): Promise<GatedBroker> {
   const { Aedes } = await import('aedes');
   let prefix: string | undefined;
+  let pass = 0;
   let held: (() => void)[] = [];
   const aedes = await Aedes.createBroker({
     authorizePublish: (client, _packet, done) => {
-      if (prefix !== undefined && client?.id.startsWith(prefix)) held.push(() => done(null));
+      if (prefix !== undefined && client?.id.startsWith(prefix) && pass-- <= 0) held.push(() => done(null));
       else done(null);
     },
   });
@@ -40,7 +44,7 @@ export async function startGatedBroker(t: Owner): Promise<GatedBroker> {
     get port() { return server.port; },
     stop: () => server.stop(),
     start: () => server.listen(),
-    close(p) { prefix = p; },
+    close(p, after = 0) { prefix = p; pass = after; },
     open() {
       prefix = undefined;
       const go = held;

@@ -19,6 +19,7 @@ import { ApiError } from '../errors';
 import { Version } from '../defaults';
 import { directHandler, directRoute } from './direct';
 import { jrpcProcessor } from './jrpc';
+import { WriteHold } from '../toolkit/group-commit';
 import { clientGone } from './gone';
 import { JsonHeaders, NoCacheHeaders, send, sendDirectError, sendJson, type Escaped } from './reply';
 import { onFirstUse } from '../toolkit/lazy-module';
@@ -76,7 +77,7 @@ export class HttpServer {
 
   constructor(
     private readonly config: Config, private readonly paths: Paths, dispatcher: Dispatcher, logger: Logger,
-    metrics: Metrics, private readonly hooks: HttpHooks, healthReports: Health,
+    metrics: Metrics, private readonly hooks: HttpHooks, healthReports: Health, writes: WriteHold,
   ) {
     this.log = logger.module('webapi');
     const w = config.webapi;
@@ -103,7 +104,7 @@ export class HttpServer {
       else res.end();
     };
     // behind a proxy that ends TLS (x_real_ip) the browser's scheme is not the socket's
-    const jrpc = jrpcProcessor(dispatcher, { maxBody: w.max_body_size, maxBatch: w.max_batch, maxAnswer: w.max_answer_size }, w.x_real_ip,
+    const jrpc = jrpcProcessor(dispatcher, writes, { maxBody: w.max_body_size, maxBatch: w.max_batch, maxAnswer: w.max_answer_size }, w.x_real_ip,
       failed(JSON.stringify(rpcError(null, 10, 'internal error'))));
     const direct = directHandler(dispatcher, { maxBody: w.max_body_size, maxAnswer: w.max_answer_size }, clientIp, w.x_real_ip,
       failed(JSON.stringify({ result: 'ERROR', _error: 'internal error' })));

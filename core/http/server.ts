@@ -115,10 +115,9 @@ export class HttpServer {
     // supervisor asks every few seconds, are answered here on node:http; Koa
     // serves the rest. The call handlers are written in node's own shape:
     // the body read by its events, the end told by a callback (`done`), no
-    // promise of their own around the call's: through promises, a call cost
-    // 0.3–0.9 µs more of about 18 in process (test/bench/README.md, "The
-    // hot path in node's shape"). The call itself (rpcCall,
-    // Dispatcher.call) is async.
+    // promise of their own around the call's, which cost more per call
+    // (test/bench/README.md, "Why the call path is shaped this way"). The
+    // call itself (rpcCall, Dispatcher.call) is async.
     this.hot = (req, res, done) => {
       const url = req.url ?? '/';
       if (url === '/jrpc' || url.startsWith('/jrpc?')) {
@@ -135,7 +134,7 @@ export class HttpServer {
         direct(req, res, call, done);
         return true;
       }
-      // a path a plugin took whole (MCP): its calls are not worth Koa's 20-odd µs each (test/bench/README.md)
+      // a path a plugin took whole (MCP): its calls are not worth Koa's cost each (test/bench/README.md, "Why the call path is shaped this way")
       const taken = this.hooks.pathFor(url.split('?')[0]);
       if (!taken) return false;
       let answered: boolean | Promise<boolean>;

@@ -19,6 +19,7 @@ import { SaveRegistry } from './save-registry';
 import { Lifecycle } from './lifecycle';
 import { Metrics } from './metrics';
 import { Health } from './health';
+import { WriteHold } from './toolkit/group-commit';
 import type { Product } from './defaults';
 
 export interface ControllerOptions { dir: string; product: Product }
@@ -36,6 +37,8 @@ export class Controller {
     const c = root.createChildContainer();
     const paths = new Paths(opts.dir, opts.product);
     c.registerInstance(Paths, paths);
+    // the controller's write holds: its JSON RPC batches hold back its own stores' writes only
+    c.registerInstance(WriteHold, new WriteHold());
     for (const cls of [Config, EventBus, Logger, TokenStore, KeyStore, FunctionRegistry, SaveRegistry, Lifecycle, Metrics, Health, Dispatcher, HttpHooks, PluginHost, HttpServer]) {
       c.registerSingleton(cls as InjectionToken<unknown> as new (...args: never[]) => unknown);
     }

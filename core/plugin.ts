@@ -5,6 +5,7 @@ import type { Logger, ModuleLogger } from './log';
 import type { FunctionDecl, WriteGate } from './functions';
 import type { Decls } from './schema';
 import type { KeyStore, ResolvedKey } from './auth/keys';
+import type { WriteHold } from './toolkit/group-commit';
 import type { ApiError, ErrorKind } from './errors';
 import type { MetricSource } from './metrics';
 import type { HealthSource } from './health';
@@ -20,7 +21,7 @@ import type { RouteHandler, UpgradeHandler } from './http/hooks';
  * plugin written for the previous one may break). A plugin states the range it
  * was written for with `kernel`, e.g. '^2'.
  */
-export const KERNEL_API = '2.5.0';
+export const KERNEL_API = '2.6.0';
 
 /**
  * The services plugins offer each other, by name. Empty here: the plugin that
@@ -111,6 +112,8 @@ export interface PluginContext {
   /** the controller log itself, for plugins that read or keep records */
   readonly logger: Logger;
   readonly keys: KeyStore;
+  /** the controller's write holds: every group commit (core/toolkit/group-commit.ts) a plugin makes is made with it */
+  readonly writes: WriteHold;
   /** an API error of a catalogue kind, for plugins that cannot import core/errors (drop-ins) */
   error(kind: ErrorKind, message: string): ApiError;
   /** a logger whose records never become `log` events (the notification system's own) */

@@ -20,6 +20,7 @@ import { HttpHooks } from './http/hooks';
 import { ApiError, SkipCodes, type SkipCode } from './errors';
 import { Health, reasonOf } from './health';
 import { within } from './toolkit/time-limit';
+import { WriteHold } from './toolkit/group-commit';
 import { MAX_TIMER_SECONDS } from './defaults';
 import { KERNEL_API, type PluginContext, type PluginInfo, type PluginDefinition, PluginKinds, type PluginKind, type ServiceName } from './plugin';
 import { checkDeclaration, ConfigError } from './settings/schema';
@@ -169,6 +170,7 @@ export class PluginHost {
     private readonly dispatcher: Dispatcher,
     private readonly lifecycle: Lifecycle,
     private readonly health: Health,
+    private readonly writes: WriteHold,
   ) {
     this.log = logger.module('plugins');
   }
@@ -363,6 +365,7 @@ export class PluginHost {
       log: this.logger.module(name),
       logger: this.logger,
       keys: this.keys,
+      writes: this.writes,
       error: (kind, message) => new ApiError(kind, message),
       quietLog: (mod = name) => this.logger.module(mod, { events: false }),
       on: (subject, listener) => { open(); this.bus.on(name, subject, listener); },

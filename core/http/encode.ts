@@ -50,10 +50,9 @@ const Built = Symbol('fixedPart');
  * The members of a result that stay the same from one call to the next
  * (`test`'s answer but its time and uptime): each encoding of them is made
  * once, and an answer built on them (`with`) encodes only the members that
- * change, spliced after them. Encoding the whole `test` response cost
- * 1.4–1.6 µs (JSON) and 2.2–2.5 µs (MessagePack) here, the splice 0.8 and
- * 1.3 (test/bench/README.md). The part must not change once made: make
- * another.
+ * change, spliced after them: cheaper than encoding the whole response on
+ * every call (test/bench/README.md, "Why the call path is shaped this
+ * way"). The part must not change once made: make another.
  */
 export class FixedPart {
   /** how many members `value` has: a result built on it has them first */
@@ -70,9 +69,7 @@ export class FixedPart {
 
   constructor(readonly value: Record<string, unknown>) {
     this.count = Object.keys(value).length;
-    // a plain object (its prototype is Object's), made by a constructor of this part's own: V8 gives a
-    // constructor's objects room for the members its first ones had, where an object literal grown by
-    // Object.assign turns to a dictionary past about 18 members (a `test` answer with `threads`: 0.7 µs a call)
+    // a plain object made by a constructor of this part's own: not a dictionary however many members (test/bench/README.md, "Why the call path is shaped this way")
     const Result = function (): void { /* members come from `with` */ } as unknown as new () => Record<string | symbol, unknown>;
     Result.prototype = Object.prototype;
     this.Result = Result;
@@ -200,7 +197,7 @@ type Piece = string | Buffer;
  */
 function responseHead(isPacked: boolean, id: unknown): Piece {
   if (!isPacked) return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`;
-  // made of kept bytes around the id's (through the encoder, this was 0.45 µs of a 19 µs call)
+  // made of kept bytes around the id's: cheaper than the encoder (test/bench/README.md, "Why the call path is shaped this way")
   const small = typeof id === 'number' && Number.isInteger(id) && id >= 0 && id < 128;
   const idBytes = small ? undefined : encoder.encodeSharedRef(id);
   const n = small ? 1 : idBytes!.length;
@@ -253,11 +250,8 @@ const ownPiece = (body: string | Uint8Array): Piece => (typeof body === 'string'
  * error 13 with its id (the function ran; its answer is not sent).
  *
  * MessagePack bytes up to 16 KiB come as text of one character a byte
- * (latin1: send them so). node:http writes a text answer in one piece with
- * its head; bytes cost a buffer from node's pool, a piece apart in the
- * write, and their memory to collect: 1.2 µs of an 18 µs call through
- * HTTP, in processes warmed for 2 s (test/bench/README.md, "The hot path
- * in node's shape").
+ * (latin1: send them so): node:http writes a text answer in one piece with
+ * its head (test/bench/README.md, "Why the call path is shaped this way").
  */
 export function encodeResponse(isPacked: boolean, r: RpcResponse, max: number): Piece {
   const e = encodingsOf(r.result);

@@ -6,7 +6,7 @@ import { JsonHeaders, MsgpackHeaders, NoCacheHeaders, send, sendPieces, type Esc
 import { HeldBatch } from './held';
 import { encodeResponse, packed as bytes, unpacked } from './encode';
 import { foreignOrigin } from './origin';
-import { holdWrites } from '../toolkit/group-commit';
+import type { WriteHold } from '../toolkit/group-commit';
 
 const MSGPACK_TYPES = new Set(['application/msgpack', 'application/x-msgpack']);
 
@@ -34,18 +34,18 @@ export interface JrpcLimits { maxBody: number; maxBatch: number; maxAnswer: numb
  * JSON. A request from a page of another origin never gets the key
  * hosts_assign gives its address (foreignOrigin).
  */
-export function jrpcProcessor(dispatcher: Dispatcher, limits: JrpcLimits, eitherScheme: boolean, escaped: Escaped) {
+export function jrpcProcessor(dispatcher: Dispatcher, writes: WriteHold, limits: JrpcLimits, eitherScheme: boolean, escaped: Escaped) {
   const { maxBody, maxBatch, maxAnswer } = limits;
 
   /** Answers a batch: its calls one after another, the answer once their held writes settled. */
   const batch = async (res: ServerResponse, payload: unknown[], packed: boolean, meta: CallMeta): Promise<void> => {
     // the responses encoded as they come, within max_answer_size for the whole batch; a call whose answer waits
     // only for its write hands the write over and the next call runs at once; the writes are held back until
-    // the last call ran (holdWrites): the batch's changes go to disk together, and the batch is answered once
+    // the last call ran (the controller's WriteHold: other controllers' writes go on): the batch's changes go to disk together, and the batch is answered once
     // they did (./held.ts)
     const out = new HeldBatch(packed, maxAnswer);
     const batchMeta: CallMeta = { ...meta, hold: out.hold };
-    const release = holdWrites();
+    const release = writes.hold();
     try {
       // one after another: a batch may lock, work and unlock in order
       for (const one of payload) {

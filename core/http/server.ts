@@ -19,6 +19,7 @@ import { ApiError } from '../errors';
 import { Version } from '../defaults';
 import { directHandler, directRoute } from './direct';
 import { jrpcProcessor } from './jrpc';
+import { WriteHold } from '../toolkit/group-commit';
 import { clientGone } from './gone';
 import { JsonHeaders, NoCacheHeaders, send, sendDirectError, sendJson, type Escaped } from './reply';
 import { onFirstUse } from '../toolkit/lazy-module';
@@ -76,7 +77,7 @@ export class HttpServer {
 
   constructor(
     private readonly config: Config, private readonly paths: Paths, dispatcher: Dispatcher, logger: Logger,
-    metrics: Metrics, private readonly hooks: HttpHooks, healthReports: Health,
+    metrics: Metrics, private readonly hooks: HttpHooks, healthReports: Health, writes: WriteHold,
   ) {
     this.log = logger.module('webapi');
     const w = config.webapi;
@@ -103,7 +104,7 @@ export class HttpServer {
       else res.end();
     };
     // behind a proxy that ends TLS (x_real_ip) the browser's scheme is not the socket's
-    const jrpc = jrpcProcessor(dispatcher, { maxBody: w.max_body_size, maxBatch: w.max_batch, maxAnswer: w.max_answer_size }, w.x_real_ip,
+    const jrpc = jrpcProcessor(dispatcher, writes, { maxBody: w.max_body_size, maxBatch: w.max_batch, maxAnswer: w.max_answer_size }, w.x_real_ip,
       failed(JSON.stringify(rpcError(null, 10, 'internal error'))));
     const direct = directHandler(dispatcher, { maxBody: w.max_body_size, maxAnswer: w.max_answer_size }, clientIp, w.x_real_ip,
       failed(JSON.stringify({ result: 'ERROR', _error: 'internal error' })));
@@ -114,10 +115,9 @@ export class HttpServer {
     // supervisor asks every few seconds, are answered here on node:http; Koa
     // serves the rest. The call handlers are written in node's own shape:
     // the body read by its events, the end told by a callback (`done`), no
-    // promise of their own around the call's: through promises, a call cost
-    // 0.3–0.9 µs more of about 18 in process (test/bench/README.md, "The
-    // hot path in node's shape"). The call itself (rpcCall,
-    // Dispatcher.call) is async.
+    // promise of their own around the call's, which cost more per call
+    // (test/bench/README.md, "Why the call path is shaped this way"). The
+    // call itself (rpcCall, Dispatcher.call) is async.
     this.hot = (req, res, done) => {
       const url = req.url ?? '/';
       if (url === '/jrpc' || url.startsWith('/jrpc?')) {
@@ -134,7 +134,7 @@ export class HttpServer {
         direct(req, res, call, done);
         return true;
       }
-      // a path a plugin took whole (MCP): its calls are not worth Koa's 20-odd µs each (test/bench/README.md)
+      // a path a plugin took whole (MCP): its calls are not worth Koa's cost each (test/bench/README.md, "Why the call path is shaped this way")
       const taken = this.hooks.pathFor(url.split('?')[0]);
       if (!taken) return false;
       let answered: boolean | Promise<boolean>;

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import crypto from 'node:crypto';
-import { GroupCommit } from './group-commit';
+import { GroupCommit, type WriteHold } from './group-commit';
 
 /**
  * Every file the controller writes goes through here: write a temp file in
@@ -80,9 +80,12 @@ async function syncDir(dir: string): Promise<void> {
  */
 export class AtomicFile {
   private produce: () => string | Uint8Array = () => '';
-  private readonly commits = new GroupCommit(() => writeFileAtomic(this.file, this.produce(), this.mode));
+  private readonly commits: GroupCommit;
 
-  constructor(readonly file: string, readonly mode = 0o644) {}
+  /** `holds`: the controller's (ctx.writes), whose JSON RPC batches hold this file's writes back */
+  constructor(readonly file: string, holds: WriteHold, readonly mode = 0o644) {
+    this.commits = new GroupCommit(holds, () => writeFileAtomic(this.file, this.produce(), this.mode));
+  }
 
   /**
    * Write what `produce` returns when the write starts (so the newest

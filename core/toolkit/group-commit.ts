@@ -11,10 +11,12 @@
  * gives an `undo`: when the write fails, the undos of its batch run (newest
  * first) before the next write starts, so no later write carries them.
  *
- * While a write hold is on (holdWrites: a JSON RPC batch dispatching its
- * calls), a write asked for does not start: it starts once the last hold
- * ends, carrying everything the held calls changed, unless the store says
- * it already has a full write's worth waiting (`full`), which goes at once.
+ * While a hold of its controller's WriteHold is on (a JSON RPC batch
+ * dispatching its calls), a write asked for does not start: it starts once
+ * the last hold ends, carrying everything the held calls changed, unless the
+ * store says it already has a full write's worth waiting (`full`), which
+ * goes at once. The holds are the controller's, never the process's: a
+ * batch holds back only its own controller's writes.
  */
 export class GroupCommit {
   /** the write under way (resolved when none) */
@@ -30,19 +32,19 @@ export class GroupCommit {
    * `full`: the store has as much waiting as one write carries (its
    * bounds): such a write is not held back.
    */
-  constructor(private readonly write: () => Promise<void>, private readonly full?: () => boolean) {}
+  constructor(private readonly holds: WriteHold, private readonly write: () => Promise<void>, private readonly full?: () => boolean) {}
 
   /** Have the next write carry what changed so far; resolves once it is on disk, rejects (after the undo) when that write fails. */
   request(undo?: () => void): Promise<void> {
     if (undo) this.undos.push(undo);
-    if (!groupCommit) return this.alone();
+    if (!this.holds.grouped) return this.alone();
     const next = this.next;
     if (next) {
       // the write held back goes now (start() clears `next`: this request is in it all the same)
       if (this.gated && this.full?.()) this.gated();
       return next;
     }
-    this.next = this.running.catch(() => {}).then(() => (holds === 0 || this.full?.() ? this.start() : this.whenReleased()));
+    this.next = this.running.catch(() => {}).then(() => (!this.holds.on || this.full?.() ? this.start() : this.whenReleased()));
     return this.next;
   }
 
@@ -58,11 +60,11 @@ export class GroupCommit {
     return new Promise<void>((resolve) => {
       const go = () => {
         if (this.gated !== go) return;
-        waiting.delete(go);
+        this.holds.done(go);
         resolve(this.start());
       };
       this.gated = go;
-      waiting.add(go);
+      this.holds.wait(go);
     });
   }
 
@@ -99,42 +101,65 @@ export class GroupCommit {
   }
 }
 
-let groupCommit = true;
-
-/** write holds on now */
-let holds = 0;
-/** the writes held back, started when the last hold ends */
-const waiting = new Set<() => void>();
-
 /**
- * Hold back every group commit's next write until the returned function is
- * called: a caller that makes many changes in a row, awaiting between them
- * (the calls of a JSON RPC batch), has them all carried by one write instead
- * of the first going alone. Callers that change things meanwhile join the
- * same write. A hold is bounded: it ends by itself once the event loop
- * moves on (the holder waits for I/O or a timer: whatever it changed then
- * goes), and a store with a full write's worth waiting writes anyway.
- * Ending a hold twice is harmless.
+ * One controller's write holds (a kernel service: every group commit of
+ * the controller is made with it, core/controller.ts): while a hold is on,
+ * the next write of each of those group commits waits. Only the
+ * controller's own JSON RPC batches hold, so a batch never holds back
+ * another controller's writes in the same process.
  */
-export function holdWrites(): () => void {
-  holds++;
-  let on = true;
-  const release = () => {
-    if (!on) return;
-    on = false;
-    clearImmediate(bound);
-    if (--holds > 0) return;
-    for (const go of [...waiting]) go();
-  };
-  const bound = setImmediate(release);
-  return release;
-}
+export class WriteHold {
+  /** holds on now */
+  private holds = 0;
+  /** the writes held back, started when the last hold ends */
+  private readonly waiting = new Set<() => void>();
+  /** false: every request writes on its own (setGroupCommit) */
+  grouped = true;
 
-/**
- * Turn group commit off (every request writes on its own) or back on, for
- * every store of the process. Only the benchmark that measures what group
- * commit gains (test/bench/commit.ts) calls this.
- */
-export function setGroupCommit(on: boolean): void {
-  groupCommit = on;
+  /** true while a hold is on */
+  get on(): boolean {
+    return this.holds > 0;
+  }
+
+  /**
+   * Hold back the next write of every group commit of the controller until
+   * the returned function is called: a caller that makes many changes in a
+   * row, awaiting between them (the calls of a JSON RPC batch), has them all
+   * carried by one write instead of the first going alone. Callers that
+   * change things meanwhile join the same write. A hold is bounded: it ends
+   * by itself once the event loop moves on (the holder waits for I/O or a
+   * timer: whatever it changed then goes), and a store with a full write's
+   * worth waiting writes anyway. Ending a hold twice is harmless.
+   */
+  hold(): () => void {
+    this.holds++;
+    let on = true;
+    const release = () => {
+      if (!on) return;
+      on = false;
+      clearImmediate(bound);
+      if (--this.holds > 0) return;
+      for (const go of [...this.waiting]) go();
+    };
+    const bound = setImmediate(release);
+    return release;
+  }
+
+  /** `go` runs when the last hold ends (or earlier, by its group commit: then it calls `done`). */
+  wait(go: () => void): void {
+    this.waiting.add(go);
+  }
+
+  done(go: () => void): void {
+    this.waiting.delete(go);
+  }
+
+  /**
+   * Turn group commit off (every request writes on its own) or back on, for
+   * every store of the controller. Only the benchmark that measures what
+   * group commit gains (test/bench/commit.ts) calls this.
+   */
+  setGroupCommit(on: boolean): void {
+    this.grouped = on;
+  }
 }

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import type { Database, SqlJsStatic } from 'sql.js';
 import { AtomicFile, writeFileAtomicSync } from './atomic-file';
+import { WriteHold } from './group-commit';
 
 export type { Database } from 'sql.js';
 
@@ -52,8 +53,8 @@ function readableImage(file: string): Uint8Array {
 export class SqliteFile {
   private readonly out: AtomicFile;
 
-  private constructor(readonly file: string, private current: Database, readonly mode: number, private readonly engine: SqlJsStatic) {
-    this.out = new AtomicFile(file, mode);
+  private constructor(readonly file: string, private current: Database, readonly mode: number, private readonly engine: SqlJsStatic, holds: WriteHold) {
+    this.out = new AtomicFile(file, holds, mode);
   }
 
   /** The database in memory. */
@@ -64,7 +65,8 @@ export class SqliteFile {
   /** A database of `image` (a whole SQLite file's bytes) that belongs to no file: for work done on a copy (write() fails). */
   static async image(image: Uint8Array): Promise<SqliteFile> {
     const SQL = await sqlJs();
-    return new SqliteFile('', new SQL.Database(image), 0o600, SQL);
+    // never written: holds of its own
+    return new SqliteFile('', new SQL.Database(image), 0o600, SQL, new WriteHold());
   }
 
   /** Take `image` (a whole SQLite file's bytes, e.g. a copy changed elsewhere) as the database in memory. */
@@ -74,8 +76,8 @@ export class SqliteFile {
     this.current = next;
   }
 
-  /** Open `file`, or start an empty database when it does not exist (written on the first write). */
-  static async open(file: string, mode = 0o644): Promise<SqliteFile> {
+  /** Open `file`, or start an empty database when it does not exist (written on the first write); `holds`: see AtomicFile. */
+  static async open(file: string, holds: WriteHold, mode = 0o644): Promise<SqliteFile> {
     const SQL = await sqlJs();
     let db: Database;
     if (fs.existsSync(file)) {
@@ -88,7 +90,7 @@ export class SqliteFile {
     } else {
       db = new SQL.Database();
     }
-    return new SqliteFile(file, db, mode, SQL);
+    return new SqliteFile(file, db, mode, SQL, holds);
   }
 
   /** Write the database as it is when the write starts; resolves once it is on disk (`undo`: see AtomicFile.write). */

@@ -66,6 +66,7 @@ export const plugin = definePlugin({
       file: paths.corescriptsConfig,
       maxTopics: opts.max_topics,
       instant: ctx.config.server.db_update === 'instant',
+      writes: ctx.writes,
       log,
       target: (notifier) => mqttTarget(ctx, notifier),
       deliver: (msg) => offer({ type: 'mqtt', ...msg }),

@@ -1,3 +1,4 @@
+import type { WriteHold } from '../../core/toolkit/group-commit';
 import fs from 'node:fs';
 import { AtomicFile } from '../../core/toolkit/atomic-file';
 import { functionFailed, notFound } from '../../core/errors';
@@ -19,6 +20,8 @@ export interface RegistryEnv {
   maxTopics: number;
   /** write every change at once (db_update = instant) */
   instant: boolean;
+  /** the controller's write holds (ctx.writes) */
+  writes: WriteHold;
   log: ModuleLogger;
   /** the endpoint a subscription's notifier has now (undefined: the default one) */
   target(notifier?: string): MqttTarget | undefined;
@@ -43,7 +46,7 @@ export class TopicRegistry {
   private missingReported = new Set<string>();
 
   constructor(private readonly env: RegistryEnv) {
-    this.out = new AtomicFile(env.file);
+    this.out = new AtomicFile(env.file, env.writes);
   }
 
   /** Read the file; one that does not parse is moved aside and the controller starts without topics. */

@@ -51,7 +51,7 @@ export class ItemRegistry implements ItemsService {
 
   constructor(private readonly ctx: PluginContext, private readonly limits: ItemsLimits) {
     const items = this.items;
-    this.file = new ItemsFile(ctx.paths.itemsFile, ctx.log, {
+    this.file = new ItemsFile(ctx.paths.itemsFile, ctx.log, ctx.writes, {
       stored: (oid) => items.get(oid)?.stored(),
       all: () => {
         const out: Record<string, StoredItem> = {};

@@ -74,7 +74,7 @@ export async function openStateDb(ctx: PluginContext, reg: ItemRegistry, writeMa
   const link = shared ?? new PgLink(r.connectionString, uri, ctx.log, {
     name: 'state db', application: 'eva-statedb', whileAway: 'item states stay in the items file and wait for it',
   });
-  const db = new StateDb(link, reg.stateDbItems(), ctx.log, path.join(ctx.paths.runtime, `${ctx.paths.product}_state_db_behind.json`), {
+  const db = new StateDb(link, reg.stateDbItems(), ctx.log, ctx.writes, path.join(ctx.paths.runtime, `${ctx.paths.product}_state_db_behind.json`), {
     write_max: writeMax,
     queue_max: limits.state_db_queue_max,
     queue_max_bytes: limits.state_db_queue_max_bytes,

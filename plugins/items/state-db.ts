@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import type * as Pg from 'pg';
-import { GroupCommit } from '../../core/toolkit/group-commit';
+import { GroupCommit, type WriteHold } from '../../core/toolkit/group-commit';
 import { writeFileAtomic } from '../../core/toolkit/atomic-file';
 import { describe, type ModuleLogger } from '../../core/log';
 import type { LinkUser, PgLink } from '../cluster/contract';
@@ -123,7 +123,7 @@ interface Row { oid: string; id: string; tp: string; state?: { status: number; v
  */
 export class StateDb implements LinkUser {
   readonly channel = 'eva_state';
-  private readonly commits = new GroupCommit(() => this.commit(), () => this.queue.pending.size >= this.bounds.write_max);
+  private readonly commits: GroupCommit;
   /** changed items not yet committed, with their callers (./write-queue.ts) */
   private readonly queue = new WriteQueue();
   /** bytes each pending change counts for the queue bound */
@@ -146,6 +146,8 @@ export class StateDb implements LinkUser {
     private readonly link: PgLink,
     private readonly items: StateDbItems,
     private readonly log: ModuleLogger,
+    /** the controller's write holds (ctx.writes) */
+    holds: WriteHold,
     /** runtime/<product>_state_db_behind.json */
     private readonly behindFile: string,
     private readonly bounds: StateDbBounds,
@@ -154,6 +156,7 @@ export class StateDb implements LinkUser {
     /** db_update = instant: what changed is written at once, and what waited once the database is back; else on save only */
     private readonly instant = true,
   ) {
+    this.commits = new GroupCommit(holds, () => this.commit(), () => this.queue.pending.size >= this.bounds.write_max);
     // left by an earlier run: the table may lack any item's change, so the items file wins for every item
     this.behind = fs.existsSync(behindFile);
     this.resync = this.behind;

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { writeFileAtomic } from '../../core/toolkit/atomic-file';
-import { GroupCommit } from '../../core/toolkit/group-commit';
+import { GroupCommit, type WriteHold } from '../../core/toolkit/group-commit';
 import { Journal } from '../../core/toolkit/journal';
 import type { ModuleLogger } from '../../core/log';
 import { parseOid, type Oid } from './oid';
@@ -91,8 +91,7 @@ export interface ItemsFileStats {
  */
 export class ItemsFile {
   private readonly journal: Journal;
-  /** a write hold (holdWrites) does not keep back a write with a full write's worth of states waiting */
-  private readonly commits = new GroupCommit(() => this.commit(), () => this.queue.pending.size >= this.bounds.states);
+  private readonly commits: GroupCommit;
   /** items changed in memory and not yet taken by a write, and those the write under way carries, with their callers */
   private readonly queue = new WriteQueue();
   /** a write was asked for what is pending (after a failure: not until the next change asks again) */
@@ -109,8 +108,11 @@ export class ItemsFile {
   private unwaited?: Promise<void>;
   private readonly figures = { appends: 0, states: 0, folds: 0 };
 
-  constructor(readonly path: string, private readonly log: ModuleLogger, private readonly source: ItemsSource, private readonly bounds: WriteBounds) {
+  /** `holds`: the controller's (ctx.writes) */
+  constructor(readonly path: string, private readonly log: ModuleLogger, holds: WriteHold, private readonly source: ItemsSource, private readonly bounds: WriteBounds) {
     this.journal = new Journal(path);
+    // a write hold does not keep back a write with a full write's worth of states waiting
+    this.commits = new GroupCommit(holds, () => this.commit(), () => this.queue.pending.size >= this.bounds.states);
   }
 
   /**

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { ApiKey, ApiKeyProps, KeyListField, splitList } from '../../core/auth/apikey';
 import { SqliteFile } from '../../core/toolkit/sqlite-file';
+import type { WriteHold } from '../../core/toolkit/group-commit';
 
 /**
  * Columns of table `apikeys` that hold a key's lists (plugins/sysapi/README.md, "API
@@ -121,18 +122,18 @@ export class UserDb implements KeyUserStore {
   private store?: SqliteFile;
   private opening?: Promise<SqliteFile>;
 
-  private constructor(readonly file: string) {}
+  private constructor(readonly file: string, private readonly holds: WriteHold) {}
 
   /** Open the file when it exists (making sure both tables and every column exist); else wait for the first change. */
-  static async open(file: string): Promise<UserDb> {
-    const db = new UserDb(file);
+  static async open(file: string, holds: WriteHold): Promise<UserDb> {
+    const db = new UserDb(file, holds);
     if (fs.existsSync(file)) await db.ready();
     return db;
   }
 
   /** The database, opened on first use (the file is made by the next change); a failed open is tried again by the next call. */
   ready(): Promise<SqliteFile> {
-    this.opening ??= SqliteFile.open(this.file, 0o600).then((store) => {
+    this.opening ??= SqliteFile.open(this.file, this.holds, 0o600).then((store) => {
       this.store = store;
       this.ensure('apikeys', ApikeysColumns);
       this.ensure('users', UsersColumns);

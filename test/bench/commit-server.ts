@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import fs from 'node:fs';
 import { Controller } from '../../core/controller';
-import { setGroupCommit } from '../../core/toolkit/group-commit';
+import { WriteHold } from '../../core/toolkit/group-commit';
 import { makeDir } from '../helpers/controller';
 
 /**
@@ -10,9 +10,10 @@ import { makeDir } from '../helpers/controller';
  * SIGTERM stops it and removes the folder.
  */
 async function main(): Promise<void> {
-  setGroupCommit(process.argv[2] !== 'off');
   const dir = makeDir(undefined, { ini: { server: { db_update: 'instant' } } });
   const ctl = await Controller.start({ dir, product: 'uc' });
+  // the controller's stores made their group commits with its write holds at the start: switched for all of them
+  ctl.get(WriteHold).setGroupCommit(process.argv[2] !== 'off');
   process.stdout.write(`PORT ${ctl.port}\n`);
   process.once('SIGTERM', () => {
     void ctl.stop().finally(() => {

@@ -1,12 +1,11 @@
 import test from 'ava';
-import { GroupCommit, holdWrites } from '../../core/toolkit/group-commit';
+import { GroupCommit, WriteHold } from '../../core/toolkit/group-commit';
 
 /**
- * Write holds (holdWrites): a group commit's next write waits while a hold
- * is on, then carries everything asked for meanwhile; a hold ends by itself
- * once the event loop moves on, and a store with a full write's worth
- * waiting writes anyway. Serial: a hold is the process's, so tests in
- * parallel would hold each other's writes.
+ * Write holds (WriteHold): a group commit's next write waits while a hold
+ * of its holds is on, then carries everything asked for meanwhile; a hold
+ * ends by itself once the event loop moves on, and a store with a full
+ * write's worth waiting writes anyway. Each test has holds of its own.
  */
 
 /** Microtask turns, as many `await`s between the calls of a batch make. */
@@ -14,11 +13,11 @@ async function turns(n: number): Promise<void> {
   for (let i = 0; i < n; i++) await Promise.resolve();
 }
 
-/** A group commit over a counted, instant write. */
-function counted(full?: () => boolean) {
+/** A group commit over a counted, instant write, made with `holds`. */
+function counted(holds: WriteHold, full?: () => boolean) {
   const writes: number[] = [];
   let changes = 0;
-  const g = new GroupCommit(async () => {
+  const g = new GroupCommit(holds, async () => {
     writes.push(changes);
     changes = 0;
   }, full);
@@ -29,9 +28,10 @@ function counted(full?: () => boolean) {
   return { writes, change, pending: () => changes };
 }
 
-test.serial('a held write waits for the hold to end, however many turns pass between the changes, then one write carries them all', async (t) => {
-  const { writes, change } = counted();
-  const release = holdWrites();
+test('a held write waits for the hold to end, however many turns pass between the changes, then one write carries them all', async (t) => {
+  const holds = new WriteHold();
+  const { writes, change } = counted(holds);
+  const release = holds.hold();
   const answers: Promise<void>[] = [];
   for (let i = 0; i < 100; i++) {
     answers.push(change());
@@ -51,10 +51,11 @@ test.serial('a held write waits for the hold to end, however many turns pass bet
   t.deepEqual(writes, [100, 1, 1, 1]);
 });
 
-test.serial('holds nest: the write starts when the last one ends; ending a hold twice counts once', async (t) => {
-  const { writes, change } = counted();
-  const a = holdWrites();
-  const b = holdWrites();
+test('holds nest: the write starts when the last one ends; ending a hold twice counts once', async (t) => {
+  const holds = new WriteHold();
+  const { writes, change } = counted(holds);
+  const a = holds.hold();
+  const b = holds.hold();
   const done = change();
   a();
   a();
@@ -65,9 +66,10 @@ test.serial('holds nest: the write starts when the last one ends; ending a hold 
   t.deepEqual(writes, [1]);
 });
 
-test.serial('a hold nobody ends ends by itself once the event loop moves on', async (t) => {
-  const { writes, change } = counted();
-  holdWrites(); // never released
+test('a hold nobody ends ends by itself once the event loop moves on', async (t) => {
+  const holds = new WriteHold();
+  const { writes, change } = counted(holds);
+  holds.hold(); // never released
   const done = change();
   await turns(50);
   t.deepEqual(writes, []);
@@ -75,10 +77,11 @@ test.serial('a hold nobody ends ends by itself once the event loop moves on', as
   t.deepEqual(writes, [1]);
 });
 
-test.serial('a store with a full write\'s worth waiting writes while held', async (t) => {
+test('a store with a full write\'s worth waiting writes while held', async (t) => {
   let bound = 3;
-  const c = counted(() => c.pending() >= bound);
-  const release = holdWrites();
+  const holds = new WriteHold();
+  const c = counted(holds, () => c.pending() >= bound);
+  const release = holds.hold();
   const answers: Promise<void>[] = [];
   for (let i = 0; i < 7; i++) {
     answers.push(c.change());
@@ -91,4 +94,19 @@ test.serial('a store with a full write\'s worth waiting writes while held', asyn
   release();
   await Promise.all(answers);
   t.deepEqual(c.writes, [3, 3, 1]);
+});
+
+test('a hold holds back only the group commits made with its holds', async (t) => {
+  const held = new WriteHold();
+  const other = new WriteHold();
+  const a = counted(held);
+  const b = counted(other);
+  const release = held.hold();
+  const waiting = a.change();
+  await b.change(); // written although a hold of another WriteHold is on
+  t.deepEqual(b.writes, [1]);
+  t.deepEqual(a.writes, [], 'still held');
+  release();
+  await waiting;
+  t.deepEqual(a.writes, [1]);
 });

@@ -1,3 +1,4 @@
+import { WriteHold } from '../../core/toolkit/group-commit';
 import test, { type ExecutionContext } from 'ava';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -24,7 +25,7 @@ function tempFile(t: ExecutionContext): string {
 }
 
 const loaded = (file: string, max: number) => {
-  const s = new SeenIds(max, file);
+  const s = new SeenIds(max, new WriteHold(), file);
   s.load();
   return s;
 };

@@ -1,3 +1,4 @@
+import { WriteHold } from '../../core/toolkit/group-commit';
 import test from 'ava';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -170,14 +171,14 @@ test('the outbox journal stays bounded while events come and go; a restart reads
 test('dead letters are bounded in count and bytes: the oldest go, counted', async (t) => {
   const dir = makeDir(t);
   const file = path.join(dir, 'dead.json');
-  const dead = new DeadLetters(file, { letters: 3, bytes: 1_000_000 });
+  const dead = new DeadLetters(file, new WriteHold(), { letters: 3, bytes: 1_000_000 });
   for (let i = 0; i < 5; i++) await dead.add({ id: `f${i}`, t: Date.now(), subject: 'state', events: [i], status: 400, error: 'no' });
   t.deepEqual(dead.list({}).map((l) => l.id), ['f2', 'f3', 'f4']);
   t.is(dead.dropped, 2);
-  const bytes = new DeadLetters(path.join(dir, 'b.json'), { letters: 100, bytes: 25 });
+  const bytes = new DeadLetters(path.join(dir, 'b.json'), new WriteHold(), { letters: 100, bytes: 25 });
   for (let i = 0; i < 3; i++) await bytes.add({ id: `g${i}`, t: Date.now(), subject: 'state', events: ['x'.repeat(10)], status: null, error: 'x' });
   t.deepEqual(bytes.list({}).map((l) => l.id), ['g2']);
-  const read = new DeadLetters(file);
+  const read = new DeadLetters(file, new WriteHold());
   read.open();
   t.deepEqual(read.list({}).map((l) => l.id), ['f2', 'f3', 'f4'], 'what is on disk is what was kept');
 });

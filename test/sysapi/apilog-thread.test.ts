@@ -8,6 +8,7 @@ import { batchOf, type ApiLogRecord } from '../../plugins/sysapi/apilog/ring';
 import { TableThread } from '../../plugins/sysapi/apilog/thread';
 import { SqliteFile } from '../../core/toolkit/sqlite-file';
 import { sqlite3 } from '../helpers/accounts';
+import { WriteHold } from '../../core/toolkit/group-commit';
 import { keepingLog, tmpDir } from '../helpers/history-db';
 
 const record = (i: number): ApiLogRecord => ({
@@ -17,7 +18,7 @@ const record = (i: number): ApiLogRecord => ({
 
 async function open(t: import('ava').ExecutionContext) {
   const file = path.join(tmpDir(t), 'user.db');
-  const db = await UserDb.open(file);
+  const db = await UserDb.open(file, new WriteHold());
   const log = keepingLog();
   const store = new ApiLogStore(db, { keep: 3600, maxRows: 100, maxBytes: 1 << 20 }, log);
   t.teardown(async () => { await store.close(); db.close(); });

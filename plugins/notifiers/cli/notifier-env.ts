@@ -4,6 +4,7 @@ import { ApiError } from '../../../core/errors';
 import { levelName, type Logger, type ModuleLogger } from '../../../core/log';
 import type { KeyStore } from '../../../core/auth/keys';
 import type { PluginContext } from '../../../core/plugin';
+import { WriteHold } from '../../../core/toolkit/group-commit';
 
 /** Messages of warning level and above go to standard error; the command line keeps no log. */
 export function stderrLog(mod: string): ModuleLogger {
@@ -32,6 +33,8 @@ export function standaloneContext(paths: Paths): { ctx: PluginContext; close(): 
     log,
     // no controller log and no keys outside a controller: an endpoint that reaches for them fails clearly
     get logger(): Logger { return unavailable('the controller log')(); },
+    // its own write holds: nothing here holds them (no JSON RPC batches outside a controller)
+    writes: new WriteHold(),
     get keys(): KeyStore { return unavailable('the key store')(); },
     error: (kind, message) => new ApiError(kind, message),
     quietLog: (mod) => stderrLog(mod ?? 'notifier'),

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Statement } from 'sql.js';
 import { SqliteFile } from '../../../core/toolkit/sqlite-file';
+import { WriteHold } from '../../../core/toolkit/group-commit';
 import { writeFileAtomic } from '../../../core/toolkit/atomic-file';
 import { HistorySchema, type HistoryRow } from './schema';
 import { Journal } from '../../../core/toolkit/journal';
@@ -69,14 +70,16 @@ export class HistoryFile {
     fs.mkdirSync(path.dirname(opts.file), { recursive: true });
     let db: SqliteFile; // SqliteFile.open also removes temp files a killed writer left
     let fresh = !fs.existsSync(opts.file);
+    // the history is written in its own worker thread, where no JSON RPC batch runs: holds of its own
+    const holds = new WriteHold();
     try {
-      db = await SqliteFile.open(opts.file);
+      db = await SqliteFile.open(opts.file, holds);
     } catch (err) {
       // keep the damaged file for the operator and go on with an empty history rather than record nothing
       const aside = `${opts.file}.damaged-${Date.now()}`;
       fs.renameSync(opts.file, aside);
       warn(`${(err as Error).message}; moved to ${aside}, starting an empty history`);
-      db = await SqliteFile.open(opts.file);
+      db = await SqliteFile.open(opts.file, holds);
       fresh = true;
     }
     // a new file gets incremental auto-vacuum so that expired rows give their pages back to the file system

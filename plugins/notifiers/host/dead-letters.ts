@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { writeFileAtomic } from '../../../core/toolkit/atomic-file';
-import { GroupCommit } from '../../../core/toolkit/group-commit';
+import { GroupCommit, type WriteHold } from '../../../core/toolkit/group-commit';
 import type { Subject } from '../contract';
 
 /**
@@ -40,11 +40,14 @@ export interface LetterFilter { ids?: readonly string[]; from?: number; to?: num
 export class DeadLetters {
   private letters: DeadLetter[] = [];
   private bytes = 0;
-  private readonly commit = new GroupCommit(() => writeFileAtomic(this.file, JSON.stringify({ letters: this.letters }), 0o600));
+  private readonly commit: GroupCommit;
   /** letters dropped at a bound */
   dropped = 0;
 
-  constructor(readonly file: string, private readonly bounds = DeadLetterBounds) {}
+  /** `holds`: the controller's (ctx.writes) */
+  constructor(readonly file: string, holds: WriteHold, private readonly bounds = DeadLetterBounds) {
+    this.commit = new GroupCommit(holds, () => writeFileAtomic(this.file, JSON.stringify({ letters: this.letters }), 0o600));
+  }
 
   /** Read the file an earlier run left (a missing one is an empty list); throws when it is unreadable. */
   open(): void {

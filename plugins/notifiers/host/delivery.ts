@@ -1,3 +1,4 @@
+import type { WriteHold } from '../../../core/toolkit/group-commit';
 import type { Subject } from '../contract';
 import { describe, type ModuleLogger } from '../../../core/log';
 import type { DeliveryError, Endpoint, NotifierStats } from '../contract';
@@ -15,7 +16,8 @@ import { DeadLetters, type DeadLetter, type LetterFilter } from './dead-letters'
  * event may get (seconds; 0: any age), and whether its dead letters go out
  * again by themselves (redeliver_dead).
  */
-export interface DurableFiles { outbox: string; deadLetters: string; maxAge: number; redeliver?: boolean }
+/** `writes`: the controller's write holds (ctx.writes), for the dead letters' file */
+export interface DurableFiles { outbox: string; deadLetters: string; maxAge: number; redeliver?: boolean; writes: WriteHold }
 
 /** The durable side of a notifier (outbox.ts, dead-letters.ts) and its figures. */
 interface Durable {
@@ -111,7 +113,7 @@ export class Delivery {
    */
   useOutbox(files: DurableFiles): void {
     const outbox = new Outbox(files.outbox, (boxes) => this.stored(boxes), (count, err) => this.refuse(count, err));
-    const dead = new DeadLetters(files.deadLetters);
+    const dead = new DeadLetters(files.deadLetters, files.writes);
     dead.open();
     const { pending, unwritten } = outbox.open((segment, at) => this.log.warning(`notifier ${this.id}: outbox ${segment} ends with a torn record at ${at}, ignored (never acknowledged)`));
     if (unwritten) this.log.warning(`notifier ${this.id}: outbox ${files.outbox} cannot be written (${describe(unwritten)}): it stays durable, and refuses events until there is room`);

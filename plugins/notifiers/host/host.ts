@@ -184,7 +184,7 @@ export class Host implements Contract.NotifierHost {
     }
     const maxAge = typeof n.config.outbox_max_age === 'number' ? n.config.outbox_max_age : OUTBOX_MAX_AGE;
     try {
-      n.delivery.useOutbox({ outbox: path.join(dir, id), deadLetters: path.join(dir, `${id}.dead.json`), maxAge, redeliver: n.config.redeliver_dead === true });
+      n.delivery.useOutbox({ outbox: path.join(dir, id), deadLetters: path.join(dir, `${id}.dead.json`), maxAge, redeliver: n.config.redeliver_dead === true, writes: this.ctx.writes });
     } catch (err) {
       this.log.error(`notifier ${id}: outbox not usable (${describe(err)}): its queue is kept in memory only`);
     }

@@ -13,9 +13,10 @@ import { notifierPlugin } from '../type-plugin';
  */
 class MqttEndpoints implements EndpointFactory {
   private early: MqttEndpoint[] | undefined = [];
-  private readonly seen = new SeenIdsFiles();
+  private readonly seen: SeenIdsFiles;
 
   constructor(ctx: PluginContext) {
+    this.seen = new SeenIdsFiles(ctx.writes);
     ctx.onReady(() => {
       for (const e of this.early ?? []) e.itemsReady();
       this.early = undefined;

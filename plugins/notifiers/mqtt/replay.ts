@@ -1,3 +1,4 @@
+import { WriteHold } from '../../../core/toolkit/group-commit';
 import { SeenIds } from './seen-ids';
 
 /**
@@ -15,7 +16,8 @@ export class ReplayGuard {
 
   /** `ids`: the store to use; without it, one in memory only, of `max` ids. */
   constructor(max: number, private readonly windowSeconds: number, ids?: SeenIds) {
-    this.ids = ids ?? new SeenIds(max);
+    // in memory only (never written): holds of its own
+    this.ids = ids ?? new SeenIds(max, new WriteHold());
   }
 
   get size(): number {

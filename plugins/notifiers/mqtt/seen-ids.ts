@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import type { ModuleLogger } from '../../../core/log';
 import { describe } from '../../../core/log';
 import { writeFileAtomic } from '../../../core/toolkit/atomic-file';
-import { GroupCommit } from '../../../core/toolkit/group-commit';
+import { GroupCommit, WriteHold } from '../../../core/toolkit/group-commit';
 import { Journal } from '../../../core/toolkit/journal';
 
 /** What a remembered id is kept as: 132 bits of its SHA-256, so every entry has the same small size. */
@@ -31,10 +31,13 @@ export class SeenIds {
   private sinceFold = 0;
   /** why the journal cannot be used (see load) */
   private unusable?: Error;
-  private readonly commits = new GroupCommit(() => this.append());
+  private readonly commits: GroupCommit;
   readonly stats = { loaded: 0, write_errors: 0 };
 
-  constructor(readonly max: number, readonly file?: string, private readonly log?: ModuleLogger) {}
+  /** `holds`: the controller's (ctx.writes) */
+  constructor(readonly max: number, holds: WriteHold, readonly file?: string, private readonly log?: ModuleLogger) {
+    this.commits = new GroupCommit(holds, () => this.append());
+  }
 
   get size(): number {
     return this.seen.size;
@@ -129,11 +132,13 @@ export class SeenIds {
 export class SeenIdsFiles {
   private readonly shared = new Map<string, { ids: SeenIds; users: number }>();
 
+  constructor(private readonly holds: WriteHold) {}
+
   /** The store of `file`, loaded on first use; give it back with `release`. */
   acquire(file: string, max: number, log?: ModuleLogger): SeenIds {
     let s = this.shared.get(file);
     if (!s) {
-      const ids = new SeenIds(max, file, log);
+      const ids = new SeenIds(max, this.holds, file, log);
       ids.load();
       s = { ids, users: 0 };
       this.shared.set(file, s);

@@ -165,7 +165,7 @@ function sharedStore(shared: SharedCvars, log: ModuleLogger): CvarStore {
 function localStore(ctx: PluginContext, cvarsFile: string): CvarStore {
   const instant = ctx.config.server.db_update === 'instant';
   const vars = load(cvarsFile, ctx.log);
-  const file = new AtomicFile(cvarsFile);
+  const file = new AtomicFile(cvarsFile, ctx.writes);
   let dirty = false;
 
   const write = async (undo?: () => void) => {

@@ -36,7 +36,7 @@ export const plugin = definePlugin({
     // a damaged file makes start fail (logged, plugin skipped): never overwrite what we could not read;
     // without a file, nothing is opened until the first key or user is created (plugins/sysapi/userdb.ts)
     // /health tells it too (degraded): only an ERROR line would leave every dynamic key and user refused unnoticed
-    const db = await UserDb.open(ctx.paths.userDb).catch((err: unknown) => {
+    const db = await UserDb.open(ctx.paths.userDb, ctx.writes).catch((err: unknown) => {
       throw healthReason(err, `user db ${path.relative(ctx.paths.dir, ctx.paths.userDb)} cannot be read: dynamic keys and users are refused`);
     });
     const store: KeyUserStore = shared ?? db;

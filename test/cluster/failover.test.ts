@@ -276,14 +276,17 @@ pgtest('takeover after SIGKILL of the active: a few trials, the time until the s
   for (const x of times) t.true(x < (FastLease.lease + FastLease.lease_renew) * 1000 + 3000, `${x} ms`);
 });
 
-test('failover without [server] userdb, and a lease not longer than its renewal, are refused with their line (exit 3)', async (t) => {
-  const cases: [Record<string, string | number>, string, string][] = [
+test('failover without [server] userdb or without a PostgreSQL [server] db, and a lease not longer than its renewal, are refused with their line (exit 3)', async (t) => {
+  const userdb = 'postgresql://u:p@127.0.0.1:1/fleet';
+  const cases: [Record<string, string | number>, string, string, Record<string, string>?][] = [
     [{ failover: 'yes' }, 'failover = yes', '[cluster] failover = yes needs [server] userdb'],
+    [{ failover: 'yes' }, 'failover = yes', '[cluster] failover = yes needs [server] db = postgresql://… (the item states the controllers share)', { userdb }],
+    [{ failover: 'yes' }, 'failover = yes', '[cluster] failover = yes needs [server] db = postgresql://… (the item states the controllers share)', { userdb, db: 'db/uc.db' }],
     [{ lease: 1, lease_renew: 1 }, 'lease = 1', '[cluster] lease = 1 must be longer than lease_renew = 1'],
     [{ lease_renew: 5 }, 'lease_renew = 5', '[cluster] lease = 5 must be longer than lease_renew = 5'],
   ];
-  for (const [cluster, text, message] of cases) {
-    const dir = makeDir(t, { ini: { cluster } });
+  for (const [cluster, text, message, server] of cases) {
+    const dir = makeDir(t, { ini: { cluster, ...(server && { server }) } });
     const file = path.join(dir, 'etc', 'uc.ini');
     const line = fs.readFileSync(file, 'utf8').split('\n').indexOf(text) + 1;
     for (const args of [['--dir', dir, '--check-config'], ['--dir', dir]]) {

@@ -23,7 +23,7 @@ export const FastLease = { lease: 3, lease_renew: 0.5 };
 
 /** A controller of the pair (node name `node`), cvars and locks shared, with `more` [cluster] settings. */
 export async function startMember(t: Owner, userdb: string, node: string, more: Record<string, string | number> = {}): Promise<Member> {
-  const dir = makeDir(undefined, { ini: { server: { userdb }, cluster: { failover: 'yes', cvars: 'shared', locks: 'shared', node, ...FastLease, ...more } } });
+  const dir = makeDir(undefined, { ini: { server: { userdb, db: userdb }, cluster: { failover: 'yes', cvars: 'shared', locks: 'shared', node, ...FastLease, ...more } } });
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   // spawnController asks its owner only for teardown
   const child = await spawnController(t as ExecutionContext, dir);

@@ -92,6 +92,12 @@ export interface Failover {
   readonly fence: WriteFence;
   /** undefined while active, else the standby error (5 / 503) to answer a write with */
   refusal(): ApiError | undefined;
+  /**
+   * What a new grant waits for before this controller acts on it (the items
+   * read the state table again): active only once every one resolved for
+   * that grant; one that fails is tried again at the next renewal.
+   */
+  beforeActive(prepare: () => Promise<void>): void;
 }
 
 /** The fence of a controller without failover: every write passes. */
@@ -135,6 +141,10 @@ export class Lease implements LinkUser, Failover {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private was: 'active' | 'standby' = 'standby';
+  private readonly preparers: (() => Promise<void>)[] = [];
+  /** the grant every preparer resolved for */
+  private prepared: number | undefined;
+  private preparing = false;
   /** how long a confirmation makes this controller active, ms */
   private readonly validMs: number;
   holder: string | undefined;
@@ -163,9 +173,35 @@ export class Lease implements LinkUser, Failover {
     void link.use(this);
   }
 
+  /** holding a confirmed grant by the monotonic clock (prepared for it or not) */
+  private get leased(): boolean {
+    return this.current !== undefined && performance.now() - this.confirmed < this.validMs;
+  }
+
   get role(): 'active' | 'standby' {
-    if (this.current !== undefined && performance.now() - this.confirmed < this.validMs) return 'active';
-    return 'standby';
+    return this.leased && this.prepared === this.current ? 'active' : 'standby';
+  }
+
+  beforeActive(prepare: () => Promise<void>): void {
+    this.preparers.push(prepare);
+  }
+
+  /** A grant not prepared for: run the preparers (one run at a time), then it is active. */
+  private prepare(): void {
+    if (this.preparing || !this.leased || this.prepared === this.current) return;
+    const token = this.current;
+    this.preparing = true;
+    void (async () => {
+      try {
+        for (const p of this.preparers) await p();
+        this.prepared = token;
+      } catch (err) {
+        this.log.warning(`lease ${this.settings.name}: granted, not yet active (${describe(err)}); tried again at the next renewal`);
+      } finally {
+        this.preparing = false;
+      }
+      this.noteRole();
+    })();
   }
 
   get token(): number | undefined {
@@ -253,6 +289,7 @@ export class Lease implements LinkUser, Failover {
 
   /** Log a change of role once. */
   private noteRole(why?: string): void {
+    this.prepare();
     const now = this.role;
     if (now === this.was) return;
     this.was = now;

@@ -9,6 +9,7 @@ import { runMain, lineOf } from '../helpers/cli';
 import { freePort, pgRows, postgresTests, postgresUnavailable, startPostgres } from '../helpers/postgres';
 import { startProxy } from '../helpers/tcp-proxy';
 import { skipWhen, which } from '../helpers/tools';
+import { readItemsState } from '../helpers/items-file';
 import { FastLease, health, killAndTime, startMember, untilRole, write, type FailoverHealth, type Member } from '../helpers/failover';
 
 /**
@@ -116,7 +117,7 @@ pgtest('the database refuses a write carrying an old lease token, though the con
   t.timeout(120_000);
   const uri = await shared.database();
   // a long lease: the local clock says active throughout; only the database can refuse
-  const a = await startController(t, { ini: { server: { userdb: uri }, cluster: { failover: 'yes', cvars: 'shared', locks: 'shared', node: 'a', lease: 120, lease_renew: 40 } } });
+  const a = await startController(t, { ini: { server: { userdb: uri, db: uri }, cluster: { failover: 'yes', cvars: 'shared', locks: 'shared', node: 'a', lease: 120, lease_renew: 40 } } });
   const h = await until('active', async () => { const x = (await (await fetch(`${a.url}/health`)).json()) as FailoverHealth; return x.role === 'active' ? x : undefined; });
   t.falsy((await a.client.rpc('set_cvar', { k: master, i: 'c', v: 'before' })).error);
   // another controller's grant, as a takeover would write it
@@ -131,6 +132,74 @@ pgtest('the database refuses a write carrying an old lease token, though the con
   t.is((await a.client.rpc('lock', { k: ops, l: 'x' })).error?.code, 5);
   t.deepEqual(await pgRows(uri, 'SELECT count(*)::int AS n FROM eva_locks'), [{ n: 0 }]);
   t.log(`token ${h.failover!.token} refused after the database granted ${h.failover!.token! + 1}`);
+});
+
+pgtest('an item update carrying an old lease token changes nothing in table state: the caller gets 5 and the controller stands by', async (t) => {
+  t.timeout(120_000);
+  const uri = await shared.database();
+  const a = await startController(t, { ini: { server: { userdb: uri, db: uri }, cluster: { failover: 'yes', node: 'a', lease: 120, lease_renew: 40 } } });
+  await until('active', async () => (await health(a.url)).role === 'active');
+  t.falsy((await a.client.rpc('create', { k: master, i: 'sensor:fence/s' })).error);
+  t.falsy((await a.client.rpc('update', { k: master, i: 'sensor:fence/s', s: 1, v: 'before' })).error);
+  await pgRows(uri, "UPDATE eva_lease SET token = token + 1, holder = 'thief', expires = now() + interval '1 minute'");
+  const r = await a.client.rpc('update', { k: master, i: 'sensor:fence/s', v: 'after' });
+  t.is(r.error?.code, 5, JSON.stringify(r));
+  t.regex(r.error!.message, /standby/);
+  t.deepEqual(await pgRows(uri, "SELECT value FROM state WHERE id = 'fence/s'"), [{ value: 'before' }]);
+  t.is((await health(a.url)).role, 'standby');
+});
+
+/** The items file of a controller as the documented format holds it (one file, no journal): a standby starts with the same items. */
+function itemsFileOf(m: Member): Record<string, string> {
+  const { items } = readItemsState(path.join(m.dir, 'runtime', 'uc_items.json'));
+  return { 'runtime/uc_items.json': JSON.stringify({ version: 1, journal: 0, items }) };
+}
+
+pgtest('the standby follows the active one\'s item states and takes over after SIGKILL with every acknowledged update', async (t) => {
+  t.timeout(300_000);
+  const uri = await shared.database();
+  const a = await startMember(t, uri, 'a');
+  await untilRole(a.url, 'active');
+  const n = 20;
+  const oids = Array.from({ length: n }, (_, i) => `sensor:fo/s${i}`);
+  for (const i of oids) t.falsy((await rpc(a.url, 'create', { k: master, i })).error);
+  const b = await startMember(t, uri, 'b', {}, itemsFileOf(a));
+  await untilRole(b.url, 'standby');
+  // reads on the standby: the active's value, after how long
+  const lags: number[] = [];
+  for (let j = 0; j < 10; j++) {
+    const v = `lag${j}`;
+    t.falsy((await rpc(a.url, 'update', { k: ops, i: oids[j], s: 1, v })).error);
+    const t0 = performance.now();
+    await until('the standby to read it', async () => (await rpc(b.url, 'state', { k: master, i: oids[j] })).result?.value === v, 30_000);
+    lags.push(performance.now() - t0);
+  }
+  // updates without pause from n callers, each its own sensor; SIGKILL the active among them
+  const acked = new Array<number>(n).fill(-1);
+  const sent = new Array<number>(n).fill(-1);
+  let stop = false;
+  const writers = oids.map(async (i, k) => {
+    for (let v = 0; !stop; v++) {
+      sent[k] = v;
+      const r = await rpc(a.url, 'update', { k: ops, i, s: 1, v: String(v) }).catch(() => undefined);
+      if (!r || r.error) return;
+      acked[k] = v;
+    }
+  });
+  await until('updates acknowledged', () => acked.every((v) => v >= 3), 60_000);
+  a.proc.kill('SIGKILL');
+  stop = true;
+  await Promise.all(writers);
+  await a.exited;
+  await untilRole(b.url, 'active');
+  // before its first write: every acknowledged update is in its items (one in flight may be there too: it may have committed)
+  for (let k = 0; k < n; k++) {
+    const v = Number((await rpc(b.url, 'state', { k: master, i: oids[k] })).result?.value);
+    t.true(v >= acked[k] && v <= sent[k], `${oids[k]}: ${v}, acknowledged ${acked[k]}, sent ${sent[k]}`);
+  }
+  t.falsy((await rpc(b.url, 'update', { k: ops, i: oids[0], v: 'after' })).error);
+  const sorted = [...lags].sort((x, y) => x - y);
+  t.log(`standby reads the active's update after (ms): p50 ${sorted[4].toFixed(0)}, max ${sorted[9].toFixed(0)} (polled); ${acked.reduce((x, y) => x + y + 1, 0)} updates acknowledged before SIGKILL`);
 });
 
 pgtest('an active paused past its lease (SIGSTOP) comes back a standby: its first write is refused, the other took over', async (t) => {

@@ -98,6 +98,8 @@ export interface Failover {
    * that grant; one that fails is tried again at the next renewal.
    */
   beforeActive(prepare: () => Promise<void>): void;
+  /** Called at each change of role (after the preparers, for active), in the order registered. */
+  onRole(listener: (role: 'active' | 'standby') => void): void;
 }
 
 /** The fence of a controller without failover: every write passes. */
@@ -142,6 +144,7 @@ export class Lease implements LinkUser, Failover {
   private stopped = false;
   private was: 'active' | 'standby' = 'standby';
   private readonly preparers: (() => Promise<void>)[] = [];
+  private readonly listeners: ((role: 'active' | 'standby') => void)[] = [];
   /** the grant every preparer resolved for */
   private prepared: number | undefined;
   private preparing = false;
@@ -184,6 +187,10 @@ export class Lease implements LinkUser, Failover {
 
   beforeActive(prepare: () => Promise<void>): void {
     this.preparers.push(prepare);
+  }
+
+  onRole(listener: (role: 'active' | 'standby') => void): void {
+    this.listeners.push(listener);
   }
 
   /** A grant not prepared for: run the preparers (one run at a time), then it is active. */
@@ -299,6 +306,9 @@ export class Lease implements LinkUser, Failover {
     } else {
       this.since = undefined;
       this.log.warning(`standby for ${this.settings.name}: ${why ?? (this.current === undefined ? `the lease is held by ${this.holder ?? 'another controller'}` : 'the lease was not renewed in time')}`);
+    }
+    for (const l of this.listeners) {
+      try { l(now); } catch (err) { this.log.error(`role change to ${now}: ${describe(err)}`); }
     }
   }
 

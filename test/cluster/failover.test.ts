@@ -4,12 +4,15 @@ import path from 'node:path';
 import { spawn } from 'node:child_process';
 import test, { type ExecutionContext } from 'ava';
 import { Keys, makeDir, startController } from '../helpers/controller';
-import { until } from '../helpers/wait';
+import { sleep, until } from '../helpers/wait';
 import { runMain, lineOf } from '../helpers/cli';
 import { freePort, pgRows, postgresTests, postgresUnavailable, startPostgres } from '../helpers/postgres';
 import { startProxy } from '../helpers/tcp-proxy';
 import { skipWhen, which } from '../helpers/tools';
 import { readItemsState } from '../helpers/items-file';
+import { startBroker, Subscriber } from '../helpers/broker';
+import { mqttNotifier } from '../helpers/mqtt-notifier';
+import { notifierFiles } from '../helpers/notifiers';
 import { FastLease, health, killAndTime, startMember, untilRole, write, type FailoverHealth, type Member } from '../helpers/failover';
 
 /**
@@ -200,6 +203,34 @@ pgtest('the standby follows the active one\'s item states and takes over after S
   t.falsy((await rpc(b.url, 'update', { k: ops, i: oids[0], v: 'after' })).error);
   const sorted = [...lags].sort((x, y) => x - y);
   t.log(`standby reads the active's update after (ms): p50 ${sorted[4].toFixed(0)}, max ${sorted[9].toFixed(0)} (polled); ${acked.reduce((x, y) => x + y + 1, 0)} updates acknowledged before SIGKILL`);
+});
+
+pgtest('notifiers of a standby publish nothing; once it took over, its mqtt notifier starts and publishes the current states', async (t) => {
+  t.timeout(300_000);
+  const uri = await shared.database();
+  const broker = await startBroker(t);
+  const sub = await Subscriber.connect(t, broker);
+  await sub.subscribe('sp/#');
+  const files = notifierFiles({ m1: mqttNotifier(broker, { events: [{ subject: 'state', types: ['#'], groups: ['#'] }] }) });
+  const a = await startMember(t, uri, 'a', {}, files);
+  await untilRole(a.url, 'active');
+  await sub.waitFor((m) => m.some((x) => x.topic === 'sp/test'), 30_000, 'the active one\'s start-up test');
+  t.falsy((await rpc(a.url, 'create', { k: master, i: 'sensor:pub/s' })).error);
+  const b = await startMember(t, uri, 'b', {}, { ...files, ...itemsFileOf(a) });
+  await untilRole(b.url, 'standby');
+  t.falsy((await rpc(a.url, 'update', { k: ops, i: 'sensor:pub/s', s: 1, v: 'one' })).error);
+  await until('the standby to follow', async () => (await rpc(b.url, 'state', { k: master, i: 'sensor:pub/s' })).result?.value === 'one');
+  await sub.waitFor((m) => m.some((x) => x.topic === 'sp/sensor/pub/s/value' && x.payload === 'one'), 30_000, 'the value');
+  // what the standby would publish (its own start-up test, the state it followed) has had time to come
+  await sleep(1000);
+  t.is(sub.on('sp/test').length, 1, 'the standby did not connect');
+  t.is(sub.on('sp/sensor/pub/s/value').filter((m) => m.payload === 'one').length, 1, 'one publisher');
+  a.proc.kill('SIGKILL');
+  await untilRole(b.url, 'active');
+  await sub.waitFor((m) => m.filter((x) => x.topic === 'sp/sensor/pub/s/value' && x.payload === 'one').length === 2, 30_000, 'the new active one\'s current state');
+  await sub.waitFor((m) => m.filter((x) => x.topic === 'sp/test').length === 2, 30_000, 'the new active one\'s start-up test');
+  t.falsy((await rpc(b.url, 'update', { k: ops, i: 'sensor:pub/s', v: 'two' })).error);
+  await sub.waitFor((m) => m.some((x) => x.topic === 'sp/sensor/pub/s/value' && x.payload === 'two'), 30_000, 'a change after the takeover');
 });
 
 pgtest('an active paused past its lease (SIGSTOP) comes back a standby: its first write is refused, the other took over', async (t) => {

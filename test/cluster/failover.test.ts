@@ -13,6 +13,8 @@ import { readItemsState } from '../helpers/items-file';
 import { startBroker, Subscriber } from '../helpers/broker';
 import { mqttNotifier } from '../helpers/mqtt-notifier';
 import { notifierFiles } from '../helpers/notifiers';
+import { SparkplugHost } from '../helpers/sparkplug-host';
+import { NODE, sparkplugNotifier } from '../helpers/sparkplug-node';
 import { FastLease, health, killAndTime, startMember, untilRole, write, type FailoverHealth, type Member } from '../helpers/failover';
 
 /**
@@ -231,6 +233,28 @@ pgtest('notifiers of a standby publish nothing; once it took over, its mqtt noti
   await sub.waitFor((m) => m.filter((x) => x.topic === 'sp/test').length === 2, 30_000, 'the new active one\'s start-up test');
   t.falsy((await rpc(b.url, 'update', { k: ops, i: 'sensor:pub/s', v: 'two' })).error);
   await sub.waitFor((m) => m.some((x) => x.topic === 'sp/sensor/pub/s/value' && x.payload === 'two'), 30_000, 'a change after the takeover');
+});
+
+pgtest('a Sparkplug node: born by the active one only; after a takeover the new active one\'s NBIRTH has the next bdSeq under the same edge node id', async (t) => {
+  t.timeout(300_000);
+  const uri = await shared.database();
+  const broker = await startBroker(t);
+  const host = await SparkplugHost.connect(t, broker, 'plant');
+  const files = notifierFiles({ sp1: sparkplugNotifier(broker) });
+  const a = await startMember(t, uri, 'a', {}, files);
+  await untilRole(a.url, 'active');
+  await host.until('the active one\'s NBIRTH', () => host.online(NODE), 60_000);
+  const first = host.bdSeq(NODE)!;
+  const b = await startMember(t, uri, 'b', {}, files);
+  await untilRole(b.url, 'standby');
+  await sleep(1000);
+  t.is(host.kinds().filter((k) => k === 'NBIRTH').length, 1, 'the standby is not born');
+  a.proc.kill('SIGKILL');
+  await untilRole(b.url, 'active');
+  await host.until('the new active one\'s NBIRTH', () => host.kinds().filter((k) => k === 'NBIRTH').length === 2, 60_000);
+  t.is(host.bdSeq(NODE), (first + 1) % 256);
+  t.deepEqual(await pgRows(uri, 'SELECT group_id, edge_node_id, bdseq FROM eva_sparkplug_bdseq'), [{ group_id: 'plant', edge_node_id: NODE, bdseq: (first + 1) % 256 }]);
+  t.deepEqual(host.problems, []);
 });
 
 pgtest('an active paused past its lease (SIGSTOP) comes back a standby: its first write is refused, the other took over', async (t) => {

@@ -14,6 +14,7 @@ import { startBroker, Subscriber } from '../helpers/broker';
 import { mqttNotifier } from '../helpers/mqtt-notifier';
 import { notifierFiles } from '../helpers/notifiers';
 import { SparkplugHost } from '../helpers/sparkplug-host';
+import { CS } from '../helpers/corescripts';
 import { NODE, sparkplugNotifier } from '../helpers/sparkplug-node';
 import { FastLease, health, killAndTime, startMember, untilRole, write, type FailoverHealth, type Member } from '../helpers/failover';
 
@@ -255,6 +256,32 @@ pgtest('a Sparkplug node: born by the active one only; after a takeover the new 
   t.is(host.bdSeq(NODE), (first + 1) % 256);
   t.deepEqual(await pgRows(uri, 'SELECT group_id, edge_node_id, bdseq FROM eva_sparkplug_bdseq'), [{ group_id: 'plant', edge_node_id: NODE, bdseq: (first + 1) % 256 }]);
   t.deepEqual(host.problems, []);
+});
+
+pgtest('core scripts run on the active one only: a standby gets no event; once it took over, start, then the states', async (t) => {
+  t.timeout(300_000);
+  const uri = await shared.database();
+  const script = `let started = 0; const states = [];
+on('start', () => { started++; });
+on('state', (e) => { if (e.data.oid.startsWith('sensor:cs/')) states.push(e.data.value); });
+rpc('info', () => ({ started, states }), { permission: 'any' });`;
+  const files = { [`${CS}/a.js`]: script };
+  const a = await startMember(t, uri, 'a', {}, files);
+  await untilRole(a.url, 'active');
+  t.falsy((await rpc(a.url, 'create', { k: master, i: 'sensor:cs/s' })).error);
+  const b = await startMember(t, uri, 'b', {}, { ...files, ...itemsFileOf(a) });
+  await untilRole(b.url, 'standby');
+  const info = async (m: Member) => (await rpc(m.url, 'cs_info', { k: master })).result as { started: number; states: string[] } | undefined;
+  await until('the script loaded on the standby', async () => (await info(b)) !== undefined);
+  t.falsy((await rpc(a.url, 'update', { k: ops, i: 'sensor:cs/s', s: 1, v: 'one' })).error);
+  await until('the active one\'s script saw it', async () => (await info(a))?.states.includes('one'));
+  await until('the standby to follow', async () => (await rpc(b.url, 'state', { k: master, i: 'sensor:cs/s' })).result?.value === 'one');
+  t.deepEqual(await info(b), { started: 0, states: [] });
+  a.proc.kill('SIGKILL');
+  await untilRole(b.url, 'active');
+  await until('start on the new active one', async () => (await info(b))?.started === 1);
+  t.falsy((await rpc(b.url, 'update', { k: ops, i: 'sensor:cs/s', v: 'two' })).error);
+  await until('its script sees the states now', async () => (await info(b))?.states.includes('two'));
 });
 
 pgtest('an active paused past its lease (SIGSTOP) comes back a standby: its first write is refused, the other took over', async (t) => {

@@ -38,9 +38,16 @@ function leaseFinding(doc: ReturnType<typeof readIniFile>): Finding[] {
 function failoverStateDb(doc: ReturnType<typeof readIniFile>): Finding[] {
   const f = entryOf(doc, 'cluster', 'failover');
   if (!f || !NeedsUserdb.failover!(f.value.trim())) return [];
-  const db = entryOf(doc, 'server', 'db')?.value.trim() ?? '';
-  if (/^(postgresql|postgres)(\+psycopg2)?:\/\//i.test(db)) return [];
-  return [{ level: 'error', file: doc.file, line: f.line, message: `[cluster] failover = ${f.value.trim()} needs [server] db = postgresql://… (the item states the controllers share)` }];
+  const db = entryOf(doc, 'server', 'db');
+  const value = db?.value.trim() ?? '';
+  if (!/^(postgresql|postgres)(\+psycopg2)?:\/\//i.test(value)) {
+    return [{ level: 'error', file: doc.file, line: f.line, message: `[cluster] failover = ${f.value.trim()} needs [server] db = postgresql://… (the item states the controllers share)` }];
+  }
+  // the fence of a state write reads the lease row in the same statement: one database
+  const a = parseUserdb(value);
+  const b = parseUserdb(entryOf(doc, 'server', 'userdb')?.value.trim() ?? '');
+  if ('error' in a || 'error' in b || a.connectionString === b.connectionString) return [];
+  return [{ level: 'error', file: doc.file, line: db!.line, message: '[server] db must name the database of [server] userdb with [cluster] failover (a state write and the lease are judged in one statement)' }];
 }
 
 /**

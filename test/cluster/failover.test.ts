@@ -433,6 +433,7 @@ test('failover without [server] userdb or without a PostgreSQL [server] db, and 
     [{ failover: 'yes' }, 'failover = yes', '[cluster] failover = yes needs [server] userdb'],
     [{ failover: 'yes' }, 'failover = yes', '[cluster] failover = yes needs [server] db = postgresql://… (the item states the controllers share)', { userdb }],
     [{ failover: 'yes' }, 'failover = yes', '[cluster] failover = yes needs [server] db = postgresql://… (the item states the controllers share)', { userdb, db: 'db/uc.db' }],
+    [{ failover: 'yes' }, 'db = postgresql://u:p@127.0.0.1:1/other', '[server] db must name the database of [server] userdb with [cluster] failover', { userdb, db: 'postgresql://u:p@127.0.0.1:1/other' }],
     [{ lease: 1, lease_renew: 1 }, 'lease = 1', '[cluster] lease = 1 must be longer than lease_renew = 1'],
     [{ lease_renew: 5 }, 'lease_renew = 5', '[cluster] lease = 5 must be longer than lease_renew = 5'],
   ];

@@ -31,6 +31,26 @@ function leaseFinding(doc: ReturnType<typeof readIniFile>): Finding[] {
 }
 
 /**
+ * `[cluster] failover` without a PostgreSQL `[server] db`: a standby that
+ * took over would serve the item states it kept itself, not those the
+ * active one acknowledged (the state table is what both read).
+ */
+function failoverStateDb(doc: ReturnType<typeof readIniFile>): Finding[] {
+  const f = entryOf(doc, 'cluster', 'failover');
+  if (!f || !NeedsUserdb.failover!(f.value.trim())) return [];
+  const db = entryOf(doc, 'server', 'db');
+  const value = db?.value.trim() ?? '';
+  if (!/^(postgresql|postgres)(\+psycopg2)?:\/\//i.test(value)) {
+    return [{ level: 'error', file: doc.file, line: f.line, message: `[cluster] failover = ${f.value.trim()} needs [server] db = postgresql://… (the item states the controllers share)` }];
+  }
+  // the fence of a state write reads the lease row in the same statement: one database
+  const a = parseUserdb(value);
+  const b = parseUserdb(entryOf(doc, 'server', 'userdb')?.value.trim() ?? '');
+  if ('error' in a || 'error' in b || a.connectionString === b.connectionString) return [];
+  return [{ level: 'error', file: doc.file, line: db!.line, message: '[server] db must name the database of [server] userdb with [cluster] failover (a state write and the lease are judged in one statement)' }];
+}
+
+/**
  * Several controllers as one (README.md): with `[server] userdb` a
  * PostgreSQL URI, the connection to that database and what it shares, offered
  * as service `cluster`; sysapi-keys and sysapi-users ask for it. Without the
@@ -46,15 +66,16 @@ export const plugin = definePlugin({
     const doc = readIniFile(paths.configFile);
     const lease = leaseFinding(doc);
     const e = entryOf(doc, 'server', 'userdb');
+    const stateDb = failoverStateDb(doc);
     if (!e || e.value.trim() === '') {
       // what [cluster] asks for needs the database the fleet shares: a controller that quietly kept its own would part from it
       return [...lease, ...Object.entries(NeedsUserdb).flatMap(([k, needs]) => {
         const c = entryOf(doc, 'cluster', k);
         return c && needs(c.value.trim()) ? [{ level: 'error' as const, file: doc.file, line: c.line, message: `[cluster] ${k} = ${c.value.trim()} needs [server] userdb (a PostgreSQL database the controllers share)` }] : [];
-      })];
+      }), ...stateDb];
     }
     const r = parseUserdb(e.value.trim());
-    return [...lease, ...('error' in r ? [{ level: 'error' as const, file: doc.file, line: e.line, message: `[server] userdb: ${r.error}` }] : [])];
+    return [...lease, ...stateDb, ...('error' in r ? [{ level: 'error' as const, file: doc.file, line: e.line, message: `[server] userdb: ${r.error}` }] : [])];
   },
   async checkConnections(paths): Promise<Finding[]> {
     const doc = readIniFile(paths.configFile);

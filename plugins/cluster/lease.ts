@@ -92,6 +92,14 @@ export interface Failover {
   readonly fence: WriteFence;
   /** undefined while active, else the standby error (5 / 503) to answer a write with */
   refusal(): ApiError | undefined;
+  /**
+   * What a new grant waits for before this controller acts on it (the items
+   * read the state table again): active only once every one resolved for
+   * that grant; one that fails is tried again at the next renewal.
+   */
+  beforeActive(prepare: () => Promise<void>): void;
+  /** Called at each change of role (after the preparers, for active), in the order registered. */
+  onRole(listener: (role: 'active' | 'standby') => void): void;
 }
 
 /** The fence of a controller without failover: every write passes. */
@@ -135,6 +143,11 @@ export class Lease implements LinkUser, Failover {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private was: 'active' | 'standby' = 'standby';
+  private readonly preparers: (() => Promise<void>)[] = [];
+  private readonly listeners: ((role: 'active' | 'standby') => void)[] = [];
+  /** the grant every preparer resolved for */
+  private prepared: number | undefined;
+  private preparing = false;
   /** how long a confirmation makes this controller active, ms */
   private readonly validMs: number;
   holder: string | undefined;
@@ -163,9 +176,39 @@ export class Lease implements LinkUser, Failover {
     void link.use(this);
   }
 
+  /** holding a confirmed grant by the monotonic clock (prepared for it or not) */
+  private get leased(): boolean {
+    return this.current !== undefined && performance.now() - this.confirmed < this.validMs;
+  }
+
   get role(): 'active' | 'standby' {
-    if (this.current !== undefined && performance.now() - this.confirmed < this.validMs) return 'active';
-    return 'standby';
+    return this.leased && this.prepared === this.current ? 'active' : 'standby';
+  }
+
+  beforeActive(prepare: () => Promise<void>): void {
+    this.preparers.push(prepare);
+  }
+
+  onRole(listener: (role: 'active' | 'standby') => void): void {
+    this.listeners.push(listener);
+  }
+
+  /** A grant not prepared for: run the preparers (one run at a time), then it is active. */
+  private prepare(): void {
+    if (this.preparing || !this.leased || this.prepared === this.current) return;
+    const token = this.current;
+    this.preparing = true;
+    void (async () => {
+      try {
+        for (const p of this.preparers) await p();
+        this.prepared = token;
+      } catch (err) {
+        this.log.warning(`lease ${this.settings.name}: granted, not yet active (${describe(err)}); tried again at the next renewal`);
+      } finally {
+        this.preparing = false;
+      }
+      this.noteRole();
+    })();
   }
 
   get token(): number | undefined {
@@ -253,6 +296,7 @@ export class Lease implements LinkUser, Failover {
 
   /** Log a change of role once. */
   private noteRole(why?: string): void {
+    this.prepare();
     const now = this.role;
     if (now === this.was) return;
     this.was = now;
@@ -262,6 +306,9 @@ export class Lease implements LinkUser, Failover {
     } else {
       this.since = undefined;
       this.log.warning(`standby for ${this.settings.name}: ${why ?? (this.current === undefined ? `the lease is held by ${this.holder ?? 'another controller'}` : 'the lease was not renewed in time')}`);
+    }
+    for (const l of this.listeners) {
+      try { l(now); } catch (err) { this.log.error(`role change to ${now}: ${describe(err)}`); }
     }
   }
 

@@ -54,8 +54,11 @@ export const plugin = definePlugin({
     });
 
     let tickQueued = false;
+    // a failover standby runs no script: the active one reacts to the item states both see (README.md "On a failover standby")
+    const failover = ctx.hasService('cluster') ? ctx.service('cluster').failover : undefined;
+    const acting = () => !failover || failover.role === 'active';
     const offer = (event: ScriptEvent) => {
-      if (scripts.handles(event.type)) queue.push(event);
+      if (acting() && scripts.handles(event.type)) queue.push(event);
     };
     const queue = new ScriptEventQueue<ScriptEvent>(opts.queue_size, async (event) => {
       if (event.type === 'tick') tickQueued = false;
@@ -104,12 +107,20 @@ export const plugin = definePlugin({
       ctx.interval(() => topics.rebind(), opts.rebind * 1000);
       if (opts.tick > 0) {
         ctx.interval(() => {
-          if (tickQueued || !scripts.handles('tick')) return;
+          if (tickQueued || !acting() || !scripts.handles('tick')) return;
           tickQueued = queue.push({ type: 'tick', t: Date.now() / 1000 });
         }, opts.tick * 1000);
       }
-      started = true;
-      queue.push({ type: 'start' });
+      // `start`: when this controller acts (at once, or once a standby takes over)
+      if (acting()) {
+        started = true;
+        queue.push({ type: 'start' });
+      }
+      failover?.onRole((role) => {
+        if (role !== 'active' || started) return;
+        started = true;
+        queue.push({ type: 'start' });
+      });
     });
     ctx.onStopping(async () => {
       const dropped = queue.close();

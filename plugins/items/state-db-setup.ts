@@ -69,7 +69,10 @@ export async function openStateDb(ctx: PluginContext, reg: ItemRegistry, writeMa
   const r = parseUserdb(uri);
   if ('error' in r) throw new Error(r.error); // checkFiles refused it before the start
   const limits = ctx.config.section('server', StateDbSettings);
-  const cluster = ctx.hasService('cluster') ? ctx.service('cluster').link : undefined;
+  const service = ctx.hasService('cluster') ? ctx.service('cluster') : undefined;
+  const cluster = service?.link;
+  // the fence reads the lease in the same statement: only on the cluster's database (checkFiles refuses another with failover)
+  const failover = cluster?.serves(r.connectionString) ? service?.failover : undefined;
   const shared = cluster?.serves(r.connectionString) ? cluster : undefined;
   const link = shared ?? new PgLink(r.connectionString, uri, ctx.log, {
     name: 'state db', application: 'eva-statedb', whileAway: 'item states stay in the items file and wait for it',
@@ -78,7 +81,9 @@ export async function openStateDb(ctx: PluginContext, reg: ItemRegistry, writeMa
     write_max: writeMax,
     queue_max: limits.state_db_queue_max,
     queue_max_bytes: limits.state_db_queue_max_bytes,
-  }, ctx.config.server.layout === 'simple', ctx.config.server.db_update === 'instant');
+  }, ctx.config.server.layout === 'simple', ctx.config.server.db_update === 'instant', failover, failover && service?.fence);
+  // a controller taking over acts only once it read every row: each state the old active one acknowledged is in the table
+  failover?.beforeActive(() => db.follow('all'));
   await link.use(db);
   if (!shared) {
     try {

@@ -3,7 +3,7 @@ import type * as Pg from 'pg';
 import { GroupCommit, type WriteHold } from '../../core/toolkit/group-commit';
 import { writeFileAtomic } from '../../core/toolkit/atomic-file';
 import { describe, type ModuleLogger } from '../../core/log';
-import type { LinkUser, PgLink } from '../cluster/contract';
+import type { Failover, LinkUser, PgLink, WriteFence } from '../cluster/contract';
 import { parseOid, type ItemType } from './oid';
 import { WriteQueue } from './write-queue';
 
@@ -60,11 +60,31 @@ export interface StateDbStats {
   statements: number;
   overflows: number;
   refused: number;
+  /** item states a fence refused (written here while a standby) */
+  fenced: number;
+  /** item states read from rows the active controller wrote (a standby's, and a takeover's) */
+  followed: number;
 }
 
 const LOCK_TIMEOUT = '2s';
 /** pg_advisory_xact_lock key of the table's creation: controllers starting at once do not race */
 const SCHEMA_LOCK = 0x65766173; // 'evas'
+
+/** NOTIFY's payload limit is 8000 bytes: past this the standbys are told to read every row. */
+const NOTIFY_MAX = 7900;
+/** ids a standby keeps to read; past it, it reads every row */
+const FOLLOW_MAX = 10_000;
+
+/** The table refused a write for this controller's lease (a standby, or an older grant): `error` is the standby error to answer. */
+class Fenced extends Error {
+  constructor(readonly error: Error) { super(error.message); }
+}
+
+/** The payload of `NOTIFY eva_state` for the rows written: their ids as a JSON array, or `*` (read every row) past the NOTIFY limit. */
+export function statePayload(ids: string[]): string {
+  const p = JSON.stringify(ids);
+  return Buffer.byteLength(p) > NOTIFY_MAX ? '*' : p;
+}
 
 /** Errors of the data (SQLSTATE 22, 23): the row would fail again. */
 function isDataError(err: unknown): boolean {
@@ -140,7 +160,10 @@ export class StateDb implements LinkUser {
   private stopped = false;
   /** manual, on_exit: a save found the database away (written once it is back) */
   private unsaved = false;
-  private readonly figures = { written: 0, statements: 0, overflows: 0, refused: 0 };
+  private readonly figures = { written: 0, statements: 0, overflows: 0, refused: 0, fenced: 0, followed: 0 };
+  /** ids told by the active one, to read (`all`: every row) */
+  private toFollow: Set<string> | 'all' | undefined;
+  private following: Promise<void> | undefined;
 
   constructor(
     private readonly link: PgLink,
@@ -155,6 +178,9 @@ export class StateDb implements LinkUser {
     private readonly simple = false,
     /** db_update = instant: what changed is written at once, and what waited once the database is back; else on save only */
     private readonly instant = true,
+    /** `[cluster] failover`: writes carry the lease's fence and are told on eva_state; a standby follows what is told */
+    private readonly failover?: Failover,
+    private readonly fence?: WriteFence,
   ) {
     this.commits = new GroupCommit(holds, () => this.commit(), () => this.queue.pending.size >= this.bounds.write_max);
     // left by an earlier run: the table may lack any item's change, so the items file wins for every item
@@ -162,7 +188,62 @@ export class StateDb implements LinkUser {
     this.resync = this.behind;
   }
 
-  told(): void { /* nothing is told on this channel yet */ }
+  /** The active one wrote these rows (a JSON array of ids, or `*`): a standby reads them into its items. */
+  told(payload: string | undefined): void {
+    if (!this.failover || this.failover.role === 'active' || this.stopped) return;
+    let ids: string[] | 'all' = 'all';
+    try {
+      const p = payload === '*' || payload === undefined ? undefined : JSON.parse(payload) as unknown;
+      if (Array.isArray(p) && p.every((x) => typeof x === 'string')) ids = p;
+    } catch { /* not ours to judge: every row is read */ }
+    this.follow(ids).catch((err: unknown) => this.log.warning(`state db ${this.link.file}: cannot read the states the active controller wrote (${describe(err).split('\n')[0]}); read at the next change or the takeover`));
+  }
+
+  /**
+   * Read the rows named (or every row) into the items, one read at a time
+   * (so a later read never lands before an earlier one), not written back:
+   * how a standby follows the active one, and how a controller taking over
+   * starts (every state the old active one acknowledged is in the table).
+   */
+  follow(ids: string[] | 'all'): Promise<void> {
+    if (ids === 'all' || this.toFollow === 'all') this.toFollow = 'all';
+    else {
+      const want = this.toFollow ?? new Set<string>();
+      this.toFollow = want;
+      for (const id of ids) want.add(id);
+      if (want.size > FOLLOW_MAX) this.toFollow = 'all';
+    }
+    return this.following ??= (async () => {
+      try {
+        while (this.toFollow) {
+          const want = this.toFollow;
+          this.toFollow = undefined;
+          try {
+            await this.read(want);
+          } catch (err) {
+            if (this.toFollow === undefined || want === 'all') this.toFollow = want === 'all' ? 'all' : new Set([...want, ...(this.toFollow ?? [])]);
+            throw err;
+          }
+        }
+      } finally {
+        this.following = undefined;
+      }
+    })();
+  }
+
+  private async read(want: Set<string> | 'all'): Promise<void> {
+    type R = { id: string; tp: string | null; status: number | null; value: string | null };
+    const r = want === 'all'
+      ? await this.link.pool.query<R>('SELECT id, tp, status, value FROM state')
+      : await this.link.pool.query<R>('SELECT id, tp, status, value FROM state WHERE id = ANY($1::varchar[])', [[...want]]);
+    const byId = new Map(r.rows.map((x) => [x.id, x]));
+    for (const oid of this.items.oids()) {
+      const row = byId.get(rowId(oid, this.simple));
+      if (!row || row.tp !== TypeCodes[parseOid(oid).type] || !Number.isInteger(row.status)) continue;
+      this.items.adopt(oid, row.status!, valueFromRow(row.value));
+      this.figures.followed++;
+    }
+  }
 
   /** At every connection: the table; at the first one, the states other writers left in it. */
   async onConnect(c: Pg.ClientBase): Promise<void> {
@@ -300,6 +381,11 @@ export class StateDb implements LinkUser {
     const carried = this.queue.carried();
     if (failure === undefined) {
       for (const w of carried.values()) w?.resolve();
+    } else if (failure instanceof Fenced) {
+      // a standby's (or an older grant's) change: the table is the active one's; the callers get the standby error, the change is not kept to write
+      this.figures.fenced += rows.length;
+      for (const w of carried.values()) w?.reject(failure.error);
+      this.log.debug(`state db: ${rows.length} item states not written: ${failure.message}`);
     } else {
       // back to waiting, with their callers; the link is reconnected (the statement failed: it may be gone)
       for (const [oid, w] of carried) {
@@ -351,12 +437,12 @@ export class StateDb implements LinkUser {
     try {
       await this.statements(rows);
     } catch (err) {
-      if (!isDataError(err) || rows.length === 0) throw err;
+      if (err instanceof Fenced || !isDataError(err) || rows.length === 0) throw err;
       for (const r of rows) {
         try {
           await this.statements([r]);
         } catch (e) {
-          if (!isDataError(e)) throw e;
+          if (e instanceof Fenced || !isDataError(e)) throw e;
           this.figures.refused++;
           this.log.error(`state db: ${r.oid}'s state is refused by the table (${describe(e).split('\n')[0]}); it stays in the items file`);
         }
@@ -364,27 +450,47 @@ export class StateDb implements LinkUser {
     }
   }
 
+  /**
+   * With failover every statement carries the lease's fence (a write of a
+   * standby, or of an older grant, changes nothing: Fenced), and the upsert
+   * tells the standbys which rows it wrote (NOTIFY in the same statement,
+   * so it is sent at its commit only).
+   */
   private async statements(rows: Row[]): Promise<void> {
     const up = rows.filter((r) => r.state);
     const gone = rows.filter((r) => !r.state);
+    const f = this.fence;
+    let lease: unknown[] = [];
+    try {
+      lease = f?.params() ?? [];
+    } catch (err) {
+      throw new Fenced(err as Error);
+    }
+    const fenceCte = (n: number) => (f ? `${f.cte(n)},` : 'fence AS (SELECT true AS ok),');
+    const judged = (ok: boolean | undefined) => { if (!ok) throw new Fenced(f!.refused()); };
     const upsert = async (c: Pg.ClientBase | Pg.Pool): Promise<void> => {
       if (!up.length) return;
+      const told = this.failover ? statePayload(up.map((x) => x.id)) : null;
       // a row of another type's item (one id, two types) is not overwritten: RETURNING tells which were written
-      const r = await c.query<{ id: string }>(
-        `INSERT INTO state (id, tp, status, value)
-         SELECT * FROM unnest($1::varchar[], $2::varchar[], $3::int[], $4::text[])
-         ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, value = EXCLUDED.value WHERE state.tp = EXCLUDED.tp
-         RETURNING id`,
-        [up.map((x) => x.id), up.map((x) => x.tp), up.map((x) => x.state!.status), up.map((x) => x.state!.value ?? '')]);
-      if (r.rows.length < up.length) {
-        const written = new Set(r.rows.map((x) => x.id));
-        for (const x of up) if (!written.has(x.id)) this.warnForeign(x.oid);
-      }
+      const r = await c.query<{ ok: boolean; ids: string[] | null }>(
+        `WITH ${fenceCte(6)} w AS (INSERT INTO state (id, tp, status, value)
+           SELECT u.id, u.tp, u.status, u.value FROM unnest($1::varchar[], $2::varchar[], $3::int[], $4::text[]) AS u(id, tp, status, value)
+           CROSS JOIN fence WHERE fence.ok
+           ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, value = EXCLUDED.value WHERE state.tp = EXCLUDED.tp
+           RETURNING id),
+         n AS (SELECT pg_notify('${this.channel}', $5::text) FROM fence WHERE fence.ok AND $5::text IS NOT NULL)
+         SELECT (SELECT ok FROM fence) AS ok, (SELECT array_agg(id) FROM w) AS ids, (SELECT count(*) FROM n) AS told`,
+        [up.map((x) => x.id), up.map((x) => x.tp), up.map((x) => x.state!.status), up.map((x) => x.state!.value ?? ''), told, ...lease]);
+      judged(r.rows[0]?.ok);
+      const written = new Set(r.rows[0]?.ids ?? []);
+      if (written.size < up.length) for (const x of up) if (!written.has(x.id)) this.warnForeign(x.oid);
     };
     const remove = async (c: Pg.ClientBase | Pg.Pool): Promise<void> => {
       if (!gone.length) return;
-      await c.query('DELETE FROM state s USING unnest($1::varchar[], $2::varchar[]) AS d(id, tp) WHERE s.id = d.id AND s.tp = d.tp',
-        [gone.map((x) => x.id), gone.map((x) => x.tp)]);
+      const r = await c.query<{ ok: boolean }>(`WITH ${fenceCte(3)} d AS (DELETE FROM state s USING unnest($1::varchar[], $2::varchar[]) AS d(id, tp), fence
+        WHERE fence.ok AND s.id = d.id AND s.tp = d.tp RETURNING s.id) SELECT (SELECT ok FROM fence) AS ok, (SELECT count(*) FROM d) AS n`,
+      [gone.map((x) => x.id), gone.map((x) => x.tp), ...lease]);
+      judged(r.rows[0]?.ok);
     };
     if (up.length && gone.length) {
       await this.link.transaction(async (c) => { await upsert(c); await remove(c); });

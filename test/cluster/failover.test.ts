@@ -4,11 +4,18 @@ import path from 'node:path';
 import { spawn } from 'node:child_process';
 import test, { type ExecutionContext } from 'ava';
 import { Keys, makeDir, startController } from '../helpers/controller';
-import { until } from '../helpers/wait';
+import { sleep, until } from '../helpers/wait';
 import { runMain, lineOf } from '../helpers/cli';
 import { freePort, pgRows, postgresTests, postgresUnavailable, startPostgres } from '../helpers/postgres';
 import { startProxy } from '../helpers/tcp-proxy';
 import { skipWhen, which } from '../helpers/tools';
+import { readItemsState } from '../helpers/items-file';
+import { startBroker, Subscriber } from '../helpers/broker';
+import { mqttNotifier } from '../helpers/mqtt-notifier';
+import { notifierFiles } from '../helpers/notifiers';
+import { SparkplugHost } from '../helpers/sparkplug-host';
+import { CS } from '../helpers/corescripts';
+import { NODE, sparkplugNotifier } from '../helpers/sparkplug-node';
 import { FastLease, health, killAndTime, startMember, untilRole, write, type FailoverHealth, type Member } from '../helpers/failover';
 
 /**
@@ -116,7 +123,7 @@ pgtest('the database refuses a write carrying an old lease token, though the con
   t.timeout(120_000);
   const uri = await shared.database();
   // a long lease: the local clock says active throughout; only the database can refuse
-  const a = await startController(t, { ini: { server: { userdb: uri }, cluster: { failover: 'yes', cvars: 'shared', locks: 'shared', node: 'a', lease: 120, lease_renew: 40 } } });
+  const a = await startController(t, { ini: { server: { userdb: uri, db: uri }, cluster: { failover: 'yes', cvars: 'shared', locks: 'shared', node: 'a', lease: 120, lease_renew: 40 } } });
   const h = await until('active', async () => { const x = (await (await fetch(`${a.url}/health`)).json()) as FailoverHealth; return x.role === 'active' ? x : undefined; });
   t.falsy((await a.client.rpc('set_cvar', { k: master, i: 'c', v: 'before' })).error);
   // another controller's grant, as a takeover would write it
@@ -131,6 +138,153 @@ pgtest('the database refuses a write carrying an old lease token, though the con
   t.is((await a.client.rpc('lock', { k: ops, l: 'x' })).error?.code, 5);
   t.deepEqual(await pgRows(uri, 'SELECT count(*)::int AS n FROM eva_locks'), [{ n: 0 }]);
   t.log(`token ${h.failover!.token} refused after the database granted ${h.failover!.token! + 1}`);
+});
+
+pgtest('an item update carrying an old lease token changes nothing in table state: the caller gets 5 and the controller stands by', async (t) => {
+  t.timeout(120_000);
+  const uri = await shared.database();
+  const a = await startController(t, { ini: { server: { userdb: uri, db: uri }, cluster: { failover: 'yes', node: 'a', lease: 120, lease_renew: 40 } } });
+  await until('active', async () => (await health(a.url)).role === 'active');
+  t.falsy((await a.client.rpc('create', { k: master, i: 'sensor:fence/s' })).error);
+  t.falsy((await a.client.rpc('update', { k: master, i: 'sensor:fence/s', s: 1, v: 'before' })).error);
+  await pgRows(uri, "UPDATE eva_lease SET token = token + 1, holder = 'thief', expires = now() + interval '1 minute'");
+  const r = await a.client.rpc('update', { k: master, i: 'sensor:fence/s', v: 'after' });
+  t.is(r.error?.code, 5, JSON.stringify(r));
+  t.regex(r.error!.message, /standby/);
+  t.deepEqual(await pgRows(uri, "SELECT value FROM state WHERE id = 'fence/s'"), [{ value: 'before' }]);
+  t.is((await health(a.url)).role, 'standby');
+});
+
+/** The items file of a controller as the documented format holds it (one file, no journal): a standby starts with the same items. */
+function itemsFileOf(m: Member): Record<string, string> {
+  const { items } = readItemsState(path.join(m.dir, 'runtime', 'uc_items.json'));
+  return { 'runtime/uc_items.json': JSON.stringify({ version: 1, journal: 0, items }) };
+}
+
+pgtest('the standby follows the active one\'s item states and takes over after SIGKILL with every acknowledged update', async (t) => {
+  t.timeout(300_000);
+  const uri = await shared.database();
+  const a = await startMember(t, uri, 'a');
+  await untilRole(a.url, 'active');
+  const n = 20;
+  const oids = Array.from({ length: n }, (_, i) => `sensor:fo/s${i}`);
+  for (const i of [...oids, 'sensor:fo/quiet']) t.falsy((await rpc(a.url, 'create', { k: master, i })).error);
+  const b = await startMember(t, uri, 'b', {}, itemsFileOf(a));
+  await untilRole(b.url, 'standby');
+  // reads on the standby: the active's value, after how long
+  const lags: number[] = [];
+  for (let j = 0; j < 10; j++) {
+    const v = `lag${j}`;
+    t.falsy((await rpc(a.url, 'update', { k: ops, i: oids[j], s: 1, v })).error);
+    const t0 = performance.now();
+    await until('the standby to read it', async () => (await rpc(b.url, 'state', { k: master, i: oids[j] })).result?.value === v, 30_000);
+    lags.push(performance.now() - t0);
+  }
+  // updates without pause from n callers, each its own sensor; SIGKILL the active among them
+  const acked = new Array<number>(n).fill(-1);
+  const sent = new Array<number>(n).fill(-1);
+  let stop = false;
+  const writers = oids.map(async (i, k) => {
+    for (let v = 0; !stop; v++) {
+      sent[k] = v;
+      const r = await rpc(a.url, 'update', { k: ops, i, s: 1, v: String(v) }).catch(() => undefined);
+      if (!r || r.error) return;
+      acked[k] = v;
+    }
+  });
+  await until('updates acknowledged', () => acked.every((v) => v >= 3), 60_000);
+  // a row changed with nothing told (as another writer would): only the takeover's read of the whole table brings it
+  await pgRows(uri, "UPDATE state SET status = 1, value = 'untold' WHERE id = 'fo/quiet'");
+  a.proc.kill('SIGKILL');
+  stop = true;
+  await Promise.all(writers);
+  await a.exited;
+  await untilRole(b.url, 'active');
+  // before its first write: every acknowledged update is in its items (one in flight may be there too: it may have committed)
+  for (let k = 0; k < n; k++) {
+    const v = Number((await rpc(b.url, 'state', { k: master, i: oids[k] })).result?.value);
+    t.true(v >= acked[k] && v <= sent[k], `${oids[k]}: ${v}, acknowledged ${acked[k]}, sent ${sent[k]}`);
+  }
+  t.is((await rpc(b.url, 'state', { k: master, i: 'sensor:fo/quiet' })).result?.value, 'untold');
+  t.falsy((await rpc(b.url, 'update', { k: ops, i: oids[0], v: 'after' })).error);
+  const sorted = [...lags].sort((x, y) => x - y);
+  t.log(`standby reads the active's update after (ms): p50 ${sorted[4].toFixed(0)}, max ${sorted[9].toFixed(0)} (polled); ${acked.reduce((x, y) => x + y + 1, 0)} updates acknowledged before SIGKILL`);
+});
+
+pgtest('notifiers of a standby publish nothing; once it took over, its mqtt notifier starts and publishes the current states', async (t) => {
+  t.timeout(300_000);
+  const uri = await shared.database();
+  const broker = await startBroker(t);
+  const sub = await Subscriber.connect(t, broker);
+  await sub.subscribe('sp/#');
+  const files = notifierFiles({ m1: mqttNotifier(broker, { events: [{ subject: 'state', types: ['#'], groups: ['#'] }] }) });
+  const a = await startMember(t, uri, 'a', {}, files);
+  await untilRole(a.url, 'active');
+  await sub.waitFor((m) => m.some((x) => x.topic === 'sp/test'), 30_000, 'the active one\'s start-up test');
+  t.falsy((await rpc(a.url, 'create', { k: master, i: 'sensor:pub/s' })).error);
+  const b = await startMember(t, uri, 'b', {}, { ...files, ...itemsFileOf(a) });
+  await untilRole(b.url, 'standby');
+  t.falsy((await rpc(a.url, 'update', { k: ops, i: 'sensor:pub/s', s: 1, v: 'one' })).error);
+  await until('the standby to follow', async () => (await rpc(b.url, 'state', { k: master, i: 'sensor:pub/s' })).result?.value === 'one');
+  await sub.waitFor((m) => m.some((x) => x.topic === 'sp/sensor/pub/s/value' && x.payload === 'one'), 30_000, 'the value');
+  // what the standby would publish (its own start-up test, the state it followed) has had time to come
+  await sleep(1000);
+  t.is(sub.on('sp/test').length, 1, 'the standby did not connect');
+  t.is(sub.on('sp/sensor/pub/s/value').filter((m) => m.payload === 'one').length, 1, 'one publisher');
+  a.proc.kill('SIGKILL');
+  await untilRole(b.url, 'active');
+  await sub.waitFor((m) => m.filter((x) => x.topic === 'sp/sensor/pub/s/value' && x.payload === 'one').length === 2, 30_000, 'the new active one\'s current state');
+  await sub.waitFor((m) => m.filter((x) => x.topic === 'sp/test').length === 2, 30_000, 'the new active one\'s start-up test');
+  t.falsy((await rpc(b.url, 'update', { k: ops, i: 'sensor:pub/s', v: 'two' })).error);
+  await sub.waitFor((m) => m.some((x) => x.topic === 'sp/sensor/pub/s/value' && x.payload === 'two'), 30_000, 'a change after the takeover');
+});
+
+pgtest('a Sparkplug node: born by the active one only; after a takeover the new active one\'s NBIRTH has the next bdSeq under the same edge node id', async (t) => {
+  t.timeout(300_000);
+  const uri = await shared.database();
+  const broker = await startBroker(t);
+  const host = await SparkplugHost.connect(t, broker, 'plant');
+  const files = notifierFiles({ sp1: sparkplugNotifier(broker) });
+  const a = await startMember(t, uri, 'a', {}, files);
+  await untilRole(a.url, 'active');
+  await host.until('the active one\'s NBIRTH', () => host.online(NODE), 60_000);
+  const first = host.bdSeq(NODE)!;
+  const b = await startMember(t, uri, 'b', {}, files);
+  await untilRole(b.url, 'standby');
+  await sleep(1000);
+  t.is(host.kinds().filter((k) => k === 'NBIRTH').length, 1, 'the standby is not born');
+  a.proc.kill('SIGKILL');
+  await untilRole(b.url, 'active');
+  await host.until('the new active one\'s NBIRTH', () => host.kinds().filter((k) => k === 'NBIRTH').length === 2, 60_000);
+  t.is(host.bdSeq(NODE), (first + 1) % 256);
+  t.deepEqual(await pgRows(uri, 'SELECT group_id, edge_node_id, bdseq FROM eva_sparkplug_bdseq'), [{ group_id: 'plant', edge_node_id: NODE, bdseq: (first + 1) % 256 }]);
+  t.deepEqual(host.problems, []);
+});
+
+pgtest('core scripts run on the active one only: a standby gets no event; once it took over, start, then the states', async (t) => {
+  t.timeout(300_000);
+  const uri = await shared.database();
+  const script = `let started = 0; const states = [];
+on('start', () => { started++; });
+on('state', (e) => { if (e.data.oid.startsWith('sensor:cs/')) states.push(e.data.value); });
+rpc('info', () => ({ started, states }), { permission: 'any' });`;
+  const files = { [`${CS}/a.js`]: script };
+  const a = await startMember(t, uri, 'a', {}, files);
+  await untilRole(a.url, 'active');
+  t.falsy((await rpc(a.url, 'create', { k: master, i: 'sensor:cs/s' })).error);
+  const b = await startMember(t, uri, 'b', {}, { ...files, ...itemsFileOf(a) });
+  await untilRole(b.url, 'standby');
+  const info = async (m: Member) => (await rpc(m.url, 'cs_info', { k: master })).result as { started: number; states: string[] } | undefined;
+  await until('the script loaded on the standby', async () => (await info(b)) !== undefined);
+  t.falsy((await rpc(a.url, 'update', { k: ops, i: 'sensor:cs/s', s: 1, v: 'one' })).error);
+  await until('the active one\'s script saw it', async () => (await info(a))?.states.includes('one'));
+  await until('the standby to follow', async () => (await rpc(b.url, 'state', { k: master, i: 'sensor:cs/s' })).result?.value === 'one');
+  t.deepEqual(await info(b), { started: 0, states: [] });
+  a.proc.kill('SIGKILL');
+  await untilRole(b.url, 'active');
+  await until('start on the new active one', async () => (await info(b))?.started === 1);
+  t.falsy((await rpc(b.url, 'update', { k: ops, i: 'sensor:cs/s', v: 'two' })).error);
+  await until('its script sees the states now', async () => (await info(b))?.states.includes('two'));
 });
 
 pgtest('an active paused past its lease (SIGSTOP) comes back a standby: its first write is refused, the other took over', async (t) => {
@@ -276,14 +430,18 @@ pgtest('takeover after SIGKILL of the active: a few trials, the time until the s
   for (const x of times) t.true(x < (FastLease.lease + FastLease.lease_renew) * 1000 + 3000, `${x} ms`);
 });
 
-test('failover without [server] userdb, and a lease not longer than its renewal, are refused with their line (exit 3)', async (t) => {
-  const cases: [Record<string, string | number>, string, string][] = [
+test('failover without [server] userdb or without a PostgreSQL [server] db, and a lease not longer than its renewal, are refused with their line (exit 3)', async (t) => {
+  const userdb = 'postgresql://u:p@127.0.0.1:1/fleet';
+  const cases: [Record<string, string | number>, string, string, Record<string, string>?][] = [
     [{ failover: 'yes' }, 'failover = yes', '[cluster] failover = yes needs [server] userdb'],
+    [{ failover: 'yes' }, 'failover = yes', '[cluster] failover = yes needs [server] db = postgresql://… (the item states the controllers share)', { userdb }],
+    [{ failover: 'yes' }, 'failover = yes', '[cluster] failover = yes needs [server] db = postgresql://… (the item states the controllers share)', { userdb, db: 'db/uc.db' }],
+    [{ failover: 'yes' }, 'db = postgresql://u:p@127.0.0.1:1/other', '[server] db must name the database of [server] userdb with [cluster] failover', { userdb, db: 'postgresql://u:p@127.0.0.1:1/other' }],
     [{ lease: 1, lease_renew: 1 }, 'lease = 1', '[cluster] lease = 1 must be longer than lease_renew = 1'],
     [{ lease_renew: 5 }, 'lease_renew = 5', '[cluster] lease = 5 must be longer than lease_renew = 5'],
   ];
-  for (const [cluster, text, message] of cases) {
-    const dir = makeDir(t, { ini: { cluster } });
+  for (const [cluster, text, message, server] of cases) {
+    const dir = makeDir(t, { ini: { cluster, ...(server && { server }) } });
     const file = path.join(dir, 'etc', 'uc.ini');
     const line = fs.readFileSync(file, 'utf8').split('\n').indexOf(text) + 1;
     for (const args of [['--dir', dir, '--check-config'], ['--dir', dir]]) {

@@ -21,9 +21,9 @@ export interface FailoverHealth {
 /** A short lease, so the tests take seconds: lease 3 s, renewed every 0.5 s. */
 export const FastLease = { lease: 3, lease_renew: 0.5 };
 
-/** A controller of the pair (node name `node`), cvars and locks shared, with `more` [cluster] settings. */
-export async function startMember(t: Owner, userdb: string, node: string, more: Record<string, string | number> = {}): Promise<Member> {
-  const dir = makeDir(undefined, { ini: { server: { userdb }, cluster: { failover: 'yes', cvars: 'shared', locks: 'shared', node, ...FastLease, ...more } } });
+/** A controller of the pair (node name `node`), item states, cvars and locks shared, with `more` [cluster] settings and `files` in its dir. */
+export async function startMember(t: Owner, userdb: string, node: string, more: Record<string, string | number> = {}, files?: Record<string, string>): Promise<Member> {
+  const dir = makeDir(undefined, { files, ini: { server: { userdb, db: userdb }, cluster: { failover: 'yes', cvars: 'shared', locks: 'shared', node, ...FastLease, ...more } } });
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   // spawnController asks its owner only for teardown
   const child = await spawnController(t as ExecutionContext, dir);

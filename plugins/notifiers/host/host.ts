@@ -58,6 +58,10 @@ export class Host implements Contract.NotifierHost {
   private readonly router = new EventRouter(this.routes);
   /** the notification system's own records: never `log` events */
   private readonly log: ModuleLogger;
+  /** a failover standby: no event is taken, no endpoint started (README.md "On a failover standby") */
+  private paused = false;
+  /** notifiers whose endpoint waits for this controller to be active */
+  private readonly deferred = new Set<Managed>();
 
   constructor(private readonly ctx: PluginContext) {
     this.log = ctx.quietLog('notifiers');
@@ -80,7 +84,7 @@ export class Host implements Contract.NotifierHost {
       delivery.setOverflow(overflowOf(cfg, false));
       const n: Managed = { config: cfg, enabled: cfg.enabled, delivery, test: 'not run', timeout };
       this.all.set(f.id, n);
-      this.routes.push({ events: cfg.events, accepts: () => n.enabled && !n.problem, push: (subject, data) => delivery.push(subject, data) });
+      this.routes.push({ events: cfg.events, accepts: () => n.enabled && !n.problem && !this.paused, push: (subject, data) => delivery.push(subject, data) });
       this.intervalOf(n);
     }
     this.router.reset();
@@ -93,7 +97,7 @@ export class Host implements Contract.NotifierHost {
     if (every <= 0 || !sub) return;
     const items = (): ItemStates | undefined => (this.ctx.hasService('items') ? this.ctx.service('items') : undefined);
     n.resend = new IntervalResend(sub, {
-      accepts: () => n.enabled && !n.problem && !!n.endpoint,
+      accepts: () => n.enabled && !n.problem && !!n.endpoint && !this.paused,
       queued: () => ({ size: n.delivery.stats().queued, bound: n.delivery.queueBound }),
       push: (event) => n.delivery.push('state', event),
     }, items);
@@ -135,6 +139,41 @@ export class Host implements Contract.NotifierHost {
   notifyServer(event: string): void {
     if (this.routes.some((r) => r.events.some((s) => s.subject === 'server'))) this.log.warning(`sending server ${event} event`);
     this.router.route('server', event);
+  }
+
+  /**
+   * `[cluster] failover`: while this controller is a standby its notifiers
+   * take no event and start no endpoint (one controller name, one
+   * publisher); once it is active they start, and mqtt notifiers get the
+   * state of every item they publish (retained where their states are), so
+   * subscribers and retained topics hold the new active one's states.
+   */
+  follow(failover: { role: 'active' | 'standby'; onRole(l: (role: 'active' | 'standby') => void): void }): void {
+    this.paused = failover.role !== 'active';
+    failover.onRole((role) => this.setActive(role === 'active'));
+  }
+
+  private setActive(active: boolean): void {
+    if (this.paused === !active) return;
+    this.paused = !active;
+    if (!active) {
+      this.log.warning('standby: notifiers take no events until this controller is active again');
+      return;
+    }
+    this.log.info('active: notifiers take events');
+    for (const n of this.deferred) if (n.enabled && !n.problem && !n.endpoint) this.startEndpoint(n, !n.config.skip_test);
+    this.deferred.clear();
+    const items = this.ctx.hasService('items') ? this.ctx.service('items') : undefined;
+    if (!items) return;
+    for (const n of this.all.values()) {
+      const sub = n.config.events.find((x) => x.subject === 'state');
+      if (n.config.type !== 'mqtt' || !sub || !n.enabled || n.problem) continue;
+      for (const it of items.list()) {
+        if (!itemSelected(sub, it)) continue;
+        const st = items.state(it.oid);
+        if (st) n.delivery.push('state', st);
+      }
+    }
   }
 
   registerType(ctx: PluginContext, type: NotifierType): void {
@@ -198,6 +237,10 @@ export class Host implements Contract.NotifierHost {
 
   /** Create and start the endpoint, then the worker; the start-up test (when asked) runs first, in the worker. */
   private startEndpoint(n: Managed, test: boolean): void {
+    if (this.paused) {
+      this.deferred.add(n);
+      return;
+    }
     const cfg = n.config;
     let endpoint: Endpoint;
     try {

@@ -44,6 +44,9 @@ export const plugin = definePlugin({
   checkFiles: (paths, plugins) => checkNotifierFiles(paths.notifyDir, declaredTypes(plugins)),
   start(ctx) {
     const host = new Host(ctx);
+    // a failover standby's notifiers wait for it to be active (the cluster plugin starts first)
+    const failover = ctx.hasService('cluster') ? ctx.service('cluster').failover : undefined;
+    if (failover) host.follow(failover);
     // files are read now, so events of the other plugins' ready phase already queue
     host.load();
     ctx.provide('notifiers', host);

@@ -13,6 +13,20 @@ import { DataType, decodePayload, encodePayload, PayloadWriter, type Metric, typ
 import type { SparkplugSettings } from './settings';
 import { RebirthGate } from './rebirth';
 import { hostState, type HostSeen } from './host-state';
+import type { PgLink } from '../../cluster/contract';
+
+/**
+ * With `[cluster] failover`: the bdSeq of each group/edge node in the
+ * shared database, so the node a new active controller brings up goes on
+ * from the old one's (one node, whichever controller runs it).
+ */
+const BDSEQ_TABLE = 'CREATE TABLE IF NOT EXISTS eva_sparkplug_bdseq (group_id VARCHAR(256) NOT NULL, edge_node_id VARCHAR(256) NOT NULL, bdseq INTEGER NOT NULL, PRIMARY KEY (group_id, edge_node_id))';
+/** Take the next bdSeq: the row's plus one (mod 256), or $3 for a new row. */
+const BDSEQ_TAKE = `INSERT INTO eva_sparkplug_bdseq AS b (group_id, edge_node_id, bdseq) VALUES ($1::varchar, $2::varchar, $3::int)
+  ON CONFLICT (group_id, edge_node_id) DO UPDATE SET bdseq = (b.bdseq + 1) % 256 RETURNING bdseq`;
+const BDSEQ_KEEP = 'UPDATE eva_sparkplug_bdseq SET bdseq = $3::int WHERE group_id = $1::varchar AND edge_node_id = $2::varchar';
+/** pg_advisory_xact_lock key of the table's creation */
+const BDSEQ_SCHEMA_LOCK = 0x65767362; // 'evsb'
 
 const NS = 'spBv1.0';
 const REBIRTH = 'Node Control/Rebirth';
@@ -186,13 +200,45 @@ export class SparkplugNode implements Endpoint {
 
   // ---- bdSeq and the death certificate ----
 
-  /** The will of the next connect: NDEATH with a new bdSeq, kept on disk so it goes on across restarts. */
-  private nextWill() {
-    if (this.bdSeq < 0) {
-      try { this.bdSeq = Number(fs.readFileSync(this.bdSeqFile, 'utf8').trim()); } catch { this.bdSeq = -1; }
-      if (!Number.isInteger(this.bdSeq) || this.bdSeq < 0 || this.bdSeq > 255) this.bdSeq = -1;
+  /** the failover link when the bdSeq is kept in the shared database */
+  private sharedBdSeq(): PgLink | undefined {
+    const cluster = this.ctx.hasService('cluster') ? this.ctx.service('cluster') : undefined;
+    return cluster?.failover ? cluster.link : undefined;
+  }
+
+  private fileBdSeq(): number {
+    let n = -1;
+    try { n = Number(fs.readFileSync(this.bdSeqFile, 'utf8').trim()); } catch { n = -1; }
+    return Number.isInteger(n) && n >= 0 && n <= 255 ? n : -1;
+  }
+
+  /**
+   * With failover, before the first connect: the next bdSeq taken in the
+   * shared database (the row starts from this controller's file). The
+   * database away: the file's, said in the log.
+   */
+  private async takeBdSeq(): Promise<void> {
+    const link = this.sharedBdSeq();
+    if (!link) return;
+    try {
+      const next = await link.transaction(async (c) => {
+        await c.query('SELECT pg_advisory_xact_lock($1)', [BDSEQ_SCHEMA_LOCK]);
+        await c.query(BDSEQ_TABLE);
+        return (await c.query<{ bdseq: number }>(BDSEQ_TAKE, [this.s.groupId, this.s.edgeNodeId, (this.fileBdSeq() + 1) % 256])).rows[0].bdseq;
+      });
+      // nextWill adds one
+      this.bdSeq = (next + 255) % 256;
+    } catch (err) {
+      this.log.warning(`sparkplug: bdSeq not taken from the shared database (${describe(err)}): this controller's file goes on`);
     }
+  }
+
+  /** The will of the next connect: NDEATH with a new bdSeq, kept on disk so it goes on across restarts (and with failover in the shared database). */
+  private nextWill() {
+    if (this.bdSeq < 0) this.bdSeq = this.fileBdSeq();
     this.bdSeq = (this.bdSeq + 1) % 256;
+    const link = this.sharedBdSeq();
+    if (link) link.pool.query(BDSEQ_KEEP, [this.s.groupId, this.s.edgeNodeId, this.bdSeq]).catch((err: unknown) => this.log.warning(`sparkplug: bdSeq ${this.bdSeq} not kept in the shared database: ${describe(err)}`));
     try {
       fs.mkdirSync(path.dirname(this.bdSeqFile), { recursive: true });
       fs.writeFileSync(this.bdSeqFile, String(this.bdSeq));
@@ -756,6 +802,7 @@ export class SparkplugNode implements Endpoint {
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
+    await this.takeBdSeq();
     this.conn.start();
     this.itemsReady();
     await this.conn.waitConnected(this.s.mqtt.timeout * 1000);

@@ -9,6 +9,7 @@ import { brokerText, MqttDefaults, type Broker, type MqttSettings, type PublishP
 import { Routes, type FilterState } from './routes';
 import { hasWildcard, topicMatches } from './topics';
 import type { Message } from './messages';
+import { PublishFrames } from './publish-frames';
 
 /** What publishBatch takes: a message whose payload may be bytes (a Sparkplug payload). */
 export type Outgoing = Omit<Message, 'payload'> & { payload: string | Buffer };
@@ -63,6 +64,8 @@ export class Connection {
   /** each broker's last error: one that stays away logs its error once, while the attempts go round the list */
   private readonly brokerErrors: string[] = [];
   private waiters: (() => void)[] = [];
+  /** frames batches of QoS 0 publications (made with the first) */
+  private frames?: PublishFrames;
   /** QoS 0 publications not yet written: a dropped connection fails them (the client would leave them waiting) */
   private readonly volatile = new Set<() => void>();
   readonly stats = { connects: 0, attempts: 0, messages_in: 0, messages_ignored: 0, publishes_refused: 0, subscriptions_refused: 0, broker_switches: 0 };
@@ -346,6 +349,24 @@ export class Connection {
    * Until then they stay in the client's store (sent again on reconnect).
    */
   async publishBatch(messages: readonly Outgoing[]): Promise<{ acked: Promise<void> }> {
+    // QoS 0 only (a notifier's subject has one QoS): framed here, one socket write; QoS 1 and 2 need the
+    // client's message ids, store and acknowledgements (and resending on reconnect)
+    if (messages.length && messages.every((m) => m.qos === 0)) {
+      const frames = this.frames ??= new PublishFrames(this.s.protocol);
+      try {
+        for (const m of messages) frames.add(m.topic, undefined, m.payload, m.retain, m.properties);
+      } catch (err) {
+        frames.take(); // a message the protocol cannot carry: none of the batch goes, the writer starts empty
+        throw err;
+      }
+      await this.publishFrames(frames.take());
+      return { acked: Promise.resolve() };
+    }
+    return this.throughClient(messages);
+  }
+
+  /** publishBatch through the client, one `publish` per message. */
+  private async throughClient(messages: readonly Outgoing[]): Promise<{ acked: Promise<void> }> {
     const acks: Promise<void>[] = [];
     for (const m of messages) {
       const client = this.client;
@@ -377,7 +398,8 @@ export class Connection {
     // the client's own state (mqtt.js 5); a client without it is never written past
     const held = client as unknown as { _storeProcessing?: unknown; _storeProcessingQueue?: unknown[] };
     if (client.disconnecting || held._storeProcessing !== false || !Array.isArray(held._storeProcessingQueue) || held._storeProcessingQueue.length) {
-      return this.publishAll(frames.messages());
+      await (await this.throughClient(frames.messages())).acked;
+      return;
     }
     client.stream.write(frames.bytes);
     if (client.stream.writableNeedDrain) await this.drained(client);

@@ -68,7 +68,7 @@ function startSubscriber(port: number, filter: string, n: number, qos: 0 | 1): P
   let ready: () => void;
   const isReady = new Promise<void>((r) => { ready = r; });
   const done = new Promise<{ last: number; count: number }>((resolve, reject) => {
-    proc.stdout!.on('data', (d) => {
+    proc.stdout.on('data', (d) => {
       out += d;
       if (out.includes('READY')) ready();
       const m = /DONE (\S+) (\d+)/.exec(out);
@@ -110,7 +110,7 @@ async function rawLoop(broker: Broker, space: string, qos: 0 | 1): Promise<void>
   let wake: (() => void) | undefined;
   const connected = new Promise<void>((resolve, reject) => {
     parser.on('packet', (p) => {
-      if (p.cmd === 'connack') return (p as mqttPacket.IConnackPacket).returnCode || (p as mqttPacket.IConnackPacket).reasonCode ? reject(new Error('refused')) : resolve();
+      if (p.cmd === 'connack') return p.returnCode || p.reasonCode ? reject(new Error('refused')) : resolve();
       if (p.cmd !== 'puback') return;
       acked++;
       if (wake && acked >= wanted) { const w = wake; wake = undefined; w(); }

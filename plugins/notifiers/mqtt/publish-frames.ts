@@ -25,14 +25,14 @@ export function encodeProperties(properties: PublishProperties): Buffer {
 const NO_PROPERTIES = Buffer.from([0]);
 
 /**
- * QoS 0 PUBLISH packets framed one after the other into one buffer, to go
+ * PUBLISH packets framed one after the other into one buffer, to go
  * out in a single socket write (`Connection.publishFrames`): a sender of
  * many small messages at once (a Sparkplug node's data, a message per
  * device; the mqtt notifier's states, three messages each) pays for one
  * write and one allocation, not for the client library's packet object,
  * callbacks and chunk writes per message. Each frame is the fixed header
- * (0x30, 0x31 retained), the remaining length, the topic (length-prefixed),
- * under MQTT 5 the property list (encoded once per properties object),
+ * (0x30, QoS and retain flags), the remaining length, the topic
+ * (length-prefixed), QoS 1 and 2 the message id, under MQTT 5 the property list (encoded once per properties object),
  * then the payload.
  */
 export class PublishFrames {
@@ -81,20 +81,22 @@ export class PublishFrames {
   /**
    * One publication: `topicBytes` is `topic` in UTF-8 when the caller keeps
    * it (a topic framed many times), otherwise it is encoded here; a text
-   * payload is written as UTF-8. `properties`: MQTT 5 only.
+   * payload is written as UTF-8. `properties`: MQTT 5 only. QoS 1 and 2:
+   * `messageId` is the client's (`Connection.publishBatch`), and `take`'s
+   * messages are for QoS 0 frames only.
    */
-  add(topic: string, topicBytes: Buffer | undefined, payload: Uint8Array | string, retain = false, properties?: PublishProperties): void {
+  add(topic: string, topicBytes: Buffer | undefined, payload: Uint8Array | string, retain = false, properties?: PublishProperties, qos: 0 | 1 | 2 = 0, messageId = 0): void {
     const topicLength = topicBytes ? topicBytes.length : Buffer.byteLength(topic);
     const payloadLength = typeof payload === 'string' ? Buffer.byteLength(payload) : payload.length;
     const props = this.propertyBytes(properties);
-    const remaining = 2 + topicLength + (props ? props.length : 0) + payloadLength;
+    const remaining = 2 + topicLength + (qos ? 2 : 0) + (props ? props.length : 0) + payloadLength;
     // what the protocol can carry (the client library refuses the same): checked before anything is written
     if (topicLength > 0xffff) throw new Error(`MQTT topic longer than 65535 bytes: ${topic.slice(0, 80)}…`);
     if (remaining > 268_435_455) throw new Error(`MQTT message larger than 256 MB on ${topic}`);
     this.room(5 + remaining);
     const b = this.buf;
     let p = this.pos;
-    b[p++] = retain ? 0x31 : 0x30;
+    b[p++] = 0x30 | (qos << 1) | (retain ? 1 : 0);
     let v = remaining;
     while (v >= 0x80) {
       b[p++] = (v & 0x7f) | 0x80;
@@ -106,6 +108,10 @@ export class PublishFrames {
     if (topicBytes) topicBytes.copy(b, p);
     else b.write(topic, p, topicLength, 'utf8');
     p += topicLength;
+    if (qos) {
+      b[p++] = messageId >>> 8;
+      b[p++] = messageId & 0xff;
+    }
     if (props) {
       props.copy(b, p);
       p += props.length;

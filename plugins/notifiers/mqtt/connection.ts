@@ -8,11 +8,8 @@ import { describe } from '../../../core/log';
 import { brokerText, MqttDefaults, type Broker, type MqttSettings, type PublishProperties, type Qos } from './settings';
 import { Routes, type FilterState } from './routes';
 import { hasWildcard, topicMatches } from './topics';
-import type { Message } from './messages';
+import type { Outgoing } from './messages';
 import { PublishFrames } from './publish-frames';
-
-/** What publishBatch takes: a message whose payload may be bytes (a Sparkplug payload). */
-export type Outgoing = Omit<Message, 'payload'> & { payload: string | Buffer };
 
 /** The MQTT client library, loaded with the first connection: a controller without an mqtt notifier never loads it. */
 const mqtt = onFirstUse<typeof Mqtt>('mqtt');

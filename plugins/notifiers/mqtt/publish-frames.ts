@@ -1,4 +1,4 @@
-import type { Outgoing } from './connection';
+import type { Outgoing } from './messages';
 import type { PublishProperties } from './settings';
 import { onFirstUse } from '../../../core/toolkit/lazy-module';
 import type * as MqttPacket from 'mqtt-packet';

@@ -2,7 +2,9 @@ import 'reflect-metadata';
 import fs from 'node:fs';
 import os from 'node:os';
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
 import mqtt from 'mqtt';
+import * as mqttPacket from 'mqtt-packet';
 import { mqttProtocol, startBroker, type Broker } from '../helpers/broker';
 import { startController, Keys } from '../helpers/controller';
 import { table, fmt, benchUpdatePlugin, updateBatches, postBatches } from './lib';
@@ -10,10 +12,11 @@ import { table, fmt, benchUpdatePlugin, updateBatches, postBatches } from './lib
 /**
  * MQTT notifier throughput: state events per second from the items service's
  * `update` to an independent subscriber (a child process) through mosquitto,
- * at QoS 0 and 1, beside a raw mqtt.js loop publishing the same messages
- * (3.3's JSON state, status and value, retained, per event) to the same broker in the same run.
+ * at QoS 0 and 1, beside a raw batched loop publishing the same messages
+ * (3.3's JSON state, status and value, retained, per event) to the same broker in the same run:
+ * mqtt-packet frames written a batch of 1 000 events at a time over a plain socket.
  *
- *   node dist/test/bench/mqtt.js          (BENCH_MQTT_N events per run, default 30000)
+ *   node dist/test/bench/mqtt.js          (BENCH_MQTT_N events per run, default 20000)
  *   MQTT_PROTOCOL=5 node dist/test/bench/mqtt.js   (the notifier and the raw loop over MQTT 5:
  *                                          each message with the user properties the notifier adds)
  *
@@ -22,22 +25,19 @@ import { table, fmt, benchUpdatePlugin, updateBatches, postBatches } from './lib
  * process per event delivered (the controller runs in it: update, routing
  * and publication; the raw loop: publication only): on two shared cores the
  * rate depends on the broker and the subscriber getting the other core, the
- * CPU per event on the publisher alone. The raw loop's client logs nothing, as
- * the notifier's (mqtt.js's `log` option). Targets: QoS 0 ≥ 0.9, QoS 1 ≥ 0.8
+ * CPU per event on the publisher alone. Targets: QoS 0 ≥ 0.9, QoS 1 ≥ 0.8
  * of the raw loop.
  *
  * The updates come from a plugin calling the items service (nothing waits
- * for them), and, at QoS 0, from outside as well: JSON RPC batches of 1 000
+ * for them), and from outside as well: JSON RPC batches of 1 000
  * `update` calls one after the other, on this controller at the defaults
  * (db_update instant: each batch answered once its changes are on disk)
- * and on a second one under db_update manual.
+ * and, at QoS 0, on a second one under db_update manual.
  */
-const N = Number(process.env.BENCH_MQTT_N ?? 30_000);
+const N = Number(process.env.BENCH_MQTT_N ?? 20_000);
 const SUBSCRIBER_TIMEOUT_MS = 120_000;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const V5 = mqttProtocol() === '5';
-/** QoS 1 publications of the raw loop awaiting their acknowledgement, at most */
-const MAX_IN_FLIGHT = 60_000;
 
 /** The subscriber child: counts `n` value messages under `filter`, prints READY, then DONE <epoch ms of the last> <count>. */
 async function subscriberMain(port: number, filter: string, n: number, qos: 0 | 1): Promise<void> {
@@ -68,7 +68,7 @@ function startSubscriber(port: number, filter: string, n: number, qos: 0 | 1): P
   let ready: () => void;
   const isReady = new Promise<void>((r) => { ready = r; });
   const done = new Promise<{ last: number; count: number }>((resolve, reject) => {
-    proc.stdout!.on('data', (d) => {
+    proc.stdout.on('data', (d) => {
       out += d;
       if (out.includes('READY')) ready();
       const m = /DONE (\S+) (\d+)/.exec(out);
@@ -93,44 +93,56 @@ async function measure(port: number, filter: string, qos: 0 | 1, run: () => Prom
 }
 
 /**
- * The raw loop: the messages the notifier sends for N state events, published
- * as fast as the socket takes them (QoS 0: pausing while it is full; QoS 1:
- * all in flight, then every acknowledgement awaited).
+ * The raw loop: the messages the notifier sends for N state events, framed
+ * with mqtt-packet (the client library's encoder) and written over a plain
+ * socket a batch of 1 000 events (3 000 messages) at a time, as the
+ * notifier's batches, pausing while the socket is full; QoS 1 with the
+ * notifier's window of two batches (a batch is written once the one before
+ * the last is acknowledged), then every acknowledgement awaited.
  */
 async function rawLoop(broker: Broker, space: string, qos: 0 | 1): Promise<void> {
-  const client = mqtt.connect({ host: broker.host, port: broker.port, protocolVersion: V5 ? 5 : 4, log: () => {} });
-  await new Promise<void>((r) => client.once('connect', () => r()));
-  const acks: Promise<unknown>[] = [];
+  const protocolVersion = V5 ? 5 : 4;
+  const sock = net.connect(broker.port, broker.host);
+  sock.setNoDelay(true);
+  const parser = mqttPacket.parser({ protocolVersion });
+  let acked = 0;
+  let wanted = 0;
+  let wake: (() => void) | undefined;
+  const connected = new Promise<void>((resolve, reject) => {
+    parser.on('packet', (p) => {
+      if (p.cmd === 'connack') return p.returnCode || p.reasonCode ? reject(new Error('refused')) : resolve();
+      if (p.cmd !== 'puback') return;
+      acked++;
+      if (wake && acked >= wanted) { const w = wake; wake = undefined; w(); }
+    });
+    sock.once('error', reject);
+  });
+  sock.on('data', (d) => parser.parse(d));
+  const opts = { protocolVersion } as const;
+  sock.write(mqttPacket.generate({ cmd: 'connect', protocolId: 'MQTT', protocolVersion, clean: true, clientId: `raw-${process.pid}-${Date.now()}`, keepalive: 60 }, opts));
+  await connected;
+  const ackedTo = (n: number) => (acked >= n ? undefined : new Promise<void>((r) => { wanted = n; wake = r; }));
   // over MQTT 5, what the notifier adds to each state message
-  const opts = V5 ? { qos, retain: true, properties: { userProperties: { space, subject: 'state' } } } : { qos, retain: true };
-  // mqtt.js hands out message ids 1–65535 in turn without checking which are
-  // still in flight: past that many unacknowledged, a reused id loses the
-  // earlier publication's acknowledgement and the loop would wait for ever
-  let inFlight = 0;
-  let freed: (() => void) | undefined;
-  const send = async (topic: string, payload: string) => {
-    if (qos > 0) {
-      if (inFlight >= MAX_IN_FLIGHT) await new Promise<void>((r) => { freed = r; });
-      inFlight++;
-      acks.push(client.publishAsync(topic, payload, opts).finally(() => {
-        inFlight--;
-        const f = freed;
-        freed = undefined;
-        f?.();
-      }));
-      return;
+  const properties = V5 ? { userProperties: { space, subject: 'state' } } : undefined;
+  let id = 0;
+  const frame = (topic: string, payload: string) => mqttPacket.generate({
+    cmd: 'publish', topic, payload, qos, retain: true, dup: false, ...(qos ? { messageId: (id = (id % 65535) + 1) } : {}), ...(properties ? { properties } : {}),
+  }, opts);
+  const BATCH = 1000;
+  for (let b = 0; b * BATCH < N; b++) {
+    const parts: Buffer[] = [];
+    for (let i = b * BATCH + 1; i <= Math.min(N, (b + 1) * BATCH); i++) {
+      // as the notifier at its default (state_topics both): 3.3's JSON state, then the subtopics
+      parts.push(frame(`${space}/lvar/bench/v`, JSON.stringify({ t: Date.now() / 1000, c: 'uc/bench', status: 1, value: String(i) })));
+      parts.push(frame(`${space}/lvar/bench/v/status`, '1'));
+      parts.push(frame(`${space}/lvar/bench/v/value`, String(i)));
     }
-    client.publish(topic, payload, opts);
-    if (client.stream.writableNeedDrain) await new Promise((r) => client.stream.once('drain', r));
-  };
-  for (let i = 1; i <= N; i++) {
-    // as the notifier at its default (state_topics both): 3.3's JSON state, then the subtopics
-    await send(`${space}/lvar/bench/v`, JSON.stringify({ t: Date.now() / 1000, c: 'uc/bench', status: 1, value: String(i) }));
-    await send(`${space}/lvar/bench/v/status`, '1');
-    await send(`${space}/lvar/bench/v/value`, String(i));
+    if (qos) await ackedTo(3 * (b - 1) * BATCH);
+    sock.write(Buffer.concat(parts));
+    if (sock.writableNeedDrain) await new Promise((r) => sock.once('drain', r));
   }
-  await Promise.all(acks);
-  await client.endAsync();
+  if (qos) await ackedTo(3 * N);
+  sock.end(mqttPacket.generate({ cmd: 'disconnect' }, opts));
 }
 
 const BENCH_PLUGIN = benchUpdatePlugin('lvar:bench/v');
@@ -194,8 +206,9 @@ async function main(): Promise<void> {
         const n = await measure(broker.port, `ctl${qos}/lvar/+/+/value`, qos, async () => {
           await c.client.ok('bench_update', { k, n: N });
         });
-        if (qos === 0) {
-          for (const [name, ctlr] of [['instant', c], ['manual', m]] as const) {
+        {
+          // the second controller (manual) has a QoS 0 notifier only
+          for (const [name, ctlr] of qos === 0 ? [['instant', c], ['manual', m]] as const : [['instant', c]] as const) {
             if (ctlr === m) { await c.client.ok('disable_notifier', { k, i: 'q0' }); await m.client.ok('enable_notifier', { k, i: 'q0' }); }
             const bodies = updateBatches('lvar:bench/v', N, `${name}${round}`, k);
             const x = await measure(broker.port, `ctl${qos}/lvar/+/+/value`, qos, () => postBatches(ctlr.url, bodies));
@@ -216,15 +229,15 @@ async function main(): Promise<void> {
         delivered = Math.min(delivered || n.count, n.count);
       }
       rows.push([qos, `service (plugin), ${db}`, fmt(median(raw)), fmt(median(ctl)), fmt(median(ctl) / median(raw), 2), fmt(median(rawUs), 1), fmt(median(ctlUs), 1), `${delivered}/${N}`]);
-      if (qos === 0) {
-        for (const name of ['instant', 'manual'] as const) {
+      {
+        for (const name of qos === 0 ? ['instant', 'manual'] as const : ['instant'] as const) {
           const x = byApi[name];
           rows.push([qos, `JSON RPC batches of 1 000, ${name === 'instant' ? 'instant (default)' : 'manual'}`, fmt(median(raw)), fmt(median(x.rate)), fmt(median(x.rate) / median(raw), 2), fmt(median(rawUs), 1), fmt(median(x.us), 1), `${x.delivered}/${N}`]);
         }
       }
     }
     console.log(`state events through mosquitto over MQTT ${V5 ? '5' : '3.1.1'}, ${N} per run (3 messages each: the JSON state, status, value)\n`);
-    console.log(table(['QoS', 'updates by, db_update', 'raw mqtt.js loop, events/s', 'notifier, events/s', 'ratio', 'raw loop CPU µs/event', 'controller CPU µs/event', 'delivered'], rows));
+    console.log(table(['QoS', 'updates by, db_update', 'raw batched loop (mqtt-packet), events/s', 'notifier, events/s', 'ratio', 'raw loop CPU µs/event', 'controller CPU µs/event', 'delivered'], rows));
     console.log(`\n${ROUNDS} alternating rounds after a warm-up, medians; targets: QoS 0 ≥ 0.9, QoS 1 ≥ 0.8; load average ${os.loadavg()[0].toFixed(1)}`);
   } finally {
     for (const fn of cleanups.reverse()) await fn();

@@ -14,9 +14,10 @@ import { FC, fc, jsonValue, same, testProp } from './fast-check';
  * what either seals the other opens, for any key and payload; a frame
  * changed anywhere, cut short, grown, or made of any bytes is refused as a
  * BadFrame (dropped and counted), never another error (which would escape
- * the broker's message handler). And the QoS 0 PUBLISH packets the
- * notifiers frame themselves (publish-frames.ts) read back, through the
- * MQTT client library's own parser, as the topics and payloads written.
+ * the broker's message handler). And the PUBLISH packets the notifiers
+ * frame themselves (publish-frames.ts) read back, through the MQTT client
+ * library's own parser, as the topics, payloads, QoS, message ids, retain
+ * flags and MQTT 5 properties written.
  */
 
 const keyValue = fc.string({ minLength: 1, maxLength: 64 });
@@ -101,28 +102,41 @@ testProp(`${FC} › MQTT API frames › any bytes and any text: a BadFrame, neve
   t.true(refused(t, () => fernetDecrypt(fernetKey(k), splitText(text).token), 'frame'), 'random frame opened');
 }, { numRuns: 6_000 });
 
-/** MQTT topics (UTF-8, no NUL, no wildcard: a publication's) and payloads. */
+/** MQTT topics (UTF-8, no NUL, no wildcard: a publication's) and payloads (bytes, or text written as UTF-8). */
 const topic = fc.string({ unit: 'binary', minLength: 1, maxLength: 40 }).filter((s) => !/[\0#+]/.test(s) && !/[\uD800-\uDFFF]/.test(s));
-const publication = fc.tuple(topic, fc.uint8Array({ maxLength: 300 }));
+const text = fc.string({ unit: 'binary', maxLength: 300 }).filter((s) => !/[\uD800-\uDFFF]/.test(s));
+const payload = fc.oneof(fc.uint8Array({ maxLength: 300 }), text);
+/** MQTT 5 properties as the mqtt notifier sets them (one object per subject, several publications share it) */
+const propertySets = fc.array(fc.record({
+  userProperties: fc.dictionary(fc.constantFrom('space', 'subject', 'x'), text.filter((s) => s.length < 40), { minKeys: 1 }),
+  messageExpiryInterval: fc.option(fc.integer({ min: 1, max: 2 ** 32 - 1 }), { nil: undefined }),
+}, { requiredKeys: ['userProperties'] }), { maxLength: 3 });
+const publication = fc.tuple(topic, payload, fc.boolean(), fc.nat(), fc.constantFrom<0 | 1 | 2>(0, 1, 2), fc.integer({ min: 1, max: 65535 }));
+
+const bytesOf = (p: Uint8Array | string) => Buffer.from(p as Uint8Array).toString('hex');
 
 testProp(`${FC} › MQTT frames › PUBLISH packets framed by the notifiers read back through the client library's parser`, [
-  fc.array(publication, { minLength: 1, maxLength: 12 }), fc.constantFrom<4 | 5>(4, 5), fc.integer({ min: 1, max: 256 }),
-], (t, pubs, protocol, initial) => {
+  fc.array(publication, { minLength: 1, maxLength: 12 }), fc.constantFrom<4 | 5>(4, 5), fc.integer({ min: 1, max: 256 }), propertySets, fc.boolean(),
+], (t, pubs, protocol, initial, sets, bytesTopic) => {
   const frames = new PublishFrames(protocol, initial);
-  for (const [tp, payload] of pubs) frames.add(tp, Buffer.from(tp, 'utf8'), payload);
+  // over 5, publication i carries property set i mod (sets + 1), the last being none
+  const propsOf = (i: number) => (protocol === 5 ? sets[i % (sets.length + 1)] : undefined);
+  pubs.forEach(([tp, p, retain, i, qos, id]) => frames.add(tp, bytesTopic ? Buffer.from(tp, 'utf8') : undefined, p, retain, propsOf(i), qos, id));
   t.is(frames.count, pubs.length);
   const { bytes, messages } = frames.take();
   const parser = packetParser({ protocolVersion: protocol });
-  const got: { topic: string; payload: string; qos: number; retain: boolean }[] = [];
+  const got: Record<string, unknown>[] = [];
   const errors: string[] = [];
   parser.on('packet', (packet) => {
     const p = packet as IPublishPacket;
-    got.push({ topic: p.topic, payload: Buffer.from(p.payload).toString('hex'), qos: p.qos, retain: p.retain });
+    got.push({ topic: p.topic, payload: bytesOf(p.payload), qos: p.qos, messageId: p.qos ? p.messageId : 0, retain: p.retain, properties: p.properties ?? {} });
   });
   parser.on('error', (err: Error) => errors.push(err.message));
   parser.parse(bytes);
   same(t, errors, []);
-  const want = pubs.map(([tp, payload]) => ({ topic: tp, payload: Buffer.from(payload).toString('hex'), qos: 0, retain: false }));
-  same(t, got, want);
-  same(t, messages().map((m) => ({ topic: m.topic, payload: Buffer.from(m.payload).toString('hex'), qos: m.qos, retain: m.retain })), want);
+  const want = pubs.map(([tp, p, retain, i, qos, id]) => ({ topic: tp, payload: bytesOf(p), qos, messageId: qos ? id : 0, retain, properties: propsOf(i) ?? {} }));
+  same(t, got, want.map((w) => ({ ...w, properties: JSON.parse(JSON.stringify(w.properties)) as Record<string, unknown> })));
+  // the messages for a client that must publish them itself: QoS 0 frames only
+  const zero = want.filter((w) => w.qos === 0).length === want.length;
+  if (zero) same(t, messages().map((m) => ({ topic: m.topic, payload: bytesOf(m.payload), qos: m.qos, messageId: 0, retain: m.retain, properties: m.properties ?? {} })), want);
 }, { numRuns: 4_000 });

@@ -8,13 +8,17 @@ import { describe } from '../../../core/log';
 import { brokerText, MqttDefaults, type Broker, type MqttSettings, type PublishProperties, type Qos } from './settings';
 import { Routes, type FilterState } from './routes';
 import { hasWildcard, topicMatches } from './topics';
-import type { Message } from './messages';
-
-/** What publishBatch takes: a message whose payload may be bytes (a Sparkplug payload). */
-export type Outgoing = Omit<Message, 'payload'> & { payload: string | Buffer };
+import type { Outgoing } from './messages';
+import { PublishFrames } from './publish-frames';
 
 /** The MQTT client library, loaded with the first connection: a controller without an mqtt notifier never loads it. */
 const mqtt = onFirstUse<typeof Mqtt>('mqtt');
+
+/** What publishBatch uses of the client's state for QoS 1 and 2 (mqtt.js 5): its next message id and its table of publications in flight. */
+interface InFlight {
+  _nextId(): number | null;
+  outgoing: Record<number, { volatile: boolean; cmd: string; cb: (err: unknown) => void }>;
+}
 
 /** A refusal the broker answered with (an MQTT 5 reason code of 0x80 or more; 3.1.1 has only 0x80 for a subscription). */
 export interface Refusal { what: 'publish' | 'subscribe'; topic: string; code: number; reason: string; t: number }
@@ -63,6 +67,8 @@ export class Connection {
   /** each broker's last error: one that stays away logs its error once, while the attempts go round the list */
   private readonly brokerErrors: string[] = [];
   private waiters: (() => void)[] = [];
+  /** frames batches of QoS 0 publications (made with the first) */
+  private frames?: PublishFrames;
   /** QoS 0 publications not yet written: a dropped connection fails them (the client would leave them waiting) */
   private readonly volatile = new Set<() => void>();
   readonly stats = { connects: 0, attempts: 0, messages_in: 0, messages_ignored: 0, publishes_refused: 0, subscriptions_refused: 0, broker_switches: 0 };
@@ -344,8 +350,88 @@ export class Connection {
    * every message is handed to the client (QoS 0: written), with `acked`,
    * which resolves when the broker has acknowledged every QoS 1/2 message.
    * Until then they stay in the client's store (sent again on reconnect).
+   * A batch of one QoS is framed here and goes out in one socket write: QoS 0
+   * as it is; QoS 1 and 2 each with the client's next message id, put in its
+   * store and its table of publications in flight as its own `publish` puts
+   * them, so the client handles their acknowledgements (and refusals) and
+   * sends them again after a reconnect exactly as its own.
    */
   async publishBatch(messages: readonly Outgoing[]): Promise<{ acked: Promise<void> }> {
+    const client = this.client;
+    if (!client || !client.connected) throw new NotConnected();
+    const qos = messages.length ? messages[0].qos : 0;
+    // framed when the client holds nothing back and the batch has one QoS (a notifier's subject has one)
+    if (!messages.length || this.holding(client) || !messages.every((m) => m.qos === qos)) return this.throughClient(messages);
+    const frames = this.frames ??= new PublishFrames(this.s.protocol);
+    let acked: Promise<void> = Promise.resolve();
+    let rest: readonly Outgoing[] = [];
+    try {
+      if (qos === 0) {
+        for (const m of messages) frames.add(m.topic, undefined, m.payload, m.retain, m.properties);
+      } else {
+        const c = client as unknown as InFlight;
+        // checked before anything goes into the client's state: a message the protocol cannot carry fails here
+        for (const m of messages) frames.add(m.topic, undefined, m.payload, m.retain, m.properties, qos, 1);
+        frames.take();
+        let left = messages.length;
+        let done!: () => void;
+        let failed!: (err: unknown) => void;
+        acked = new Promise<void>((resolve, reject) => { done = resolve; failed = reject; });
+        for (let i = 0; i < messages.length; i++) {
+          const m = messages[i];
+          const messageId = c._nextId();
+          if (messageId === null) { // every id in flight: the rest waits in the client
+            rest = messages.slice(i);
+            left -= rest.length;
+            break;
+          }
+          // as the client's own publish: its store (sent again on reconnect) and its callback table
+          // (PUBACK, PUBREC/PUBREL/PUBCOMP, reason codes), so the acknowledgements find them
+          const packet: Record<string, unknown> = { cmd: 'publish', topic: m.topic, payload: m.payload, qos, retain: m.retain, messageId, dup: false };
+          if (this.s.protocol === 5) packet.properties = m.properties;
+          c.outgoing[messageId] = {
+            volatile: false, cmd: 'publish', cb: (err: unknown) => {
+              if (err) {
+                const code = refusalCode(err);
+                if (code === undefined) return failed(err);
+                this.refused('publish', m.topic, code);
+              }
+              if (--left === 0) done();
+            },
+          };
+          this.outgoing.put(packet as never, () => {});
+          frames.add(m.topic, undefined, m.payload, m.retain, m.properties, qos, messageId);
+        }
+        if (left === 0) done();
+      }
+    } catch (err) {
+      frames.take(); // a message the protocol cannot carry: none of the batch goes, the writer starts empty
+      throw err;
+    }
+    const { bytes } = frames.take();
+    if (bytes.length) client.stream.write(bytes);
+    if (rest.length) {
+      const more = await this.throughClient(rest);
+      acked = Promise.all([acked, more.acked]).then(() => undefined);
+    } else if (client.stream.writableNeedDrain) await this.drained(client);
+    acked.catch(() => undefined); // the caller awaits it, maybe later: never an unhandled rejection meanwhile
+    return { acked };
+  }
+
+  /**
+   * Whether the client holds publications back (after a reconnect it first
+   * sends again the QoS 1/2 ones in flight, and queues new ones behind
+   * them), or is ending: then publications go through it, so nothing
+   * overtakes what was published before. Its own state (mqtt.js 5); a
+   * client without it is never written past.
+   */
+  private holding(client: MqttClient): boolean {
+    const held = client as unknown as { _storeProcessing?: unknown; _storeProcessingQueue?: unknown[] };
+    return client.disconnecting || held._storeProcessing !== false || !Array.isArray(held._storeProcessingQueue) || held._storeProcessingQueue.length > 0;
+  }
+
+  /** publishBatch through the client, one `publish` per message. */
+  private async throughClient(messages: readonly Outgoing[]): Promise<{ acked: Promise<void> }> {
     const acks: Promise<void>[] = [];
     for (const m of messages) {
       const client = this.client;
@@ -374,10 +460,9 @@ export class Connection {
     const client = this.client;
     if (!client || !client.connected) throw new NotConnected();
     if (!frames.bytes.length) return;
-    // the client's own state (mqtt.js 5); a client without it is never written past
-    const held = client as unknown as { _storeProcessing?: unknown; _storeProcessingQueue?: unknown[] };
-    if (client.disconnecting || held._storeProcessing !== false || !Array.isArray(held._storeProcessingQueue) || held._storeProcessingQueue.length) {
-      return this.publishAll(frames.messages());
+    if (this.holding(client)) {
+      await (await this.throughClient(frames.messages())).acked;
+      return;
     }
     client.stream.write(frames.bytes);
     if (client.stream.writableNeedDrain) await this.drained(client);

@@ -4,6 +4,7 @@
  * its settings, which the sparkplug type shares.
  */
 export { topicFilterProblem, validTopic } from './topics';
-export { Connection, NotConnected, type Outgoing } from './connection';
+export { Connection, NotConnected } from './connection';
+export type { Outgoing } from './messages';
 export { PublishFrames } from './publish-frames';
 export { brokersTarget, brokersText, brokerText, MqttDefaults, MqttSettingsSchema, parseBrokers, parseMqttProps, readSettings, type MqttSettings, type Qos } from './settings';

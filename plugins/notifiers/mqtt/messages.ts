@@ -8,6 +8,9 @@ import { isoTime } from '../../history/contract';
 /** One MQTT publication; `properties` only over MQTT 5. */
 export interface Message { topic: string; payload: string; qos: Qos; retain: boolean; properties?: PublishProperties }
 
+/** What Connection.publishBatch takes: a message whose payload may be bytes (a Sparkplug payload). */
+export type Outgoing = Omit<Message, 'payload'> & { payload: string | Buffer };
+
 /** MQTT 5: every publication of a batch (one subject) carries that subject's properties, made once per notifier. */
 function withProperties(out: Message[], properties: PublishProperties | undefined): Message[] {
   if (properties) for (const m of out) m.properties = properties;

@@ -1,27 +1,56 @@
-import type { Outgoing } from './connection';
+import type { Outgoing } from './messages';
+import type { PublishProperties } from './settings';
+import { onFirstUse } from '../../../core/toolkit/lazy-module';
+import type * as MqttPacket from 'mqtt-packet';
+
+/** The client library's packet encoder, only to encode MQTT 5 properties (once per properties object). */
+const mqttPacket = onFirstUse<typeof MqttPacket>('mqtt-packet');
 
 const EMPTY = Buffer.alloc(0);
 
 /**
- * QoS 0 PUBLISH packets (no retain, no properties) framed one after the
- * other into one buffer, to go out in a single socket write
- * (`Connection.publishFrames`): a sender of many small messages at once (a
- * Sparkplug node's data, a message per device) pays for one write and one
- * allocation, not for the client library's packet object, callbacks and
- * chunk writes per message. Each frame is the fixed header (0x30), the
- * remaining length, the topic (length-prefixed), under MQTT 5 an empty
- * property list, then the payload.
+ * An MQTT 5 property list as a PUBLISH carries it (its length, then the
+ * properties), encoded by the client library's own encoder: a PUBLISH of a
+ * one-byte topic and no payload with these properties, less its fixed
+ * header and topic.
+ */
+export function encodeProperties(properties: PublishProperties): Buffer {
+  const packet = mqttPacket().generate({ cmd: 'publish', topic: 'a', payload: EMPTY, qos: 0, retain: false, dup: false, properties }, { protocolVersion: 5 });
+  let p = 1;
+  while (packet[p] & 0x80) p++;
+  return Buffer.from(packet.subarray(p + 1 + 3));
+}
+
+/** The property list of a PUBLISH without properties (MQTT 5): its length, 0. */
+const NO_PROPERTIES = Buffer.from([0]);
+
+/**
+ * PUBLISH packets framed one after the other into one buffer, to go
+ * out in a single socket write (`Connection.publishFrames`): a sender of
+ * many small messages at once (a Sparkplug node's data, a message per
+ * device; the mqtt notifier's states, three messages each) pays for one
+ * write and one allocation, not for the client library's packet object,
+ * callbacks and chunk writes per message. Each frame is the fixed header
+ * (0x30, QoS and retain flags), the remaining length, the topic
+ * (length-prefixed), QoS 1 and 2 the message id, under MQTT 5 the property list (encoded once per properties object),
+ * then the payload.
  */
 export class PublishFrames {
   private buf: Buffer;
   private pos = 0;
-  /** per frame: its topic and where its payload lies in `buf` (kept for a publication through the client instead) */
+  /** the size of the last frames taken: a writer used again starts with that much room */
+  private hint: number;
+  /** per frame: its topic, where its payload lies in `buf`, whether retained, its properties (kept for a publication through the client instead) */
   private readonly topics: string[] = [];
-  private readonly payloads: number[] = [];
+  private readonly at: number[] = [];
+  private readonly props: (PublishProperties | undefined)[] = [];
+  /** properties encoded, by object: a notifier keeps one object per subject */
+  private readonly encoded = new Map<PublishProperties, Buffer>();
 
   /** `initial`: bytes to start with (it grows as needed) */
   constructor(private readonly protocol: 4 | 5, initial = 16 * 1024) {
     this.buf = Buffer.allocUnsafe(initial);
+    this.hint = initial;
   }
 
   /** frames written since the last `take` */
@@ -31,34 +60,68 @@ export class PublishFrames {
 
   private room(n: number): void {
     if (this.pos + n <= this.buf.length) return;
-    const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + n));
+    const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + n, this.hint));
     this.buf.copy(next, 0, 0, this.pos);
     this.buf = next;
   }
 
-  /** One publication: `topicBytes` is `topic` in UTF-8 (kept by the caller: a topic is framed many times). */
-  add(topic: string, topicBytes: Buffer, payload: Uint8Array): void {
-    const props = this.protocol === 5 ? 1 : 0;
-    const remaining = 2 + topicBytes.length + props + payload.length;
+  private propertyBytes(properties: PublishProperties | undefined): Buffer | undefined {
+    if (this.protocol !== 5) return undefined;
+    if (!properties) return NO_PROPERTIES;
+    let b = this.encoded.get(properties);
+    if (!b) {
+      // a caller making new objects each time would grow this: it keeps the last few only
+      if (this.encoded.size >= 16) this.encoded.clear();
+      b = encodeProperties(properties);
+      this.encoded.set(properties, b);
+    }
+    return b;
+  }
+
+  /**
+   * One publication: `topicBytes` is `topic` in UTF-8 when the caller keeps
+   * it (a topic framed many times), otherwise it is encoded here; a text
+   * payload is written as UTF-8. `properties`: MQTT 5 only. QoS 1 and 2:
+   * `messageId` is the client's (`Connection.publishBatch`), and `take`'s
+   * messages are for QoS 0 frames only.
+   */
+  add(topic: string, topicBytes: Buffer | undefined, payload: Uint8Array | string, retain = false, properties?: PublishProperties, qos: 0 | 1 | 2 = 0, messageId = 0): void {
+    const topicLength = topicBytes ? topicBytes.length : Buffer.byteLength(topic);
+    const payloadLength = typeof payload === 'string' ? Buffer.byteLength(payload) : payload.length;
+    const props = this.propertyBytes(properties);
+    const remaining = 2 + topicLength + (qos ? 2 : 0) + (props ? props.length : 0) + payloadLength;
+    // what the protocol can carry (the client library refuses the same): checked before anything is written
+    if (topicLength > 0xffff) throw new Error(`MQTT topic longer than 65535 bytes: ${topic.slice(0, 80)}…`);
+    if (remaining > 268_435_455) throw new Error(`MQTT message larger than 256 MB on ${topic}`);
     this.room(5 + remaining);
     const b = this.buf;
     let p = this.pos;
-    b[p++] = 0x30;
+    b[p++] = 0x30 | (qos << 1) | (retain ? 1 : 0);
     let v = remaining;
     while (v >= 0x80) {
       b[p++] = (v & 0x7f) | 0x80;
       v >>>= 7;
     }
     b[p++] = v;
-    b[p++] = topicBytes.length >>> 8;
-    b[p++] = topicBytes.length & 0xff;
-    topicBytes.copy(b, p);
-    p += topicBytes.length;
-    if (props) b[p++] = 0;
+    b[p++] = topicLength >>> 8;
+    b[p++] = topicLength & 0xff;
+    if (topicBytes) topicBytes.copy(b, p);
+    else b.write(topic, p, topicLength, 'utf8');
+    p += topicLength;
+    if (qos) {
+      b[p++] = messageId >>> 8;
+      b[p++] = messageId & 0xff;
+    }
+    if (props) {
+      props.copy(b, p);
+      p += props.length;
+    }
     this.topics.push(topic);
-    this.payloads.push(p, payload.length);
-    b.set(payload, p);
-    this.pos = p + payload.length;
+    this.at.push(p, payloadLength, retain ? 1 : 0);
+    if (this.protocol === 5) this.props.push(properties);
+    if (typeof payload === 'string') b.write(payload, p, payloadLength, 'utf8');
+    else b.set(payload, p);
+    this.pos = p + payloadLength;
   }
 
   /**
@@ -70,12 +133,18 @@ export class PublishFrames {
   take(): { bytes: Buffer; messages: () => Outgoing[] } {
     const bytes = this.buf.subarray(0, this.pos);
     const topics = this.topics.splice(0);
-    const at = this.payloads.splice(0);
+    const at = this.at.splice(0);
+    const props = this.props.splice(0);
     this.buf = EMPTY;
     this.pos = 0;
+    this.hint = Math.max(1024, bytes.length);
     return {
       bytes,
-      messages: () => topics.map((topic, i) => ({ topic, payload: bytes.subarray(at[2 * i], at[2 * i] + at[2 * i + 1]), qos: 0, retain: false })),
+      messages: () => topics.map((topic, i) => {
+        const m: Outgoing = { topic, payload: bytes.subarray(at[3 * i], at[3 * i] + at[3 * i + 1]), qos: 0, retain: at[3 * i + 2] === 1 };
+        if (props[i]) m.properties = props[i];
+        return m;
+      }),
     };
   }
 }

@@ -307,10 +307,10 @@ async function flushCost(): Promise<(string | number)[][]> {
 const COST_ROUNDS = Number(process.env.BENCH_COST_ROUNDS ?? 5);
 const SETTLE_MS = 700; // past the outbox's DONE_DELAY_MS: its write of the dones counts
 
-interface CostRun { rate: number; cpu: number; fsyncs?: number; secs: number }
+interface CostRun { rate: number; cpu: number; fsyncs?: number; secs: number; requests?: number }
 
 /** One run on a fresh controller: N updates by JSON RPC batches; with `notifier`, until it has sent them all. */
-async function costRun(notifier: Record<string, unknown> | undefined, tag: string): Promise<CostRun> {
+async function costRun(notifier: Record<string, unknown> | undefined, tag: string, requests?: () => number): Promise<CostRun> {
   const dir = makeDir(undefined, {
     keysIni: realKeys(),
     ini: { server: { db_update: 'instant', keep_logmem: 86400 } },
@@ -342,6 +342,7 @@ async function costRun(notifier: Record<string, unknown> | undefined, tag: strin
     const before = await stats();
     const bodies = updateBatches('sensor:bench/s', N, tag, k);
     const cpu0 = cpuSeconds(pid);
+    const req0 = requests?.();
     const start = now();
     await postBatches(c.url, bodies);
     if (notifier) await sent(warm + N);
@@ -349,7 +350,7 @@ async function costRun(notifier: Record<string, unknown> | undefined, tag: strin
     await sleep(SETTLE_MS);
     const cpu = cpuSeconds(pid) - cpu0;
     const fsyncs = before.outbox ? Number((await stats()).outbox.fsyncs) - Number(before.outbox.fsyncs) : undefined;
-    return { rate: N / secs, cpu, fsyncs, secs };
+    return { rate: N / secs, cpu, fsyncs, secs, requests: req0 === undefined ? undefined : requests!() - req0 };
   } finally {
     if (c && c.proc.exitCode === null && c.proc.signalCode === null) {
       const exited = c.exited;
@@ -397,21 +398,22 @@ async function notifierCost(): Promise<(string | number)[][]> {
       if (round > 0) none.push(base);
       for (const [name, cfg] of chosen) {
         step(`cost: round ${round}, ${name}`);
-        const r = await costRun(cfg, `${cfg.id as string}${round}`);
-        step(`   ${fmt(r.rate)}/s, ${fmt(r.cpu / N * 1e6, 1)} µs/event (no notifier: ${fmt(base.rate)}/s, ${fmt(base.cpu / N * 1e6, 1)} µs)${r.fsyncs === undefined ? '' : `, ${r.fsyncs} fsyncs`}`);
+        const r = await costRun(cfg, `${cfg.id as string}${round}`, cfg.type === 'json' ? () => rx.frames() : undefined);
+        step(`   ${fmt(r.rate)}/s, ${fmt(r.cpu / N * 1e6, 1)} µs/event (no notifier: ${fmt(base.rate)}/s, ${fmt(base.cpu / N * 1e6, 1)} µs)${r.fsyncs === undefined ? '' : `, ${r.fsyncs} fsyncs`}${r.requests === undefined ? '' : `, ${r.requests} requests`}`);
         if (round > 0) runs.get(name)!.push(r);
       }
     }
     const us = (r: CostRun) => r.cpu / N * 1e6;
     const baseUs = median(none.map(us));
-    const rows: (string | number)[][] = [['none', `${fmt(median(none.map((r) => r.rate)))} (${rangeOf(none.map((r) => r.rate))})`, `${fmt(baseUs, 1)} (${rangeOf(none.map(us), 1)})`, '', '', '']];
+    const rows: (string | number)[][] = [['none', `${fmt(median(none.map((r) => r.rate)))} (${rangeOf(none.map((r) => r.rate))})`, `${fmt(baseUs, 1)} (${rangeOf(none.map(us), 1)})`, '', '', '', '']];
     for (const [name, rs] of runs) {
       // the notifier's CPU per event: each round's run with it minus that round's run without
       const own = rs.map((r, i) => us(r) - us(none[i]));
       const ownUs = median(own);
-      const f = rs[0].fsyncs === undefined ? '' : `${fmt(median(rs.map((r) => r.fsyncs! / r.secs)))}/s, ${fmt(median(rs.map((r) => r.fsyncs! / N * 1000)), 1)} per 1 000 events`;
+      const f = rs[0].fsyncs === undefined ? '' : `${fmt(median(rs.map((r) => r.fsyncs! / r.secs)))}/s, ${fmt(median(rs.map((r) => r.fsyncs! / N * 1000)), 1)}`;
+      const q = rs[0].requests === undefined ? '' : fmt(median(rs.map((r) => r.requests! / N * 1000)), 1);
       rows.push([name, `${fmt(median(rs.map((r) => r.rate)))} (${rangeOf(rs.map((r) => r.rate))})`, `${fmt(median(rs.map(us)), 1)} (${rangeOf(rs.map(us), 1)})`,
-        `${fmt(ownUs, 1)} (${rangeOf(own, 1)})`, `${fmt(ownUs / baseUs, 2)} ${ownUs <= 0.25 * baseUs ? 'met' : 'not met'}`, f]);
+        `${fmt(ownUs, 1)} (${rangeOf(own, 1)})`, `${fmt(ownUs / baseUs, 2)} ${ownUs <= 0.25 * baseUs ? 'met' : 'not met'}`, q, f]);
     }
     return rows;
   } finally {
@@ -435,7 +437,7 @@ async function main(): Promise<void> {
   if (parts.includes('cost')) {
     console.log(`\nwhat each notifier costs, defaults, ${N} updates by JSON RPC batches of 1 000, medians of ${COST_ROUNDS} rounds (spread)\n`);
     console.log(table(
-      ['notifier', 'updates/s', 'controller CPU µs per update', 'notifier CPU µs per event (with − without)', 'notifier / update CPU, target ≤ 0.25', 'outbox fsyncs'],
+      ['notifier', 'updates/s', 'controller CPU µs per update', 'notifier CPU µs per event (with − without)', 'notifier / update CPU, target ≤ 0.25', 'requests per 1 000 events', 'outbox fsyncs: per s, per 1 000 events'],
       await notifierCost(),
     ));
   }

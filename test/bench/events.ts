@@ -324,7 +324,8 @@ async function costRun(notifier: Record<string, unknown> | undefined, tag: strin
     const k = Keys.master;
     const pid = c.proc.pid!;
     await c.client.ok('create', { k, i: 'sensor:bench/s' });
-    const stats = async () => notifier ? (await c!.client.ok('get_notifier', { k, i: notifier.id })).stats as Record<string, any> : {};
+    type Stats = { sent?: number; outbox?: { fsyncs: number } };
+    const stats = async (): Promise<Stats> => (notifier ? ((await c!.client.ok('get_notifier', { k, i: notifier.id })) as { stats: Stats }).stats : {});
     const sent = async (n: number) => {
       const end = Date.now() + WAIT_MS;
       for (;;) {
@@ -349,7 +350,7 @@ async function costRun(notifier: Record<string, unknown> | undefined, tag: strin
     const secs = (now() - start) / 1000;
     await sleep(SETTLE_MS);
     const cpu = cpuSeconds(pid) - cpu0;
-    const fsyncs = before.outbox ? Number((await stats()).outbox.fsyncs) - Number(before.outbox.fsyncs) : undefined;
+    const fsyncs = before.outbox ? ((await stats()).outbox?.fsyncs ?? 0) - before.outbox.fsyncs : undefined;
     return { rate: N / secs, cpu, fsyncs, secs, requests: req0 === undefined ? undefined : requests!() - req0 };
   } finally {
     if (c && c.proc.exitCode === null && c.proc.signalCode === null) {

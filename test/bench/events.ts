@@ -47,7 +47,9 @@ import { table, fmt, benchUpdatePlugin, updateBatches, postBatches, jsonReceiver
  *    A durable web hook's fsyncs (its outbox's count) per second and per event.
  *
  * BENCH_EVENTS_N sets the events per run (default 20000); BENCH_EVENTS_PART
- * (throughput, flush, cost; default all) runs some parts only.
+ * (throughput, flush, cost; default all) runs some parts only;
+ * BENCH_COST_TYPES (words of the names) some notifier types only;
+ * BENCH_EVENTS_OTHER=<dist/core/main.js> adds another build's json hooks.
  */
 const N = Number(process.env.BENCH_EVENTS_N ?? 20_000);
 const SIZES = (process.env.BENCH_DB_SIZES ?? '10000,100000,1000000').split(',').filter(Boolean).map(Number);
@@ -310,7 +312,7 @@ const SETTLE_MS = 700; // past the outbox's DONE_DELAY_MS: its write of the done
 interface CostRun { rate: number; cpu: number; fsyncs?: number; secs: number; requests?: number }
 
 /** One run on a fresh controller: N updates by JSON RPC batches; with `notifier`, until it has sent them all. */
-async function costRun(notifier: Record<string, unknown> | undefined, tag: string, requests?: () => number): Promise<CostRun> {
+async function costRun(notifier: Record<string, unknown> | undefined, tag: string, requests?: () => number, main = MAIN): Promise<CostRun> {
   const dir = makeDir(undefined, {
     keysIni: realKeys(),
     ini: { server: { db_update: 'instant', keep_logmem: 86400 } },
@@ -320,7 +322,7 @@ async function costRun(notifier: Record<string, unknown> | undefined, tag: strin
   let c: Child | undefined;
   try {
     // BENCH_PROFILE_DIR=<folder>: each controller writes a CPU profile there at its stop
-    c = await spawnListening(undefined, [process.execPath, ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []), MAIN, '--dir', dir], { timeoutMs: 120_000 });
+    c = await spawnListening(undefined, [process.execPath, ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []), main, '--dir', dir], { timeoutMs: 120_000 });
     const k = Keys.master;
     const pid = c.proc.pid!;
     await c.client.ok('create', { k, i: 'sensor:bench/s' });
@@ -370,7 +372,7 @@ async function notifierCost(): Promise<(string | number)[][]> {
     downs.push(() => rx.close());
     const events = [{ subject: 'state', types: ['#'], groups: ['#'] }];
     const common = { enabled: true, events, queue_size: N + 1000 };
-    const types: [string, Record<string, unknown>][] = [
+    const types: [string, Record<string, unknown>, string?][] = [
       ['json web hook (in memory)', { id: 'hook', type: 'json', uri: rx.url, durable: false, ...common }],
       ['json web hook, durable (the default)', { id: 'hook', type: 'json', uri: rx.url, ...common }],
       ['db (SQLite history)', { id: 'hist', type: 'db', db: 'runtime/db/hist.db', ...common }],
@@ -389,6 +391,9 @@ async function notifierCost(): Promise<(string | number)[][]> {
       await s.createDatabase('bench');
       types.push(['influxdb 1.x', { id: 'ifx', type: 'influxdb', uri: s.url, db: 'bench', ...common }]);
     }
+    // BENCH_EVENTS_OTHER=<dist/core/main.js of another build>: its json hooks too (before and after in one run)
+    const other = process.env.BENCH_EVENTS_OTHER;
+    if (other) for (const [name, cfg] of types.slice(0, 2)) types.push([`${name}, other build`, cfg, other]);
     const chosen = types.filter(([name]) => !only || only.some((o) => name.includes(o)));
     const none: CostRun[] = [];
     const runs = new Map<string, CostRun[]>(chosen.map(([name]) => [name, []]));
@@ -397,9 +402,9 @@ async function notifierCost(): Promise<(string | number)[][]> {
       step(`cost: round ${round}, no notifier`);
       const base = await costRun(undefined, `n${round}`);
       if (round > 0) none.push(base);
-      for (const [name, cfg] of chosen) {
+      for (const [name, cfg, main] of chosen) {
         step(`cost: round ${round}, ${name}`);
-        const r = await costRun(cfg, `${cfg.id as string}${round}`, cfg.type === 'json' ? () => rx.frames() : undefined);
+        const r = await costRun(cfg, `${cfg.id as string}${round}`, cfg.type === 'json' ? () => rx.frames() : undefined, main);
         step(`   ${fmt(r.rate)}/s, ${fmt(r.cpu / N * 1e6, 1)} µs/event (no notifier: ${fmt(base.rate)}/s, ${fmt(base.cpu / N * 1e6, 1)} µs)${r.fsyncs === undefined ? '' : `, ${r.fsyncs} fsyncs`}${r.requests === undefined ? '' : `, ${r.requests} requests`}`);
         if (round > 0) runs.get(name)!.push(r);
       }

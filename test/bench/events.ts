@@ -4,13 +4,15 @@ import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import initSqlJs from 'sql.js';
-import { startController, Keys } from '../helpers/controller';
+import { startController, makeDir, spawnListening, MAIN, Keys, type Child } from '../helpers/controller';
+import { startBroker } from '../helpers/broker';
+import { influxUnavailable, startInflux } from '../helpers/influxdb';
 import { History } from '../../plugins/notifiers/db/history';
 import { HistorySchema, type HistoryRow } from '../../plugins/notifiers/db/schema';
 import { ROLLUP_TABLE } from '../../plugins/notifiers/db/rollup';
 import { writeFileAtomic } from '../../core/toolkit/atomic-file';
 import type { ModuleLogger } from '../../core/log';
-import { table, fmt, benchUpdatePlugin, updateBatches, postBatches, jsonReceiver, benchStateEvent, rawJsonLoop } from './lib';
+import { table, fmt, benchUpdatePlugin, updateBatches, postBatches, jsonReceiver, benchStateEvent, rawJsonLoop, cpuSeconds, realKeys, rangeOf } from './lib';
 
 /**
  * Notification throughput and db flush cost.
@@ -33,7 +35,21 @@ import { table, fmt, benchUpdatePlugin, updateBatches, postBatches, jsonReceiver
  *    design without a worker would stall the controller for), against a flush
  *    in the history thread, with the main thread's longest stall meanwhile.
  *
- * BENCH_EVENTS_N sets the events per run (default 20000).
+ * 3. What each notifier type costs on the defaults (db_update instant, the
+ *    four-key directory of the api bench): a controller in a process of its
+ *    own, started afresh every round, takes BENCH_EVENTS_N `update`s in JSON
+ *    RPC batches of 1 000 with no notifier, then (another fresh one) with one
+ *    notifier of the type; updates/s (the call to the last event sent), the
+ *    controller's CPU per update without a notifier, and the notifier's CPU
+ *    per event (with minus without, both read 700 ms after the last event so
+ *    that an outbox's late write of its dones counts). Types alternate over
+ *    BENCH_COST_ROUNDS rounds (default 5) after a warm-up; medians, spreads.
+ *    A durable web hook's fsyncs (its outbox's count) per second and per event.
+ *
+ * BENCH_EVENTS_N sets the events per run (default 20000); BENCH_EVENTS_PART
+ * (throughput, flush, cost; default all) runs some parts only;
+ * BENCH_COST_TYPES (words of the names) some notifier types only;
+ * BENCH_EVENTS_OTHER=<dist/core/main.js> adds another build's json hooks.
  */
 const N = Number(process.env.BENCH_EVENTS_N ?? 20_000);
 const SIZES = (process.env.BENCH_DB_SIZES ?? '10000,100000,1000000').split(',').filter(Boolean).map(Number);
@@ -290,14 +306,147 @@ async function flushCost(): Promise<(string | number)[][]> {
   return rows;
 }
 
+const COST_ROUNDS = Number(process.env.BENCH_COST_ROUNDS ?? 5);
+const SETTLE_MS = 700; // past the outbox's DONE_DELAY_MS: its write of the dones counts
+
+interface CostRun { rate: number; cpu: number; fsyncs?: number; secs: number; requests?: number }
+
+/** One run on a fresh controller: N updates by JSON RPC batches; with `notifier`, until it has sent them all. */
+async function costRun(notifier: Record<string, unknown> | undefined, tag: string, requests?: () => number, main = MAIN): Promise<CostRun> {
+  const dir = makeDir(undefined, {
+    keysIni: realKeys(),
+    ini: { server: { db_update: 'instant', keep_logmem: 86400 } },
+    files: notifier ? { [`runtime/uc_notify.d/${notifier.id as string}.json`]: JSON.stringify(notifier) } : {},
+  });
+  const prof = process.env.BENCH_PROFILE_DIR;
+  let c: Child | undefined;
+  try {
+    // BENCH_PROFILE_DIR=<folder>: each controller writes a CPU profile there at its stop
+    c = await spawnListening(undefined, [process.execPath, ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []), main, '--dir', dir], { timeoutMs: 120_000 });
+    const k = Keys.master;
+    const pid = c.proc.pid!;
+    await c.client.ok('create', { k, i: 'sensor:bench/s' });
+    type Stats = { sent?: number; outbox?: { fsyncs: number } };
+    const stats = async (): Promise<Stats> => (notifier ? ((await c!.client.ok('get_notifier', { k, i: notifier.id })) as { stats: Stats }).stats : {});
+    const sent = async (n: number) => {
+      const end = Date.now() + WAIT_MS;
+      for (;;) {
+        const s = await stats();
+        if (Number(s.sent ?? 0) >= n) return s;
+        if (Date.now() > end) throw new Error(`${tag}: events not all sent: ${JSON.stringify(s)}`);
+        await sleep(10);
+      }
+    };
+    // a warm-up of a tenth (JIT, connections), then the measured run
+    const warm = Math.max(1000, N / 10);
+    await postBatches(c.url, updateBatches('sensor:bench/s', warm, `w${tag}`, k));
+    if (notifier) await sent(warm);
+    await sleep(SETTLE_MS);
+    const before = await stats();
+    const bodies = updateBatches('sensor:bench/s', N, tag, k);
+    const cpu0 = cpuSeconds(pid);
+    const req0 = requests?.();
+    const start = now();
+    await postBatches(c.url, bodies);
+    if (notifier) await sent(warm + N);
+    const secs = (now() - start) / 1000;
+    await sleep(SETTLE_MS);
+    const cpu = cpuSeconds(pid) - cpu0;
+    const fsyncs = before.outbox ? ((await stats()).outbox?.fsyncs ?? 0) - before.outbox.fsyncs : undefined;
+    return { rate: N / secs, cpu, fsyncs, secs, requests: req0 === undefined ? undefined : requests!() - req0 };
+  } finally {
+    if (c && c.proc.exitCode === null && c.proc.signalCode === null) {
+      const exited = c.exited;
+      c.proc.kill('SIGTERM');
+      await exited;
+    }
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function notifierCost(): Promise<(string | number)[][]> {
+  const downs: (() => unknown)[] = [];
+  const owner = { teardown: (fn: () => unknown) => downs.push(fn) };
+  try {
+    const rx = await jsonReceiver();
+    downs.push(() => rx.close());
+    const events = [{ subject: 'state', types: ['#'], groups: ['#'] }];
+    const common = { enabled: true, events, queue_size: N + 1000 };
+    const types: [string, Record<string, unknown>, string?][] = [
+      ['json web hook (in memory)', { id: 'hook', type: 'json', uri: rx.url, durable: false, ...common }],
+      ['json web hook, durable (the default)', { id: 'hook', type: 'json', uri: rx.url, ...common }],
+      ['db (SQLite history)', { id: 'hist', type: 'db', db: 'runtime/db/hist.db', ...common }],
+    ];
+    const only = process.env.BENCH_COST_TYPES?.split(',');
+    try {
+      const broker = await startBroker(owner, { kind: 'mosquitto', mosquittoConf: ['max_queued_messages 0'] });
+      for (const qos of [0, 1]) types.push([`mqtt QoS ${qos}`, { id: `q${qos}`, type: 'mqtt', host: broker.host, port: broker.port, space: 'ctl', qos, ...common }]);
+    } catch (err) {
+      step(`mqtt skipped: ${(err as Error).message}`);
+    }
+    const why = influxUnavailable();
+    if (why) step(`influxdb skipped: ${why}`);
+    else {
+      const s = await startInflux(owner);
+      await s.createDatabase('bench');
+      types.push(['influxdb 1.x', { id: 'ifx', type: 'influxdb', uri: s.url, db: 'bench', ...common }]);
+    }
+    // BENCH_EVENTS_OTHER=<dist/core/main.js of another build>: its json hooks too (before and after in one run)
+    const other = process.env.BENCH_EVENTS_OTHER;
+    if (other) for (const [name, cfg] of types.slice(0, 2)) types.push([`${name}, other build`, cfg, other]);
+    const chosen = types.filter(([name]) => !only || only.some((o) => name.includes(o)));
+    const none: CostRun[] = [];
+    const runs = new Map<string, CostRun[]>(chosen.map(([name]) => [name, []]));
+    for (let round = 0; round <= COST_ROUNDS; round++) {
+      // no notifier and each type alternate, each run on a controller started afresh; round 0 warms up
+      step(`cost: round ${round}, no notifier`);
+      const base = await costRun(undefined, `n${round}`);
+      if (round > 0) none.push(base);
+      for (const [name, cfg, main] of chosen) {
+        step(`cost: round ${round}, ${name}`);
+        const r = await costRun(cfg, `${cfg.id as string}${round}`, cfg.type === 'json' ? () => rx.frames() : undefined, main);
+        step(`   ${fmt(r.rate)}/s, ${fmt(r.cpu / N * 1e6, 1)} µs/event (no notifier: ${fmt(base.rate)}/s, ${fmt(base.cpu / N * 1e6, 1)} µs)${r.fsyncs === undefined ? '' : `, ${r.fsyncs} fsyncs`}${r.requests === undefined ? '' : `, ${r.requests} requests`}`);
+        if (round > 0) runs.get(name)!.push(r);
+      }
+    }
+    const us = (r: CostRun) => r.cpu / N * 1e6;
+    const baseUs = median(none.map(us));
+    const rows: (string | number)[][] = [['none', `${fmt(median(none.map((r) => r.rate)))} (${rangeOf(none.map((r) => r.rate))})`, `${fmt(baseUs, 1)} (${rangeOf(none.map(us), 1)})`, '', '', '', '']];
+    for (const [name, rs] of runs) {
+      // the notifier's CPU per event: each round's run with it minus that round's run without
+      const own = rs.map((r, i) => us(r) - us(none[i]));
+      const ownUs = median(own);
+      const f = rs[0].fsyncs === undefined ? '' : `${fmt(median(rs.map((r) => r.fsyncs! / r.secs)))}/s, ${fmt(median(rs.map((r) => r.fsyncs! / N * 1000)), 1)}`;
+      const q = rs[0].requests === undefined ? '' : fmt(median(rs.map((r) => r.requests! / N * 1000)), 1);
+      rows.push([name, `${fmt(median(rs.map((r) => r.rate)))} (${rangeOf(rs.map((r) => r.rate))})`, `${fmt(median(rs.map(us)), 1)} (${rangeOf(rs.map(us), 1)})`,
+        `${fmt(ownUs, 1)} (${rangeOf(own, 1)})`, `${fmt(ownUs / baseUs, 2)} ${ownUs <= 0.25 * baseUs ? 'met' : 'not met'}`, q, f]);
+    }
+    return rows;
+  } finally {
+    for (const fn of downs.reverse()) await fn();
+  }
+}
+
 async function main(): Promise<void> {
+  const parts = (process.env.BENCH_EVENTS_PART ?? 'throughput,flush,cost').split(',');
   console.log(`state events, ${N} per run, ${os.cpus().length} CPUs\n`);
-  console.log(table(['path', 'raw loop, events/s', 'controller, events/s', 'ratio', 'requests / batches (raw / controller)'], await throughput()));
-  console.log('\nhistory flush cost by size (ms; stall = longest pause of the main thread)\n');
-  console.log(table(
-    ['rows', 'file MB', 'export on main thread', 'atomic write (async)', 'longest main-thread stall, flush on main thread', 'flush in history thread', 'longest main-thread stall, flush in history thread'],
-    await flushCost(),
-  ));
+  if (parts.includes('throughput')) {
+    console.log(table(['path', 'raw loop, events/s', 'controller, events/s', 'ratio', 'requests / batches (raw / controller)'], await throughput()));
+  }
+  if (parts.includes('flush')) {
+    console.log('\nhistory flush cost by size (ms; stall = longest pause of the main thread)\n');
+    console.log(table(
+      ['rows', 'file MB', 'export on main thread', 'atomic write (async)', 'longest main-thread stall, flush on main thread', 'flush in history thread', 'longest main-thread stall, flush in history thread'],
+      await flushCost(),
+    ));
+  }
+  if (parts.includes('cost')) {
+    console.log(`\nwhat each notifier costs, defaults, ${N} updates by JSON RPC batches of 1 000, medians of ${COST_ROUNDS} rounds (spread)\n`);
+    console.log(table(
+      ['notifier', 'updates/s', 'controller CPU µs per update', 'notifier CPU µs per event (with − without)', 'notifier / update CPU, target ≤ 0.25', 'requests per 1 000 events', 'outbox fsyncs: per s, per 1 000 events'],
+      await notifierCost(),
+    ));
+  }
 }
 
 main().then(() => process.exit(0), (err) => { console.error(err); process.exit(1); });

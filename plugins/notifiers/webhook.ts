@@ -1,5 +1,3 @@
-import http from 'node:http';
-import https from 'node:https';
 import type { Subject } from './contract';
 import { describe } from '../../core/log';
 import type { DeliveryError, Endpoint, FrameInfo, NotifierConfig, NotifierType, SettingsSchema } from './contract';
@@ -74,38 +72,23 @@ export function answerIsSuccess(status: number, body: string): boolean {
   }
 }
 
-/**
- * Requests go through node:http(s) with keep-alive agents of their own, not
- * fetch: on the events bench fetch (undici, web streams for the body and the
- * answer) cost 400-900 µs of CPU a request against 170-400 µs here, most of a
- * json hook's cost per event. No redirect is followed (a 3xx answer is no
- * success), as fetch was told.
- */
-const agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
-
-/** One request; resolves with the status and at most `limit` bytes of the answer (undefined: it was longer). */
-function request(url: URL, method: string, headers: Record<string, string | number>, body: string | undefined, limit: number, signal: AbortSignal): Promise<{ status: number; body: string | undefined }> {
-  return new Promise((resolve, reject) => {
-    const tls = url.protocol === 'https:';
-    const req = (tls ? https : http).request(url, { method, headers, agent: tls ? agents.https : agents.http, signal }, (res) => {
-      const parts: Buffer[] = [];
-      let size = 0;
-      res.on('data', (d: Buffer) => {
-        size += d.length;
-        if (size > limit) {
-          res.destroy();
-          resolve({ status: res.statusCode ?? 0, body: undefined });
-          return;
-        }
-        parts.push(d);
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts).toString('utf8') }));
-      res.on('error', reject);
-      res.on('aborted', () => reject(Object.assign(new Error('answer cut off'), { code: 'ECONNRESET' })));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
+/** Read at most `limit` bytes of a body; undefined when it is longer. */
+async function readBounded(r: Response, limit: number): Promise<string | undefined> {
+  if (!r.body) return '';
+  const reader = r.body.getReader();
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = (await reader.read()) as { done: true; value?: undefined } | { done: false; value: Uint8Array };
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => {});
+      return undefined;
+    }
+    parts.push(value);
+  }
+  return Buffer.concat(parts).toString('utf8');
 }
 
 /** HTTP basic credentials of a hook. */
@@ -138,14 +121,21 @@ export async function sendHook(cfg: NotifierConfig, req: HookRequest, signal: Ab
     headers['webhook-signature'] = signature(signing.keys, signing.id, timestamp, req.body ?? url.search.slice(1));
   }
   const auth = hookAuth(cfg, url);
-  // the credentials go as basic authorization, as 3.3 (requests) sent them, not in the URL
+  // fetch refuses a URL with credentials: they go as basic authorization, as 3.3 (requests) sent them
   url.username = '';
   url.password = '';
   if (auth) headers.Authorization = `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}`;
-  if (req.body !== undefined) headers['Content-Length'] = String(Buffer.byteLength(req.body));
-  let r: { status: number; body: string | undefined };
+  let r: Response;
+  let body: string | undefined;
   try {
-    r = await request(url, req.method, headers, req.body, WebhookDefaults.max_answer_bytes, signal);
+    r = await fetch(url, {
+      method: req.method,
+      headers,
+      body: req.body,
+      signal,
+      redirect: 'error',
+    });
+    body = await readBounded(r, WebhookDefaults.max_answer_bytes);
   } catch (err) {
     if (signal.aborted) throw signal.reason;
     const cause = (err as { cause?: unknown }).cause;
@@ -153,7 +143,6 @@ export async function sendHook(cfg: NotifierConfig, req: HookRequest, signal: Ab
     if (unreachable(err)) e.transient = true;
     throw e;
   }
-  const body = r.body;
   if (body === undefined) throw refusal(r.status, `answer longer than ${WebhookDefaults.max_answer_bytes} bytes`);
   if (!(req.accepts ?? answerIsSuccess)(r.status, body)) throw refusal(r.status, `answer HTTP ${r.status}: ${body.slice(0, 200)}`);
 }
@@ -175,8 +164,8 @@ function refusal(status: number, message: string): DeliveryError {
 }
 
 /**
- * The system errors of a receiver that cannot be reached now (the
- * request's error or its cause): refused, reset, timed out, no route, a name server that did not
+ * The system errors of a receiver that cannot be reached now (fetch's
+ * cause): refused, reset, timed out, no route, a name server that did not
  * answer. Not: a name that does not exist, a certificate refused, a redirect
  * (a setting to mend, not an outage to ride out).
  */

@@ -49,7 +49,8 @@ btest('history page: logins and changes newest first, filtered by user, paged; l
 
   // pages back and forth
   await page.click('#calls-older');
-  await page.waitForFunction(`document.querySelector('#calls-rows tr[data-call]')?.getAttribute('data-call') !== ${JSON.stringify(first[0])}`, undefined, WAIT);
+  // a function, not a string: Playwright evals a string predicate while it polls, which the console's CSP refuses
+  await page.waitForFunction((was) => (globalThis as any).document.querySelector('#calls-rows tr[data-call]')?.getAttribute('data-call') !== was, first[0], WAIT);
   t.deepEqual(await ids(), changes.slice(50, 100));
   t.regex(await page.textContent('#calls-page') ?? '', /page 2/);
   await page.click('#calls-older');
@@ -82,7 +83,8 @@ btest('history page: logins and changes newest first, filtered by user, paged; l
   await page.selectOption('#calls-view', 'refused');
   await page.fill('#calls-func', 'login');
   await page.click('[data-page="history"] button[type="submit"]');
-  await page.waitForFunction('document.querySelectorAll("#calls-rows tr").length === 1', undefined, WAIT);
+  // a function, not a string: Playwright evals a string predicate while it polls, which the console's CSP refuses
+  await page.waitForFunction((sel) => (globalThis as any).document.querySelectorAll(sel).length === 1, '#calls-rows tr', WAIT);
   t.deepEqual(await cells('status'), ['refused (AccessDenied)']);
   // a time range that holds nothing
   await page.fill('#calls-from', '2099-01-01T00:00:00');

@@ -109,15 +109,18 @@ btest('keyboard usable: every page opened and its main action done with the keyb
   await page.waitForSelector('#log-rows td:has-text("typed search 5531")', WAIT);
   await tabTo(page, '#log-search', unseen);
   await type('5531');
-  await page.waitForFunction("document.querySelectorAll('#log-rows tr').length === 1", undefined, WAIT);
+  // a function, not a string: Playwright evals a string predicate while it polls, which the console's CSP refuses
+  await page.waitForFunction((sel) => (globalThis as any).document.querySelectorAll(sel).length === 1, '#log-rows tr', WAIT);
 
   // the history of what was just done, filtered from the keyboard
   await open('history', '#calls-rows tr[data-call]');
   await tabTo(page, '#calls-func', unseen);
   await type('create_user');
   await page.keyboard.press('Enter');
-  // an expression, not a function in a string: the console's CSP refuses what Playwright would eval for one
-  await page.waitForFunction("document.querySelectorAll('#calls-rows td[data-field=func]').length === 1 && document.querySelector('#calls-rows td[data-field=func]').textContent === 'create_user'", undefined, WAIT);
+  await page.waitForFunction(() => {
+    const cells = (globalThis as any).document.querySelectorAll('#calls-rows td[data-field=func]');
+    return cells.length === 1 && cells[0].textContent === 'create_user';
+  }, undefined, WAIT);
 
   await open('items', '[data-oid="sensor:kb/temp"]');
   await tabTo(page, '[data-oid="sensor:kb/temp"] button', unseen, 'Chart');

@@ -27,9 +27,9 @@ function watch(page: Page): string[] {
   return problems;
 }
 
-/** Wait until the unit's status field offers `value`. */
+/** Wait until the unit's status field offers `value` (a function, not a string: Playwright evals a string predicate while it polls, which the console's CSP refuses). */
 const fieldOffers = (page: Page, value: string) => page.waitForFunction(
-  `document.querySelector('${FAN} input[aria-label="status for unit:room/fan"]').value === '${value}'`, undefined, WAIT);
+  (a) => (globalThis as any).document.querySelector(a.sel)?.value === a.value, { sel: `${FAN} input[aria-label="status for unit:room/fan"]`, value }, WAIT);
 
 btest('a unit\'s switch and status field follow it; a limited key\'s chart that loaded has no error and fits a fresh history; cmd hides dot-files', async (t) => {
   const dir = makeDir(t, {

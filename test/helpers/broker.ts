@@ -238,6 +238,13 @@ export class Subscriber {
     });
   }
 
+  /** A subscriber (QoS 1) whose session outlives a broker restart: what is published while it is away waits for it. */
+  static async lasting(t: Owner, broker: Broker, filter: string): Promise<Subscriber> {
+    const sub = await Subscriber.connect(t, broker, { clientId: `w-${crypto.randomBytes(4).toString('hex')}`, clean: false });
+    await sub.subscribe(filter, 1);
+    return sub;
+  }
+
   static async connect(t: Owner, broker: Broker, opts: IClientOptions = {}): Promise<Subscriber> {
     const client = mqtt.connect({
       host: broker.host, port: broker.port, protocolVersion: 4, reconnectPeriod: 200, connectTimeout: 5000, ...opts,

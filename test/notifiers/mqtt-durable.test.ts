@@ -1,4 +1,3 @@
-import crypto from 'node:crypto';
 import test from 'ava';
 import { startBroker, Subscriber, type Broker } from '../helpers/broker';
 import { startGatedBroker } from '../helpers/gated-broker';
@@ -11,12 +10,6 @@ const k = Keys.master;
 const VALUE = 'sp/lvar/g/v/value';
 const stateOnly = [{ subject: 'state', types: ['#'], groups: ['#'] }];
 
-/** A subscriber whose session outlives the broker restart: what is published while it is away waits for it. */
-async function watcher(t: Parameters<typeof startBroker>[0], broker: Broker, filter: string) {
-  const sub = await Subscriber.connect(t, broker, { clientId: `w-${crypto.randomBytes(4).toString('hex')}`, clean: false });
-  await sub.subscribe(filter, 1);
-  return sub;
-}
 
 const outboxOf = async (c: Child) => (await stats(c.client, k, 'm1')).outbox as Record<string, number>;
 
@@ -30,7 +23,7 @@ function received(sub: Subscriber, n: number) {
 test('durable: broker down, 500 updates, SIGKILL, restart, broker back: all 500 arrive (QoS 1)', async (t) => {
   t.timeout(300_000);
   const broker = await startBroker(t);
-  const sub = await watcher(t, broker, VALUE);
+  const sub = await Subscriber.lasting(t, broker, VALUE);
   const dir = makeDir(t, { files: notifierFiles({ m1: mqttNotifier(broker, { qos: 1, events: stateOnly, durable: true, skip_test: true }) }) });
   const first = await spawnController(t, dir);
   await first.client.ok('create', { k, i: 'lvar:g/v', save: true });
@@ -57,7 +50,7 @@ test('durable: broker down, 500 updates, SIGKILL, restart, broker back: all 500 
 test('durable: a batch published and not acknowledged when the controller is SIGKILLed comes again after the restart', async (t) => {
   t.timeout(300_000);
   const broker = await startGatedBroker(t);
-  const sub = await watcher(t, broker, VALUE);
+  const sub = await Subscriber.lasting(t, broker, VALUE);
   const dir = makeDir(t, { files: notifierFiles({ m1: { ...mqttNotifier(broker, { qos: 1, events: stateOnly, durable: true, skip_test: true }), protocol: '3.1.1' } }, 'uc') });
   const first = await spawnController(t, dir);
   await first.client.ok('create', { k, i: 'lvar:g/v', save: true });

@@ -1,4 +1,3 @@
-import crypto from 'node:crypto';
 import test from 'ava';
 import { startBroker, Subscriber, type Broker } from '../helpers/broker';
 import { stats } from '../helpers/notifiers';
@@ -8,18 +7,12 @@ import { controllerWith, mqttNotifier } from '../helpers/mqtt-notifier';
 const VALUE = 'sp/lvar/g/v/value';
 const stateOnly = [{ subject: 'state', types: ['#'], groups: ['#'] }];
 
-/** A subscriber whose session outlives the broker restart: what is published while it is away waits for it. */
-async function watcher(t: Parameters<typeof startBroker>[0], broker: Broker, filter: string) {
-  const sub = await Subscriber.connect(t, broker, { clientId: `w-${crypto.randomBytes(4).toString('hex')}`, clean: false });
-  await sub.subscribe(filter, 1);
-  return sub;
-}
 
 const valuesOf = (sub: Subscriber, topic: string) => new Set(sub.on(topic).map((m) => m.payload));
 
 test('a broker restart in the middle of a stream of state events loses nothing; the API answers throughout', async (t) => {
   const broker = await startBroker(t);
-  const sub = await watcher(t, broker, VALUE);
+  const sub = await Subscriber.lasting(t, broker, VALUE);
   const c = await controllerWith(t, { m1: mqttNotifier(broker, { qos: 1, events: stateOnly }) });
   await c.ok('create', { i: 'lvar:g/v' });
   await c.ok('create', { i: 'lvar:g/in' });
@@ -52,7 +45,7 @@ test('a broker restart in the middle of a stream of state events loses nothing; 
 
 test('past the buffer bound the oldest waiting events are dropped and counted; QoS 0 events are not buffered', async (t) => {
   const broker = await startBroker(t);
-  const sub = await watcher(t, broker, '+/lvar/g/v/value');
+  const sub = await Subscriber.lasting(t, broker, '+/lvar/g/v/value');
   const c = await controllerWith(t, {
     m1: mqttNotifier(broker, { qos: 1, events: stateOnly, queue_size: 20 }),
     q0: mqttNotifier(broker, { space: 'q0', qos: 0, events: stateOnly }),
@@ -97,7 +90,7 @@ test('while the broker is away, reconnect attempts back off', async (t) => {
 
 test('a batch waits for the broker beyond the notifier timeout and the retries: the outage is not a delivery failure', async (t) => {
   const broker = await startBroker(t);
-  const sub = await watcher(t, broker, VALUE);
+  const sub = await Subscriber.lasting(t, broker, VALUE);
   // a short timeout and no retries: a send cut by the timeout while the broker is away would drop its batch
   const c = await controllerWith(t, { m1: mqttNotifier(broker, { qos: 1, events: stateOnly, timeout: 0.5, retries: 0 }) });
   await c.ok('create', { i: 'lvar:g/v' });

@@ -148,9 +148,11 @@ export class Delivery {
    * disk) or a stop leaves it a letter, never lost between the two files.
    * The other way round (the dead letters' file cannot be written after the
    * outbox took the frame) it is sent and stays listed: a later replay sends
-   * it again under its id.
+   * it again under its id. `redelivering` counts them as redelivered once
+   * the outbox has them: before the dead letters' file is written, so no
+   * reader sees them gone from the list and not yet counted.
    */
-  private async requeue(d: Durable, letters: DeadLetter[]): Promise<{ letters: number; events: number }> {
+  private async requeue(d: Durable, letters: DeadLetter[], redelivering = false): Promise<{ letters: number; events: number }> {
     const mine = letters.filter((l) => !this.requeueing.has(l.id));
     for (const l of mine) this.requeueing.add(l.id);
     try {
@@ -163,6 +165,7 @@ export class Delivery {
         if (w !== false) writes.push(w.then(() => { written.push(l); }, (err: unknown) => { failure = err; }));
       }
       await Promise.all(writes);
+      if (redelivering) d.figures.redelivered += written.length;
       if (failure !== undefined) this.log.error(`notifier ${this.id}: ${mine.length - written.length} dead letter(s) not sent again, the outbox cannot write them (${describe(failure)}): they stay`);
       if (!written.length) return { letters: 0, events: 0 };
       try {
@@ -228,8 +231,7 @@ export class Delivery {
       }
       this.resend = this.resend.slice(i);
       if (!chosen.length) return;
-      const { letters } = await this.requeue(d, d.dead.find({ ids: chosen }));
-      d.figures.redelivered += letters;
+      await this.requeue(d, d.dead.find({ ids: chosen }), true);
     } catch (err) {
       this.log.error(`notifier ${this.id}: dead letters not sent again (${describe(err)}): they stay`);
     } finally {

@@ -170,6 +170,9 @@ export class Connection {
       clean: !session,
       ...(session ? { properties: { sessionExpiryInterval: s.sessionExpiry } } : {}),
       keepalive: s.keepalive,
+      // pings on their own clock: the client's default moves the keepalive timer at every acknowledgement,
+      // a timer cleared and set again per QoS 1 message of a busy notifier
+      reschedulePings: false,
       // reconnects are ours (back-off), subscriptions are ours (routes), and
       // nothing is queued while offline: the host buffers what must survive
       reconnectPeriod: 0,

@@ -374,8 +374,7 @@ export class Connection {
       } else {
         const c = client as unknown as InFlight;
         // checked before anything goes into the client's state: a message the protocol cannot carry fails here
-        for (const m of messages) frames.add(m.topic, undefined, m.payload, m.retain, m.properties, qos, 1);
-        frames.take();
+        for (const m of messages) frames.check(m.topic, m.payload, m.properties, qos);
         let left = messages.length;
         let done!: () => void;
         let failed!: (err: unknown) => void;

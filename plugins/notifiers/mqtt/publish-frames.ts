@@ -89,10 +89,7 @@ export class PublishFrames {
     const topicLength = topicBytes ? topicBytes.length : Buffer.byteLength(topic);
     const payloadLength = typeof payload === 'string' ? Buffer.byteLength(payload) : payload.length;
     const props = this.propertyBytes(properties);
-    const remaining = 2 + topicLength + (qos ? 2 : 0) + (props ? props.length : 0) + payloadLength;
-    // what the protocol can carry (the client library refuses the same): checked before anything is written
-    if (topicLength > 0xffff) throw new Error(`MQTT topic longer than 65535 bytes: ${topic.slice(0, 80)}…`);
-    if (remaining > 268_435_455) throw new Error(`MQTT message larger than 256 MB on ${topic}`);
+    const remaining = carried(topic, topicLength, payloadLength, props, qos);
     this.room(5 + remaining);
     const b = this.buf;
     let p = this.pos;
@@ -125,6 +122,15 @@ export class PublishFrames {
   }
 
   /**
+   * Throws as `add` would for a publication the protocol cannot carry,
+   * writing nothing: a batch is checked whole before any of it goes into
+   * the client's state (QoS 1 and 2).
+   */
+  check(topic: string, payload: Uint8Array | string, properties?: PublishProperties, qos: 0 | 1 | 2 = 0): void {
+    carried(topic, Buffer.byteLength(topic), typeof payload === 'string' ? Buffer.byteLength(payload) : payload.length, this.propertyBytes(properties), qos);
+  }
+
+  /**
    * The frames written, and the same as messages for a client that must
    * publish them itself; the writer starts empty again (the bytes handed
    * out are never written over: a socket may hold them until it flushes;
@@ -147,4 +153,12 @@ export class PublishFrames {
       }),
     };
   }
+}
+
+/** A PUBLISH's remaining length; throws when the protocol cannot carry it (the client library refuses the same). */
+function carried(topic: string, topicLength: number, payloadLength: number, props: Buffer | undefined, qos: number): number {
+  const remaining = 2 + topicLength + (qos ? 2 : 0) + (props ? props.length : 0) + payloadLength;
+  if (topicLength > 0xffff) throw new Error(`MQTT topic longer than 65535 bytes: ${topic.slice(0, 80)}…`);
+  if (remaining > 268_435_455) throw new Error(`MQTT message larger than 256 MB on ${topic}`);
+  return remaining;
 }

@@ -1,3 +1,5 @@
+import http from 'node:http';
+import https from 'node:https';
 import type { Subject } from './contract';
 import { describe } from '../../core/log';
 import type { DeliveryError, Endpoint, FrameInfo, NotifierConfig, NotifierType, SettingsSchema } from './contract';
@@ -72,23 +74,55 @@ export function answerIsSuccess(status: number, body: string): boolean {
   }
 }
 
-/** Read at most `limit` bytes of a body; undefined when it is longer. */
-async function readBounded(r: Response, limit: number): Promise<string | undefined> {
-  if (!r.body) return '';
-  const reader = r.body.getReader();
-  const parts: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = (await reader.read()) as { done: true; value?: undefined } | { done: false; value: Uint8Array };
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => {});
-      return undefined;
-    }
-    parts.push(value);
+/**
+ * The keep-alive connections of one notifier (one agent per scheme, made at
+ * its first request, closed at its stop). Requests go through node:http(s),
+ * not fetch: fetch (undici, web streams for the body and the answer) cost
+ * about twice the CPU a request, most of a json hook's cost per event
+ * (test/bench/README.md, "What each notifier costs on the defaults"). Each
+ * notifier has agents of its own: no socket goes from one notifier to
+ * another, so a notifier's first request (its start-up test) always opens
+ * its own connection.
+ */
+export class HookAgents {
+  private http: http.Agent | undefined;
+  private https: https.Agent | undefined;
+
+  of(tls: boolean): http.Agent {
+    return tls ? (this.https ??= new https.Agent({ keepAlive: true })) : (this.http ??= new http.Agent({ keepAlive: true }));
   }
-  return Buffer.concat(parts).toString('utf8');
+
+  close(): void {
+    this.http?.destroy();
+    this.https?.destroy();
+    this.http = undefined;
+    this.https = undefined;
+  }
+}
+
+/** One request; resolves with the status and at most `limit` bytes of the answer (undefined: it was longer). No redirect is followed. */
+function request(url: URL, method: string, headers: Record<string, string>, body: string | undefined, limit: number, signal: AbortSignal, agents: HookAgents): Promise<{ status: number; body: string | undefined }> {
+  return new Promise((resolve, reject) => {
+    const tls = url.protocol === 'https:';
+    const req = (tls ? https : http).request(url, { method, headers, agent: agents.of(tls), signal }, (res) => {
+      const parts: Buffer[] = [];
+      let size = 0;
+      res.on('data', (d: Buffer) => {
+        size += d.length;
+        if (size > limit) {
+          res.destroy();
+          resolve({ status: res.statusCode ?? 0, body: undefined });
+          return;
+        }
+        parts.push(d);
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: parts.length === 1 ? parts[0].toString('utf8') : Buffer.concat(parts).toString('utf8') }));
+      res.on('error', reject);
+      res.on('aborted', () => reject(Object.assign(new Error('answer cut off'), { code: 'ECONNRESET' })));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 }
 
 /** HTTP basic credentials of a hook. */
@@ -109,7 +143,7 @@ function hookAuth(cfg: NotifierConfig, url: URL): HookAuth | undefined {
 export interface HookSigning { id: string; keys: Buffer[] }
 
 /** Send one request until `signal` aborts it (the host's timeout, or the stop); throws unless the answer is a success. */
-export async function sendHook(cfg: NotifierConfig, req: HookRequest, signal: AbortSignal, signing?: HookSigning): Promise<void> {
+export async function sendHook(cfg: NotifierConfig, req: HookRequest, signal: AbortSignal, agents: HookAgents, signing?: HookSigning): Promise<void> {
   const url = new URL(cfg.uri as string);
   for (const [k, v] of Object.entries(req.query ?? {})) url.searchParams.append(k, v);
   const headers: Record<string, string> = req.contentType ? { 'Content-Type': req.contentType } : {};
@@ -121,21 +155,14 @@ export async function sendHook(cfg: NotifierConfig, req: HookRequest, signal: Ab
     headers['webhook-signature'] = signature(signing.keys, signing.id, timestamp, req.body ?? url.search.slice(1));
   }
   const auth = hookAuth(cfg, url);
-  // fetch refuses a URL with credentials: they go as basic authorization, as 3.3 (requests) sent them
+  // the credentials go as basic authorization, as 3.3 (requests) sent them, not in the URL
   url.username = '';
   url.password = '';
   if (auth) headers.Authorization = `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}`;
-  let r: Response;
-  let body: string | undefined;
+  if (req.body !== undefined) headers['Content-Length'] = String(Buffer.byteLength(req.body));
+  let r: { status: number; body: string | undefined };
   try {
-    r = await fetch(url, {
-      method: req.method,
-      headers,
-      body: req.body,
-      signal,
-      redirect: 'error',
-    });
-    body = await readBounded(r, WebhookDefaults.max_answer_bytes);
+    r = await request(url, req.method, headers, req.body, WebhookDefaults.max_answer_bytes, signal, agents);
   } catch (err) {
     if (signal.aborted) throw signal.reason;
     const cause = (err as { cause?: unknown }).cause;
@@ -143,6 +170,7 @@ export async function sendHook(cfg: NotifierConfig, req: HookRequest, signal: Ab
     if (unreachable(err)) e.transient = true;
     throw e;
   }
+  const body = r.body;
   if (body === undefined) throw refusal(r.status, `answer longer than ${WebhookDefaults.max_answer_bytes} bytes`);
   if (!(req.accepts ?? answerIsSuccess)(r.status, body)) throw refusal(r.status, `answer HTTP ${r.status}: ${body.slice(0, 200)}`);
 }
@@ -164,8 +192,8 @@ function refusal(status: number, message: string): DeliveryError {
 }
 
 /**
- * The system errors of a receiver that cannot be reached now (fetch's
- * cause): refused, reset, timed out, no route, a name server that did not
+ * The system errors of a receiver that cannot be reached now (the
+ * request's error or its cause): refused, reset, timed out, no route, a name server that did not
  * answer. Not: a name that does not exist, a certificate refused, a redirect
  * (a setting to mend, not an outage to ride out).
  */
@@ -214,6 +242,7 @@ interface KeyLookup { get(id: string): { key: string } | undefined }
 /** One notifier's endpoint: requests one after the other, partial failures reported as DeliveryError. */
 class WebhookEndpoint implements Endpoint {
   private readonly stopping = new AbortController();
+  private readonly agents = new HookAgents();
   private readonly secrets: ReturnType<typeof hookKeys>;
   /**
    * The frame id of a chunk, by its first event: the host retries the same
@@ -260,10 +289,11 @@ class WebhookEndpoint implements Endpoint {
 
   stop(): void {
     this.stopping.abort(new Error('stopped')); // a request still hanging at stop is not waited for
+    this.agents.close();
   }
 
   test(signal: AbortSignal): Promise<void> {
-    return sendHook(this.cfg, this.spec.encodeTest(this.current()), AbortSignal.any([signal, this.stopping.signal]), this.signing([]));
+    return sendHook(this.cfg, this.spec.encodeTest(this.current()), AbortSignal.any([signal, this.stopping.signal]), this.agents, this.signing([]));
   }
 
   async send(subject: Subject, events: unknown[], signal: AbortSignal, frame?: FrameInfo): Promise<void> {
@@ -275,7 +305,7 @@ class WebhookEndpoint implements Endpoint {
     const either = AbortSignal.any([signal, this.stopping.signal]);
     for (let i = 0; i < chunks.length; i++) {
       try {
-        await sendHook(this.cfg, chunks[i].request, either, this.signing(chunks[i].events, idOf(i)));
+        await sendHook(this.cfg, chunks[i].request, either, this.agents, this.signing(chunks[i].events, idOf(i)));
       } catch (err) {
         first ??= err;
         remaining.push(...chunks[i].events);

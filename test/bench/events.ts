@@ -49,7 +49,7 @@ import { table, fmt, benchUpdatePlugin, updateBatches, postBatches, jsonReceiver
  * BENCH_EVENTS_N sets the events per run (default 20000); BENCH_EVENTS_PART
  * (throughput, flush, cost; default all) runs some parts only;
  * BENCH_COST_TYPES (words of the names) some notifier types only;
- * BENCH_EVENTS_OTHER=<dist/core/main.js> adds another build's json hooks.
+ * BENCH_EVENTS_OTHER=<dist/core/main.js> runs every type on another build too.
  */
 const N = Number(process.env.BENCH_EVENTS_N ?? 20_000);
 const SIZES = (process.env.BENCH_DB_SIZES ?? '10000,100000,1000000').split(',').filter(Boolean).map(Number);
@@ -391,10 +391,10 @@ async function notifierCost(): Promise<(string | number)[][]> {
       await s.createDatabase('bench');
       types.push(['influxdb 1.x', { id: 'ifx', type: 'influxdb', uri: s.url, db: 'bench', ...common }]);
     }
-    // BENCH_EVENTS_OTHER=<dist/core/main.js of another build>: its json hooks too (before and after in one run)
+    // BENCH_EVENTS_OTHER=<dist/core/main.js of another build>: every type on it too, alternating (before and after in one run)
     const other = process.env.BENCH_EVENTS_OTHER;
-    if (other) for (const [name, cfg] of types.slice(0, 2)) types.push([`${name}, other build`, cfg, other]);
-    const chosen = types.filter(([name]) => !only || only.some((o) => name.includes(o)));
+    const all = other ? types.flatMap((ty): typeof types => [ty, [`${ty[0]}, other build`, ty[1], other]]) : types;
+    const chosen = all.filter(([name]) => !only || only.some((o) => name.includes(o)));
     const none: CostRun[] = [];
     const runs = new Map<string, CostRun[]>(chosen.map(([name]) => [name, []]));
     for (let round = 0; round <= COST_ROUNDS; round++) {

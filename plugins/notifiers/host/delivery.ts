@@ -504,6 +504,9 @@ export class Delivery {
         if (this.draining && !this.durable?.outbox.accepting) return;
         await new Promise<void>((r) => { this.wake = r; });
         this.wake = undefined;
+        // the first event after a pause waits out the turn of the event loop it came in: the rest of that
+        // turn's events (a JSON RPC batch runs its calls in one turn) go in the same send, not one send each
+        if (!this.draining && !this.closed) await new Promise<void>((r) => setImmediate(r));
         continue;
       }
       this.inflight = batch.events.length;

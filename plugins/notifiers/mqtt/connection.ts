@@ -170,6 +170,9 @@ export class Connection {
       clean: !session,
       ...(session ? { properties: { sessionExpiryInterval: s.sessionExpiry } } : {}),
       keepalive: s.keepalive,
+      // pings on their own clock: the client's default moves the keepalive timer at every acknowledgement,
+      // a timer cleared and set again per QoS 1 message of a busy notifier
+      reschedulePings: false,
       // reconnects are ours (back-off), subscriptions are ours (routes), and
       // nothing is queued while offline: the host buffers what must survive
       reconnectPeriod: 0,
@@ -371,8 +374,7 @@ export class Connection {
       } else {
         const c = client as unknown as InFlight;
         // checked before anything goes into the client's state: a message the protocol cannot carry fails here
-        for (const m of messages) frames.add(m.topic, undefined, m.payload, m.retain, m.properties, qos, 1);
-        frames.take();
+        for (const m of messages) frames.check(m.topic, m.payload, m.properties, qos);
         let left = messages.length;
         let done!: () => void;
         let failed!: (err: unknown) => void;

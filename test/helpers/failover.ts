@@ -1,6 +1,7 @@
 import type { ExecutionContext } from 'ava';
 import fs from 'node:fs';
-import { makeDir, spawnController, Keys, type Child } from './controller';
+import { makeDir, spawnController, startController, Keys, type Child, type Running } from './controller';
+import { pgRows } from './postgres';
 import type { Owner } from './broker';
 import { until } from './wait';
 
@@ -28,6 +29,22 @@ export async function startMember(t: Owner, userdb: string, node: string, more: 
   // spawnController asks its owner only for teardown
   const child = await spawnController(t as ExecutionContext, dir);
   return { ...child, node, dir };
+}
+
+/**
+ * One controller of `[cluster] failover` with a lease so long that its own
+ * clock says active throughout (only the database can refuse it), active
+ * when this resolves; `more`: other [cluster] settings.
+ */
+export async function longLeaseActive(t: ExecutionContext, userdb: string, more: Record<string, string> = {}): Promise<{ c: Running; h: FailoverHealth }> {
+  const c = await startController(t, { ini: { server: { userdb, db: userdb }, cluster: { failover: 'yes', node: 'a', lease: 120, lease_renew: 40, ...more } } });
+  const h = await untilRole(c.url, 'active');
+  return { c, h };
+}
+
+/** Another controller's grant of the lease, written as a takeover writes it. */
+export function grantElsewhere(userdb: string): Promise<unknown> {
+  return pgRows(userdb, "UPDATE eva_lease SET token = token + 1, holder = 'thief', expires = now() + interval '1 minute'");
 }
 
 export async function health(url: string): Promise<FailoverHealth> {

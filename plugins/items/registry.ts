@@ -15,6 +15,7 @@ import { parseBinding } from './binding';
 import { checkValueSize, type ItemsLimits } from './defaults';
 import type { StateDb, StateDbItems } from './state-db';
 import type { ItemDefs, ItemDefsTarget } from './item-db';
+import type { Failover } from '../cluster/contract';
 
 /** Default action priority (EVA ICS: lower runs first). */
 export const DEFAULT_PRIORITY = 100;
@@ -50,6 +51,8 @@ export class ItemRegistry implements ItemsService {
   private stateDb?: StateDb;
   /** `[cluster] failover`: the item definitions in the shared table eva_item (./item-db.ts) */
   private defs?: ItemDefs;
+  /** `[cluster] failover` on the state db's database: a standby takes no change that comes without a function call */
+  private failover?: Failover;
   /** the one queue of definition changes with failover: each is checked, written to the table, then made here, in turn */
   private definitionsDone: Promise<unknown> = Promise.resolve();
   readonly actions: ActionQueues;
@@ -115,9 +118,20 @@ export class ItemRegistry implements ItemsService {
     this.stateDb = db;
   }
 
-  /** Keep the item definitions in the shared item table too, from now on (failover). */
-  attachItemDefs(defs: ItemDefs): void {
+  /** Keep the item definitions in the shared item table too, from now on, and refuse plugins' changes while a standby (failover). */
+  attachItemDefs(defs: ItemDefs, failover: Failover): void {
     this.defs = defs;
+    this.failover = failover;
+  }
+
+  /**
+   * A change from a plugin (a core script, an MQTT update or control
+   * message) on a failover standby: refused (the standby error), since the
+   * items are the active one's; the functions are refused before (fenced).
+   */
+  private refuseOnStandby(): void {
+    const refused = this.failover?.refusal();
+    if (refused) throw refused;
   }
 
   /** What the item table reads from the items and applies to them. */
@@ -150,6 +164,7 @@ export class ItemRegistry implements ItemsService {
   }
 
   update(oid: string, change: StateChange, source?: string): void {
+    this.refuseOnStandby();
     const changed = this.apply(this.must(oid), change, source);
     // nobody waits for it: no promise per call (a failed write is logged by the file, and the next one carries the change)
     if ((changed || this.file.dirty) && this.ctx.config.server.db_update === 'instant') {
@@ -173,6 +188,7 @@ export class ItemRegistry implements ItemsService {
   }
 
   async action(oid: string, params: { status: number; value?: string | null; priority?: number }, _source?: string): Promise<string> {
+    this.refuseOnStandby();
     return this.startAction(this.must(oid), params.status, params.value, params.priority).uuid;
   }
 

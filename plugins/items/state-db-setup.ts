@@ -91,7 +91,7 @@ export async function openStateDb(ctx: PluginContext, reg: ItemRegistry, writeMa
     await db.follow('all');
   });
   if (defs) {
-    reg.attachItemDefs(defs);
+    reg.attachItemDefs(defs, failover);
     await link.use(defs);
     ctx.onStop(() => defs.stop());
   }

@@ -4,6 +4,7 @@ import { Keys } from '../helpers/controller';
 import { until } from '../helpers/wait';
 import { pgRows, postgresTests } from '../helpers/postgres';
 import { readItemsState } from '../helpers/items-file';
+import { CS } from '../helpers/corescripts';
 import { grantElsewhere, health, longLeaseActive, startMember, untilRole, type Member } from '../helpers/failover';
 
 /**
@@ -103,4 +104,27 @@ pgtest('a definition change carrying an old lease token changes nothing, in the 
   t.is((await health(a.url)).role, 'standby');
   t.deepEqual((await pgRows(uri, 'SELECT oid FROM eva_item')).map((x) => x.oid), ['unit:fence/u']);
   t.deepEqual(((await a.client.rpc('list', { k: master })).result as { oid: string }[]).map((i) => i.oid), ['unit:fence/u']);
+});
+
+pgtest('a change without a function call (a core script\'s items.update, called through its cs_ method) does not land on a standby: refused there, the item and the table keep the active one\'s state', async (t) => {
+  t.timeout(300_000);
+  const uri = await shared.database();
+  const script = `rpc('poke', () => {
+  try { items.update('sensor:cs/s', { status: 1, value: 'poked' }); return 'changed'; } catch (e) { return 'refused: ' + e.message; }
+}, { permission: 'any' });`;
+  const files = { [`${CS}/a.js`]: script };
+  const a = await startMember(t, uri, 'a', {}, files);
+  await untilRole(a.url, 'active');
+  t.falsy((await rpc(a.url, 'create', { k: master, i: 'sensor:cs/s' })).error);
+  t.falsy((await rpc(a.url, 'update', { k: ops, i: 'sensor:cs/s', s: 1, v: 'active' })).error);
+  const b = await startMember(t, uri, 'b', {}, files);
+  await untilRole(b.url, 'standby');
+  await until('the standby to hold the item and its state', async () => (await rpc(b.url, 'state', { k: master, i: 'sensor:cs/s' })).result?.value === 'active', 60_000);
+  const poke = async (url: string) => (await until('the script loaded', async () => (await rpc(url, 'cs_poke', { k: master })).result as string | undefined));
+  t.regex(await poke(b.url), /^refused: .*standby/);
+  t.is((await rpc(b.url, 'state', { k: master, i: 'sensor:cs/s' })).result?.value, 'active');
+  t.deepEqual(await pgRows(uri, "SELECT value FROM state WHERE id = 'cs/s'"), [{ value: 'active' }]);
+  // the same script on the active one changes the item
+  t.is(await poke(a.url), 'changed');
+  await until('the standby to follow the active one\'s change', async () => (await rpc(b.url, 'state', { k: master, i: 'sensor:cs/s' })).result?.value === 'poked', 60_000);
 });

@@ -160,13 +160,15 @@ export class ItemDefs implements LinkUser {
       const defs = this.target.definitions();
       const oids = [...defs.keys()];
       const lease = this.fence.params();
+      // the standbys read every row when told: a standby that started before holds its own items file until then
       const r = await this.link.pool.query<{ ok: boolean }>(
-        `WITH ${this.fence.cte(5)}, w AS (INSERT INTO eva_item (name, oid, config)
+        `WITH ${this.fence.cte(6)}, w AS (INSERT INTO eva_item (name, oid, config)
            SELECT $1::varchar, u.oid, u.config FROM unnest($2::varchar[], $3::jsonb[]) AS u(oid, config) CROSS JOIN fence WHERE fence.ok
            ON CONFLICT (name, oid) DO NOTHING RETURNING oid),
-         s AS (INSERT INTO eva_item_set (name, node) SELECT $1::varchar, $4::varchar FROM fence WHERE fence.ok ON CONFLICT (name) DO NOTHING RETURNING name)
-         SELECT (SELECT ok FROM fence) AS ok, (SELECT count(*) FROM w) AS n, (SELECT count(*) FROM s) AS s`,
-        [this.name, oids, oids.map((o) => JSON.stringify(defs.get(o))), this.node, ...lease]);
+         s AS (INSERT INTO eva_item_set (name, node) SELECT $1::varchar, $4::varchar FROM fence WHERE fence.ok ON CONFLICT (name) DO NOTHING RETURNING name),
+         n AS (SELECT pg_notify('${ITEM_CHANNEL}', $5::text) FROM fence WHERE fence.ok)
+         SELECT (SELECT ok FROM fence) AS ok, (SELECT count(*) FROM w) AS w, (SELECT count(*) FROM s) AS s, (SELECT count(*) FROM n) AS n`,
+        [this.name, oids, oids.map((o) => JSON.stringify(defs.get(o))), this.node, JSON.stringify({ n: this.name, o: '*' }), ...lease]);
       if (!r.rows[0]?.ok) throw this.fence.refused();
       this.log.info(`item table: the items of ${this.name} are kept in the shared database from now on (${oids.length} from this controller's items file)`);
     } catch (err) {

@@ -128,3 +128,21 @@ pgtest('a change without a function call (a core script\'s items.update, called 
   t.is(await poke(a.url), 'changed');
   await until('the standby to follow the active one\'s change', async () => (await rpc(b.url, 'state', { k: master, i: 'sensor:cs/s' })).result?.value === 'poked', 60_000);
 });
+
+pgtest('the first active one puts its items file in the table and a standby that started before takes those items, without a restart', async (t) => {
+  t.timeout(300_000);
+  const uri = await shared.database();
+  // a lease held elsewhere for a while: both start as standbys, each with its own items file, before any is in the table
+  await pgRows(uri, `CREATE TABLE IF NOT EXISTS eva_lease (name VARCHAR(256) PRIMARY KEY, holder VARCHAR(256) NOT NULL, token BIGINT NOT NULL, expires TIMESTAMPTZ NOT NULL);
+    INSERT INTO eva_lease VALUES ('uc/testhost', 'elsewhere', 1, now() + interval '8 seconds')`);
+  const [a, b] = await Promise.all([startMember(t, uri, 'a', {}, itemsFile(['sensor:f/a'])), startMember(t, uri, 'b', {}, itemsFile(['sensor:f/b']))]);
+  t.deepEqual((await pgRows(uri, 'SELECT count(*)::int AS n FROM eva_item_set')), [{ n: 0 }], 'the lease was still held elsewhere');
+  const active = await until('one of them active', async () => {
+    for (const m of [a, b]) if ((await health(m.url)).role === 'active') return m;
+    return undefined;
+  }, 60_000);
+  const standby = active === a ? b : a;
+  const own = active === a ? 'sensor:f/a' : 'sensor:f/b';
+  await until('the first active one\'s items in the table', async () => (await pgRows(uri, 'SELECT oid FROM eva_item')).map((r) => r.oid).join() === own, 60_000);
+  await until('the standby to hold them', async () => Object.keys(await defs(standby)).join() === own, 60_000);
+});

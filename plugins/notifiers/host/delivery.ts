@@ -532,7 +532,8 @@ export class Delivery {
   }
 
   private async work(): Promise<void> {
-    while (await this.unparked()) {
+    // awaited only while parked: otherwise the loop runs step for step as it always did
+    while (!this.closed && (!this.parked || await this.unparked())) {
       const batch = this.take();
       if (!batch) {
         this.overflowing = false;
@@ -646,7 +647,7 @@ export class Delivery {
     let events = frame.events;
     if (!events.length) return;
     for (let attempt = 0; ; attempt++) {
-      if (!(await this.unparked())) return;
+      if (this.parked && !(await this.unparked())) return;
       const seqs = frame.boxes?.map((b) => b.seq);
       const id = seqs && this.durable!.outbox.frameId(seqs);
       // a frame across groups is on disk before its first try (a restart makes it again from the record)

@@ -5,7 +5,8 @@ import { postgresTests } from '../helpers/postgres';
 import { startBroker, Subscriber, type Received } from '../helpers/broker';
 import { mqttNotifier } from '../helpers/mqtt-notifier';
 import { notifierFiles } from '../helpers/notifiers';
-import { startMember, untilRole } from '../helpers/failover';
+import { sparkplugActive, startMember, untilRole } from '../helpers/failover';
+import { NODE } from '../helpers/sparkplug-node';
 
 /**
  * `[cluster] failover`: a controller demoted to standby (paused past its
@@ -64,4 +65,36 @@ pgtest('an active paused past its lease (SIGSTOP, SIGCONT) comes back a standby 
   await sub.waitFor(() => sub.messages.slice(settled).some((x) => x.topic === 'spa/sensor/pub/s/status'), 30_000, 'A\'s current state');
   t.falsy((await rpc(a.url, 'update', { k: master, i: 'sensor:pub/s', s: 1, v: 'again' })).error);
   await sub.waitFor(() => sub.messages.slice(settled).some((x) => x.topic === 'spa/sensor/pub/s/value' && x.payload === 'again'), 30_000, 'A\'s change');
+});
+
+pgtest('a Sparkplug node demoted by a pause past its lease closes its connection: no birth and no data from it while the other is active; active again, it is born with the next bdSeq', async (t) => {
+  t.timeout(300_000);
+  const uri = await shared.database();
+  const { broker, host, files, a, first } = await sparkplugActive(t, uri, { kind: 'aedes' });
+  const ours = () => broker.clients!().filter((id) => id.startsWith(`sparkplug-plant-${NODE}-`));
+  const [aClient] = await until('A\'s client at the broker', () => (ours().length === 1 ? ours() : undefined));
+  t.falsy((await rpc(a.url, 'create', { k: master, i: 'sensor:g1/s' })).error);
+  const b = await startMember(t, uri, 'b', {}, files);
+  await untilRole(b.url, 'standby');
+
+  a.proc.kill('SIGSTOP');
+  await untilRole(b.url, 'active');
+  await host.until('B\'s NBIRTH', () => host.bdSeq(NODE) === (first + 1) % 256, 60_000);
+  a.proc.kill('SIGCONT');
+  await untilRole(a.url, 'standby');
+  await until('A\'s client gone from the broker', () => !broker.clients!().includes(aClient), 30_000);
+  const from = host.kinds().length;
+  // B goes on publishing; A, stopped, sent at most its death of the older session (bdSeq `first`), which the host ignores
+  t.falsy((await rpc(b.url, 'update', { k: master, i: 'sensor:g1/s', s: 1, v: 'from-b' })).error);
+  await host.until('B\'s data', () => host.kinds(from).some((k) => k.startsWith('DDATA')), 30_000);
+  t.true(host.online(NODE));
+  t.is(host.bdSeq(NODE), (first + 1) % 256);
+  t.is(host.kinds().filter((k) => k === 'NBIRTH').length, 2, host.kinds().join(' '));
+  t.deepEqual(host.problems, []);
+
+  b.proc.kill('SIGKILL');
+  await b.exited;
+  await untilRole(a.url, 'active');
+  await host.until('A born again', () => host.bdSeq(NODE) === (first + 2) % 256 && host.online(NODE), 60_000);
+  t.deepEqual(host.problems, []);
 });

@@ -13,10 +13,9 @@ import { readItemsState } from '../helpers/items-file';
 import { startBroker, Subscriber } from '../helpers/broker';
 import { mqttNotifier } from '../helpers/mqtt-notifier';
 import { notifierFiles } from '../helpers/notifiers';
-import { SparkplugHost } from '../helpers/sparkplug-host';
 import { CS } from '../helpers/corescripts';
-import { NODE, sparkplugNotifier } from '../helpers/sparkplug-node';
-import { FastLease, grantElsewhere, health, killAndTime, longLeaseActive, startMember, untilRole, write, type FailoverHealth, type Member } from '../helpers/failover';
+import { NODE } from '../helpers/sparkplug-node';
+import { FastLease, grantElsewhere, sparkplugActive, health, killAndTime, longLeaseActive, startMember, untilRole, write, type FailoverHealth, type Member } from '../helpers/failover';
 
 /**
  * `[cluster] failover`: controllers of one `[server] name` on one
@@ -239,13 +238,7 @@ pgtest('notifiers of a standby publish nothing; once it took over, its mqtt noti
 pgtest('a Sparkplug node: born by the active one only; after a takeover the new active one\'s NBIRTH has the next bdSeq under the same edge node id', async (t) => {
   t.timeout(300_000);
   const uri = await shared.database();
-  const broker = await startBroker(t);
-  const host = await SparkplugHost.connect(t, broker, 'plant');
-  const files = notifierFiles({ sp1: sparkplugNotifier(broker) });
-  const a = await startMember(t, uri, 'a', {}, files);
-  await untilRole(a.url, 'active');
-  await host.until('the active one\'s NBIRTH', () => host.online(NODE), 60_000);
-  const first = host.bdSeq(NODE)!;
+  const { host, files, a, first } = await sparkplugActive(t, uri);
   const b = await startMember(t, uri, 'b', {}, files);
   await untilRole(b.url, 'standby');
   await sleep(1000);

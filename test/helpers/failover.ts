@@ -2,7 +2,10 @@ import type { ExecutionContext } from 'ava';
 import fs from 'node:fs';
 import { makeDir, spawnController, startController, Keys, type Child, type Running } from './controller';
 import { pgRows } from './postgres';
-import type { Owner } from './broker';
+import { startBroker, type Broker, type BrokerOptions, type Owner } from './broker';
+import { SparkplugHost } from './sparkplug-host';
+import { NODE, sparkplugNotifier } from './sparkplug-node';
+import { notifierFiles } from './notifiers';
 import { until } from './wait';
 
 /**
@@ -45,6 +48,21 @@ export async function longLeaseActive(t: ExecutionContext, userdb: string, more:
 /** Another controller's grant of the lease, written as a takeover writes it. */
 export function grantElsewhere(userdb: string): Promise<unknown> {
   return pgRows(userdb, "UPDATE eva_lease SET token = token + 1, holder = 'thief', expires = now() + interval '1 minute'");
+}
+
+/**
+ * A broker, a Sparkplug host application of group `plant`, and member `a`
+ * with a Sparkplug node (edge node NODE), active and born; `files` for the
+ * other members. `first`: the bdSeq of its birth.
+ */
+export async function sparkplugActive(t: ExecutionContext, userdb: string, broker: BrokerOptions = {}): Promise<{ broker: Broker; host: SparkplugHost; files: Record<string, string>; a: Member; first: number }> {
+  const b = await startBroker(t, broker);
+  const host = await SparkplugHost.connect(t, b, 'plant');
+  const files = notifierFiles({ sp1: sparkplugNotifier(b) });
+  const a = await startMember(t, userdb, 'a', {}, files);
+  await untilRole(a.url, 'active');
+  await host.until('the active one\'s NBIRTH', () => host.online(NODE), 60_000);
+  return { broker: b, host, files, a, first: host.bdSeq(NODE)! };
 }
 
 export async function health(url: string): Promise<FailoverHealth> {

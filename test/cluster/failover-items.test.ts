@@ -134,9 +134,12 @@ pgtest('the first active one puts its items file in the table and a standby that
   const uri = await shared.database();
   // a lease held elsewhere for a while: both start as standbys, each with its own items file, before any is in the table
   await pgRows(uri, `CREATE TABLE IF NOT EXISTS eva_lease (name VARCHAR(256) PRIMARY KEY, holder VARCHAR(256) NOT NULL, token BIGINT NOT NULL, expires TIMESTAMPTZ NOT NULL);
-    INSERT INTO eva_lease VALUES ('uc/testhost', 'elsewhere', 1, now() + interval '8 seconds')`);
+    INSERT INTO eva_lease VALUES ('uc/testhost', 'elsewhere', 1, now() + interval '10 minutes')`);
   const [a, b] = await Promise.all([startMember(t, uri, 'a', {}, itemsFile(['sensor:f/a'])), startMember(t, uri, 'b', {}, itemsFile(['sensor:f/b']))]);
-  t.deepEqual((await pgRows(uri, 'SELECT count(*)::int AS n FROM eva_item_set')), [{ n: 0 }], 'the lease was still held elsewhere');
+  await Promise.all([untilRole(a.url, 'standby'), untilRole(b.url, 'standby')]);
+  t.deepEqual((await pgRows(uri, 'SELECT count(*)::int AS n FROM eva_item_set')), [{ n: 0 }]);
+  // the lease runs out: one of them takes it
+  await pgRows(uri, "UPDATE eva_lease SET expires = now() WHERE name = 'uc/testhost'");
   const active = await until('one of them active', async () => {
     for (const m of [a, b]) if ((await health(m.url)).role === 'active') return m;
     return undefined;

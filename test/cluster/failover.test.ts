@@ -82,7 +82,7 @@ pgtest('one active, the other standby: /health says which and who holds the leas
   await until('the cvar on the standby', async () => (await rpc(b.url, 'get_cvar', { k: master, i: 'x' })).result?.x === 'from-a');
   t.like((await rpc(b.url, 'get_lock', { k: ops, l: 'l1' })).result, { locked: true, token: g.result.token });
   // the item the active one made, with its state (test/cluster/failover-items.test.ts: how items follow)
-  await until('the item on the standby', async () => (await rpc(b.url, 'list', { k: master })).result?.[0]?.value === '5');
+  await until('the item on the standby', async () => (await rpc(b.url, 'list', { k: master })).result?.[0]?.value === '5', 60_000);
   t.falsy((await rpc(b.url, 'test', { k: master })).error);
   // rpc.discover says which functions are fenced
   const methods = (await rpc(b.url, 'rpc.discover', {})).result.methods as { name: string; 'x-fenced'?: boolean }[];

@@ -16,7 +16,7 @@ import type { ApiLogBackend, ApiLogLimits } from '../sysapi/contract';
  * own things in a PostgreSQL database (the items' state db): one PgLink per
  * database, the cluster's when it is the same one (PgLink.serves).
  */
-export { PgLink, isFatal, tryConnect, type LinkUser, type LinkRole } from './pg-link';
+export { PgLink, isFatal, tryConnect, makeUnderLock, type LinkUser, type LinkRole } from './pg-link';
 /** 3.3's PostgreSQL URI spellings, and the URI with its password masked. */
 export { maskUserdb, parseUserdb } from './uri';
 

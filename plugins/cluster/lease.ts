@@ -83,6 +83,10 @@ export interface WriteFence {
 
 /** What a controller with `[cluster] failover` is now, and the fence its shared writes carry. */
 export interface Failover {
+  /** the lease's name, `<product>/<[server] name>`: what the controllers of one pair share */
+  readonly name: string;
+  /** this controller as holder */
+  readonly node: string;
   /** active only while the last renewal (or grant) was sent less than the lease (less a margin) ago, by the monotonic clock */
   readonly role: 'active' | 'standby';
   /** the current grant's token while active, else undefined */
@@ -174,6 +178,14 @@ export class Lease implements LinkUser, Failover {
       },
     };
     void link.use(this);
+  }
+
+  get name(): string {
+    return this.settings.name;
+  }
+
+  get node(): string {
+    return this.settings.node;
   }
 
   /** holding a confirmed grant by the monotonic clock (prepared for it or not) */

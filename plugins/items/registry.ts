@@ -14,6 +14,8 @@ import { runScript } from './script';
 import { parseBinding } from './binding';
 import { checkValueSize, type ItemsLimits } from './defaults';
 import type { StateDb, StateDbItems } from './state-db';
+import type { ItemDefs, ItemDefsTarget } from './item-db';
+import type { Failover } from '../cluster/contract';
 
 /** Default action priority (EVA ICS: lower runs first). */
 export const DEFAULT_PRIORITY = 100;
@@ -47,6 +49,12 @@ export class ItemRegistry implements ItemsService {
   private readonly file: ItemsFile;
   /** `[server] db` a PostgreSQL database: the states in its table `state` too (./state-db.ts) */
   private stateDb?: StateDb;
+  /** `[cluster] failover`: the item definitions in the shared table eva_item (./item-db.ts) */
+  private defs?: ItemDefs;
+  /** `[cluster] failover` on the state db's database: a standby takes no change that comes without a function call */
+  private failover?: Failover;
+  /** the one queue of definition changes with failover: each is checked, written to the table, then made here, in turn */
+  private definitionsDone: Promise<unknown> = Promise.resolve();
   readonly actions: ActionQueues;
 
   constructor(private readonly ctx: PluginContext, private readonly limits: ItemsLimits) {
@@ -110,6 +118,31 @@ export class ItemRegistry implements ItemsService {
     this.stateDb = db;
   }
 
+  /** Keep the item definitions in the shared item table too, from now on, and refuse plugins' changes while a standby (failover). */
+  attachItemDefs(defs: ItemDefs, failover: Failover): void {
+    this.defs = defs;
+    this.failover = failover;
+  }
+
+  /**
+   * A change from a plugin (a core script, an MQTT update or control
+   * message) on a failover standby: refused (the standby error), since the
+   * items are the active one's; the functions are refused before (fenced).
+   */
+  private refuseOnStandby(): void {
+    const refused = this.failover?.refusal();
+    if (refused) throw refused;
+  }
+
+  /** What the item table reads from the items and applies to them. */
+  itemDefsTarget(): ItemDefsTarget {
+    return {
+      definitions: () => new Map([...this.items].map(([oid, item]) => [oid, { ...item.props }])),
+      applyDefinitions: (rows, whole) => this.applyDefinitions(rows, whole),
+      serial: (fn) => this.serial(fn),
+    };
+  }
+
   // ---- the items service (plugins/items/contract.ts) ----
 
   readable(key: ApiKey | undefined, oidOrMask: string): boolean {
@@ -131,6 +164,7 @@ export class ItemRegistry implements ItemsService {
   }
 
   update(oid: string, change: StateChange, source?: string): void {
+    this.refuseOnStandby();
     const changed = this.apply(this.must(oid), change, source);
     // nobody waits for it: no promise per call (a failed write is logged by the file, and the next one carries the change)
     if ((changed || this.file.dirty) && this.ctx.config.server.db_update === 'instant') {
@@ -154,6 +188,7 @@ export class ItemRegistry implements ItemsService {
   }
 
   async action(oid: string, params: { status: number; value?: string | null; priority?: number }, _source?: string): Promise<string> {
+    this.refuseOnStandby();
     return this.startAction(this.must(oid), params.status, params.value, params.priority).uuid;
   }
 
@@ -184,45 +219,135 @@ export class ItemRegistry implements ItemsService {
   }
 
   async create(o: Oid, save: boolean): Promise<Item> {
-    if (this.items.has(o.oid)) throw alreadyExists(`item ${o.oid}`);
-    const same = this.ids.get(`${o.type}:${o.id}`);
-    if (same) throw alreadyExists(`${o.type} with id ${o.id} (${same})`);
-    const props: ItemProps = {
-      mqtt_update: this.ctx.config.server.mqtt_update_default ?? '',
-      mqtt_control: '',
-      action_enabled: true,
-      action_timeout: null,
-    };
-    const item = new Item(o, props);
-    this.add(item);
-    this.emitState(item);
-    this.tell(item, 'created');
-    this.marked(item.o.oid);
+    const item = await this.define(() => {
+      if (this.items.has(o.oid)) throw alreadyExists(`item ${o.oid}`);
+      const same = this.ids.get(`${o.type}:${o.id}`);
+      if (same) throw alreadyExists(`${o.type} with id ${o.id} (${same})`);
+      return new Item(o, {
+        mqtt_update: this.ctx.config.server.mqtt_update_default ?? '',
+        mqtt_control: '',
+        action_enabled: true,
+        action_timeout: null,
+      });
+    }, (i) => i.props, (i) => {
+      this.introduce(i);
+      this.marked(i.o.oid);
+    }, o.oid);
     await this.persist(item, save);
     return item;
   }
 
   async destroy(item: Item, save: boolean): Promise<void> {
-    if (this.actions.busy(item.o.oid)) throw busy(`${item.o.oid} has an action running or queued`);
-    this.items.delete(item.o.oid);
-    this.ids.delete(`${item.o.type}:${item.o.id}`);
-    this.actions.forget(item.o.oid);
-    this.tell(item, 'destroyed');
-    this.marked(item.o.oid);
+    await this.define(() => {
+      this.mustStill(item);
+      if (this.actions.busy(item.o.oid)) throw busy(`${item.o.oid} has an action running or queued`);
+    }, () => null, () => {
+      this.remove(item);
+      this.stateDb?.mark(item.o.oid);
+    }, item.o.oid);
     await this.persist(item, save);
   }
 
   /** Change one property (already checked and converted by the caller). */
   async setProp<K extends keyof ItemProps>(item: Item, prop: K, value: ItemProps[K], save: boolean): Promise<void> {
-    if (!PropTypes[prop].includes(item.o.type)) throw invalidParams(`property ${prop} does not apply to a ${item.o.type}`);
-    if ((prop === 'mqtt_update' || prop === 'mqtt_control') && value) this.checkMqttNotifier(value as string);
-    if (item.props[prop] === value) return;
+    const changed = await this.define(() => {
+      this.mustStill(item);
+      if (!PropTypes[prop].includes(item.o.type)) throw invalidParams(`property ${prop} does not apply to a ${item.o.type}`);
+      if ((prop === 'mqtt_update' || prop === 'mqtt_control') && value) this.checkMqttNotifier(value as string);
+      return item.props[prop] !== value;
+    }, (differs) => (differs ? { ...item.props, [prop]: value } : undefined), (differs) => {
+      if (differs) this.configure(item, { ...item.props, [prop]: value });
+    }, item.o.oid);
+    if (changed) await this.persist(item, save);
+  }
+
+  /**
+   * A change of an item's definition: checked, made here. With failover
+   * it is written to the item table first (fenced: a standby's or an old
+   * grant's write is refused, 5 / 503) and made here only once committed,
+   * in one queue with the other definition changes and those the table
+   * brings, so what is checked is what the change meets. `row`: the
+   * definition to write (null: destroyed; undefined: nothing changes).
+   */
+  private async define<T>(check: () => T, row: (x: T) => ItemProps | null | undefined, make: (x: T) => void, oid: string): Promise<T> {
+    const defs = this.defs;
+    if (!defs) {
+      const x = check();
+      make(x);
+      return x;
+    }
+    return this.serial(async () => {
+      const x = check();
+      const r = row(x);
+      if (r !== undefined) await defs.write(oid, r);
+      make(x);
+      return x;
+    });
+  }
+
+  /** Run `fn` after the definition changes before it (a failure does not hold the next back). */
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.definitionsDone.then(fn, fn);
+    this.definitionsDone = run.catch(() => undefined);
+    return run;
+  }
+
+  /** The item is still the one held (a change queued behind its destroy finds it gone). */
+  private mustStill(item: Item): void {
+    if (this.items.get(item.o.oid) !== item) throw notFound(`item ${item.o.oid}`);
+  }
+
+  /**
+   * The item table's definitions (failover): items created, configured or
+   * destroyed as the active one did, into the items file, not back to the
+   * table (nor the state table: its rows are the active one's). `whole`:
+   * the items not in `rows` go too. Returns the oids created; their states
+   * are read from the state table.
+   */
+  private applyDefinitions(rows: Map<string, ItemProps | null>, whole: boolean): string[] {
+    let changed = false;
+    for (const item of [...this.items.values()]) {
+      if (rows.has(item.o.oid) ? rows.get(item.o.oid) !== null : !whole) continue;
+      if (this.actions.busy(item.o.oid)) this.ctx.log.warning(`${item.o.oid}: destroyed as in the item table, with an action running or queued`);
+      this.remove(item);
+      changed = true;
+    }
+    const created: string[] = [];
+    for (const [oid, props] of rows) {
+      if (!props) continue;
+      const item = this.items.get(oid);
+      if (item) {
+        changed = this.configure(item, props) || changed;
+        continue;
+      }
+      let o: Oid;
+      try { o = parseOid(oid); } catch (err) {
+        this.ctx.log.warning(`item table: ${oid} is not an item oid (${describe(err)}), skipped`);
+        continue;
+      }
+      // one item of a type per id: the table's wins over one held here alone
+      const same = this.ids.get(`${o.type}:${o.id}`);
+      if (same) this.remove(this.items.get(same)!);
+      this.introduce(new Item(o, { ...props }));
+      this.file.mark(oid);
+      created.push(oid);
+      changed = true;
+    }
+    if (changed && this.ctx.config.server.db_update === 'instant') this.file.storeSoon();
+    if (created.length) this.stateDb?.followItems(created).catch(() => { /* logged by the state db; read again at the next change or takeover */ });
+    return created;
+  }
+
+  /** Set the item's configuration; true when it changed something (told to the watchers, marked for the file). */
+  private configure(item: Item, props: ItemProps): boolean {
+    const keys = Object.keys(props) as (keyof ItemProps)[];
+    if (keys.every((k) => item.props[k] === props[k])) return false;
     const before = item.eventKey();
-    item.props[prop] = value;
+    Object.assign(item.props, props);
     if (item.eventKey() !== before) this.emitState(item); // action_enabled is part of a unit's state
     this.tell(item, 'props');
     this.file.mark(item.o.oid);
-    await this.persist(item, save);
+    return true;
   }
 
   /** `save` and the stop of an on_exit controller: write what changed, and fold the journal into the file. */
@@ -262,6 +387,22 @@ export class ItemRegistry implements ItemsService {
   private add(item: Item): void {
     this.items.set(item.o.oid, item);
     this.ids.set(`${item.o.type}:${item.o.id}`, item.o.oid);
+  }
+
+  /** A new item: held, its first state sent, the watchers told. */
+  private introduce(item: Item): void {
+    this.add(item);
+    this.emitState(item);
+    this.tell(item, 'created');
+  }
+
+  /** The item goes: its actions' results, the watchers told, marked for the file. */
+  private remove(item: Item): void {
+    this.items.delete(item.o.oid);
+    this.ids.delete(`${item.o.type}:${item.o.id}`);
+    this.actions.forget(item.o.oid);
+    this.tell(item, 'destroyed');
+    this.file.mark(item.o.oid);
   }
 
   /**

@@ -9,6 +9,7 @@ import { bound, text } from '../../core/schema';
 import { healthReason } from '../../core/health';
 import { isFatal, maskUserdb, parseUserdb, PgLink, tryConnect } from '../cluster/contract';
 import { StateDb } from './state-db';
+import { ItemDefs } from './item-db';
 import type { ItemRegistry } from './registry';
 
 /** `[server]` settings of the state db. */
@@ -82,8 +83,18 @@ export async function openStateDb(ctx: PluginContext, reg: ItemRegistry, writeMa
     queue_max: limits.state_db_queue_max,
     queue_max_bytes: limits.state_db_queue_max_bytes,
   }, ctx.config.server.layout === 'simple', ctx.config.server.db_update === 'instant', failover, failover && service?.fence);
-  // a controller taking over acts only once it read every row: each state the old active one acknowledged is in the table
-  failover?.beforeActive(() => db.follow('all'));
+  // failover: the item definitions follow the active one too (before the states: an item is made, then its state read)
+  const defs = failover && new ItemDefs(link, failover.name, failover.node, reg.itemDefsTarget(), failover, service!.fence, ctx.log);
+  // a controller taking over acts only once it read every row: each item and state the old active one acknowledged is in the tables
+  failover?.beforeActive(async () => {
+    await defs?.follow('all');
+    await db.follow('all');
+  });
+  if (defs) {
+    reg.attachItemDefs(defs, failover);
+    await link.use(defs);
+    ctx.onStop(() => defs.stop());
+  }
   await link.use(db);
   if (!shared) {
     try {
@@ -105,7 +116,8 @@ export async function openStateDb(ctx: PluginContext, reg: ItemRegistry, writeMa
     const degraded: string[] = [];
     if (!state.connected) degraded.push(`state db ${link.file} ${link.problem ?? 'unreachable'}: item states are kept in the items file and written to it once it is back (${state.waiting} waiting)`);
     else if (state.behind) degraded.push(`state db ${link.file}: item states written while it was away are still on their way (${state.waiting} waiting)`);
-    return degraded.length ? { state, degraded } : { state };
+    const all = defs ? { ...state, items: defs.stats() } : state;
+    return degraded.length ? { state: all, degraded } : { state: all };
   });
   return db;
 }

@@ -6,6 +6,7 @@ import { describe, type ModuleLogger } from '../../core/log';
 import type { Failover, LinkUser, PgLink, WriteFence } from '../cluster/contract';
 import { parseOid, type ItemType } from './oid';
 import { WriteQueue } from './write-queue';
+import { Follower } from './follow';
 
 /**
  * `[server] db = postgresql://…`: item states in EVA ICS 3.3.2's table
@@ -72,8 +73,6 @@ const SCHEMA_LOCK = 0x65766173; // 'evas'
 
 /** NOTIFY's payload limit is 8000 bytes: past this the standbys are told to read every row. */
 const NOTIFY_MAX = 7900;
-/** ids a standby keeps to read; past it, it reads every row */
-const FOLLOW_MAX = 10_000;
 
 /** The table refused a write for this controller's lease (a standby, or an older grant): `error` is the standby error to answer. */
 class Fenced extends Error {
@@ -162,8 +161,7 @@ export class StateDb implements LinkUser {
   private unsaved = false;
   private readonly figures = { written: 0, statements: 0, overflows: 0, refused: 0, fenced: 0, followed: 0 };
   /** ids told by the active one, to read (`all`: every row) */
-  private toFollow: Set<string> | 'all' | undefined;
-  private following: Promise<void> | undefined;
+  private readonly follower = new Follower((want) => this.read(want));
 
   constructor(
     private readonly link: PgLink,
@@ -206,29 +204,12 @@ export class StateDb implements LinkUser {
    * starts (every state the old active one acknowledged is in the table).
    */
   follow(ids: string[] | 'all'): Promise<void> {
-    if (ids === 'all' || this.toFollow === 'all') this.toFollow = 'all';
-    else {
-      const want = this.toFollow ?? new Set<string>();
-      this.toFollow = want;
-      for (const id of ids) want.add(id);
-      if (want.size > FOLLOW_MAX) this.toFollow = 'all';
-    }
-    return this.following ??= (async () => {
-      try {
-        while (this.toFollow) {
-          const want = this.toFollow;
-          this.toFollow = undefined;
-          try {
-            await this.read(want);
-          } catch (err) {
-            if (this.toFollow === undefined || want === 'all') this.toFollow = want === 'all' ? 'all' : new Set([...want, ...(this.toFollow ?? [])]);
-            throw err;
-          }
-        }
-      } finally {
-        this.following = undefined;
-      }
-    })();
+    return this.follower.follow(ids);
+  }
+
+  /** Read the rows of these items (made here from the item table) into them. */
+  followItems(oids: string[]): Promise<void> {
+    return this.follow(oids.map((o) => rowId(o, this.simple)));
   }
 
   private async read(want: Set<string> | 'all'): Promise<void> {

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import test, { type ExecutionContext } from 'ava';
-import { Keys, makeDir, startController } from '../helpers/controller';
+import { Keys, makeDir } from '../helpers/controller';
 import { sleep, until } from '../helpers/wait';
 import { runMain, lineOf } from '../helpers/cli';
 import { freePort, pgRows, postgresTests, postgresUnavailable, startPostgres } from '../helpers/postgres';
@@ -13,10 +13,9 @@ import { readItemsState } from '../helpers/items-file';
 import { startBroker, Subscriber } from '../helpers/broker';
 import { mqttNotifier } from '../helpers/mqtt-notifier';
 import { notifierFiles } from '../helpers/notifiers';
-import { SparkplugHost } from '../helpers/sparkplug-host';
 import { CS } from '../helpers/corescripts';
-import { NODE, sparkplugNotifier } from '../helpers/sparkplug-node';
-import { FastLease, health, killAndTime, startMember, untilRole, write, type FailoverHealth, type Member } from '../helpers/failover';
+import { NODE } from '../helpers/sparkplug-node';
+import { FastLease, grantElsewhere, sparkplugActive, health, killAndTime, longLeaseActive, startMember, untilRole, write, type FailoverHealth, type Member } from '../helpers/failover';
 
 /**
  * `[cluster] failover`: controllers of one `[server] name` on one
@@ -82,7 +81,8 @@ pgtest('one active, the other standby: /health says which and who holds the leas
   t.falsy(g.error);
   await until('the cvar on the standby', async () => (await rpc(b.url, 'get_cvar', { k: master, i: 'x' })).result?.x === 'from-a');
   t.like((await rpc(b.url, 'get_lock', { k: ops, l: 'l1' })).result, { locked: true, token: g.result.token });
-  t.deepEqual((await rpc(b.url, 'list', { k: master })).result, []);
+  // the item the active one made, with its state (test/cluster/failover-items.test.ts: how items follow)
+  await until('the item on the standby', async () => (await rpc(b.url, 'list', { k: master })).result?.[0]?.value === '5', 60_000);
   t.falsy((await rpc(b.url, 'test', { k: master })).error);
   // rpc.discover says which functions are fenced
   const methods = (await rpc(b.url, 'rpc.discover', {})).result.methods as { name: string; 'x-fenced'?: boolean }[];
@@ -122,12 +122,9 @@ pgtest('a stopped active gives the lease up: the standby takes over at once, not
 pgtest('the database refuses a write carrying an old lease token, though the controller still thinks it is active: it stands by then', async (t) => {
   t.timeout(120_000);
   const uri = await shared.database();
-  // a long lease: the local clock says active throughout; only the database can refuse
-  const a = await startController(t, { ini: { server: { userdb: uri, db: uri }, cluster: { failover: 'yes', cvars: 'shared', locks: 'shared', node: 'a', lease: 120, lease_renew: 40 } } });
-  const h = await until('active', async () => { const x = (await (await fetch(`${a.url}/health`)).json()) as FailoverHealth; return x.role === 'active' ? x : undefined; });
+  const { c: a, h } = await longLeaseActive(t, uri, { cvars: 'shared', locks: 'shared' });
   t.falsy((await a.client.rpc('set_cvar', { k: master, i: 'c', v: 'before' })).error);
-  // another controller's grant, as a takeover would write it
-  await pgRows(uri, "UPDATE eva_lease SET token = token + 1, holder = 'thief', expires = now() + interval '1 minute'");
+  await grantElsewhere(uri);
   const r = await a.client.rpc('set_cvar', { k: master, i: 'c', v: 'after' });
   t.is(r.error?.code, 5);
   t.regex(r.error!.message, /standby/);
@@ -143,11 +140,10 @@ pgtest('the database refuses a write carrying an old lease token, though the con
 pgtest('an item update carrying an old lease token changes nothing in table state: the caller gets 5 and the controller stands by', async (t) => {
   t.timeout(120_000);
   const uri = await shared.database();
-  const a = await startController(t, { ini: { server: { userdb: uri, db: uri }, cluster: { failover: 'yes', node: 'a', lease: 120, lease_renew: 40 } } });
-  await until('active', async () => (await health(a.url)).role === 'active');
+  const { c: a } = await longLeaseActive(t, uri);
   t.falsy((await a.client.rpc('create', { k: master, i: 'sensor:fence/s' })).error);
   t.falsy((await a.client.rpc('update', { k: master, i: 'sensor:fence/s', s: 1, v: 'before' })).error);
-  await pgRows(uri, "UPDATE eva_lease SET token = token + 1, holder = 'thief', expires = now() + interval '1 minute'");
+  await grantElsewhere(uri);
   const r = await a.client.rpc('update', { k: master, i: 'sensor:fence/s', v: 'after' });
   t.is(r.error?.code, 5, JSON.stringify(r));
   t.regex(r.error!.message, /standby/);
@@ -242,13 +238,7 @@ pgtest('notifiers of a standby publish nothing; once it took over, its mqtt noti
 pgtest('a Sparkplug node: born by the active one only; after a takeover the new active one\'s NBIRTH has the next bdSeq under the same edge node id', async (t) => {
   t.timeout(300_000);
   const uri = await shared.database();
-  const broker = await startBroker(t);
-  const host = await SparkplugHost.connect(t, broker, 'plant');
-  const files = notifierFiles({ sp1: sparkplugNotifier(broker) });
-  const a = await startMember(t, uri, 'a', {}, files);
-  await untilRole(a.url, 'active');
-  await host.until('the active one\'s NBIRTH', () => host.online(NODE), 60_000);
-  const first = host.bdSeq(NODE)!;
+  const { host, files, a, first } = await sparkplugActive(t, uri);
   const b = await startMember(t, uri, 'b', {}, files);
   await untilRole(b.url, 'standby');
   await sleep(1000);

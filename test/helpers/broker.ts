@@ -47,6 +47,8 @@ export interface Broker {
   stop(): Promise<void>;
   /** listen again on the same port */
   start(): Promise<void>;
+  /** the client ids connected now, as the broker sees them (aedes only) */
+  clients?(): string[];
 }
 
 /** The MQTT version the test helpers' mqtt notifiers speak: MQTT_PROTOCOL=5, else 3.1.1. */
@@ -126,7 +128,11 @@ async function startAedes(t: Owner, opts: BrokerOptions): Promise<Broker> {
     await server.stop();
     await new Promise<void>((r) => aedes.close(() => r()));
   });
-  return { kind: 'aedes', host: '127.0.0.1', get port() { return server.port; }, stop: () => server.stop(), start: () => server.listen() };
+  return {
+    kind: 'aedes', host: '127.0.0.1', get port() { return server.port; }, stop: () => server.stop(), start: () => server.listen(),
+    // aedes keeps its connected clients by id (not in its type declarations)
+    clients: () => Object.keys((aedes as unknown as { clients: Record<string, unknown> }).clients),
+  };
 }
 
 async function freePort(): Promise<number> {

@@ -1,7 +1,11 @@
 import type { ExecutionContext } from 'ava';
 import fs from 'node:fs';
-import { makeDir, spawnController, Keys, type Child } from './controller';
-import type { Owner } from './broker';
+import { makeDir, spawnController, startController, Keys, type Child, type Running } from './controller';
+import { pgRows } from './postgres';
+import { startBroker, type Broker, type BrokerOptions, type Owner } from './broker';
+import { SparkplugHost } from './sparkplug-host';
+import { NODE, sparkplugNotifier } from './sparkplug-node';
+import { notifierFiles } from './notifiers';
 import { until } from './wait';
 
 /**
@@ -28,6 +32,37 @@ export async function startMember(t: Owner, userdb: string, node: string, more: 
   // spawnController asks its owner only for teardown
   const child = await spawnController(t as ExecutionContext, dir);
   return { ...child, node, dir };
+}
+
+/**
+ * One controller of `[cluster] failover` with a lease so long that its own
+ * clock says active throughout (only the database can refuse it), active
+ * when this resolves; `more`: other [cluster] settings.
+ */
+export async function longLeaseActive(t: ExecutionContext, userdb: string, more: Record<string, string> = {}): Promise<{ c: Running; h: FailoverHealth }> {
+  const c = await startController(t, { ini: { server: { userdb, db: userdb }, cluster: { failover: 'yes', node: 'a', lease: 120, lease_renew: 40, ...more } } });
+  const h = await untilRole(c.url, 'active');
+  return { c, h };
+}
+
+/** Another controller's grant of the lease, written as a takeover writes it. */
+export function grantElsewhere(userdb: string): Promise<unknown> {
+  return pgRows(userdb, "UPDATE eva_lease SET token = token + 1, holder = 'thief', expires = now() + interval '1 minute'");
+}
+
+/**
+ * A broker, a Sparkplug host application of group `plant`, and member `a`
+ * with a Sparkplug node (edge node NODE), active and born; `files` for the
+ * other members. `first`: the bdSeq of its birth.
+ */
+export async function sparkplugActive(t: ExecutionContext, userdb: string, broker: BrokerOptions = {}): Promise<{ broker: Broker; host: SparkplugHost; files: Record<string, string>; a: Member; first: number }> {
+  const b = await startBroker(t, broker);
+  const host = await SparkplugHost.connect(t, b, 'plant');
+  const files = notifierFiles({ sp1: sparkplugNotifier(b) });
+  const a = await startMember(t, userdb, 'a', {}, files);
+  await untilRole(a.url, 'active');
+  await host.until('the active one\'s NBIRTH', () => host.online(NODE), 60_000);
+  return { broker: b, host, files, a, first: host.bdSeq(NODE)! };
 }
 
 export async function health(url: string): Promise<FailoverHealth> {

@@ -96,6 +96,8 @@ export class Delivery {
   private pendingBytes = 0;
   /** push_back: callers waiting for room */
   private roomWaiters: (() => void)[] = [];
+  /** set while a failover standby: the loop waits at its next step, the batch in hand kept, until run() gives it an endpoint again */
+  private parked: { promise: Promise<void>; resume: () => void } | undefined;
 
   /** `timeout`: seconds each send may take (the notifier's timeout) */
   constructor(private readonly id: string, private readonly opts: DeliveryOptions, private readonly timeout: number, private readonly log: ModuleLogger) {
@@ -442,14 +444,45 @@ export class Delivery {
     this.wake?.();
   }
 
-  /** Start sending through `endpoint`; `before` runs first (connect, start-up test). */
+  /** Start sending through `endpoint` (again, after park); `before` runs first (connect, start-up test). */
   run(endpoint: Endpoint, before?: () => Promise<void>): void {
+    const parked = this.parked;
+    if (this.loop && parked) {
+      this.endpoint = endpoint;
+      this.parked = undefined;
+      void (async () => {
+        if (before) await before().catch((err) => this.log.error(`notifier ${this.id}: ${describe(err)}`));
+        parked.resume();
+      })();
+      return;
+    }
     if (this.loop) return;
     this.endpoint = endpoint;
     this.loop = (async () => {
       if (before) await before().catch((err) => this.log.error(`notifier ${this.id}: ${describe(err)}`));
       await this.work();
     })();
+  }
+
+  /**
+   * Send nothing more until run() gives an endpoint again (a failover
+   * controller stood by; its endpoint is stopped after this): the loop
+   * waits at its next step; what waits, and the batch in hand (a send the
+   * endpoint's stop cuts short is not counted as tried), stay, in order.
+   */
+  park(): void {
+    if (this.parked || !this.loop) return;
+    let resume!: () => void;
+    const promise = new Promise<void>((r) => { resume = r; });
+    this.parked = { promise, resume };
+    this.interrupt?.();
+    this.wake?.();
+  }
+
+  /** Wait while parked; false once stopped. */
+  private async unparked(): Promise<boolean> {
+    while (this.parked && !this.closed) await this.parked.promise;
+    return !this.closed;
   }
 
   /** Drop what waits and the batch in hand (disable); the loop stays, ready for new events. */
@@ -467,6 +500,13 @@ export class Delivery {
    */
   async stop(): Promise<void> {
     this.draining = true;
+    // parked (a standby stops): nothing is sent; a durable notifier's events stay in its outbox
+    const parked = this.parked;
+    if (parked) {
+      this.closed = true;
+      this.parked = undefined;
+      parked.resume();
+    }
     this.interrupt?.();
     this.wake?.();
     if (this.loop) {
@@ -494,7 +534,8 @@ export class Delivery {
   }
 
   private async work(): Promise<void> {
-    while (!this.closed) {
+    // awaited only while parked: otherwise the loop runs step for step as it always did
+    while (!this.closed && (!this.parked || await this.unparked())) {
       const batch = this.take();
       if (!batch) {
         this.overflowing = false;
@@ -611,6 +652,7 @@ export class Delivery {
     let events = frame.events;
     if (!events.length) return;
     for (let attempt = 0; ; attempt++) {
+      if (this.parked && !(await this.unparked())) return;
       const seqs = frame.boxes?.map((b) => b.seq);
       const id = seqs && this.durable!.outbox.frameId(seqs);
       // a frame across groups is on disk before its first try (a restart makes it again from the record)
@@ -637,6 +679,11 @@ export class Delivery {
         return;
       } catch (err) {
         if (this.closed) return;
+        // parked meanwhile: the send was cut by the endpoint's stop; tried again once it runs again
+        if (this.parked) {
+          attempt--;
+          continue;
+        }
         this.figures.failed++;
         const remaining = (err as DeliveryError)?.remaining;
         if (Array.isArray(remaining) && remaining.length <= events.length) {

@@ -157,7 +157,8 @@ export class Host implements Contract.NotifierHost {
     if (this.paused === !active) return;
     this.paused = !active;
     if (!active) {
-      this.log.warning('standby: notifiers take no events until this controller is active again');
+      this.log.warning('standby: notifiers take no events and close their connections until this controller is active again');
+      for (const n of this.all.values()) this.standBy(n);
       return;
     }
     this.log.info('active: notifiers take events');
@@ -174,6 +175,20 @@ export class Host implements Contract.NotifierHost {
         if (st) n.delivery.push('state', st);
       }
     }
+  }
+
+  /**
+   * Demoted: the notifier sends nothing more (its queue, and a durable one's
+   * outbox, wait for it to be active again) and its endpoint stops, closing
+   * its connections; a new one starts when this controller is active again.
+   */
+  private standBy(n: Managed): void {
+    const endpoint = n.endpoint;
+    if (!endpoint || n.stopped) return;
+    n.delivery.park();
+    n.endpoint = undefined;
+    this.deferred.add(n);
+    void withDeadline(n.timeout, async () => endpoint.stop()).catch((err: unknown) => this.log.error(`notifier ${n.config.id}: stop: ${describe(err)}`));
   }
 
   registerType(ctx: PluginContext, type: NotifierType): void {

@@ -9,6 +9,7 @@ import { Config } from './config';
 import { LoginThrottle, webapiLimits } from './auth/throttle';
 import { RepeatLog } from './repeat-log';
 import type { ResolvedKey } from './auth/keys';
+import type { KeptAnswer } from './results';
 
 /** Where a call comes from, as a transport sees it. */
 export interface CallMeta {
@@ -25,8 +26,6 @@ export interface CallMeta {
   assign?: boolean;
   /** only functions that change nothing (CallContext.readsOnly) */
   readsOnly?: boolean;
-  /** the transport holds answers until their writes settle (CallContext.holdAnswer): it is given each held write, failing with the call's ApiError */
-  hold?: (written: Promise<unknown>) => void;
 }
 
 /**
@@ -42,21 +41,39 @@ export type CallObserver = (
   result?: unknown,
 ) => void;
 
-/** A call's context; a class, so the lazy `signal` getter is one shared accessor, not one per call. */
-class Call implements CallContext {
-  readonly key; readonly token; readonly user; readonly assigned; readonly readonly; readonly readsOnly;
+/** How a transport encodes a call's answer: JSON, MessagePack, or none of its own (the answer is a value: MCP, MQTT). */
+export type Encoding = 'json' | 'msgpack' | undefined;
+
+/**
+ * One call: made by its transport, taken by every layer on the way
+ * (rpcCall, Dispatcher.call, the handler as its CallContext) and read by
+ * the transport to answer. It carries where the call comes from (`meta`),
+ * its JSON RPC id, the encoding of its answer, the caller (set once the
+ * key is known), the write its answer waits for and its answer.
+ */
+export class Call implements CallContext {
+  key?: ResolvedKey['key']; token?: string; user?: string; assigned?: boolean; readonly?: boolean;
+  readonly readsOnly?: boolean;
   readonly ip: string; readonly transport: string; readonly headers: CallMeta['headers'];
-  readonly holdAnswer?: (written: Promise<unknown>) => void;
-  /** the write the handler handed to holdAnswer */
-  held?: Promise<unknown>;
-  constructor(who: ReturnType<Dispatcher['identify']>, private readonly meta: CallMeta) {
-    this.key = who?.key; this.token = who?.token; this.user = who?.user; this.assigned = who?.assigned; this.readonly = who?.readonly;
+  /** the JSON RPC request's id (rpcCall); undefined: a notification, or no JSON RPC */
+  id: unknown = undefined;
+  written?: Promise<unknown> = undefined;
+  kept?: KeptAnswer = undefined;
+  /** the handler's result, once it answered */
+  result: unknown = undefined;
+
+  /** `batched`: the call is one of a JSON RPC batch, which waits for its calls' writes itself (core/http/jrpc.ts) */
+  constructor(readonly meta: CallMeta, readonly encoding: Encoding = undefined, readonly batched = false) {
     this.readsOnly = meta.readsOnly;
     this.ip = meta.ip; this.transport = meta.transport; this.headers = meta.headers;
-    // a closure only where answers can be held (a batch's calls)
-    if (meta.hold) this.holdAnswer = (written) => { this.held = this.held ? Promise.all([this.held, written]) : written; };
   }
 
+  /** the caller, once its key is known */
+  identified(who: ResolvedKey | undefined): void {
+    this.key = who?.key; this.token = who?.token; this.user = who?.user; this.assigned = who?.assigned; this.readonly = who?.readonly;
+  }
+
+  // a getter on the class: most calls never ask, and then no signal is made
   get signal(): AbortSignal | undefined { return this.meta.signal?.(); }
 }
 
@@ -117,40 +134,39 @@ export class Dispatcher {
   }
 
   /**
-   * Run a call: its result, or its failure as an ApiError (rejected).
+   * Run a call: its result, or its failure as an ApiError (rejected). `from`
+   * is the transport's call object, or where the call comes from (one is
+   * made). A call alone is answered once the write its answer waits for
+   * settled; a batched one at once, its `written` then settling with the
+   * call counted, or failing with its ApiError.
    */
-  async call(name: string, params: Record<string, unknown>, meta: CallMeta): Promise<unknown> {
+  async call(name: string, params: Record<string, unknown>, from: CallMeta | Call): Promise<unknown> {
+    const call = from instanceof Call ? from : new Call(from);
+    const meta = call.meta;
     const started = performance.now();
     let fn = UNKNOWN_FUNCTION;
     let who: ResolvedKey | undefined;
-    let call: Call;
     let out: unknown;
     try {
       const decl = this.functions.get(name, meta.space);
       fn = decl.name;
       who = this.identify(params.k ?? meta.headerKey, meta.ip, meta.assign !== false);
-      call = new Call(who, meta);
+      call.identified(who);
       out = await this.functions.invoke(decl, params, call);
+      if (call.written !== undefined && !call.batched) await call.written;
     } catch (err) {
       // a wrong key past its free failures: the answer is held (the tarpit)
       if (err instanceof KeyRefused && err.hold > 0) await this.throttle.hold(err.hold);
       throw this.failed(name, fn, started, err, params, meta, who);
     }
-    this.succeeded(call, params, meta, who, name, fn, started, out);
+    call.result = out;
+    if (call.written === undefined || !call.batched) this.counted(fn, params, meta, who, started, out);
+    else {
+      call.written = call.written.then(() => this.counted(fn, params, meta, who, started, out), (err: unknown) => {
+        throw this.failed(name, fn, started, err, params, meta, who);
+      });
+    }
     return out;
-  }
-
-  /**
-   * A call answered: counted (and observed) now, or once the write its
-   * answer is held for settles (failing with its ApiError, counted as such).
-   */
-  private succeeded(
-    call: Call, params: Record<string, unknown>, meta: CallMeta, who: ResolvedKey | undefined, name: string, fn: string, started: number, out: unknown,
-  ): void {
-    if (!call.held) return this.counted(fn, params, meta, who, started, out);
-    meta.hold!(call.held.then(() => this.counted(fn, params, meta, who, started, out), (err: unknown) => {
-      throw this.failed(name, fn, started, err, params, meta, who);
-    }));
   }
 
   /** A call's success, counted and observed. */

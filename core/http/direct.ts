@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import querystring from 'node:querystring';
-import type { Dispatcher } from '../dispatch';
+import { Call, type Dispatcher } from '../dispatch';
 import { ApiError } from '../errors';
 import { ApiSpace } from '../functions';
 import { BodyTooLarge, mediaType, readBody, readMultipart } from './body';
@@ -106,12 +106,12 @@ export function directHandler(
 ) {
   const { maxBody, maxAnswer } = limits;
   /** The success answer, within max_answer_size; an empty one is 204 with no body, as EVA ICS 3.3 answered it (get_cvar of no cvars). */
-  const ok = (res: ServerResponse, result: unknown): void => {
-    if (empty(result)) {
+  const ok = (res: ServerResponse, call: Call): void => {
+    if (empty(call.result)) {
       sendNoContent(res);
       return;
     }
-    const body = jsonOf(directResult(result));
+    const body = jsonOf(directResult(call.result), call.kept);
     if (overLimit(body, maxAnswer)) sendDirectError(res, 413, tooLarge(maxAnswer));
     else send(res, 200, JsonHeaders, body);
   };
@@ -188,17 +188,19 @@ export function directHandler(
     /** runs the call with `params` */
     const run = (params: Params, headerKey: string | undefined): void => {
       let called: Promise<unknown>;
+      let call: Call;
       try {
-        called = dispatcher.call(route.fn, params, {
+        call = new Call({
           ip: clientIp(req), transport: 'direct', headers: req.headers, headerKey, space: route.space, signal: clientGone(req, res),
           assign: !foreignOrigin(req, eitherScheme),
-        });
+        }, 'json');
+        called = dispatcher.call(route.fn, params, call);
       } catch (err) {
         escaped(req, res, err);
         done();
         return;
       }
-      called.then((result) => end(() => ok(res, result)), (err: unknown) => end(() => failed(req, res, err)));
+      called.then(() => end(() => ok(res, call)), (err: unknown) => end(() => failed(req, res, err)));
     };
     try {
       if (req.method !== 'GET' && req.method !== 'POST') {

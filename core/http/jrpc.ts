@@ -1,10 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { CallMeta, Dispatcher } from '../dispatch';
-import { rpcCall, rpcError } from '../rpc';
+import { Call, type CallMeta, type Dispatcher } from '../dispatch';
+import { rpcCall, rpcError, type RpcResponse } from '../rpc';
+import type { ApiError } from '../errors';
 import { BodyTooLarge, mediaType, readBody } from './body';
 import { JsonHeaders, MsgpackHeaders, NoCacheHeaders, send, sendPieces, type Escaped } from './reply';
-import { HeldBatch } from './held';
-import { encodeResponse, packed as bytes, unpacked } from './encode';
+import { BatchAnswer, encodeResponse, packed as bytes, unpacked } from './encode';
 import { foreignOrigin } from './origin';
 import type { WriteHold } from '../toolkit/group-commit';
 
@@ -37,28 +37,52 @@ export interface JrpcLimits { maxBody: number; maxBatch: number; maxAnswer: numb
 export function jrpcProcessor(dispatcher: Dispatcher, writes: WriteHold, limits: JrpcLimits, eitherScheme: boolean, escaped: Escaped) {
   const { maxBody, maxBatch, maxAnswer } = limits;
 
-  /** Answers a batch: its calls one after another, the answer once their held writes settled. */
+  /**
+   * Answers a batch: its calls one after another (a batch may lock, work
+   * and unlock in order), encoded as they come (BatchAnswer: bounded as a
+   * whole). A call whose answer waits for its write is answered at once
+   * (its Call is `batched`), and the controller's writes are held back
+   * until the last call ran (WriteHold; other controllers' writes go on):
+   * the batch's changes go to disk together. The batch waits for those
+   * writes here, then answers; a failed one answers its call's error in
+   * place of the result, and the answer is made again (a rare path).
+   */
   const batch = async (res: ServerResponse, payload: unknown[], packed: boolean, meta: CallMeta): Promise<void> => {
-    // the responses encoded as they come, within max_answer_size for the whole batch; a call whose answer waits
-    // only for its write hands the write over and the next call runs at once; the writes are held back until
-    // the last call ran (the controller's WriteHold: other controllers' writes go on): the batch's changes go to disk together, and the batch is answered once
-    // they did (./held.ts)
-    const out = new HeldBatch(packed, maxAnswer);
-    const batchMeta: CallMeta = { ...meta, hold: out.hold };
+    const encoding = packed ? 'msgpack' : 'json';
+    let out = new BatchAnswer(packed, maxAnswer);
+    const calls: { req: unknown; call?: Call; r?: RpcResponse }[] = [];
     const release = writes.hold();
     try {
-      // one after another: a batch may lock, work and unlock in order
-      for (const one of payload) {
-        if (out.full) out.notRun(one);
-        else out.add(await rpcCall(dispatcher, one, batchMeta));
+      for (const req of payload) {
+        if (out.full) {
+          out.notRun(req);
+          calls.push({ req });
+          continue;
+        }
+        const call = new Call(meta, encoding, true);
+        const r = await rpcCall(dispatcher, req, call);
+        out.add(r, call.kept);
+        calls.push({ req, call, r });
       }
     } finally {
       release();
     }
-    const a = await out.settled();
+    let failed = false;
+    await Promise.all(calls.map((c) => c.call?.written?.catch((err: ApiError) => {
+      if (!c.r) return; // a notification's write is waited for, and answers nothing
+      c.r = rpcError(c.r.id, err.code, err.message);
+      failed = true;
+    })));
+    if (failed) {
+      out = new BatchAnswer(packed, maxAnswer);
+      for (const c of calls) {
+        if (c.call) out.add(c.r, c.call.kept);
+        else out.notRun(c.req);
+      }
+    }
     // every request a notification: 202 with an empty body
-    if (a.empty) send(res, 202, NoCacheHeaders);
-    else sendPieces(res, 200, packed ? MsgpackHeaders : JsonHeaders, a.body());
+    if (out.empty) send(res, 202, NoCacheHeaders);
+    else sendPieces(res, 200, packed ? MsgpackHeaders : JsonHeaders, out.body());
   };
 
   /** Answers a request or a batch, then `done`. */
@@ -75,9 +99,10 @@ export function jrpcProcessor(dispatcher: Dispatcher, writes: WriteHold, limits:
       done();
     };
     if (!Array.isArray(payload)) {
-      rpcCall(dispatcher, payload, meta).then((r) => {
+      const call = new Call(meta, packed ? 'msgpack' : 'json');
+      rpcCall(dispatcher, payload, call).then((r) => {
         try {
-          if (r) send(res, 200, packed ? MsgpackHeaders : JsonHeaders, encodeResponse(packed, r, maxAnswer), packed);
+          if (r) send(res, 200, packed ? MsgpackHeaders : JsonHeaders, encodeResponse(packed, r, maxAnswer, call.kept), packed);
           else send(res, 202, NoCacheHeaders);
         } catch (err) {
           return bug(err);

@@ -4,10 +4,11 @@ import { startController, Keys } from '../helpers/controller';
 import { until } from '../helpers/wait';
 
 /**
- * CallContext.holdAnswer: in a JSON RPC batch, a call whose answer waits only
- * for its write hands the write over and the next call runs at once; the
- * batch is answered once every write settled, a failed one answering its
- * call's error in place of the result. Elsewhere the handler waits itself.
+ * CallContext.written: in a JSON RPC batch, a call whose answer waits only
+ * for its write hands the write to its call object and the next call runs
+ * at once; the batch is answered once every write settled, a failed one
+ * answering its call's error in place of the result. A call alone is
+ * answered once its write settled.
  */
 const k = Keys.master;
 
@@ -24,8 +25,8 @@ module.exports.plugin = {
         log.push('run ' + p.i);
         const written = new Promise((resolve, reject) => writes.set(p.i, { resolve, reject }))
           .then(() => { log.push('written ' + p.i); });
-        if (call.holdAnswer) { call.holdAnswer(written); return { held: p.i }; }
-        return written.then(() => ({ waited: p.i }));
+        call.written = written;
+        return { held: p.i };
       } });
     ctx.register({ name: 'settle', permission: 'any', description: 'settle the writes under way',
       params: { fail: { type: 'string', required: false, description: 'the one that fails' } },
@@ -60,11 +61,13 @@ test('a JSON RPC batch runs calls whose answers wait for their writes one after 
   ]);
   t.deepEqual(await client.ok('write_log', { k }), ['run a', 'run b', 'run n', 'run c', 'failed b', 'written a', 'written n', 'written c']);
 
-  // a call alone waits for its write itself
-  const alone = client.rpc('write', { k, i: 'x' });
+  // a call alone is answered once its write settled
+  let answered = false;
+  const alone = client.rpc('write', { k, i: 'x' }).then((r) => { answered = true; return r; });
   await until('the call run', async () => await client.ok('writes', { k }) === 1);
+  t.false(answered, 'answered before its write settled');
   await client.ok('settle', { k });
-  t.deepEqual((await alone).result, { waited: 'x' });
+  t.deepEqual((await alone).result, { held: 'x' });
 
   // MessagePack: the same, the answer made again with the error in place
   const packed = fetch(`${url}/jrpc`, { method: 'POST', headers: { 'Content-Type': 'application/msgpack' }, body: Buffer.from(encode([one('write', { i: 'p' }, 7), one('write', { i: 'q' }, 8)])) });

@@ -1,19 +1,10 @@
-import { Decoder, Encoder } from '@msgpack/msgpack';
-import { timestampCodec } from './timestamp';
 import { ErrorKinds } from '../errors';
 import { rpcError, rpcNotRun, type RpcResponse } from '../rpc';
 import type { KeptAnswer } from '../results';
+import { packed, packedRef } from '../toolkit/msgpack';
 
-// one encoder and one decoder for every call: making one per call costs more than the work
-const encoder = new Encoder({ ignoreUndefined: true, extensionCodec: timestampCodec });
-// int64 arrives as a bigint: one beyond 2^53 is refused by the parameter check (core/schema/parse.ts) rather than rounded
-const decoder = new Decoder({ useBigInt64: true, extensionCodec: timestampCodec });
-
-/** A MessagePack request body as /jrpc reads it (throws on bytes that are no MessagePack value). */
-export const unpacked = (raw: Uint8Array): unknown => decoder.decode(raw);
-
-/** A value as MessagePack, in a Buffer of its own (encodeSharedRef's bytes are the encoder's until its next encoding). */
-export const packed = (value: unknown): Buffer => Buffer.from(encoder.encodeSharedRef(value));
+// the MQTT API reads and writes MessagePack as /jrpc does
+export { packed, unpacked } from '../toolkit/msgpack';
 
 /** One piece of an answer: text, or bytes (a kept answer's are referenced, never copied). */
 export type Piece = string | Buffer;
@@ -57,7 +48,7 @@ function splicedJson(k: KeptAnswer, r: Record<string, unknown>): string {
 function splicedPacked(k: KeptAnswer, r: Record<string, unknown>, before: Uint8Array): Uint8Array {
   const kept = keptPacked(k);
   const keptAt = entriesAt(kept);
-  const rest = encoder.encodeSharedRef(changing(k, r));
+  const rest = packedRef(changing(k, r));
   const restAt = entriesAt(rest);
   const n = mapCount(kept) + mapCount(rest);
   const length = before.length + mapHeadLength(n) + kept.length - keptAt + rest.length - restAt;
@@ -112,7 +103,7 @@ export function jsonOf(value: unknown, kept: KeptAnswer | undefined): Piece {
 function responseHead(isPacked: boolean, id: unknown): Piece {
   if (!isPacked) return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`;
   const small = typeof id === 'number' && Number.isInteger(id) && id >= 0 && id < 128;
-  const idBytes = small ? undefined : encoder.encodeSharedRef(id);
+  const idBytes = small ? undefined : packedRef(id);
   const n = small ? 1 : idBytes!.length;
   const head = Buffer.allocUnsafe(HeadStart.length + n + HeadEnd.length);
   head.set(HeadStart, 0);
@@ -132,11 +123,11 @@ const HeadEnd = packed('result');
  * when its result is a kept answer as it is, the pieces around its bytes.
  */
 function encodeOne(isPacked: boolean, r: RpcResponse, kept: KeptAnswer | undefined): string | Uint8Array | [Piece, Buffer, Piece] {
-  if (kept === undefined || r.error !== undefined) return isPacked ? encoder.encodeSharedRef(r) : JSON.stringify(r);
+  if (kept === undefined || r.error !== undefined) return isPacked ? packedRef(r) : JSON.stringify(r);
   const head = responseHead(isPacked, r.id);
   if (r.result === kept.value) return isPacked ? [head, keptPacked(kept), ''] : [head, keptJson(kept), '}'];
   const result = r.result as Record<string, unknown>;
-  return typeof head === 'string' ? `${head}${splicedJson(kept, result)}}` : splicedPacked(kept, result, head as Buffer);
+  return typeof head === 'string' ? `${head}${splicedJson(kept, result)}}` : splicedPacked(kept, result, head);
 }
 
 /**

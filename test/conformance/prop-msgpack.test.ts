@@ -3,12 +3,12 @@ import { isDeepStrictEqual } from 'node:util';
 import { ExtData } from '@msgpack/msgpack';
 import { BatchAnswer, encodeResponse, jsonOf, packed, unpacked } from '../../core/http/encode';
 import { KeptAnswer } from '../../core/results';
-import { Timestamp } from '../../core/http/timestamp';
+import { Timestamp } from '../../core/toolkit/msgpack';
 import type { RpcResponse } from '../../core/rpc';
 import { FC, fc, same, testProp } from './fast-check';
 
 /**
- * The controller's own MessagePack (core/http/encode.ts, timestamp.ts): what
+ * The controller's own MessagePack (core/toolkit/msgpack.ts, core/http/encode.ts): what
  * it writes, /jrpc reads back as the same value (timestamps to the
  * nanosecond, as the bytes they came as); whatever bytes come, the reading
  * gives a value that goes back as itself, or an Error (a parse error), never

@@ -1,4 +1,4 @@
-import { Call, type CallMeta } from './dispatch';
+import { Call, type CallMeta } from './call';
 import { ApiError } from './errors';
 import { rpcResult } from './results';
 

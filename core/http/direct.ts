@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import querystring from 'node:querystring';
-import { Call, type Dispatcher } from '../dispatch';
+import { Call } from '../call';
+import type { Dispatcher } from '../dispatch';
 import { ApiError } from '../errors';
 import { ApiSpace } from '../functions';
 import { BodyTooLarge, mediaType, readBody, readMultipart } from '../toolkit/request-body';

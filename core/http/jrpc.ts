@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Call, type CallMeta, type Dispatcher } from '../dispatch';
+import { Call, type CallMeta } from '../call';
+import type { Dispatcher } from '../dispatch';
 import { rpcCall, rpcError, type RpcResponse } from '../rpc';
 import type { ApiError } from '../errors';
 import { BodyTooLarge, mediaType, readBody } from '../toolkit/request-body';

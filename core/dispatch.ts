@@ -104,6 +104,9 @@ export class Dispatcher {
       out = await this.functions.invoke(decl, params, call);
       if (call.written !== undefined && !call.batched) await call.written;
     } catch (err) {
+      // a call that failed answers its error, not waiting for a write it noted before failing
+      void call.written?.catch(() => undefined);
+      call.written = undefined;
       // a wrong key past its free failures: the answer is held (the tarpit)
       if (err instanceof KeyRefused && err.hold > 0) await this.throttle.hold(err.hold);
       throw this.failed(name, fn, started, err, params, meta, who);

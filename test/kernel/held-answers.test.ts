@@ -28,6 +28,12 @@ module.exports.plugin = {
         call.written = written;
         return { held: p.i };
       } });
+    ctx.register({ name: 'write_then_fail', permission: 'any', description: 'notes a write, then fails',
+      params: { i: { type: 'string', required: true, description: 'name' } },
+      handler(p, call) {
+        call.written = new Promise((resolve, reject) => writes.set(p.i, { resolve, reject }));
+        throw ctx.error('function_failed', 'failed after noting ' + p.i);
+      } });
     ctx.register({ name: 'settle', permission: 'any', description: 'settle the writes under way',
       params: { fail: { type: 'string', required: false, description: 'the one that fails' } },
       handler(p) {
@@ -83,4 +89,19 @@ test('a JSON RPC batch runs calls whose answers wait for their writes one after 
   const count = (result: string) => Number(new RegExp(`^eva_api_calls_total\\{function="write",result="${result}"\\} (\\d+)$`, 'm').exec(text)?.[1]);
   t.is(count('ok'), 5);
   t.is(count('function_failed'), 2);
+});
+
+test('a call that fails after noting a write answers its error at once, alone or in a batch, without waiting for that write', async (t) => {
+  const { url, client } = await startController(t, { files: { 'plugins/writer.js': PLUGIN } });
+  const post = (body: unknown) => fetch(`${url}/jrpc`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  const out = await (await post([one('write_then_fail', { i: 'a' }, 1), one('write_then_fail', { i: 'b' }, 2)])).json() as any[];
+  t.deepEqual(out, [
+    { jsonrpc: '2.0', id: 1, error: { code: 10, message: 'failed after noting a' } },
+    { jsonrpc: '2.0', id: 2, error: { code: 10, message: 'failed after noting b' } },
+  ]);
+  t.like(await client.rpc('write_then_fail', { k, i: 'c' }), { error: { code: 10, message: 'failed after noting c' } });
+  // the writes are still under way; failing them later harms nothing (no unhandled rejection ends the controller)
+  t.is(await client.ok('writes', { k }), 3);
+  t.is(await client.ok('settle', { k, fail: 'a' }), 3);
+  t.is(await client.ok('writes', { k }), 0);
 });

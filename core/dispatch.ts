@@ -1,5 +1,5 @@
 import { injectable } from 'tsyringe';
-import { FunctionRegistry, ApiSpace, CallContext } from './functions';
+import { FunctionRegistry } from './functions';
 import { KeyStore } from './auth/keys';
 import { authenticate, KeyRefused } from './auth/authentication';
 import { ApiError, toApiError } from './errors';
@@ -9,25 +9,9 @@ import { Config } from './config';
 import { LoginThrottle, webapiLimits } from './auth/throttle';
 import { RepeatLog } from './repeat-log';
 import type { ResolvedKey } from './auth/keys';
+import { Call, type CallMeta } from './call';
 
-/** Where a call comes from, as a transport sees it. */
-export interface CallMeta {
-  ip: string;
-  transport: string;
-  headers: Record<string, string | string[] | undefined>;
-  /** a key from outside the parameters (X-Auth-Key) */
-  headerKey?: string;
-  /** limit the lookup to one direct path */
-  space?: ApiSpace;
-  /** the caller-gone signal (CallContext.signal), made on first use: most calls never wait */
-  signal?: () => AbortSignal;
-  /** false: no key from hosts_assign for this call (a browser's request from a page of another origin) */
-  assign?: boolean;
-  /** only functions that change nothing (CallContext.readsOnly) */
-  readsOnly?: boolean;
-  /** the transport holds answers until their writes settle (CallContext.holdAnswer): it is given each held write, failing with the call's ApiError */
-  hold?: (written: Promise<unknown>) => void;
-}
+export type { CallMeta } from './call';
 
 /**
  * Told of every call once it has its answer (ApiLog): the function (as
@@ -41,24 +25,6 @@ export type CallObserver = (
   fn: string, params: Record<string, unknown>, meta: CallMeta, who: ResolvedKey | undefined, started: number, error: ApiError | undefined,
   result?: unknown,
 ) => void;
-
-/** A call's context; a class, so the lazy `signal` getter is one shared accessor, not one per call. */
-class Call implements CallContext {
-  readonly key; readonly token; readonly user; readonly assigned; readonly readonly; readonly readsOnly;
-  readonly ip: string; readonly transport: string; readonly headers: CallMeta['headers'];
-  readonly holdAnswer?: (written: Promise<unknown>) => void;
-  /** the write the handler handed to holdAnswer */
-  held?: Promise<unknown>;
-  constructor(who: ReturnType<Dispatcher['identify']>, private readonly meta: CallMeta) {
-    this.key = who?.key; this.token = who?.token; this.user = who?.user; this.assigned = who?.assigned; this.readonly = who?.readonly;
-    this.readsOnly = meta.readsOnly;
-    this.ip = meta.ip; this.transport = meta.transport; this.headers = meta.headers;
-    // a closure only where answers can be held (a batch's calls)
-    if (meta.hold) this.holdAnswer = (written) => { this.held = this.held ? Promise.all([this.held, written]) : written; };
-  }
-
-  get signal(): AbortSignal | undefined { return this.meta.signal?.(); }
-}
 
 /**
  * The one way into a function, for every transport (HTTP direct, JSON RPC,
@@ -117,40 +83,42 @@ export class Dispatcher {
   }
 
   /**
-   * Run a call: its result, or its failure as an ApiError (rejected).
+   * Run a call: its result, or its failure as an ApiError (rejected). `from`
+   * is the transport's call object, or where the call comes from (one is
+   * made). A call alone is answered once the write its answer waits for
+   * settled; a batched one at once, its `written` then settling with the
+   * call counted, or failing with its ApiError.
    */
-  async call(name: string, params: Record<string, unknown>, meta: CallMeta): Promise<unknown> {
+  async call(name: string, params: Record<string, unknown>, from: CallMeta | Call): Promise<unknown> {
+    const call = from instanceof Call ? from : new Call(from);
+    const meta = call.meta;
     const started = performance.now();
     let fn = UNKNOWN_FUNCTION;
     let who: ResolvedKey | undefined;
-    let call: Call;
     let out: unknown;
     try {
       const decl = this.functions.get(name, meta.space);
       fn = decl.name;
       who = this.identify(params.k ?? meta.headerKey, meta.ip, meta.assign !== false);
-      call = new Call(who, meta);
+      call.identified(who);
       out = await this.functions.invoke(decl, params, call);
+      if (call.written !== undefined && !call.batched) await call.written;
     } catch (err) {
+      // a call that failed answers its error, not waiting for a write it noted before failing
+      void call.written?.catch(() => undefined);
+      call.written = undefined;
       // a wrong key past its free failures: the answer is held (the tarpit)
       if (err instanceof KeyRefused && err.hold > 0) await this.throttle.hold(err.hold);
       throw this.failed(name, fn, started, err, params, meta, who);
     }
-    this.succeeded(call, params, meta, who, name, fn, started, out);
+    call.result = out;
+    if (call.written === undefined || !call.batched) this.counted(fn, params, meta, who, started, out);
+    else {
+      call.written = call.written.then(() => this.counted(fn, params, meta, who, started, out), (err: unknown) => {
+        throw this.failed(name, fn, started, err, params, meta, who);
+      });
+    }
     return out;
-  }
-
-  /**
-   * A call answered: counted (and observed) now, or once the write its
-   * answer is held for settles (failing with its ApiError, counted as such).
-   */
-  private succeeded(
-    call: Call, params: Record<string, unknown>, meta: CallMeta, who: ResolvedKey | undefined, name: string, fn: string, started: number, out: unknown,
-  ): void {
-    if (!call.held) return this.counted(fn, params, meta, who, started, out);
-    meta.hold!(call.held.then(() => this.counted(fn, params, meta, who, started, out), (err: unknown) => {
-      throw this.failed(name, fn, started, err, params, meta, who);
-    }));
   }
 
   /** A call's success, counted and observed. */

@@ -2,6 +2,7 @@ import { ApiKey } from './auth/apikey';
 import { accessDenied, ApiError, methodNotFound, tokenRestricted } from './errors';
 import { Types, fromCallParams, jsonSchema, typeOf, type Decls, type Params } from './schema';
 import { Version } from './defaults';
+import type { KeptAnswer } from './results';
 
 /**
  * What a key must have to call a function. `none`: no key needed (login,
@@ -41,29 +42,21 @@ export interface CallContext {
    */
   readonly signal?: AbortSignal;
   /**
-   * Set where the transport answers several calls together (a JSON RPC
-   * batch): a handler whose answer waits only for its change to reach the
-   * disk hands that write here and answers at once; the transport holds the
-   * answers until the write settles, and answers the call's error instead of
-   * its result when it fails. The calls of a batch then share a write (one
-   * fsync) instead of waiting for one each. Absent: the handler waits itself
-   * (`answerWhenWritten` does the one or the other).
+   * The write (a change on its way to disk) the answer waits for
+   * (answerWhenWritten): the dispatcher waits for it before answering; in a
+   * JSON RPC batch the batch waits for every call's write at once, after
+   * the last call ran, so the calls share one write (one fsync). A failed
+   * write answers the call's error instead of its result.
    */
-  readonly holdAnswer?: (written: Promise<unknown>) => void;
+  written?: Promise<unknown>;
+  /** the kept answer the result is built on (KeptAnswer.for): the transport sends its bytes made once */
+  kept?: KeptAnswer;
 }
 
-/**
- * A handler's answer that must wait for `written` (a change on its way to
- * disk; none: nothing to wait for): held by the transport when it can hold
- * answers (CallContext.holdAnswer), else waited for here.
- */
-export function answerWhenWritten<R>(call: CallContext, written: Promise<unknown> | undefined, result: R): R | Promise<R> {
-  if (!written) return result;
-  if (call.holdAnswer) {
-    call.holdAnswer(written);
-    return result;
-  }
-  return written.then(() => result);
+/** A handler's `result`, answered once `written` (a change on its way to disk; none: nothing to wait for) settled. */
+export function answerWhenWritten<R>(call: CallContext, written: Promise<unknown> | undefined, result: R): R {
+  if (written) call.written = call.written ? Promise.all([call.written, written]) : written;
+  return result;
 }
 
 /**

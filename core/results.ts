@@ -37,3 +37,40 @@ export function rpcResult(r: unknown): unknown {
   if (marked(r)) r.ok = true;
   return r;
 }
+
+/**
+ * An answer, or the members of one, that stay the same from one call to
+ * the next (rpc.discover's whole answer; `test`'s but its time and uptime).
+ * A handler answers with `for(call, changing)`, which notes it on the call
+ * object; the transport then encodes it once per encoding, keeping the
+ * bytes here, and encodes only the changing members of each answer
+ * (core/http/encode.ts). It must not change once made: make another.
+ */
+export class KeptAnswer {
+  /** the whole value as JSON and as MessagePack; the JSON members without braces: made by the transports on first use */
+  json?: Buffer;
+  packed?: Buffer;
+  jsonMembers?: string;
+  /** `value`'s names, in their order */
+  readonly names: string[];
+  /** the constructor of the results built on it (test/bench/README.md, "Why the call path is shaped this way") */
+  private readonly Result: new () => Record<string, unknown>;
+
+  constructor(readonly value: Record<string, unknown>) {
+    this.names = Object.keys(value);
+    const Result = function (): void { /* members come from `for` */ } as unknown as new () => Record<string, unknown>;
+    Result.prototype = Object.prototype;
+    this.Result = Result;
+  }
+
+  /**
+   * The answer of `call`: the value itself, or with `changing`, a result of
+   * its members and then those (names it does not hold, nor the success
+   * field: withStatus).
+   */
+  for(call: { kept?: KeptAnswer }, changing?: Record<string, unknown>): Record<string, unknown> {
+    call.kept = this;
+    // Object.assign: a spread followed by more members takes V8's slow path
+    return changing ? Object.assign(new this.Result(), this.value, changing) : this.value;
+  }
+}

@@ -1,4 +1,4 @@
-import type { CallMeta } from './dispatch';
+import { Call, type CallMeta } from './call';
 import { ApiError } from './errors';
 import { rpcResult } from './results';
 
@@ -49,9 +49,11 @@ export function rpcNotRun(req: unknown, code: number, message: string): RpcRespo
  * One JSON RPC 2.0 request object through the dispatcher, for every
  * transport that speaks JSON RPC (HTTP /jrpc, the MQTT API): its response,
  * or undefined for a notification (a request without id). Never rejects.
+ * `from`: the transport's call object (its id is set here), or where the
+ * call comes from.
  */
 export async function rpcCall(
-  dispatcher: { call(name: string, params: Record<string, unknown>, meta: CallMeta): Promise<unknown> }, req: unknown, meta: CallMeta,
+  dispatcher: { call(name: string, params: Record<string, unknown>, from: CallMeta | Call): Promise<unknown> }, req: unknown, from: CallMeta | Call,
 ): Promise<RpcResponse | undefined> {
   if (!req || typeof req !== 'object' || Array.isArray(req)) return rpcError(null, -32600, 'invalid request');
   const { jsonrpc, method, params } = req as Record<string, unknown>;
@@ -68,7 +70,8 @@ export async function rpcCall(
     }
     // 3.3 answers a request without a method as a failed call (10), after the params check, before any other
     if (noMethod(method)) throw new ApiError('function_failed', 'API method not defined: the request has no method');
-    const r = await dispatcher.call(method, (params ?? {}) as Record<string, unknown>, meta);
+    if (from instanceof Call) from.id = id;
+    const r = await dispatcher.call(method, (params ?? {}) as Record<string, unknown>, from);
     return notification ? undefined : { jsonrpc: '2.0', id, result: rpcResult(r) };
   } catch (err) {
     if (notification) return undefined;

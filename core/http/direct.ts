@@ -1,9 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import querystring from 'node:querystring';
+import { Call } from '../call';
 import type { Dispatcher } from '../dispatch';
 import { ApiError } from '../errors';
 import { ApiSpace } from '../functions';
-import { BodyTooLarge, mediaType, readBody, readMultipart } from './body';
+import { BodyTooLarge, mediaType, readBody, readMultipart } from '../toolkit/request-body';
 import { JsonHeaders, send, sendDirectError, sendNoContent, type Escaped } from './reply';
 import { directResult } from '../results';
 import { clientGone } from './gone';
@@ -12,12 +13,7 @@ import { foreignOrigin } from './origin';
 
 type Params = Record<string, unknown>;
 
-/**
- * A query string's parameters as a plain object, as a spread of
- * querystring's would be (a `__proto__` field is a field), without the
- * spread: querystring's object has no prototype, and copying it by spread
- * costs three times its parsing.
- */
+/** A query string's parameters as a plain object (a `__proto__` field is a field), copied without a spread. */
 function queryParams(query: string): Params {
   const parsed = querystring.parse(query);
   const params: Params = {};
@@ -26,19 +22,6 @@ function queryParams(query: string): Params {
     else params[name] = parsed[name];
   }
   return params;
-}
-
-/**
- * A result 3.3 answered on the direct API with 204 and no body: an empty
- * object or an empty text (its encoder sent a body only for a value that was
- * true, 0 or a list). true, nothing and a result marked for its success
- * field answer `{result: "OK"}` (directResult).
- */
-function empty(r: unknown): boolean {
-  if (r === '') return true;
-  if (typeof r !== 'object' || r === null || Array.isArray(r) || Buffer.isBuffer(r)) return false;
-  for (const _ in r) return false;
-  return Object.getOwnPropertySymbols(r).length === 0;
 }
 
 /** Form fields as parameters; a repeated field is the list of its values (as in a query string). */
@@ -51,23 +34,25 @@ function formParams(form: URLSearchParams): Params {
   return params;
 }
 
+/**
+ * A result 3.3 answered with 204 and no body: an empty object or text (its
+ * encoder sent a body only for a value that was true, 0 or a list). true,
+ * nothing and a result marked for its success field answer `{result: "OK"}`.
+ */
+function empty(r: unknown): boolean {
+  if (r === '') return true;
+  if (typeof r !== 'object' || r === null || Array.isArray(r) || Buffer.isBuffer(r)) return false;
+  for (const _ in r) return false;
+  return Object.getOwnPropertySymbols(r).length === 0;
+}
+
 /** A direct call found in a request: its function name, its space (none: either) and its query string. */
 export interface DirectRoute { fn: string; space: ApiSpace | undefined; query: string }
 
-/**
- * EVA ICS 3.3's GenericAPI: the functions every one of its HTTP APIs
- * answers, on /sys-api/ and on /<product>-api/ alike (its UC EI signs in
- * with /uc-api/test; a history page asks /sys-api/state_history). The same
- * function, the same answer, on either path.
- */
+/** EVA ICS 3.3's GenericAPI: functions answered on /sys-api/ and /<product>-api/ alike (its UC EI signs in with /uc-api/test). */
 const GenericApi: ReadonlySet<string> = new Set(['test', 'login', 'logout', 'set_token_readonly', 'state_history', 'state_log']);
 
-/**
- * The direct call a request URL names, or undefined: /sys-api/<fn> and
- * /<product>-api/<fn>, a trailing slash allowed, the prefix in any case,
- * the name percent-decoded (as Koa's router matched them before). A
- * GenericAPI function is found on both paths.
- */
+/** The direct call a URL names: /sys-api/<fn> or /<product>-api/<fn>, a trailing slash allowed, the prefix in any case, the name percent-decoded. */
 export function directRoute(product: string): (url: string) => DirectRoute | undefined {
   const re = new RegExp(`^/(sys|${product})-api/([^/]+)/?$`, 'i');
   return (url) => {
@@ -86,18 +71,13 @@ export function directRoute(product: string): (url: string) => DirectRoute | und
 }
 
 /**
- * Direct calls: /sys-api/<function> and /<product>-api/<function>. Parameters
- * come from the query string and, with POST, a JSON object, an urlencoded or
- * a multipart form (form values override query values). Answered straight
- * on node:http: a direct call is as hot as a JSON RPC one (test/bench/README.md).
- *
- * A multipart body is read only once the key is known to be good when the
- * key comes in the query or in X-Auth-Key: a wrong key is refused before a
- * byte of the form is read. A key inside the form can only be checked after
- * reading it; max_body_size bounds that read.
- *
- * An answer larger than `maxAnswer` bytes is not sent: 413. A request from a
- * page of another origin never gets the key hosts_assign gives its address
+ * Direct calls. Parameters come from the query string and, with POST, a
+ * JSON object, an urlencoded or a multipart form (form values override
+ * query values). A multipart body is read only once a key given in the
+ * query or X-Auth-Key is known to be good (a key inside the form can only
+ * be checked after reading it; max_body_size bounds that read). An answer
+ * larger than `maxAnswer` bytes is not sent: 413. A request from a page of
+ * another origin never gets the key hosts_assign gives its address
  * (foreignOrigin: a browser sends forms and GETs cross-site unasked).
  */
 export function directHandler(
@@ -105,33 +85,35 @@ export function directHandler(
   escaped: Escaped,
 ) {
   const { maxBody, maxAnswer } = limits;
-  /** The success answer, within max_answer_size; an empty one is 204 with no body, as EVA ICS 3.3 answered it (get_cvar of no cvars). */
-  const ok = (res: ServerResponse, result: unknown): void => {
-    if (empty(result)) {
-      sendNoContent(res);
-      return;
-    }
-    const body = jsonOf(directResult(result));
+
+  /** The success answer; an empty one is 204 with no body, as EVA ICS 3.3 answered it (get_cvar of no cvars). */
+  const ok = (res: ServerResponse, call: Call): void => {
+    if (empty(call.result)) return sendNoContent(res);
+    const body = jsonOf(directResult(call.result), call.kept);
     if (overLimit(body, maxAnswer)) sendDirectError(res, 413, tooLarge(maxAnswer));
     else send(res, 200, JsonHeaders, body);
   };
 
-  /** A JSON or urlencoded body's parameters; throws ApiError for a body that is not a JSON object. */
+  /** What a failed call answers: its error's status, 413 for a body too large, 400 for a body that cannot be read. */
+  const failed = (req: IncomingMessage, res: ServerResponse, err: unknown): void => {
+    if (err instanceof BodyTooLarge) return sendDirectError(res, 413, 'request body too large');
+    if (!(err instanceof ApiError)) return sendDirectError(res, 400, 'malformed request');
+    // refused before the body was read: whatever of it still comes is dropped
+    if (!req.readableEnded) req.resume();
+    sendDirectError(res, err.status, err.message);
+  };
+
+  /** A JSON (the default) or urlencoded body's parameters; throws ApiError for a body that is not a JSON object. */
   const parsed = (type: string, raw: Buffer): Params => {
     if (raw.length === 0) return {};
-    if (type === 'application/x-www-form-urlencoded') {
-      return formParams(new URLSearchParams(raw.toString('utf8')));
-    }
-    // JSON is the default for a body that names no type
+    if (type === 'application/x-www-form-urlencoded') return formParams(new URLSearchParams(raw.toString('utf8')));
     let body: unknown;
     try {
       body = JSON.parse(raw.toString('utf8'));
     } catch {
       throw new ApiError('invalid_params', 'request body is not valid JSON');
     }
-    if (!body || typeof body !== 'object' || Array.isArray(body)) {
-      throw new ApiError('invalid_params', 'request body must be a JSON object');
-    }
+    if (!body || typeof body !== 'object' || Array.isArray(body)) throw new ApiError('invalid_params', 'request body must be a JSON object');
     return body as Params;
   };
 
@@ -143,8 +125,7 @@ export function directHandler(
         const k = query.k ?? headerKey;
         if (k !== undefined && k !== '') dispatcher.identify(k, clientIp(req));
       } catch (err) {
-        then(err);
-        return;
+        return then(err);
       }
       readMultipart(req, maxBody).then((params) => then(undefined, params), then);
       return;
@@ -161,22 +142,8 @@ export function directHandler(
     });
   };
 
-  /** What a failed call answers: its error's status, 413 for a body too large, 400 for a body that cannot be read. */
-  const failed = (req: IncomingMessage, res: ServerResponse, err: unknown): void => {
-    if (err instanceof BodyTooLarge) {
-      sendDirectError(res, 413, 'request body too large');
-    } else if (err instanceof ApiError) {
-      // refused before the body was read: whatever of it still comes is dropped
-      if (!req.readableEnded) req.resume();
-      sendDirectError(res, err.status, err.message);
-    } else {
-      sendDirectError(res, 400, 'malformed request');
-    }
-  };
-
-  /** Answers the call, then calls `done` (the hot path's shape: server.ts). */
+  /** Answers the call, then calls `done`; what escapes (a bug) goes to `escaped`. */
   return (req: IncomingMessage, res: ServerResponse, route: DirectRoute, done: () => void): void => {
-    /** answers with `answer`, then `done`; what escapes it (a bug) goes to `escaped` */
     const end = (answer: () => void): void => {
       try {
         answer();
@@ -185,35 +152,28 @@ export function directHandler(
       }
       done();
     };
-    /** runs the call with `params` */
     const run = (params: Params, headerKey: string | undefined): void => {
-      let called: Promise<unknown>;
+      let call: Call;
       try {
-        called = dispatcher.call(route.fn, params, {
+        call = new Call({
           ip: clientIp(req), transport: 'direct', headers: req.headers, headerKey, space: route.space, signal: clientGone(req, res),
           assign: !foreignOrigin(req, eitherScheme),
-        });
+        }, 'json');
       } catch (err) {
-        escaped(req, res, err);
-        done();
-        return;
+        return end(() => escaped(req, res, err));
       }
-      called.then((result) => end(() => ok(res, result)), (err: unknown) => end(() => failed(req, res, err)));
+      dispatcher.call(route.fn, params, call).then(() => end(() => ok(res, call)), (err: unknown) => end(() => failed(req, res, err)));
     };
     try {
       if (req.method !== 'GET' && req.method !== 'POST') {
         if (!req.readableEnded) req.resume();
         sendDirectError(res, 405, `method ${req.method} not allowed`);
-        done();
-        return;
+        return done();
       }
       const query = queryParams(route.query);
       const xkey = req.headers['x-auth-key'];
       const headerKey = typeof xkey === 'string' && xkey ? xkey : undefined;
-      if (req.method === 'GET') {
-        run(query, headerKey);
-        return;
-      }
+      if (req.method === 'GET') return run(query, headerKey);
       bodyParams(req, query, headerKey, (err, body) => {
         if (body === undefined) end(() => failed(req, res, err));
         else run({ ...query, ...body }, headerKey);

@@ -1,145 +1,67 @@
-import { Decoder, Encoder } from '@msgpack/msgpack';
-import { timestampCodec } from './timestamp';
 import { ErrorKinds } from '../errors';
 import { rpcError, rpcNotRun, type RpcResponse } from '../rpc';
+import type { KeptAnswer } from '../results';
+import { packed, packedRef } from '../toolkit/msgpack';
 
-/** one encoder for every answer: building one per call costs more than the work */
-const encoder = new Encoder({ ignoreUndefined: true, extensionCodec: timestampCodec });
+// the MQTT API reads and writes MessagePack as /jrpc does
+export { packed, unpacked } from '../toolkit/msgpack';
 
-/** one decoder for every request: building one per call costs more than the work */
-// int64 arrives as a bigint: one beyond 2^53 is refused by the parameter check (core/schema/parse.ts) rather than rounded
-const decoder = new Decoder({ useBigInt64: true, extensionCodec: timestampCodec });
+/** One piece of an answer: text, or bytes (a kept answer's are referenced, never copied). */
+export type Piece = string | Buffer;
 
-/** A MessagePack request body as /jrpc reads it (throws on bytes that are no MessagePack value). */
-export const unpacked = (raw: Uint8Array): unknown => decoder.decode(raw);
+/** The message of an answer past the bound. */
+export const tooLarge = (max: number) => `answer larger than max_answer_size (${max} bytes)`;
 
-/**
- * The encoding as a Buffer of its own: encodeSharedRef writes into the
- * encoder's one buffer, copied here into node's pooled memory (`encode`
- * would allocate a fresh ArrayBuffer per answer).
- */
-export const packed = (value: unknown): Buffer => Buffer.from(encoder.encodeSharedRef(value));
-
-/** Marks a result whose encodings are made once and shared by every call that answers it. */
-const Shared = Symbol('shared');
-interface Encodings { json?: Buffer; packed?: Buffer }
-
-/**
- * Mark `value` as the same answer for every caller (rpc.discover): each
- * transport encodes it once, on first use, and every later answer carries
- * those bytes — a batch of it refers to them rather than copying them. The
- * value must not change afterwards. JSON and MessagePack skip the
- * symbol-keyed mark, so a transport that does not know it encodes the value
- * as usual.
- */
-export function sharedResult<T extends object>(value: T): T {
-  (value as Record<symbol, unknown>)[Shared] = {};
-  return value;
+/** Bytes of a body past `max` (a string's length in characters is at most its UTF-8 length, a third of its upper bound). */
+export function overLimit(body: Piece, max: number): boolean {
+  if (typeof body !== 'string') return body.length > max;
+  return body.length * 3 > max && Buffer.byteLength(body) > max;
 }
 
-const encodingsOf = (v: unknown): Encodings | undefined =>
-  (typeof v === 'object' && v !== null ? (v as Record<symbol, Encodings | undefined>)[Shared] : undefined);
+const byteLength = (p: Piece) => (typeof p === 'string' ? Buffer.byteLength(p) : p.length);
 
-const sharedJson = (value: unknown, e: Encodings): Buffer => (e.json ??= Buffer.from(JSON.stringify(value)));
-const sharedPacked = (value: unknown, e: Encodings): Buffer => (e.packed ??= packed(value));
+// A kept answer's encodings (core/results.ts), made once
+const keptJson = (k: KeptAnswer): Buffer => (k.json ??= Buffer.from(JSON.stringify(k.value)));
+const keptPacked = (k: KeptAnswer): Buffer => (k.packed ??= packed(k.value));
 
-/** Marks a result built on a FixedPart. */
-const Built = Symbol('fixedPart');
-
-/**
- * The members of a result that stay the same from one call to the next
- * (`test`'s answer but its time and uptime): each encoding of them is made
- * once, and an answer built on them (`with`) encodes only the members that
- * change, spliced after them: cheaper than encoding the whole response on
- * every call (test/bench/README.md, "Why the call path is shaped this
- * way"). The part must not change once made: make another.
- */
-export class FixedPart {
-  /** how many members `value` has: a result built on it has them first */
-  private readonly count: number;
-  /** `value`'s names in their order */
-  private keys?: string[];
-  /** `value` as JSON, without its braces */
-  private json?: string;
-  /** `value` as MessagePack map entries (without the map's head), and how many */
-  private packed?: { entries: Uint8Array; n: number };
-
-  /** makes the object a result starts as (see `with`) */
-  private readonly Result: new () => Record<string | symbol, unknown>;
-
-  constructor(readonly value: Record<string, unknown>) {
-    this.count = Object.keys(value).length;
-    // a plain object made by a constructor of this part's own: not a dictionary however many members (test/bench/README.md, "Why the call path is shaped this way")
-    const Result = function (): void { /* members come from `with` */ } as unknown as new () => Record<string | symbol, unknown>;
-    Result.prototype = Object.prototype;
-    this.Result = Result;
-  }
-
-  /**
-   * A result: the fixed members, then `changing`'s, whose names the part
-   * must not hold (nor may the success field a transport adds: WithStatus).
-   * A plain object: what does not know the mark encodes it as it is, to
-   * the same value.
-   */
-  with(changing: Record<string, unknown>): Record<string, unknown> {
-    // Object.assign: a spread followed by more members takes V8's slow path (several times the time)
-    const r = Object.assign(new this.Result(), this.value, changing);
-    r[Built] = this;
-    return r;
-  }
-
-  /** The members of `r` (built on this part) that are not the part's: those of `changing`, then any added since. */
-  private later(r: Record<string, unknown>): Record<string, unknown> {
-    const keys = Object.keys(r);
-    const out: Record<string, unknown> = {};
-    // the part's members come first, unless a later name is an integer ("0"): objects list those before the others
-    const fixed = (this.keys ??= Object.keys(this.value));
-    let i = 0;
-    while (i < this.count && keys[i] === fixed[i]) i++;
-    if (i === this.count) {
-      for (; i < keys.length; i++) out[keys[i]] = r[keys[i]];
-    } else {
-      for (const k of keys) if (!Object.hasOwn(this.value, k)) out[k] = r[k];
-    }
-    return out;
-  }
-
-  /** `r` as JSON. */
-  toJson(r: Record<string, unknown>): string {
-    const fixed = (this.json ??= JSON.stringify(this.value).slice(1, -1));
-    const rest = JSON.stringify(this.later(r));
-    if (rest.length === 2) return `{${fixed}}`;
-    return fixed === '' ? rest : `{${fixed},${rest.slice(1)}`;
-  }
-
-  /**
-   * `before` (bytes of its own, not the encoder's), then `r` as MessagePack:
-   * bytes shared until the next answer is made (scratch), to be copied or
-   * made text at once.
-   */
-  toPacked(r: Record<string, unknown>, before: Uint8Array): Uint8Array {
-    const fixed = (this.packed ??= mapEntries(packed(this.value)));
-    // the encoder's own bytes, good until its next encoding: copied once, into the answer
-    const rest = encoder.encodeSharedRef(this.later(r));
-    const restAt = entriesAt(rest);
-    const n = fixed.n + mapCount(rest);
-    const length = before.length + mapHeadLength(n) + fixed.entries.length + rest.length - restAt;
-    const out = length <= scratch.length ? scratch : Buffer.allocUnsafe(length);
-    out.set(before, 0);
-    let o = writeMapHead(out, before.length, n);
-    out.set(fixed.entries, o);
-    o += fixed.entries.length;
-    // a few bytes: copied one by one rather than through a view of them
-    for (let i = restAt; i < rest.length; i++) out[o++] = rest[i];
-    return out.subarray(0, length);
-  }
+/** The members of `r` (built on `k`) that are not `k`'s: `k`'s come first, unless a later name is an integer ("0"), which objects list first. */
+function changing(k: KeptAnswer, r: Record<string, unknown>): Record<string, unknown> {
+  const names = Object.keys(r);
+  const out: Record<string, unknown> = {};
+  const n = k.names.length;
+  let i = 0;
+  while (i < n && names[i] === k.names[i]) i++;
+  if (i === n) for (; i < names.length; i++) out[names[i]] = r[names[i]];
+  else for (const name of names) if (!Object.hasOwn(k.value, name)) out[name] = r[name];
+  return out;
 }
 
-/** Where MessagePack answers built on a FixedPart are made, one at a time; a larger one gets bytes of its own. */
+/** `r`, built on `k`, as JSON: `k`'s members as kept, then the changing ones. */
+function splicedJson(k: KeptAnswer, r: Record<string, unknown>): string {
+  const kept = (k.jsonMembers ??= JSON.stringify(k.value).slice(1, -1));
+  const rest = JSON.stringify(changing(k, r));
+  if (rest.length === 2) return `{${kept}}`;
+  return kept === '' ? rest : `{${kept},${rest.slice(1)}`;
+}
+
+/** `before`, then `r`, built on `k`, as MessagePack: bytes of the scratch, to be copied or made text before the next answer. */
+function splicedPacked(k: KeptAnswer, r: Record<string, unknown>, before: Uint8Array): Uint8Array {
+  const kept = keptPacked(k);
+  const keptAt = entriesAt(kept);
+  const rest = packedRef(changing(k, r));
+  const restAt = entriesAt(rest);
+  const n = mapCount(kept) + mapCount(rest);
+  const length = before.length + mapHeadLength(n) + kept.length - keptAt + rest.length - restAt;
+  const out = length <= scratch.length ? scratch : Buffer.allocUnsafe(length);
+  out.set(before, 0);
+  let o = writeMapHead(out, before.length, n);
+  o += kept.copy(out, o, keptAt);
+  for (let i = restAt; i < rest.length; i++) out[o++] = rest[i];
+  return out.subarray(0, length);
+}
+
+/** Where spliced MessagePack answers are made, one at a time; a larger one gets bytes of its own. */
 const scratch = Buffer.allocUnsafe(16 * 1024);
-
-const builtOn = (v: unknown): FixedPart | undefined =>
-  (typeof v === 'object' && v !== null ? (v as Record<symbol, FixedPart | undefined>)[Built] : undefined);
 
 /** Where a MessagePack map's entries start in its encoding (past its head). */
 const entriesAt = (map: Uint8Array): number => (map[0] === 0xde ? 3 : map[0] === 0xdf ? 5 : 1);
@@ -152,9 +74,6 @@ function mapCount(map: Uint8Array): number {
   return b & 0x0f;
 }
 
-/** A MessagePack map's entries and their count, from its encoding. */
-const mapEntries = (map: Uint8Array): { entries: Uint8Array; n: number } => ({ entries: map.subarray(entriesAt(map)), n: mapCount(map) });
-
 /** The length of the head of a MessagePack map (or array) of `n` entries. */
 const mapHeadLength = (n: number): number => (n < 16 ? 1 : n < 0x10000 ? 3 : 5);
 
@@ -164,42 +83,27 @@ function writeMapHead(out: Uint8Array, o: number, n: number, array = false): num
     out[o] = (array ? 0x90 : 0x80) | n;
     return o + 1;
   }
-  if (n < 0x10000) {
-    out[o] = array ? 0xdc : 0xde;
-    out[o + 1] = n >> 8;
-    out[o + 2] = n & 0xff;
-    return o + 3;
-  }
-  out[o] = array ? 0xdd : 0xdf;
-  out[o + 1] = (n >>> 24) & 0xff;
-  out[o + 2] = (n >> 16) & 0xff;
-  out[o + 3] = (n >> 8) & 0xff;
-  out[o + 4] = n & 0xff;
-  return o + 5;
+  const size = n < 0x10000 ? 2 : 4;
+  out[o] = size === 2 ? (array ? 0xdc : 0xde) : (array ? 0xdd : 0xdf);
+  for (let i = size; i > 0; i--) out[o + i] = (n >>> (8 * (size - i))) & 0xff;
+  return o + 1 + size;
 }
 
-/** A value as JSON: a shared result's bytes are made once, a result built on a fixed part spliced. */
-export function jsonOf(value: unknown): string | Buffer {
-  const e = encodingsOf(value);
-  if (e) return sharedJson(value, e);
-  const part = builtOn(value);
-  return part ? part.toJson(value as Record<string, unknown>) : JSON.stringify(value);
+/** A direct answer as JSON: a kept answer's bytes as they are, or its changing members spliced after them. */
+export function jsonOf(value: unknown, kept: KeptAnswer | undefined): Piece {
+  if (kept === undefined) return JSON.stringify(value);
+  return value === kept.value ? keptJson(kept) : splicedJson(kept, value as Record<string, unknown>);
 }
-
-/** One piece of an answer: text, or bytes (a shared result's are referenced, never copied). */
-type Piece = string | Buffer;
 
 /**
- * What comes before the result of a JSON RPC response whose result is
- * encoded apart: the response with a nil result, up to that nil (JSON: the
- * text up to `"result":`; MessagePack: all but its last byte). The JSON
- * form is closed by '}', the MessagePack one by nothing.
+ * A JSON RPC response up to its result (JSON: the text up to `"result":`,
+ * closed by '}'; MessagePack: all but the result, closed by nothing). The
+ * MessagePack head is made of kept bytes around the id's.
  */
 function responseHead(isPacked: boolean, id: unknown): Piece {
   if (!isPacked) return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`;
-  // made of kept bytes around the id's: cheaper than the encoder (test/bench/README.md, "Why the call path is shaped this way")
   const small = typeof id === 'number' && Number.isInteger(id) && id >= 0 && id < 128;
-  const idBytes = small ? undefined : encoder.encodeSharedRef(id);
+  const idBytes = small ? undefined : packedRef(id);
   const n = small ? 1 : idBytes!.length;
   const head = Buffer.allocUnsafe(HeadStart.length + n + HeadEnd.length);
   head.set(HeadStart, 0);
@@ -213,81 +117,51 @@ function responseHead(isPacked: boolean, id: unknown): Piece {
 const HeadStart = Buffer.concat([Uint8Array.of(0x83), packed('jsonrpc'), packed('2.0'), packed('id')]);
 const HeadEnd = packed('result');
 
-/** A JSON RPC response whose result is shared, as the three pieces around and of the result's bytes. */
-function sharedPieces(isPacked: boolean, r: RpcResponse, e: Encodings): [Piece, Buffer, Piece] {
-  return [responseHead(isPacked, r.id), isPacked ? sharedPacked(r.result, e) : sharedJson(r.result, e), isPacked ? '' : '}'];
-}
-
-const byteLength = (p: Piece) => (typeof p === 'string' ? Buffer.byteLength(p) : p.length);
-
-/** Bytes of a body: a string's length in characters is at most its UTF-8 length, a third of its upper bound. */
-export function overLimit(body: Piece, max: number): boolean {
-  if (typeof body !== 'string') return body.length > max;
-  return body.length * 3 > max && Buffer.byteLength(body) > max;
-}
-
-/** The message of an answer past the bound. */
-export const tooLarge = (max: number) => `answer larger than max_answer_size (${max} bytes)`;
-
 /**
- * One JSON RPC response (a result of shared bytes: see sharedPieces and
- * BatchAnswer): JSON text, or MessagePack bytes shared until the next
- * encoding (the encoder's or the scratch), to be copied or made text at once.
+ * A JSON RPC response encoded: one piece (JSON text, or MessagePack bytes
+ * of the encoder or the scratch, to be copied or made text at once), or,
+ * when its result is a kept answer as it is, the pieces around its bytes.
  */
-function encodeOne(isPacked: boolean, r: RpcResponse): string | Uint8Array {
-  const part = builtOn(r.result);
-  if (part === undefined) return isPacked ? encoder.encodeSharedRef(r) : JSON.stringify(r);
-  const result = r.result as Record<string, unknown>;
+function encodeOne(isPacked: boolean, r: RpcResponse, kept: KeptAnswer | undefined): string | Uint8Array | [Piece, Buffer, Piece] {
+  if (kept === undefined || r.error !== undefined) return isPacked ? packedRef(r) : JSON.stringify(r);
   const head = responseHead(isPacked, r.id);
-  return typeof head === 'string' ? `${head}${part.toJson(result)}}` : part.toPacked(result, head);
+  if (r.result === kept.value) return isPacked ? [head, keptPacked(kept), ''] : [head, keptJson(kept), '}'];
+  const result = r.result as Record<string, unknown>;
+  return typeof head === 'string' ? `${head}${splicedJson(kept, result)}}` : splicedPacked(kept, result, head);
 }
-
-/** One JSON RPC response as a piece of its own. */
-const ownPiece = (body: string | Uint8Array): Piece => (typeof body === 'string' ? body : Buffer.from(body));
 
 /**
  * One JSON RPC response encoded, within `max` bytes: a larger one becomes
  * error 13 with its id (the function ran; its answer is not sent).
- *
  * MessagePack bytes up to 16 KiB come as text of one character a byte
- * (latin1: send them so): node:http writes a text answer in one piece with
- * its head (test/bench/README.md, "Why the call path is shaped this way").
+ * (latin1: send them so).
  */
-export function encodeResponse(isPacked: boolean, r: RpcResponse, max: number): Piece {
-  const e = encodingsOf(r.result);
-  if (e === undefined) {
-    const body = encodeOne(isPacked, r);
-    if (typeof body === 'string') {
-      if (!overLimit(body, max)) return body;
-    } else if (body.length <= max) {
-      return body.length <= AsText ? Buffer.from(body.buffer, body.byteOffset, body.length).toString('latin1') : Buffer.from(body);
-    }
-  } else {
-    const [head, result, tail] = sharedPieces(isPacked, r, e);
-    const body = Buffer.concat([typeof head === 'string' ? Buffer.from(head) : head, result, Buffer.from(tail)]);
-    if (body.length <= max) return body;
+export function encodeResponse(isPacked: boolean, r: RpcResponse, max: number, kept?: KeptAnswer): Piece {
+  const body = encodeOne(isPacked, r, kept);
+  if (typeof body === 'string') {
+    if (!overLimit(body, max)) return body;
+  } else if (Array.isArray(body)) {
+    const whole = Buffer.concat(body.map((p) => (typeof p === 'string' ? Buffer.from(p) : p)));
+    if (whole.length <= max) return whole;
+  } else if (body.length <= max) {
+    return body.length <= 16 * 1024 ? Buffer.from(body.buffer, body.byteOffset, body.length).toString('latin1') : Buffer.from(body);
   }
   const refused = rpcError(r.id, ErrorKinds.too_large.code, tooLarge(max));
   return isPacked ? packed(refused) : JSON.stringify(refused);
 }
-
-/** MessagePack answers up to this many bytes are made text (encodeResponse). */
-const AsText = 16 * 1024;
 
 /**
  * A batch answer, encoded as its responses come, within `max` bytes as a
  * whole: the response that passes the bound becomes error 13, and the
  * requests after it are not run (each with an id answers 13, after the
  * bound: those few bytes come on top). The caller asks `full` before
- * running the next request.
- *
- * The answer is a list of pieces: runs of small ones joined, and a shared
- * result's bytes as they are, so a batch of 1,000 rpc.discover that its
- * client does not read holds 1,000 small heads, not 1,000 copies of 70 KB.
+ * running the next request. The answer is a list of pieces: runs of small
+ * ones joined, a kept answer's bytes as they are (a batch of 1,000
+ * rpc.discover holds 1,000 small heads, not 1,000 copies of 70 KB).
  */
 export class BatchAnswer {
   private readonly pieces: Piece[] = [];
-  /** pieces since the last shared one, joined when the next comes */
+  /** pieces since the last kept answer's bytes, joined when the next come */
   private run: Piece[] = [];
   private count = 0;
   /** bytes of the answer so far, brackets and separators included */
@@ -296,14 +170,14 @@ export class BatchAnswer {
 
   constructor(private readonly isPacked: boolean, private readonly max: number) {}
 
-  add(r: RpcResponse | undefined): void {
+  add(r: RpcResponse | undefined, kept?: KeptAnswer): void {
     if (!r) return;
-    const e = encodingsOf(r.result);
-    if (e === undefined) {
-      const body = ownPiece(encodeOne(this.isPacked, r));
-      if (this.fits(byteLength(body))) return this.push(body);
+    const body = encodeOne(this.isPacked, r, kept);
+    if (!Array.isArray(body)) {
+      const own = typeof body === 'string' ? body : Buffer.from(body);
+      if (this.fits(byteLength(own))) return this.push(own);
     } else {
-      const [head, result, tail] = sharedPieces(this.isPacked, r, e);
+      const [head, result, tail] = body;
       if (this.fits(byteLength(head) + result.length + byteLength(tail))) {
         this.push(head);
         this.flush();
@@ -330,10 +204,9 @@ export class BatchAnswer {
   body(): { pieces: Piece[]; length: number } {
     if (!this.isPacked) this.addPiece(']');
     this.flush();
-    const n = this.count;
     if (this.isPacked) {
-      const head = Buffer.allocUnsafe(mapHeadLength(n));
-      writeMapHead(head, 0, n, true);
+      const head = Buffer.allocUnsafe(mapHeadLength(this.count));
+      writeMapHead(head, 0, this.count, true);
       this.pieces.unshift(head);
       this.bytes += head.length;
     }

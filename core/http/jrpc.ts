@@ -1,19 +1,21 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { CallMeta, Dispatcher } from '../dispatch';
-import { rpcCall, rpcError } from '../rpc';
-import { BodyTooLarge, mediaType, readBody } from './body';
+import { Call, type CallMeta } from '../call';
+import type { Dispatcher } from '../dispatch';
+import { rpcCall, rpcError, type RpcResponse } from '../rpc';
+import type { ApiError } from '../errors';
+import { BodyTooLarge, mediaType, readBody } from '../toolkit/request-body';
 import { JsonHeaders, MsgpackHeaders, NoCacheHeaders, send, sendPieces, type Escaped } from './reply';
-import { HeldBatch } from './held';
-import { encodeResponse, packed as bytes, unpacked } from './encode';
+import { BatchAnswer, encodeResponse, packed as bytes, unpacked } from './encode';
 import { foreignOrigin } from './origin';
 import type { WriteHold } from '../toolkit/group-commit';
 
 const MSGPACK_TYPES = new Set(['application/msgpack', 'application/x-msgpack']);
 
-/** An answer in the request's encoding: MessagePack when `packed`, else JSON (errors of the payload itself: small). */
-function reply(res: ServerResponse, packed: boolean, status: number, body: unknown): void {
+/** An answer in the request's encoding (errors of the payload itself: small). */
+function reply(res: ServerResponse, packed: boolean, status: number, body: unknown): undefined {
   if (packed) send(res, status, MsgpackHeaders, bytes(body));
   else send(res, status, JsonHeaders, JSON.stringify(body));
+  return undefined;
 }
 
 /** What bounds a JSON RPC request: the body read, the requests of a batch, the answer's bytes (a batch's as a whole). */
@@ -23,9 +25,7 @@ export interface JrpcLimits { maxBody: number; maxBatch: number; maxAnswer: numb
  * JSON RPC 2.0 at /jrpc: JSON or MessagePack (by Content-Type, answered in
  * kind), single requests and batches, notifications (no id) answered with
  * 202 when nothing else is, and the GET form /jrpc?i=ID&m=METHOD&p=PARAMS.
- * It works on the bare request and response so that the hot path pays for
- * nothing it does not use (test/bench/README.md); what escapes it (a bug)
- * goes to `escaped`.
+ * What escapes it (a bug) goes to `escaped`.
  *
  * A browser can send a body cross-site without asking first only as
  * text/plain or a form: with an `Origin` (a browser's request) the body must
@@ -37,28 +37,52 @@ export interface JrpcLimits { maxBody: number; maxBatch: number; maxAnswer: numb
 export function jrpcProcessor(dispatcher: Dispatcher, writes: WriteHold, limits: JrpcLimits, eitherScheme: boolean, escaped: Escaped) {
   const { maxBody, maxBatch, maxAnswer } = limits;
 
-  /** Answers a batch: its calls one after another, the answer once their held writes settled. */
+  /**
+   * Answers a batch: its calls one after another (a batch may lock, work
+   * and unlock in order), encoded as they come (BatchAnswer: bounded as a
+   * whole). A call whose answer waits for its write is answered at once
+   * (its Call is `batched`), and the controller's writes are held back
+   * until the last call ran (WriteHold; other controllers' writes go on):
+   * the batch's changes go to disk together. The batch waits for those
+   * writes here, then answers; a failed one answers its call's error in
+   * place of the result, and the answer is made again (a rare path).
+   */
   const batch = async (res: ServerResponse, payload: unknown[], packed: boolean, meta: CallMeta): Promise<void> => {
-    // the responses encoded as they come, within max_answer_size for the whole batch; a call whose answer waits
-    // only for its write hands the write over and the next call runs at once; the writes are held back until
-    // the last call ran (the controller's WriteHold: other controllers' writes go on): the batch's changes go to disk together, and the batch is answered once
-    // they did (./held.ts)
-    const out = new HeldBatch(packed, maxAnswer);
-    const batchMeta: CallMeta = { ...meta, hold: out.hold };
+    const encoding = packed ? 'msgpack' : 'json';
+    let out = new BatchAnswer(packed, maxAnswer);
+    const calls: { req: unknown; call?: Call; r?: RpcResponse }[] = [];
     const release = writes.hold();
     try {
-      // one after another: a batch may lock, work and unlock in order
-      for (const one of payload) {
-        if (out.full) out.notRun(one);
-        else out.add(await rpcCall(dispatcher, one, batchMeta));
+      for (const req of payload) {
+        if (out.full) {
+          out.notRun(req);
+          calls.push({ req });
+          continue;
+        }
+        const call = new Call(meta, encoding, true);
+        const r = await rpcCall(dispatcher, req, call);
+        out.add(r, call.kept);
+        calls.push({ req, call, r });
       }
     } finally {
       release();
     }
-    const a = await out.settled();
+    let failed = false;
+    await Promise.all(calls.filter((c) => c.call?.written !== undefined).map((c) => c.call!.written!.catch((err: ApiError) => {
+      if (!c.r) return; // a notification's write is waited for, and answers nothing
+      c.r = rpcError(c.r.id, err.code, err.message);
+      failed = true;
+    })));
+    if (failed) {
+      out = new BatchAnswer(packed, maxAnswer);
+      for (const c of calls) {
+        if (c.call) out.add(c.r, c.call.kept);
+        else out.notRun(c.req);
+      }
+    }
     // every request a notification: 202 with an empty body
-    if (a.empty) send(res, 202, NoCacheHeaders);
-    else sendPieces(res, 200, packed ? MsgpackHeaders : JsonHeaders, a.body());
+    if (out.empty) send(res, 202, NoCacheHeaders);
+    else sendPieces(res, 200, packed ? MsgpackHeaders : JsonHeaders, out.body());
   };
 
   /** Answers a request or a batch, then `done`. */
@@ -75,9 +99,10 @@ export function jrpcProcessor(dispatcher: Dispatcher, writes: WriteHold, limits:
       done();
     };
     if (!Array.isArray(payload)) {
-      rpcCall(dispatcher, payload, meta).then((r) => {
+      const call = new Call(meta, packed ? 'msgpack' : 'json');
+      rpcCall(dispatcher, payload, call).then((r) => {
         try {
-          if (r) send(res, 200, packed ? MsgpackHeaders : JsonHeaders, encodeResponse(packed, r, maxAnswer), packed);
+          if (r) send(res, 200, packed ? MsgpackHeaders : JsonHeaders, encodeResponse(packed, r, maxAnswer, call.kept), packed);
           else send(res, 202, NoCacheHeaders);
         } catch (err) {
           return bug(err);
@@ -100,14 +125,17 @@ export function jrpcProcessor(dispatcher: Dispatcher, writes: WriteHold, limits:
       const p = q.get('p');
       if (p) params = JSON.parse(p);
     } catch {
-      reply(res, false, 400, rpcError(null, -32700, 'parse error'));
-      return undefined;
+      return reply(res, false, 400, rpcError(null, -32700, 'parse error'));
     }
     return { jsonrpc: '2.0', method: q.get('m') ?? undefined, params, id: q.get('i') ?? undefined };
   };
 
-  /** Answers a request, then calls `done` (the hot path's shape: server.ts). */
+  /** Answers a request, then calls `done`. */
   return (req: IncomingMessage, res: ServerResponse, ip: string, signal: (() => AbortSignal) | undefined, done: () => void): void => {
+    const refuse = (packed: boolean, status: number, code: number, message: string) => {
+      reply(res, packed, status, rpcError(null, code, message));
+      done();
+    };
     try {
       if (req.method === 'GET') {
         const payload = fromQuery(req, res);
@@ -115,35 +143,22 @@ export function jrpcProcessor(dispatcher: Dispatcher, writes: WriteHold, limits:
         else answer(req, res, payload, false, ip, signal, done);
         return;
       }
-      if (req.method !== 'POST') {
-        reply(res, false, 405, rpcError(null, -32600, `method ${req.method} not allowed`));
-        done();
-        return;
-      }
+      if (req.method !== 'POST') return refuse(false, 405, -32600, `method ${req.method} not allowed`);
       const type = mediaType(req);
       const packed = MSGPACK_TYPES.has(type);
       if (!packed && type !== 'application/json' && req.headers.origin !== undefined) {
-        // refused before a byte of the body is read
-        req.resume();
-        reply(res, false, 415, rpcError(null, -32600, 'a JSON RPC body is application/json or application/msgpack'));
-        done();
-        return;
+        req.resume(); // refused before a byte of the body is read
+        return refuse(false, 415, -32600, 'a JSON RPC body is application/json or application/msgpack');
       }
       readBody(req, maxBody, (err, raw) => {
         try {
-          if (err) {
-            if (err instanceof BodyTooLarge) reply(res, packed, 413, rpcError(null, -32600, 'request body too large'));
-            else reply(res, packed, 400, rpcError(null, -32700, 'parse error'));
-            done();
-            return;
-          }
+          if (err instanceof BodyTooLarge) return refuse(packed, 413, -32600, 'request body too large');
           let payload: unknown;
           try {
+            if (err) throw err;
             payload = packed ? unpacked(raw) : JSON.parse(raw.toString('utf8'));
           } catch {
-            reply(res, packed, 400, rpcError(null, -32700, 'parse error'));
-            done();
-            return;
+            return refuse(packed, 400, -32700, 'parse error');
           }
           answer(req, res, payload, packed, ip, signal, done);
         } catch (err) {

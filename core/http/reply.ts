@@ -14,8 +14,13 @@ export const MsgpackHeaders = { ...NoCacheHeaders, 'Content-Type': 'application/
 /** Answers a request whose handler let `err` escape (a bug): logged, answered 500 without details (server.ts). */
 export type Escaped = (req: IncomingMessage, res: ServerResponse, err: unknown) => void;
 
-/** header objects as node's flat [name, value, ...] lists: writeHead takes those without walking an object */
+/** header objects as node's flat [name, value, ...] lists, made once each: writeHead takes those without walking an object */
 const flat = new WeakMap<Record<string, string>, string[]>();
+function headerList(headers: Record<string, string>): string[] {
+  let list = flat.get(headers);
+  if (!list) flat.set(headers, (list = Object.entries(headers).flat()));
+  return list;
+}
 
 /**
  * Answer straight on node:http, with Content-Length (never chunked). A
@@ -24,19 +29,15 @@ const flat = new WeakMap<Record<string, string>, string[]>();
  * MessagePack answer: encodeResponse).
  */
 export function send(res: ServerResponse, status: number, headers: Record<string, string>, body: string | Buffer = '', latin1 = false): void {
-  let list = flat.get(headers);
-  if (!list) flat.set(headers, (list = Object.entries(headers).flat()));
   const length = typeof body !== 'string' || latin1 ? body.length : Buffer.byteLength(body);
-  res.writeHead(status, [...list, 'Content-Length', String(length)]);
+  res.writeHead(status, [...headerList(headers), 'Content-Length', String(length)]);
   if (latin1) res.end(body, 'latin1');
   else res.end(body);
 }
 
 /** 204 No Content: the no-cache headers, no type, no length (RFC 9110 forbids Content-Length on a 204), no body. */
 export function sendNoContent(res: ServerResponse): void {
-  let list = flat.get(NoCacheHeaders);
-  if (!list) flat.set(NoCacheHeaders, (list = Object.entries(NoCacheHeaders).flat()));
-  res.writeHead(204, list);
+  res.writeHead(204, headerList(NoCacheHeaders));
   res.end();
 }
 
@@ -45,9 +46,7 @@ export interface Pieces { pieces: (string | Buffer)[]; length: number }
 
 /** Answer in pieces, with Content-Length; the pieces go out in one write (corked), each referenced, not copied. */
 export function sendPieces(res: ServerResponse, status: number, headers: Record<string, string>, body: Pieces): void {
-  let list = flat.get(headers);
-  if (!list) flat.set(headers, (list = Object.entries(headers).flat()));
-  res.writeHead(status, [...list, 'Content-Length', String(body.length)]);
+  res.writeHead(status, [...headerList(headers), 'Content-Length', String(body.length)]);
   res.cork();
   for (const p of body.pieces) res.write(p);
   res.end();

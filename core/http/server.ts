@@ -36,44 +36,36 @@ const koa = onFirstUse<typeof Koa>('koa');
 const koaRouter = onFirstUse<typeof Router>('@koa/router');
 
 /**
- * The HTTP(S) front: function calls — /sys-api/<fn>, /<product>-api/<fn>
- * and /jrpc — and the supervisor's GET /health answered on node:http
- * itself; Koa for the rest: the operator's GET /metrics (Koa
- * is loaded with the first of those: a controller that only takes calls and
- * health checks never loads it, about 3 MB less memory). An exact path a
- * plugin took (httpPath: MCP's /mcp) is answered on node:http too, after
- * the kernel's own; anything else goes to the routes and upgrade paths
- * plugins add (HttpHooks), else 404; an exception that escapes a handler is logged and
- * answered 500 without details. It listens from the start of the
- * controller to its end: while plugins start or stop, /health says so (503)
- * and every other request is answered 503.
+ * The HTTP(S) front. Function calls (/jrpc, /sys-api/<fn>,
+ * /<product>-api/<fn>), GET /health and an exact path a plugin took
+ * (httpPath: MCP's /mcp) are answered on node:http itself; Koa, loaded on
+ * first use, answers the rest: GET /metrics, the routes and upgrade paths
+ * plugins add (HttpHooks), else 404. An exception that escapes a handler
+ * is logged and answered 500 without details. It listens from the start
+ * of the controller to its end: until open() and from drain() on, /health
+ * says so (503) and every other request is answered 503.
  */
 @injectable()
 export class HttpServer {
   private readonly servers: (http.Server | https.Server)[] = [];
   private readonly log: ModuleLogger;
-  /** the Koa application's request handler, made on first use */
   private koaCallback?: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>;
   private readonly koaApp: () => Koa;
   /** requests not answered yet: stop lets them finish (within stop_grace) */
   private inflight = 0;
   private drained: (() => void) | undefined;
-  /**
-   * the function call paths, answered without Koa: true when the request is
-   * one of them, and then `done` is called once it is answered
-   */
+  /** answers a function call, /health or a plugin's path, then calls `done`; false: not one of them */
   private readonly hot: (req: http.IncomingMessage, res: http.ServerResponse, done: () => void) => boolean;
-  /** bound addresses, after start: [{host, port, tls}] */
+  /** bound addresses, after start */
   readonly bound: { host: string; port: number; tls: boolean }[] = [];
-  /** starting until open(), serving, then stopping from drain() */
   state: 'starting' | 'serving' | 'stopping' = 'starting';
   private readonly since = performance.now();
   private draining: Promise<void> | undefined;
   /** connections handed to plugins' upgrade handlers: the server no longer tracks them, stop ends them */
   private readonly upgraded = new Set<Duplex>();
   private readonly clientIp: (req: http.IncomingMessage) => string;
-  /** runs a request now, or once its connection's unread answers are within max_unread */
-  private readonly gate: (req: http.IncomingMessage, res: http.ServerResponse, run: (answered?: () => void) => void) => void;
+  /** runs a request now, or once its connection's unread answers are within max_unread (unread.ts) */
+  private readonly gate: ReturnType<typeof unreadGate>;
 
   constructor(
     private readonly config: Config, private readonly paths: Paths, dispatcher: Dispatcher, logger: Logger,
@@ -91,33 +83,23 @@ export class HttpServer {
       const uptime = Math.round(performance.now() - this.since) / 1000;
       // what keeps the controller from working fully (a plugin not started, an unreadable user db): still 200
       const { degraded, states } = healthReports.read();
-      // node:http sends no body to HEAD, with the headers GET has
       sendJson(res, ok ? 200 : 503, {
         ok, state: this.state, product: paths.product, version: Version, uptime, ...(degraded.length ? { degraded } : {}), ...states,
       });
     };
-    // what escapes a hot handler (a bug) is logged and answered 500 without details, as Koa's errors are
     const failed = (internal: string): Escaped => (req, res, err) => {
       // the path only: a query may hold a key
       this.log.error(`${req.method} ${(req.url ?? '').split('?')[0]}: ${String((err as Error)?.stack ?? err)}`);
       if (!res.headersSent) send(res, 500, JsonHeaders, internal);
       else res.end();
     };
+    const directFailed = failed(JSON.stringify({ result: 'ERROR', _error: 'internal error' }));
     // behind a proxy that ends TLS (x_real_ip) the browser's scheme is not the socket's
     const jrpc = jrpcProcessor(dispatcher, writes, { maxBody: w.max_body_size, maxBatch: w.max_batch, maxAnswer: w.max_answer_size }, w.x_real_ip,
       failed(JSON.stringify(rpcError(null, 10, 'internal error'))));
-    const direct = directHandler(dispatcher, { maxBody: w.max_body_size, maxAnswer: w.max_answer_size }, clientIp, w.x_real_ip,
-      failed(JSON.stringify({ result: 'ERROR', _error: 'internal error' })));
-    const pathFailed = failed(JSON.stringify({ result: 'ERROR', _error: 'internal error' }));
+    const direct = directHandler(dispatcher, { maxBody: w.max_body_size, maxAnswer: w.max_answer_size }, clientIp, w.x_real_ip, directFailed);
     this.gate = unreadGate(w.max_unread, w.max_waiting);
     const route = directRoute(paths.product);
-    // Function calls — /jrpc and the direct paths — and /health, which a
-    // supervisor asks every few seconds, are answered here on node:http; Koa
-    // serves the rest. The call handlers are written in node's own shape:
-    // the body read by its events, the end told by a callback (`done`), no
-    // promise of their own around the call's, which cost more per call
-    // (test/bench/README.md, "Why the call path is shaped this way"). The
-    // call itself (rpcCall, Dispatcher.call) is async.
     this.hot = (req, res, done) => {
       const url = req.url ?? '/';
       if (url === '/jrpc' || url.startsWith('/jrpc?')) {
@@ -125,7 +107,7 @@ export class HttpServer {
         return true;
       }
       if ((req.method === 'GET' || req.method === 'HEAD') && isHealth(url)) {
-        health(res);
+        health(res); // node:http sends no body to HEAD, with the headers GET has
         done();
         return true;
       }
@@ -134,20 +116,19 @@ export class HttpServer {
         direct(req, res, call, done);
         return true;
       }
-      // a path a plugin took whole (MCP): its calls are not worth Koa's cost each (test/bench/README.md, "Why the call path is shaped this way")
       const taken = this.hooks.pathFor(url.split('?')[0]);
       if (!taken) return false;
       let answered: boolean | Promise<boolean>;
       try {
         answered = taken(req, res, clientIp(req));
       } catch (err) {
-        pathFailed(req, res, err);
+        directFailed(req, res, err);
         done();
         return true;
       }
       void Promise.resolve(answered).then((handled) => {
         if (!handled && !res.headersSent) sendDirectError(res, 404, 'not found');
-      }, (err: unknown) => pathFailed(req, res, err)).finally(done);
+      }, (err: unknown) => directFailed(req, res, err)).finally(done);
       return true;
     };
     this.koaApp = () => this.buildKoa(dispatcher, metrics);
@@ -203,14 +184,12 @@ export class HttpServer {
 
   async start(): Promise<void> {
     const w = this.config.webapi;
-    // both paths end (done) once the answer is handed to the socket: counting
-    // them here costs no listener per request
     const cb = (req: http.IncomingMessage, res: http.ServerResponse) => {
       // a response without its socket yet: an earlier answer of the connection is still unread
       if (res.socket === null) this.gate(req, res, (answered) => serve(req, res, answered));
       else serve(req, res);
     };
-    /** `answered`: told once the answer is made (a request the unread gate held) */
+    // `answered`: told once the answer is made (a request the unread gate held)
     const serve = (req: http.IncomingMessage, res: http.ServerResponse, answered?: () => void) => {
       if (this.state !== 'serving' && !isHealth(req.url ?? '/')) {
         res.writeHead(503, { ...JsonHeaders, 'Retry-After': '1', Connection: 'close' });

@@ -8,20 +8,14 @@ const State = Symbol('unread');
 type Tracked = Socket & { [State]?: Waiting };
 
 /**
- * Answers a client leaves unread count against its connection: past
- * `max` bytes, its next request waits — is not run — until the client has
- * read enough. A client that pipelines requests and reads nothing (each
- * answer, say, a 1 MB log) thus holds about one answer and `max` bytes,
- * not one answer per request it managed to send.
- *
- * node:http gives a pipelined request's response the socket only once every
- * earlier answer went out (until then the response keeps its bytes), so a
- * response without a socket is the sign that something is still unread; an
- * answer that has the socket left nothing before it. That costs the usual
- * request one property read. node:http itself stops reading the connection
- * while its output waits (needDrain), so what waits here is at most what was
- * read with the requests already taken; past `maxWaiting` waiting requests
- * (a client that sends on and on, reading just enough to be read again)
+ * Answers a client leaves unread count against its connection: past `max`
+ * bytes, its next request is not run until the client has read enough (a
+ * client that pipelines requests and reads nothing holds about one answer
+ * and `max` bytes). node:http gives a pipelined request's response the
+ * socket only once every earlier answer went out: a response without a
+ * socket is the sign that something is still unread. node:http stops
+ * reading the connection while its output waits, so what waits here is what
+ * came with the requests already taken; past `maxWaiting` waiting requests
  * the connection is closed.
  */
 export function unreadGate(max: number, maxWaiting: number) {

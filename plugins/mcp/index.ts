@@ -6,7 +6,7 @@ import { ApiError } from '../../core/errors';
 import { PackageVersion } from '../../core/version';
 import { Product_names } from '../../core/defaults';
 import { rpcError } from '../../core/rpc';
-import { BodyTooLarge, mediaType, readBody } from '../../core/http/body';
+import { BodyTooLarge, mediaType, readBody } from '../../core/toolkit/request-body';
 import { JsonHeaders, NoCacheHeaders, send } from '../../core/http/reply';
 import { foreignOrigin } from '../../core/http/origin';
 import { clientGone } from '../../core/http/gone';

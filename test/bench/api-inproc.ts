@@ -5,6 +5,7 @@ import { startController, Keys } from '../helpers/controller';
 import { HttpServer } from '../../core/http/server';
 import { Dispatcher, type CallMeta } from '../../core/dispatch';
 import { rpcCall } from '../../core/rpc';
+import { Call } from '../../core/call';
 import { encodeResponse } from '../../core/http/encode';
 import { table, fmt, realKeys } from './lib';
 import { connect, requestOf, type Case } from './inproc';
@@ -74,8 +75,11 @@ async function layers(dispatcher: Dispatcher): Promise<(string | number)[][]> {
   const packed = Buffer.from(encode(request()));
   const json = Buffer.from(JSON.stringify(request()));
   const decoder = new Decoder({ useBigInt64: true });
-  /** the call of `payload`, its answer encoded */
-  const answered = async (isPacked: boolean, payload: unknown) => encodeResponse(isPacked, (await rpcCall(dispatcher, payload, meta()))!, 1e9);
+  /** the call of `payload`, its answer encoded as /jrpc does: the transport's call object, its kept answer encoded once */
+  const answered = async (isPacked: boolean, payload: unknown) => {
+    const call = new Call(meta(), isPacked ? 'msgpack' : 'json');
+    return encodeResponse(isPacked, (await rpcCall(dispatcher, payload, call))!, 1e9, call.kept);
+  };
   const steps: [string, () => Promise<unknown>][] = [
     ['the loop alone (an awaited empty step)', async () => undefined],
     ['MessagePack request decoded', async () => decoder.decode(packed)],

@@ -11,7 +11,8 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 type Case = { name: string; method: 'GET' | 'POST'; path: string; headers: Record<string, string>; body?: Buffer };
 
 /** A server of the API benchmark: a controller, or bare node:http. */
-interface Server { name: string; proc: import('node:child_process').ChildProcess; port: number; bare?: boolean; runs: Load[]; cpu: number; n: number; wall: number }
+/** `rounds`: CPU µs a request in each round, for the spread beside the median */
+interface Server { name: string; proc: import('node:child_process').ChildProcess; port: number; bare?: boolean; runs: Load[]; rounds: number[]; cpu: number; n: number; wall: number }
 
 /**
  * API benchmark: keep-alive load on `test` through JSON RPC/JSON, JSON
@@ -50,16 +51,17 @@ async function main() {
   const load = (server: Server, c: Case, seconds: number) => wrkLoad({ url: `http://127.0.0.1:${server.port}${c.path}`, method: c.method, body: c.body, headers: c.headers, seconds, cpu: 0 });
   const fresh = (name: string, started: { proc: Server['proc']; port: number }, bare = false): Server => {
     favour(started.proc.pid);
-    return { name, ...started, bare, runs: [], cpu: 0, n: 0, wall: 0 };
+    return { name, ...started, bare, runs: [], rounds: [], cpu: 0, n: 0, wall: 0 };
   };
   /** what each server did in every round, by case and server name */
   const done = new Map<Case, Map<string, Server>>(cases.map((c) => [c, new Map()]));
   const add = (c: Case, s: Server, l: Load, cpu: number) => {
     const m = done.get(c)!;
-    const acc = m.get(s.name) ?? { ...s, runs: [], cpu: 0, n: 0, wall: 0 };
+    const acc = m.get(s.name) ?? { ...s, runs: [], rounds: [], cpu: 0, n: 0, wall: 0 };
     m.set(s.name, acc);
     acc.cpu += cpu;
     acc.n += l.rps * SECONDS;
+    acc.rounds.push((cpu / (l.rps * SECONDS)) * 1e6);
     acc.wall += SECONDS;
     acc.runs.push(l);
   };
@@ -119,12 +121,14 @@ async function main() {
     const ref = median(servers.find((s) => s.bare)!.runs);
     for (const server of servers) {
       const m = median(server.runs);
-      rows.push([c.name, server.name, fmt(m.rps), fmt(m.p99, 2), fmt((server.cpu / server.n) * 1e6, 1), `${fmt((server.cpu / server.wall) * 100)} %`,
+      const rounds = [...server.rounds].sort((a, b) => a - b);
+      const spread = `${fmt(rounds[Math.floor((rounds.length - 1) / 2)], 1)} (${fmt(rounds[0], 1)}–${fmt(rounds[rounds.length - 1], 1)})`;
+      rows.push([c.name, server.name, fmt(m.rps), fmt(m.p99, 2), fmt((server.cpu / server.n) * 1e6, 1), spread, `${fmt((server.cpu / server.wall) * 100)} %`,
         fmt(m.rps / ref.rps, 2), fmt(m.p99 / ref.p99, 2), server.runs.reduce((n, l) => n + l.errors, 0)]);
     }
   }
   console.log(`\nAPI, wrk (1 thread, on CPU 0): keep-alive, 32 connections, ${ROUNDS} rounds of ${SECONDS} s, each on servers started afresh, alternating; medians (${os.cpus().length} cores)\n`);
-  console.log(table(['call', 'server', 'req/s', 'p99 ms', 'CPU µs/req', 'CPU share', 'ratio to bare', 'p99 ratio', 'errors'], rows));
+  console.log(table(['call', 'server', 'req/s', 'p99 ms', 'CPU µs/req', 'CPU µs/req by round: median (lowest–highest)', 'CPU share', 'ratio to bare', 'p99 ratio', 'errors'], rows));
 }
 
 /**

@@ -4,7 +4,7 @@ import mqtt from 'mqtt';
 import type { ExecutionContext } from 'ava';
 import { encode } from '@msgpack/msgpack';
 import { packed, unpacked } from '../../core/http/encode';
-import { timestampCodec } from '../../core/http/timestamp';
+import { timestampCodec } from '../../core/toolkit/msgpack';
 import { startBroker } from '../helpers/broker';
 import { Keys } from '../helpers/controller';
 import { open33, seal33 } from '../helpers/mqtt-api-client';

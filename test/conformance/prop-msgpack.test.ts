@@ -1,17 +1,18 @@
 import test from 'ava';
 import { isDeepStrictEqual } from 'node:util';
 import { ExtData } from '@msgpack/msgpack';
-import { BatchAnswer, encodeResponse, FixedPart, packed, sharedResult, unpacked } from '../../core/http/encode';
-import { Timestamp } from '../../core/http/timestamp';
+import { BatchAnswer, encodeResponse, jsonOf, packed, unpacked } from '../../core/http/encode';
+import { KeptAnswer } from '../../core/results';
+import { Timestamp } from '../../core/toolkit/msgpack';
 import type { RpcResponse } from '../../core/rpc';
 import { FC, fc, same, testProp } from './fast-check';
 
 /**
- * The controller's own MessagePack (core/http/encode.ts, timestamp.ts): what
+ * The controller's own MessagePack (core/toolkit/msgpack.ts, core/http/encode.ts): what
  * it writes, /jrpc reads back as the same value (timestamps to the
  * nanosecond, as the bytes they came as); whatever bytes come, the reading
  * gives a value that goes back as itself, or an Error (a parse error), never
- * anything else; an answer (alone, in a batch, built on a fixed part)
+ * anything else; an answer (alone, in a batch, built on a kept answer)
  * decodes to the response it encodes.
  */
 
@@ -116,18 +117,20 @@ const response = fc.oneof(
   fc.record({ id, code: fc.integer({ min: -32700, max: 20 }), message: fc.string({ maxLength: 30 }) })
     .map(({ id: i, code, message }) => ({ jsonrpc: '2.0' as const, id: i, error: { code, message } })),
 );
-/** Some results are shared (rpc.discover's: encoded once, referred to). */
-const maybeShared = (r: RpcResponse, share: boolean): RpcResponse =>
-  (share && r.result && typeof r.result === 'object' && !Array.isArray(r.result) && !(r.result instanceof Uint8Array) && !(r.result instanceof Date) && !(r.result instanceof ExtData)
-    ? { ...r, result: sharedResult({ ...r.result as Record<string, unknown> }) } : r);
+/** Some results are kept answers as they are (rpc.discover's: encoded once, referred to): the response and its kept answer. */
+const maybeShared = (r: RpcResponse, share: boolean): [RpcResponse, KeptAnswer | undefined] => {
+  if (!share || !r.result || typeof r.result !== 'object' || Array.isArray(r.result) || r.result instanceof Uint8Array || r.result instanceof Date || r.result instanceof ExtData) return [r, undefined];
+  const kept = new KeptAnswer({ ...r.result as Record<string, unknown> });
+  return [{ ...r, result: kept.for({}) }, kept];
+};
 /** What a JSON answer to a response reads as. */
 const asJson = (r: unknown) => JSON.parse(JSON.stringify(r)) as unknown;
 
 testProp(`${FC} › MessagePack and JSON › an answer decodes to its response, or is error 13 past max_answer_size`, [
   response, fc.boolean(), fc.boolean(), fc.integer({ min: 16, max: 2048 }),
 ], (t, r0, isPacked, share, max) => {
-  const r = maybeShared(r0, share);
-  const body = encodeResponse(isPacked, r, max);
+  const [r, kept] = maybeShared(r0, share);
+  const body = encodeResponse(isPacked, r, max, kept);
   const got = isPacked ? unpacked(bytes(body)) : JSON.parse(text(body)) as unknown;
   const length = isPacked ? bytes(body).length : Buffer.byteLength(text(body));
   const want = isPacked ? normal(r) : asJson(r);
@@ -145,9 +148,9 @@ testProp(`${FC} › MessagePack and JSON › a batch answer decodes to its respo
   const out = new BatchAnswer(isPacked, max);
   const sent: RpcResponse[] = [];
   for (const [r0, share] of rs) {
-    const r = maybeShared(r0, share);
+    const [r, kept] = maybeShared(r0, share);
     // once full, a request is not run: a notification (here: id null) then has no answer
-    if (!out.full) out.add(r);
+    if (!out.full) out.add(r, kept);
     else if (r.id === null) continue;
     else out.notRun({ jsonrpc: '2.0', method: 'test', id: r.id });
     sent.push(r);
@@ -168,25 +171,30 @@ testProp(`${FC} › MessagePack and JSON › a batch answer decodes to its respo
   if (!refused) t.true(length <= max, `${length} bytes past ${max}`);
 }, { numRuns: 5_000 });
 
-/** A fixed part and the changing members of a result built on it: no name in both. */
+/** A kept answer's members and the changing members of a result built on it: no name in both. */
 const fixedAndChanging = fc.tuple(fc.dictionary(key, value, { maxKeys: 18 }), fc.dictionary(key, value, { maxKeys: 18 }))
   .map(([fixed, changing]) => [fixed, Object.fromEntries(Object.entries(changing).filter(([k]) => !Object.hasOwn(fixed, k)))] as const);
 
-testProp(`${FC} › MessagePack and JSON › a result built on a fixed part encodes as the plain object it is`, [
-  fixedAndChanging, fc.uint8Array({ maxLength: 8 }),
-], (t, [fixed, changing], before) => {
-  const part = new FixedPart(fixed);
-  const r = part.with(changing);
+/** A result built on a kept answer, as the direct API (JSON) and JSON RPC over MessagePack answer it. */
+const spliced = (fixed: Record<string, unknown>, changing: Record<string, unknown>, id: unknown = 1) => {
+  const part = new KeptAnswer(fixed);
+  const r = part.for({}, changing);
+  const json = jsonOf(r, part);
+  const answer = encodeResponse(true, { jsonrpc: '2.0', id, result: r }, 1 << 24, part);
+  return { json: JSON.parse(json.toString()) as unknown, packed: (unpacked(bytes(answer)) as RpcResponse).result };
+};
+
+testProp(`${FC} › MessagePack and JSON › a result built on a kept answer encodes as the plain object it is`, [
+  fixedAndChanging, fc.oneof(fc.integer(), fc.string({ maxLength: 8 })),
+], (t, [fixed, changing], id) => {
   const plain = { ...fixed, ...changing };
-  same(t, JSON.parse(part.toJson(r)), asJson(plain));
-  const out = Buffer.from(part.toPacked(r, before));
-  t.is(out.subarray(0, before.length).toString('hex'), Buffer.from(before).toString('hex'));
-  same(t, normal(unpacked(out.subarray(before.length))), normal(plain));
+  const got = spliced(fixed, changing, id);
+  same(t, got.json, asJson(plain));
+  same(t, normal(got.packed), normal(plain));
 }, { numRuns: 6_000 });
 
-test(`${FC} › MessagePack and JSON › found: a changing member named by an integer ("0") took a fixed member's place`, (t) => {
-  const part = new FixedPart({ a: 1, b: 2 });
-  const r = part.with({ 0: 5, c: 3 });
-  same(t, JSON.parse(part.toJson(r)), { 0: 5, a: 1, b: 2, c: 3 });
-  same(t, unpacked(part.toPacked(r, new Uint8Array(0))), { 0: 5, a: 1, b: 2, c: 3 });
+test(`${FC} › MessagePack and JSON › found: a changing member named by an integer ("0") took a kept member's place`, (t) => {
+  const got = spliced({ a: 1, b: 2 }, { 0: 5, c: 3 });
+  same(t, got.json, { 0: 5, a: 1, b: 2, c: 3 });
+  same(t, got.packed, { 0: 5, a: 1, b: 2, c: 3 });
 });

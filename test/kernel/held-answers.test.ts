@@ -4,10 +4,11 @@ import { startController, Keys } from '../helpers/controller';
 import { until } from '../helpers/wait';
 
 /**
- * CallContext.holdAnswer: in a JSON RPC batch, a call whose answer waits only
- * for its write hands the write over and the next call runs at once; the
- * batch is answered once every write settled, a failed one answering its
- * call's error in place of the result. Elsewhere the handler waits itself.
+ * CallContext.written: in a JSON RPC batch, a call whose answer waits only
+ * for its write hands the write to its call object and the next call runs
+ * at once; the batch is answered once every write settled, a failed one
+ * answering its call's error in place of the result. A call alone is
+ * answered once its write settled.
  */
 const k = Keys.master;
 
@@ -24,8 +25,14 @@ module.exports.plugin = {
         log.push('run ' + p.i);
         const written = new Promise((resolve, reject) => writes.set(p.i, { resolve, reject }))
           .then(() => { log.push('written ' + p.i); });
-        if (call.holdAnswer) { call.holdAnswer(written); return { held: p.i }; }
-        return written.then(() => ({ waited: p.i }));
+        call.written = written;
+        return { held: p.i };
+      } });
+    ctx.register({ name: 'write_then_fail', permission: 'any', description: 'notes a write, then fails',
+      params: { i: { type: 'string', required: true, description: 'name' } },
+      handler(p, call) {
+        call.written = new Promise((resolve, reject) => writes.set(p.i, { resolve, reject }));
+        throw ctx.error('function_failed', 'failed after noting ' + p.i);
       } });
     ctx.register({ name: 'settle', permission: 'any', description: 'settle the writes under way',
       params: { fail: { type: 'string', required: false, description: 'the one that fails' } },
@@ -60,11 +67,13 @@ test('a JSON RPC batch runs calls whose answers wait for their writes one after 
   ]);
   t.deepEqual(await client.ok('write_log', { k }), ['run a', 'run b', 'run n', 'run c', 'failed b', 'written a', 'written n', 'written c']);
 
-  // a call alone waits for its write itself
-  const alone = client.rpc('write', { k, i: 'x' });
+  // a call alone is answered once its write settled
+  let answered = false;
+  const alone = client.rpc('write', { k, i: 'x' }).then((r) => { answered = true; return r; });
   await until('the call run', async () => await client.ok('writes', { k }) === 1);
+  t.false(answered, 'answered before its write settled');
   await client.ok('settle', { k });
-  t.deepEqual((await alone).result, { waited: 'x' });
+  t.deepEqual((await alone).result, { held: 'x' });
 
   // MessagePack: the same, the answer made again with the error in place
   const packed = fetch(`${url}/jrpc`, { method: 'POST', headers: { 'Content-Type': 'application/msgpack' }, body: Buffer.from(encode([one('write', { i: 'p' }, 7), one('write', { i: 'q' }, 8)])) });
@@ -80,4 +89,19 @@ test('a JSON RPC batch runs calls whose answers wait for their writes one after 
   const count = (result: string) => Number(new RegExp(`^eva_api_calls_total\\{function="write",result="${result}"\\} (\\d+)$`, 'm').exec(text)?.[1]);
   t.is(count('ok'), 5);
   t.is(count('function_failed'), 2);
+});
+
+test('a call that fails after noting a write answers its error at once, alone or in a batch, without waiting for that write', async (t) => {
+  const { url, client } = await startController(t, { files: { 'plugins/writer.js': PLUGIN } });
+  const post = (body: unknown) => fetch(`${url}/jrpc`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  const out = await (await post([one('write_then_fail', { i: 'a' }, 1), one('write_then_fail', { i: 'b' }, 2)])).json() as any[];
+  t.deepEqual(out, [
+    { jsonrpc: '2.0', id: 1, error: { code: 10, message: 'failed after noting a' } },
+    { jsonrpc: '2.0', id: 2, error: { code: 10, message: 'failed after noting b' } },
+  ]);
+  t.like(await client.rpc('write_then_fail', { k, i: 'c' }), { error: { code: 10, message: 'failed after noting c' } });
+  // the writes are still under way; failing them later harms nothing (no unhandled rejection ends the controller)
+  t.is(await client.ok('writes', { k }), 3);
+  t.is(await client.ok('settle', { k, fail: 'a' }), 3);
+  t.is(await client.ok('writes', { k }), 0);
 });

@@ -1,6 +1,6 @@
 import { definePlugin } from '../../../core/plugin';
 import { Product_names } from '../../../core/defaults';
-import { sharedResult } from '../../../core/http/encode';
+import { KeptAnswer } from '../../../core/results';
 import { ErrorKinds } from '../../../core/errors';
 
 /** The error catalogue (core/errors.ts): the codes an answer may carry, with the HTTP status of the direct API. */
@@ -21,21 +21,21 @@ export const plugin = definePlugin({
   version: '1.0.0',
   start(ctx) {
     const title = `${Product_names[ctx.paths.product]} API`;
-    let made: { functions: object; schema: object; answer: Record<string, unknown> } | undefined;
+    let made: { functions: object; schema: object; answer: KeptAnswer } | undefined;
     ctx.register({
       name: 'rpc.discover',
       permission: 'none',
       params: {},
       description: 'OpenRPC description of the API of this controller, with its settings (x-settings).',
       returns: 'OpenRPC document',
-      handler: () => {
+      handler: (_p, call) => {
         // the registry's document is the same object until a function comes or goes
         const functions = ctx.describeFunctions(title);
         const { schema } = ctx.config;
         if (made?.functions !== functions || made.schema !== schema) {
-          made = { functions, schema, answer: sharedResult({ ...functions, 'x-settings': schema.describe(), 'x-errors': errors }) };
+          made = { functions, schema, answer: new KeptAnswer({ ...functions, 'x-settings': schema.describe(), 'x-errors': errors }) };
         }
-        return made.answer;
+        return made.answer.for(call);
       },
     });
   },

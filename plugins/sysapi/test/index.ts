@@ -1,8 +1,7 @@
 import { definePlugin } from '../../../core/plugin';
 import { Build, Product_names, Version } from '../../../core/defaults';
-import { withStatus } from '../../../core/results';
+import { KeptAnswer, withStatus } from '../../../core/results';
 import { Levels } from '../../../core/log';
-import { FixedPart } from '../../../core/http/encode';
 import type { ApiKey } from '../../../core/auth/apikey';
 import type { CallContext } from '../../../core/functions';
 import { ThreadCount } from './threads';
@@ -16,7 +15,7 @@ export const plugin = definePlugin({
     const started = Date.now();
     const { config, paths, logger } = ctx;
     const threads = new ThreadCount();
-    const made = new WeakMap<ApiKey, { revision: number; debug: boolean; threads: number; part: FixedPart }>();
+    const made = new WeakMap<ApiKey, { revision: number; debug: boolean; threads: number; part: KeptAnswer }>();
     /** The answer's members for this caller but time and uptime; `threads`: the thread count (sysfunc and master keys). */
     const fixedInfo = (call: CallContext, threads: number): Record<string, unknown> => {
       const key = call.key!;
@@ -64,14 +63,14 @@ export const plugin = definePlugin({
         // fixed members, encoded once
         const n = (key.master || key.sysfunc) && !call.readonly ? threads.count(now) : 0;
         // all but time and uptime stays the same between a key's calls (monitors call `test` every few seconds):
-        // made and encoded once per key (FixedPart), made again when the key, the debug mode or the thread count
+        // made and encoded once per key (KeptAnswer), made again when the key, the debug mode or the thread count
         // changes; a token's is made per call
         let fixed = call.token ? undefined : made.get(key);
         if (!fixed || fixed.revision !== key.revision || fixed.debug !== logger.debugMode || fixed.threads !== n) {
-          fixed = { revision: key.revision, debug: logger.debugMode, threads: n, part: new FixedPart(fixedInfo(call, n)) };
+          fixed = { revision: key.revision, debug: logger.debugMode, threads: n, part: new KeptAnswer(fixedInfo(call, n)) };
           if (!call.token) made.set(key, fixed);
         }
-        return withStatus(fixed.part.with({ time: now / 1000, uptime: Math.floor((now - started) / 1000) }));
+        return withStatus(fixed.part.for(call, { time: now / 1000, uptime: Math.floor((now - started) / 1000) }));
       },
     });
   },

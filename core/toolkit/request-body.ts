@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type Busboy from 'busboy';
-import { onFirstUse } from '../toolkit/lazy-module';
+import { onFirstUse } from './lazy-module';
 
 /** busboy reads multipart uploads only: loaded with the first one. */
 const busboy = onFirstUse<typeof Busboy>('busboy');
@@ -17,8 +17,6 @@ export class BodyTooLarge extends Error {
  * `done(err)` for a body larger than `limit` (BodyTooLarge: before reading,
  * when Content-Length says so, or as soon as the bytes pass it) or a read
  * that fails. `done` is called once, and may be called before this returns.
- * A callback, node's own shape for a stream, not a promise: the function
- * calls read their bodies this way (server.ts says why).
  */
 export function readBody(req: IncomingMessage, limit: number, done: (err: Error | undefined, raw: Buffer) => void): void {
   if (Number(req.headers['content-length']) > limit) {

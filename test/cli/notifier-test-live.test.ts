@@ -1,6 +1,5 @@
 import test, { type ExecutionContext } from 'ava';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { Keys, makeDir, spawnController, type Child } from '../helpers/controller';
 import { startBroker, Subscriber, type Broker } from '../helpers/broker';
@@ -12,6 +11,7 @@ import { runCli } from '../helpers/cli';
 import { Config } from '../../core/config';
 import { Paths } from '../../core/paths';
 import { controllerUrl, masterKey } from '../../plugins/notifiers/cli/notifier-live';
+import { freePort } from '../helpers/ports';
 
 /**
  * `uc-notifier test` while the controller of the directory runs: the
@@ -28,13 +28,6 @@ function sparkplug(broker: Broker): Record<string, unknown> {
   return { type: 'sparkplug', host: broker.host, port: broker.port, group_id: 'plant', edge_node_id: NODE, timeout: 5, events: states };
 }
 
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 /**
  * A controller child process on a port written in its ini (the command line

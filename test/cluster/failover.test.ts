@@ -6,7 +6,7 @@ import test, { type ExecutionContext } from 'ava';
 import { Keys, makeDir } from '../helpers/controller';
 import { sleep, until } from '../helpers/wait';
 import { runMain, lineOf } from '../helpers/cli';
-import { freePort, pgRows, postgresTests, postgresUnavailable, startPostgres } from '../helpers/postgres';
+import { pgRows, postgresTests, postgresUnavailable, startPostgres } from '../helpers/postgres';
 import { startProxy } from '../helpers/tcp-proxy';
 import { skipWhen, which } from '../helpers/tools';
 import { readItemsState } from '../helpers/items-file';
@@ -16,6 +16,7 @@ import { notifierFiles } from '../helpers/notifiers';
 import { CS } from '../helpers/corescripts';
 import { NODE } from '../helpers/sparkplug-node';
 import { FastLease, grantElsewhere, sparkplugActive, health, killAndTime, longLeaseActive, startMember, untilRole, write, type FailoverHealth, type Member } from '../helpers/failover';
+import { freePort } from '../helpers/ports';
 
 /**
  * `[cluster] failover`: controllers of one `[server] name` on one

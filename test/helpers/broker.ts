@@ -8,6 +8,7 @@ import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { until } from './wait';
 import { switchableServer } from './switchable-server';
 import mqtt, { type MqttClient, type IClientOptions } from 'mqtt';
+import { freePort } from './ports';
 
 /**
  * A real MQTT broker for tests: aedes in this process by default, or, when
@@ -135,13 +136,6 @@ async function startAedes(t: Owner, opts: BrokerOptions): Promise<Broker> {
   };
 }
 
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 /** Resolves when something accepts TCP connections on the port; rejects after `ms` or when `gone` says the process ended. */
 async function waitListening(port: number, ms: number, gone: () => string | undefined): Promise<void> {

@@ -1,11 +1,11 @@
 import { sharedServer } from './shared-server';
 import fs from 'node:fs';
 import os from 'node:os';
-import net from 'node:net';
 import path from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Owner } from './broker';
 import { which } from './which';
+import { freePort } from './ports';
 
 /**
  * A real InfluxDB 1.x (Debian's `influxdb` package, `influxd`; `.ci/run`
@@ -33,16 +33,6 @@ export function influxUnavailable(): string | undefined {
   return which('influxd') ? undefined : 'influxd (Debian package influxdb) is not installed';
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** Start an InfluxDB in a new folder; stopped and removed when `owner` ends. */
 export async function startInflux(owner: Owner, opts: { auth?: { user: string; password: string } } = {}): Promise<Influx> {

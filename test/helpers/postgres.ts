@@ -1,10 +1,10 @@
 import { sharedServer } from './shared-server';
 import fs from 'node:fs';
 import os from 'node:os';
-import net from 'node:net';
 import path from 'node:path';
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import type { Owner } from './broker';
+import { freePort } from './ports';
 
 /**
  * A real PostgreSQL server for tests and benchmarks, from the binaries the
@@ -71,18 +71,6 @@ export function postgresUnavailable(): string | undefined {
     return `running as root and could not create the unprivileged user ${PG_USER} to run PostgreSQL as: ${(err as Error).message}`;
   }
   return undefined;
-}
-
-/** A port free on 127.0.0.1 now (closed again: the caller listens on it). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 function exec(bin: string, args: string[], ids: { uid: number; gid: number } | undefined, dir: string): Promise<void> {

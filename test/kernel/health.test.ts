@@ -1,10 +1,10 @@
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import test from 'ava';
 import { Controller } from '../../core/controller';
 import { makeDir, Keys } from '../helpers/controller';
 import { until } from '../helpers/wait';
+import { freePort } from '../helpers/ports';
 
 /** A drop-in whose start waits for the file `go` and whose stop waits for the file `gone` in the controller dir. */
 const SLOW_PLUGIN = `const fs = require('node:fs');
@@ -13,12 +13,6 @@ module.exports.plugin = { name: 'slow', kind: 'service', version: '1.0.0',
   start(ctx) { return waitFor(ctx.paths.dir + '/go'); },
   stop(ctx) { return waitFor(ctx.paths.dir + '/gone'); } };`;
 
-const freePort = () => new Promise<number>((resolve) => {
-  const probe = net.createServer().listen(0, '127.0.0.1', () => {
-    const p = (probe.address() as net.AddressInfo).port;
-    probe.close(() => resolve(p));
-  });
-});
 
 async function health(url: string) {
   const r = await fetch(`${url}/health`);

@@ -100,27 +100,48 @@ export class HookAgents {
   }
 }
 
-/** One request; resolves with the status and at most `limit` bytes of the answer (undefined: it was longer). No redirect is followed. */
-function request(url: URL, method: string, headers: Record<string, string>, body: string | undefined, limit: number, signal: AbortSignal, agents: HookAgents): Promise<{ status: number; body: string | undefined }> {
+/**
+ * One request; resolves with the status and at most `limit` bytes of the
+ * answer (undefined: it was longer). No redirect is followed. The signals
+ * (`also`: a second one, the endpoint's stop) end it by one listener each,
+ * not by node:http's `signal` option and AbortSignal.any: those cost a
+ * stream watcher per request and a signal per send (test/bench/README.md,
+ * "What each notifier costs on the defaults").
+ */
+function request(url: URL, method: string, headers: Record<string, string>, body: string | undefined, limit: number, signal: AbortSignal, agents: HookAgents, also?: AbortSignal): Promise<{ status: number; body: string | undefined }> {
   return new Promise((resolve, reject) => {
     const tls = url.protocol === 'https:';
-    const req = (tls ? https : http).request(url, { method, headers, agent: agents.of(tls), signal }, (res) => {
+    const cut = () => req.destroy((signal.aborted ? signal.reason : also?.reason) as Error);
+    const settle = <T>(fn: (v: T) => void) => (v: T) => {
+      signal.removeEventListener('abort', cut);
+      also?.removeEventListener('abort', cut);
+      fn(v);
+    };
+    const ok = settle(resolve);
+    const fail = settle(reject);
+    const req = (tls ? https : http).request(url, { method, headers, agent: agents.of(tls) }, (res) => {
       const parts: Buffer[] = [];
       let size = 0;
       res.on('data', (d: Buffer) => {
         size += d.length;
         if (size > limit) {
           res.destroy();
-          resolve({ status: res.statusCode ?? 0, body: undefined });
+          ok({ status: res.statusCode ?? 0, body: undefined });
           return;
         }
         parts.push(d);
       });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: parts.length === 1 ? parts[0].toString('utf8') : Buffer.concat(parts).toString('utf8') }));
-      res.on('error', reject);
-      res.on('aborted', () => reject(Object.assign(new Error('answer cut off'), { code: 'ECONNRESET' })));
+      res.on('end', () => ok({ status: res.statusCode ?? 0, body: parts.length === 1 ? parts[0].toString('utf8') : Buffer.concat(parts).toString('utf8') }));
+      res.on('error', fail);
+      res.on('aborted', () => fail(Object.assign(new Error('answer cut off'), { code: 'ECONNRESET' })));
     });
-    req.on('error', reject);
+    req.on('error', fail);
+    if (signal.aborted || also?.aborted) {
+      cut();
+      return;
+    }
+    signal.addEventListener('abort', cut, { once: true });
+    also?.addEventListener('abort', cut, { once: true });
     req.end(body);
   });
 }
@@ -142,10 +163,36 @@ function hookAuth(cfg: NotifierConfig, url: URL): HookAuth | undefined {
 /** How a request is marked: its frame id (header webhook-id) and the keys that sign it now (none: unsigned). */
 export interface HookSigning { id: string; keys: Buffer[] }
 
-/** Send one request until `signal` aborts it (the host's timeout, or the stop); throws unless the answer is a success. */
-export async function sendHook(cfg: NotifierConfig, req: HookRequest, signal: AbortSignal, agents: HookAgents, signing?: HookSigning): Promise<void> {
+/** Where a notifier's requests go: its uri without credentials, and the basic authorization they become. */
+interface HookTarget { url: URL; authorization?: string }
+
+/** The target of each notifier config, made at its first request (the uri and credentials are fixed once read). */
+const targets = new WeakMap<NotifierConfig, HookTarget>();
+
+function targetOf(cfg: NotifierConfig): HookTarget {
+  let t = targets.get(cfg);
+  if (t) return t;
   const url = new URL(cfg.uri as string);
-  for (const [k, v] of Object.entries(req.query ?? {})) url.searchParams.append(k, v);
+  const auth = hookAuth(cfg, url);
+  // the credentials go as basic authorization, as 3.3 (requests) sent them, not in the URL
+  url.username = '';
+  url.password = '';
+  t = { url, authorization: auth && `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}` };
+  targets.set(cfg, t);
+  return t;
+}
+
+/**
+ * Send one request until `signal` (or `also`) aborts it (the host's timeout,
+ * or the stop); throws unless the answer is a success.
+ */
+export async function sendHook(cfg: NotifierConfig, req: HookRequest, signal: AbortSignal, agents: HookAgents, signing?: HookSigning, also?: AbortSignal): Promise<void> {
+  const target = targetOf(cfg);
+  let url = target.url;
+  if (req.query) {
+    url = new URL(url);
+    for (const k in req.query) url.searchParams.append(k, req.query[k]);
+  }
   const headers: Record<string, string> = req.contentType ? { 'Content-Type': req.contentType } : {};
   if (signing) headers['webhook-id'] = signing.id;
   if (signing?.keys.length) {
@@ -154,17 +201,14 @@ export async function sendHook(cfg: NotifierConfig, req: HookRequest, signal: Ab
     headers['webhook-timestamp'] = String(timestamp);
     headers['webhook-signature'] = signature(signing.keys, signing.id, timestamp, req.body ?? url.search.slice(1));
   }
-  const auth = hookAuth(cfg, url);
-  // the credentials go as basic authorization, as 3.3 (requests) sent them, not in the URL
-  url.username = '';
-  url.password = '';
-  if (auth) headers.Authorization = `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}`;
+  if (target.authorization) headers.Authorization = target.authorization;
   if (req.body !== undefined) headers['Content-Length'] = String(Buffer.byteLength(req.body));
   let r: { status: number; body: string | undefined };
   try {
-    r = await request(url, req.method, headers, req.body, WebhookDefaults.max_answer_bytes, signal, agents);
+    r = await request(url, req.method, headers, req.body, WebhookDefaults.max_answer_bytes, signal, agents, also);
   } catch (err) {
     if (signal.aborted) throw signal.reason;
+    if (also?.aborted) throw also.reason;
     const cause = (err as { cause?: unknown }).cause;
     const e: DeliveryError = new Error(cause ? describe(cause) : describe(err));
     if (unreachable(err)) e.transient = true;
@@ -293,7 +337,7 @@ class WebhookEndpoint implements Endpoint {
   }
 
   test(signal: AbortSignal): Promise<void> {
-    return sendHook(this.cfg, this.spec.encodeTest(this.current()), AbortSignal.any([signal, this.stopping.signal]), this.agents, this.signing([]));
+    return sendHook(this.cfg, this.spec.encodeTest(this.current()), signal, this.agents, this.signing([]), this.stopping.signal);
   }
 
   async send(subject: Subject, events: unknown[], signal: AbortSignal, frame?: FrameInfo): Promise<void> {
@@ -302,14 +346,14 @@ class WebhookEndpoint implements Endpoint {
     const idOf = (i: number) => (frame && chunks.length > 1 ? { id: `${frame.id}.${i}` } : frame);
     const remaining: unknown[] = [];
     let first: unknown;
-    const either = AbortSignal.any([signal, this.stopping.signal]);
+    const stopping = this.stopping.signal;
     for (let i = 0; i < chunks.length; i++) {
       try {
-        await sendHook(this.cfg, chunks[i].request, either, this.agents, this.signing(chunks[i].events, idOf(i)));
+        await sendHook(this.cfg, chunks[i].request, signal, this.agents, this.signing(chunks[i].events, idOf(i)), stopping);
       } catch (err) {
         first ??= err;
         remaining.push(...chunks[i].events);
-        if (this.cfg.stop_on_error === true || either.aborted) {
+        if (this.cfg.stop_on_error === true || signal.aborted || stopping.aborted) {
           for (const c of chunks.slice(i + 1)) remaining.push(...c.events);
           break;
         }

@@ -37,13 +37,14 @@ function formParams(form: URLSearchParams): Params {
 /**
  * A result 3.3 answered with 204 and no body: an empty object or text (its
  * encoder sent a body only for a value that was true, 0 or a list). true,
- * nothing and a result marked for its success field answer `{result: "OK"}`.
+ * nothing and the result of a call `withStatus` answer `{result: "OK"}`.
  */
-function empty(r: unknown): boolean {
+function empty(call: Call): boolean {
+  const r = call.result;
   if (r === '') return true;
-  if (typeof r !== 'object' || r === null || Array.isArray(r) || Buffer.isBuffer(r)) return false;
+  if (typeof r !== 'object' || r === null || Array.isArray(r) || Buffer.isBuffer(r) || call.withStatus) return false;
   for (const _ in r) return false;
-  return Object.getOwnPropertySymbols(r).length === 0;
+  return true;
 }
 
 /** A direct call found in a request: its function name, its space (none: either) and its query string. */
@@ -88,8 +89,8 @@ export function directHandler(
 
   /** The success answer; an empty one is 204 with no body, as EVA ICS 3.3 answered it (get_cvar of no cvars). */
   const ok = (res: ServerResponse, call: Call): void => {
-    if (empty(call.result)) return sendNoContent(res);
-    const body = jsonOf(directResult(call.result), call.kept);
+    if (empty(call)) return sendNoContent(res);
+    const body = jsonOf(directResult(call.result, call), call.kept);
     if (overLimit(body, maxAnswer)) sendDirectError(res, 413, tooLarge(maxAnswer));
     else send(res, 200, JsonHeaders, body);
   };

@@ -126,7 +126,7 @@ export class HttpServer {
       const taken = this.hooks.pathFor(url.split('?')[0]);
       if (!taken) return false;
       // run in a promise: a handler that throws is answered as one that rejects
-      void Promise.resolve(req).then((r) => taken(r, res, clientIp(r))).then((handled) => {
+      void Promise.resolve().then(() => taken(req, res, clientIp(req))).then((handled) => {
         if (!handled && !res.headersSent) sendDirectError(res, 404, 'not found');
       }, (err: unknown) => directFailed(req, res, err)).finally(done);
       return true;

@@ -13,6 +13,9 @@ const MSGPACK_TYPES = new Set(['application/msgpack', 'application/x-msgpack']);
 /** What bounds a JSON RPC request: the body read, the requests of a batch, the answer's bytes (a batch's as a whole). */
 export interface JrpcLimits { maxBody: number; maxBatch: number; maxAnswer: number }
 
+/** A request of a batch, with its call and response once run. */
+type Entry = { req: unknown; call?: Call; r?: RpcResponse };
+
 /**
  * JSON RPC 2.0 at /jrpc: JSON or MessagePack (by Content-Type, answered in
  * kind), single requests and batches, notifications (no id: 202 when
@@ -31,14 +34,13 @@ export function jrpcProcessor(dispatcher: Dispatcher, writes: WriteHold, { maxBo
    */
   const batch = async (res: ServerResponse, payload: unknown[], packed: boolean, meta: CallMeta): Promise<void> => {
     const encoding = packed ? 'msgpack' : 'json';
-    /** each request, with its call and response once run */
-    const calls: { req: unknown; call?: Call; r?: RpcResponse }[] = [];
-    const put = (out: BatchAnswer, c: (typeof calls)[number]) => (c.call ? out.add(c.r, c.call.kept) : out.notRun(c.req));
+    const calls: Entry[] = [];
+    const put = (out: BatchAnswer, c: Entry) => (c.call ? out.add(c.r, c.call.kept) : out.notRun(c.req));
     let out = new BatchAnswer(packed, maxAnswer);
     const release = writes.hold();
     try {
       for (const req of payload) {
-        let c: (typeof calls)[number] = { req };
+        let c: Entry = { req };
         if (!out.full) {
           const call = new Call(meta, encoding, true);
           c = { req, call, r: await rpcCall(dispatcher, req, call) };

@@ -27,7 +27,8 @@ export type Encoding = 'json' | 'msgpack' | undefined;
  * (rpcCall, Dispatcher.call, the handler as its CallContext) and read by
  * the transport to answer. It carries where the call comes from (`meta`),
  * its JSON RPC id, the encoding of its answer, the caller (set once the
- * key is known), the write its answer waits for and its answer.
+ * key is known), the write its answer waits for, its answer and whether
+ * that carries the success field.
  */
 export class Call implements CallContext {
   key?: ResolvedKey['key']; token?: string; user?: string; assigned?: boolean; readonly?: boolean;
@@ -37,6 +38,7 @@ export class Call implements CallContext {
   id: unknown = undefined;
   written?: Promise<unknown> = undefined;
   kept?: KeptAnswer = undefined;
+  withStatus = false;
   /** the handler's result, once it answered */
   result: unknown = undefined;
 

@@ -51,6 +51,12 @@ export interface CallContext {
   written?: Promise<unknown>;
   /** the kept answer the result is built on (KeptAnswer.for): the transport sends its bytes made once */
   kept?: KeptAnswer;
+  /**
+   * Set by a handler whose result, an object made for this one call, is to
+   * carry the transport's success field beside its own members (`result:
+   * "OK"` on the direct API, `ok: true` on JSON RPC: `test`, `lock`'s token).
+   */
+  withStatus?: boolean;
 }
 
 /** A handler's `result`, answered once `written` (a change on its way to disk; none: nothing to wait for) settled. */

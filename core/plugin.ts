@@ -10,6 +10,7 @@ import type { ApiError, ErrorKind } from './errors';
 import type { MetricSource } from './metrics';
 import type { HealthSource } from './health';
 import type { CallMeta, CallObserver } from './dispatch';
+import type { Call } from './call';
 
 import type { SectionSettings } from './settings/registry';
 import type { Finding } from './settings/schema';
@@ -128,8 +129,12 @@ export interface PluginContext {
    * stream's auth message. Rejects with access_denied.
    */
   authenticate(k: string, ip: string): Promise<ResolvedKey | undefined>;
-  /** call a function as a transport does (key, permission, validation): the MQTT API */
-  call(name: string, params: Record<string, unknown>, meta: CallMeta): Promise<unknown>;
+  /**
+   * call a function as a transport does (key, permission, validation): the
+   * MQTT API, MCP. `from`: where the call comes from, or a call object made
+   * for it, read after the answer (its `withStatus`, say)
+   */
+  call(name: string, params: Record<string, unknown>, from: CallMeta | Call): Promise<unknown>;
   /**
    * be told of every call once it has its answer (the API call log): one
    * observer per controller (a second one throws); it runs on every call's

@@ -50,10 +50,10 @@ export function rpcNotRun(req: unknown, code: number, message: string): RpcRespo
  * transport that speaks JSON RPC (HTTP /jrpc, the MQTT API): its response,
  * or undefined for a notification (a request without id). Never rejects.
  * `from`: the transport's call object (its id is set here), or where the
- * call comes from.
+ * call comes from (one is made).
  */
 export async function rpcCall(
-  dispatcher: { call(name: string, params: Record<string, unknown>, from: CallMeta | Call): Promise<unknown> }, req: unknown, from: CallMeta | Call,
+  dispatcher: { call(name: string, params: Record<string, unknown>, from: Call): Promise<unknown> }, req: unknown, from: CallMeta | Call,
 ): Promise<RpcResponse | undefined> {
   if (!req || typeof req !== 'object' || Array.isArray(req)) return rpcError(null, -32600, 'invalid request');
   const { jsonrpc, method, params } = req as Record<string, unknown>;
@@ -70,9 +70,10 @@ export async function rpcCall(
     }
     // 3.3 answers a request without a method as a failed call (10), after the params check, before any other
     if (noMethod(method)) throw new ApiError('function_failed', 'API method not defined: the request has no method');
-    if (from instanceof Call) from.id = id;
-    const r = await dispatcher.call(method, (params ?? {}) as Record<string, unknown>, from);
-    return notification ? undefined : { jsonrpc: '2.0', id, result: rpcResult(r) };
+    const call = from instanceof Call ? from : new Call(from);
+    call.id = id;
+    const r = await dispatcher.call(method, (params ?? {}) as Record<string, unknown>, call);
+    return notification ? undefined : { jsonrpc: '2.0', id, result: rpcResult(r, call) };
   } catch (err) {
     if (notification) return undefined;
     const e = err as ApiError;

@@ -1,19 +1,21 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import querystring from 'node:querystring';
-import { Call } from '../call';
+import { Call, type CallMeta } from '../call';
 import type { Dispatcher } from '../dispatch';
 import { ApiError } from '../errors';
 import { ApiSpace } from '../functions';
 import { BodyTooLarge, mediaType, readBody, readMultipart } from '../toolkit/request-body';
 import { JsonHeaders, send, sendDirectError, sendNoContent, type Escaped } from './reply';
 import { directResult } from '../results';
-import { clientGone } from './gone';
 import { jsonOf, overLimit, tooLarge } from './encode';
-import { foreignOrigin } from './origin';
 
 type Params = Record<string, unknown>;
 
-/** A query string's parameters as a plain object (a `__proto__` field is a field), copied without a spread. */
+/**
+ * A query string's or urlencoded form's parameters as a plain object (a
+ * `__proto__` field is a field; a repeated one is the list of its values),
+ * copied without a spread.
+ */
 function queryParams(query: string): Params {
   const parsed = querystring.parse(query);
   const params: Params = {};
@@ -24,26 +26,13 @@ function queryParams(query: string): Params {
   return params;
 }
 
-/** Form fields as parameters; a repeated field is the list of its values (as in a query string). */
-function formParams(form: URLSearchParams): Params {
-  const params: Params = {};
-  for (const name of new Set(form.keys())) {
-    const values = form.getAll(name);
-    params[name] = values.length === 1 ? values[0] : values;
-  }
-  return params;
-}
-
-/**
- * A result 3.3 answered with 204 and no body: an empty object or text (its
- * encoder sent a body only for a value that was true, 0 or a list). true,
- * nothing and a result marked for its success field answer `{result: "OK"}`.
- */
-function empty(r: unknown): boolean {
+/** A result 3.3 answered with 204 and no body: an empty object or text (a call `withStatus` answers `{result: "OK"}`). */
+function empty(call: Call): boolean {
+  const r = call.result;
   if (r === '') return true;
-  if (typeof r !== 'object' || r === null || Array.isArray(r) || Buffer.isBuffer(r)) return false;
+  if (typeof r !== 'object' || r === null || Array.isArray(r) || Buffer.isBuffer(r) || call.withStatus) return false;
   for (const _ in r) return false;
-  return Object.getOwnPropertySymbols(r).length === 0;
+  return true;
 }
 
 /** A direct call found in a request: its function name, its space (none: either) and its query string. */
@@ -71,25 +60,16 @@ export function directRoute(product: string): (url: string) => DirectRoute | und
 }
 
 /**
- * Direct calls. Parameters come from the query string and, with POST, a
- * JSON object, an urlencoded or a multipart form (form values override
- * query values). A multipart body is read only once a key given in the
- * query or X-Auth-Key is known to be good (a key inside the form can only
- * be checked after reading it; max_body_size bounds that read). An answer
- * larger than `maxAnswer` bytes is not sent: 413. A request from a page of
- * another origin never gets the key hosts_assign gives its address
- * (foreignOrigin: a browser sends forms and GETs cross-site unasked).
+ * Direct calls: parameters from the query string and, with POST, a JSON
+ * object, an urlencoded or a multipart form (overriding the query's). A
+ * multipart body is read only once a key in the query or X-Auth-Key is
+ * known to be good. An answer over `maxAnswer` bytes is not sent: 413.
  */
-export function directHandler(
-  dispatcher: Dispatcher, limits: { maxBody: number; maxAnswer: number }, clientIp: (req: IncomingMessage) => string, eitherScheme: boolean,
-  escaped: Escaped,
-) {
-  const { maxBody, maxAnswer } = limits;
-
-  /** The success answer; an empty one is 204 with no body, as EVA ICS 3.3 answered it (get_cvar of no cvars). */
+export function directHandler(dispatcher: Dispatcher, { maxBody, maxAnswer }: { maxBody: number; maxAnswer: number }, escaped: Escaped) {
+  /** The success answer; an empty one is 204 with no body, as in 3.3 (get_cvar of no cvars). */
   const ok = (res: ServerResponse, call: Call): void => {
-    if (empty(call.result)) return sendNoContent(res);
-    const body = jsonOf(directResult(call.result), call.kept);
+    if (empty(call)) return sendNoContent(res);
+    const body = jsonOf(directResult(call.result, call), call.kept);
     if (overLimit(body, maxAnswer)) sendDirectError(res, 413, tooLarge(maxAnswer));
     else send(res, 200, JsonHeaders, body);
   };
@@ -103,47 +83,41 @@ export function directHandler(
     sendDirectError(res, err.status, err.message);
   };
 
-  /** A JSON (the default) or urlencoded body's parameters; throws ApiError for a body that is not a JSON object. */
-  const parsed = (type: string, raw: Buffer): Params => {
+  /** A JSON (the default) or urlencoded body's parameters; an ApiError for a body that is not a JSON object. */
+  const parsed = (type: string, raw: Buffer): Params | ApiError => {
     if (raw.length === 0) return {};
-    if (type === 'application/x-www-form-urlencoded') return formParams(new URLSearchParams(raw.toString('utf8')));
+    if (type === 'application/x-www-form-urlencoded') return queryParams(raw.toString('utf8'));
     let body: unknown;
     try {
       body = JSON.parse(raw.toString('utf8'));
     } catch {
-      throw new ApiError('invalid_params', 'request body is not valid JSON');
+      return new ApiError('invalid_params', 'request body is not valid JSON');
     }
-    if (!body || typeof body !== 'object' || Array.isArray(body)) throw new ApiError('invalid_params', 'request body must be a JSON object');
+    if (!body || typeof body !== 'object' || Array.isArray(body)) return new ApiError('invalid_params', 'request body must be a JSON object');
     return body as Params;
   };
 
-  /** The parameters of a POST body, to `then` once read (or its failure). */
-  const bodyParams = (req: IncomingMessage, query: Params, headerKey: string | undefined, then: (err: unknown, params?: Params) => void): void => {
+  /** The parameters of a POST body, to `then` once read, or its failure. */
+  const bodyParams = (req: IncomingMessage, query: Params, meta: CallMeta, then: (err: unknown, params?: Params) => void): void => {
     const type = mediaType(req);
-    if (type === 'multipart/form-data') {
-      try {
-        const k = query.k ?? headerKey;
-        if (k !== undefined && k !== '') dispatcher.identify(k, clientIp(req));
-      } catch (err) {
-        return then(err);
-      }
-      readMultipart(req, maxBody).then((params) => then(undefined, params), then);
-      return;
+    if (type !== 'multipart/form-data') {
+      return readBody(req, maxBody, (err, raw) => {
+        const params = err ?? parsed(type, raw);
+        if (params instanceof Error) then(params);
+        else then(undefined, params);
+      });
     }
-    readBody(req, maxBody, (err, raw) => {
-      if (err) return then(err);
-      let params: Params;
-      try {
-        params = parsed(type, raw);
-      } catch (e) {
-        return then(e);
-      }
-      then(undefined, params);
-    });
+    try {
+      const k = query.k ?? meta.headerKey;
+      if (k !== undefined && k !== '') dispatcher.identify(k, meta.ip);
+    } catch (err) {
+      return then(err);
+    }
+    readMultipart(req, maxBody).then((params) => then(undefined, params), then);
   };
 
   /** Answers the call, then calls `done`; what escapes (a bug) goes to `escaped`. */
-  return (req: IncomingMessage, res: ServerResponse, route: DirectRoute, done: () => void): void => {
+  return (req: IncomingMessage, res: ServerResponse, route: DirectRoute, meta: CallMeta, done: () => void): void => {
     const end = (answer: () => void): void => {
       try {
         answer();
@@ -152,35 +126,19 @@ export function directHandler(
       }
       done();
     };
-    const run = (params: Params, headerKey: string | undefined): void => {
-      let call: Call;
-      try {
-        call = new Call({
-          ip: clientIp(req), transport: 'direct', headers: req.headers, headerKey, space: route.space, signal: clientGone(req, res),
-          assign: !foreignOrigin(req, eitherScheme),
-        }, 'json');
-      } catch (err) {
-        return end(() => escaped(req, res, err));
-      }
-      dispatcher.call(route.fn, params, call).then(() => end(() => ok(res, call)), (err: unknown) => end(() => failed(req, res, err)));
+    /** runs the call with `params`, or answers `err` (no params: the body could not be read) */
+    const run = (err: unknown, params?: Params): void => {
+      if (params === undefined) return end(() => failed(req, res, err));
+      const call = new Call(meta, 'json');
+      dispatcher.call(route.fn, params, call).then(() => end(() => ok(res, call)), (e: unknown) => end(() => failed(req, res, e)));
     };
     try {
-      if (req.method !== 'GET' && req.method !== 'POST') {
-        if (!req.readableEnded) req.resume();
-        sendDirectError(res, 405, `method ${req.method} not allowed`);
-        return done();
-      }
+      if (req.method === 'GET') return run(undefined, queryParams(route.query));
+      if (req.method !== 'POST') return run(new ApiError('not_implemented', `method ${req.method} not allowed`));
       const query = queryParams(route.query);
-      const xkey = req.headers['x-auth-key'];
-      const headerKey = typeof xkey === 'string' && xkey ? xkey : undefined;
-      if (req.method === 'GET') return run(query, headerKey);
-      bodyParams(req, query, headerKey, (err, body) => {
-        if (body === undefined) end(() => failed(req, res, err));
-        else run({ ...query, ...body }, headerKey);
-      });
+      bodyParams(req, query, meta, (err, body) => run(err, body && { ...query, ...body }));
     } catch (err) {
-      escaped(req, res, err);
-      done();
+      end(() => escaped(req, res, err));
     }
   };
 }

@@ -12,7 +12,7 @@ export type Piece = string | Buffer;
 /** The message of an answer past the bound. */
 export const tooLarge = (max: number) => `answer larger than max_answer_size (${max} bytes)`;
 
-/** Bytes of a body past `max` (a string's length in characters is at most its UTF-8 length, a third of its upper bound). */
+/** Bytes of a body past `max` (a string's UTF-8 length is at least its length, at most three times it). */
 export function overLimit(body: Piece, max: number): boolean {
   if (typeof body !== 'string') return body.length > max;
   return body.length * 3 > max && Buffer.byteLength(body) > max;
@@ -24,7 +24,7 @@ const byteLength = (p: Piece) => (typeof p === 'string' ? Buffer.byteLength(p) :
 const keptJson = (k: KeptAnswer): Buffer => (k.json ??= Buffer.from(JSON.stringify(k.value)));
 const keptPacked = (k: KeptAnswer): Buffer => (k.packed ??= packed(k.value));
 
-/** The members of `r` (built on `k`) that are not `k`'s: `k`'s come first, unless a later name is an integer ("0"), which objects list first. */
+/** The members of `r` (built on `k`) that are not `k`'s (which come first, unless an integer name ("0") comes before them). */
 function changing(k: KeptAnswer, r: Record<string, unknown>): Record<string, unknown> {
   const names = Object.keys(r);
   const out: Record<string, unknown> = {};
@@ -47,14 +47,16 @@ function splicedJson(k: KeptAnswer, r: Record<string, unknown>): string {
 /** `before`, then `r`, built on `k`, as MessagePack: bytes of the scratch, to be copied or made text before the next answer. */
 function splicedPacked(k: KeptAnswer, r: Record<string, unknown>, before: Uint8Array): Uint8Array {
   const kept = keptPacked(k);
-  const keptAt = entriesAt(kept);
+  const keptAt = headLength(k.names.length);
   const rest = packedRef(changing(k, r));
-  const restAt = entriesAt(rest);
-  const n = mapCount(kept) + mapCount(rest);
-  const length = before.length + mapHeadLength(n) + kept.length - keptAt + rest.length - restAt;
+  // the map's head says how many members it has: fixmap, map 16 or map 32
+  const restCount = rest[0] === 0xde ? (rest[1] << 8) | rest[2] : rest[0] === 0xdf ? new DataView(rest.buffer, rest.byteOffset).getUint32(1) : rest[0] & 0x0f;
+  const restAt = headLength(restCount);
+  const n = k.names.length + restCount;
+  const length = before.length + headLength(n) + kept.length - keptAt + rest.length - restAt;
   const out = length <= scratch.length ? scratch : Buffer.allocUnsafe(length);
   out.set(before, 0);
-  let o = writeMapHead(out, before.length, n);
+  let o = writeHead(out, before.length, n, false);
   o += kept.copy(out, o, keptAt);
   for (let i = restAt; i < rest.length; i++) out[o++] = rest[i];
   return out.subarray(0, length);
@@ -63,22 +65,11 @@ function splicedPacked(k: KeptAnswer, r: Record<string, unknown>, before: Uint8A
 /** Where spliced MessagePack answers are made, one at a time; a larger one gets bytes of its own. */
 const scratch = Buffer.allocUnsafe(16 * 1024);
 
-/** Where a MessagePack map's entries start in its encoding (past its head). */
-const entriesAt = (map: Uint8Array): number => (map[0] === 0xde ? 3 : map[0] === 0xdf ? 5 : 1);
+/** The length of the head of a MessagePack map or array of `n` entries. */
+const headLength = (n: number): number => (n < 16 ? 1 : n < 0x10000 ? 3 : 5);
 
-/** How many entries a MessagePack map has, from its encoding. */
-function mapCount(map: Uint8Array): number {
-  const b = map[0];
-  if (b === 0xde) return (map[1] << 8) | map[2];
-  if (b === 0xdf) return ((map[1] << 24) | (map[2] << 16) | (map[3] << 8) | map[4]) >>> 0;
-  return b & 0x0f;
-}
-
-/** The length of the head of a MessagePack map (or array) of `n` entries. */
-const mapHeadLength = (n: number): number => (n < 16 ? 1 : n < 0x10000 ? 3 : 5);
-
-/** Writes the head of a MessagePack map (or `array`) of `n` entries at `o`; returns where it ends. */
-function writeMapHead(out: Uint8Array, o: number, n: number, array = false): number {
+/** Writes the head of a MessagePack map or array of `n` entries at `o`; returns where it ends. */
+function writeHead(out: Uint8Array, o: number, n: number, array: boolean): number {
   if (n < 16) {
     out[o] = (array ? 0x90 : 0x80) | n;
     return o + 1;
@@ -95,11 +86,7 @@ export function jsonOf(value: unknown, kept: KeptAnswer | undefined): Piece {
   return value === kept.value ? keptJson(kept) : splicedJson(kept, value as Record<string, unknown>);
 }
 
-/**
- * A JSON RPC response up to its result (JSON: the text up to `"result":`,
- * closed by '}'; MessagePack: all but the result, closed by nothing). The
- * MessagePack head is made of kept bytes around the id's.
- */
+/** A JSON RPC response up to its result (JSON: closed by '}' after it); MessagePack's of kept bytes around the id's. */
 function responseHead(isPacked: boolean, id: unknown): Piece {
   if (!isPacked) return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`;
   const small = typeof id === 'number' && Number.isInteger(id) && id >= 0 && id < 128;
@@ -113,15 +100,11 @@ function responseHead(isPacked: boolean, id: unknown): Piece {
   return head;
 }
 
-/** A MessagePack response's head around its id: a map of three, `jsonrpc`, `2.0`, `id`; then the name `result`. */
+/** A MessagePack response's head around its id: a map of three, `jsonrpc`, `2.0`, `id`, then `result`. */
 const HeadStart = Buffer.concat([Uint8Array.of(0x83), packed('jsonrpc'), packed('2.0'), packed('id')]);
 const HeadEnd = packed('result');
 
-/**
- * A JSON RPC response encoded: one piece (JSON text, or MessagePack bytes
- * of the encoder or the scratch, to be copied or made text at once), or,
- * when its result is a kept answer as it is, the pieces around its bytes.
- */
+/** A JSON RPC response: JSON text, MessagePack bytes to be copied at once, or a kept answer's bytes and the pieces around them. */
 function encodeOne(isPacked: boolean, r: RpcResponse, kept: KeptAnswer | undefined): string | Uint8Array | [Piece, Buffer, Piece] {
   if (kept === undefined || r.error !== undefined) return isPacked ? packedRef(r) : JSON.stringify(r);
   const head = responseHead(isPacked, r.id);
@@ -131,10 +114,9 @@ function encodeOne(isPacked: boolean, r: RpcResponse, kept: KeptAnswer | undefin
 }
 
 /**
- * One JSON RPC response encoded, within `max` bytes: a larger one becomes
- * error 13 with its id (the function ran; its answer is not sent).
- * MessagePack bytes up to 16 KiB come as text of one character a byte
- * (latin1: send them so).
+ * One JSON RPC response within `max` bytes, else error 13 with its id (the
+ * function ran; its answer is not sent). MessagePack up to 16 KiB comes as
+ * latin1 text, to be sent so (test/bench/README.md).
  */
 export function encodeResponse(isPacked: boolean, r: RpcResponse, max: number, kept?: KeptAnswer): Piece {
   const body = encodeOne(isPacked, r, kept);
@@ -153,11 +135,9 @@ export function encodeResponse(isPacked: boolean, r: RpcResponse, max: number, k
 /**
  * A batch answer, encoded as its responses come, within `max` bytes as a
  * whole: the response that passes the bound becomes error 13, and the
- * requests after it are not run (each with an id answers 13, after the
- * bound: those few bytes come on top). The caller asks `full` before
- * running the next request. The answer is a list of pieces: runs of small
- * ones joined, a kept answer's bytes as they are (a batch of 1,000
- * rpc.discover holds 1,000 small heads, not 1,000 copies of 70 KB).
+ * requests after it are not run (the caller asks `full`; each with an id
+ * answers 13, past the bound). Small pieces are joined, a kept answer's
+ * bytes referred to, never copied.
  */
 export class BatchAnswer {
   private readonly pieces: Piece[] = [];
@@ -173,22 +153,19 @@ export class BatchAnswer {
   add(r: RpcResponse | undefined, kept?: KeptAnswer): void {
     if (!r) return;
     const body = encodeOne(this.isPacked, r, kept);
-    if (!Array.isArray(body)) {
-      const own = typeof body === 'string' ? body : Buffer.from(body);
-      if (this.fits(byteLength(own))) return this.push(own);
-    } else {
-      const [head, result, tail] = body;
-      if (this.fits(byteLength(head) + result.length + byteLength(tail))) {
-        this.push(head);
-        this.flush();
-        this.pieces.push(result);
-        this.bytes += result.length;
-        if (tail !== '') this.addPiece(tail);
-        return;
-      }
+    const [head, result, tail] = Array.isArray(body) ? body : [typeof body === 'string' ? body : Buffer.from(body), undefined, ''];
+    // its separator and the closing bracket counted
+    if (this.bytes + byteLength(head) + (result?.length ?? 0) + byteLength(tail) + 2 > this.max) {
+      this.full = true;
+      return this.refuse(rpcError(r.id, ErrorKinds.too_large.code, `batch ${tooLarge(this.max)}`));
     }
-    this.full = true;
-    this.refuse(rpcError(r.id, ErrorKinds.too_large.code, `batch ${tooLarge(this.max)}`));
+    this.push(head);
+    if (result) {
+      this.flush();
+      this.pieces.push(result);
+      this.bytes += result.length;
+    }
+    if (tail !== '') this.addPiece(tail);
   }
 
   /** The answer for a request not run once the answer is full. */
@@ -205,17 +182,12 @@ export class BatchAnswer {
     if (!this.isPacked) this.addPiece(']');
     this.flush();
     if (this.isPacked) {
-      const head = Buffer.allocUnsafe(mapHeadLength(this.count));
-      writeMapHead(head, 0, this.count, true);
+      const head = Buffer.allocUnsafe(headLength(this.count));
+      writeHead(head, 0, this.count, true);
       this.pieces.unshift(head);
       this.bytes += head.length;
     }
     return { pieces: this.pieces, length: this.bytes };
-  }
-
-  /** Whether a response of `n` bytes keeps the answer within the bound (its separator and the closing bracket counted). */
-  private fits(n: number): boolean {
-    return this.bytes + n + 2 <= this.max;
   }
 
   private refuse(r: RpcResponse | undefined): void {

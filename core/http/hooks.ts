@@ -2,10 +2,7 @@ import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 import { injectable } from 'tsyringe';
 
-/**
- * Answers a request no kernel route answered; returns false (writing
- * nothing) to leave it to the kernel's 404.
- */
+/** Answers a request no kernel route answered; false (writing nothing): the kernel's 404. */
 export type RouteHandler = (req: http.IncomingMessage, res: http.ServerResponse, ip: string) => boolean | Promise<boolean>;
 
 /** Takes an HTTP upgrade request (a WebSocket) on one path. */
@@ -15,10 +12,7 @@ export interface UpgradeHandler {
   close?(): unknown;
 }
 
-/**
- * Routes and upgrade paths plugins add to the HTTP server (PluginContext
- * httpRoute / httpUpgrade), per owner so a stopping plugin's go with it.
- */
+/** Routes, paths and upgrade paths plugins add to the HTTP server, per owner: a stopping plugin's go with it. */
 @injectable()
 export class HttpHooks {
   private routes: { owner: string; prefix: string; handler: RouteHandler }[] = [];

@@ -6,63 +6,47 @@ import type { ApiError } from '../errors';
 import { BodyTooLarge, mediaType, readBody } from '../toolkit/request-body';
 import { JsonHeaders, MsgpackHeaders, NoCacheHeaders, send, sendPieces, type Escaped } from './reply';
 import { BatchAnswer, encodeResponse, packed as bytes, unpacked } from './encode';
-import { foreignOrigin } from './origin';
 import type { WriteHold } from '../toolkit/group-commit';
 
 const MSGPACK_TYPES = new Set(['application/msgpack', 'application/x-msgpack']);
 
-/** An answer in the request's encoding (errors of the payload itself: small). */
-function reply(res: ServerResponse, packed: boolean, status: number, body: unknown): undefined {
-  if (packed) send(res, status, MsgpackHeaders, bytes(body));
-  else send(res, status, JsonHeaders, JSON.stringify(body));
-  return undefined;
-}
-
 /** What bounds a JSON RPC request: the body read, the requests of a batch, the answer's bytes (a batch's as a whole). */
 export interface JrpcLimits { maxBody: number; maxBatch: number; maxAnswer: number }
 
+/** A request of a batch, with its call and response once run. */
+type Entry = { req: unknown; call?: Call; r?: RpcResponse };
+
 /**
  * JSON RPC 2.0 at /jrpc: JSON or MessagePack (by Content-Type, answered in
- * kind), single requests and batches, notifications (no id) answered with
- * 202 when nothing else is, and the GET form /jrpc?i=ID&m=METHOD&p=PARAMS.
- * What escapes it (a bug) goes to `escaped`.
- *
- * A browser can send a body cross-site without asking first only as
- * text/plain or a form: with an `Origin` (a browser's request) the body must
- * be application/json or MessagePack, which it cannot (415 otherwise).
- * Clients that are not browsers send no Origin and any type is read as
- * JSON. A request from a page of another origin never gets the key
- * hosts_assign gives its address (foreignOrigin).
+ * kind), single requests and batches, notifications (no id: 202 when
+ * nothing else is answered), and GET /jrpc?i=ID&m=METHOD&p=PARAMS. A
+ * browser sends a body cross-site unasked only as text/plain or a form: a
+ * request with an `Origin` must be JSON or MessagePack (415); other clients'
+ * bodies of any type are read as JSON. What escapes (a bug) goes to `escaped`.
  */
-export function jrpcProcessor(dispatcher: Dispatcher, writes: WriteHold, limits: JrpcLimits, eitherScheme: boolean, escaped: Escaped) {
-  const { maxBody, maxBatch, maxAnswer } = limits;
-
+export function jrpcProcessor(dispatcher: Dispatcher, writes: WriteHold, { maxBody, maxBatch, maxAnswer }: JrpcLimits, escaped: Escaped) {
   /**
-   * Answers a batch: its calls one after another (a batch may lock, work
-   * and unlock in order), encoded as they come (BatchAnswer: bounded as a
-   * whole). A call whose answer waits for its write is answered at once
-   * (its Call is `batched`), and the controller's writes are held back
-   * until the last call ran (WriteHold; other controllers' writes go on):
-   * the batch's changes go to disk together. The batch waits for those
-   * writes here, then answers; a failed one answers its call's error in
-   * place of the result, and the answer is made again (a rare path).
+   * A batch: its calls one after another (it may lock, work and unlock in
+   * order), encoded as they come. Its calls are `batched` and the
+   * controller's writes held back (WriteHold) until the last ran, so its
+   * changes go to disk together, waited for here; a failed write answers its
+   * call's error in place of the result (the answer is made again).
    */
   const batch = async (res: ServerResponse, payload: unknown[], packed: boolean, meta: CallMeta): Promise<void> => {
     const encoding = packed ? 'msgpack' : 'json';
+    const calls: Entry[] = [];
+    const put = (out: BatchAnswer, c: Entry) => (c.call ? out.add(c.r, c.call.kept) : out.notRun(c.req));
     let out = new BatchAnswer(packed, maxAnswer);
-    const calls: { req: unknown; call?: Call; r?: RpcResponse }[] = [];
     const release = writes.hold();
     try {
       for (const req of payload) {
-        if (out.full) {
-          out.notRun(req);
-          calls.push({ req });
-          continue;
+        let c: Entry = { req };
+        if (!out.full) {
+          const call = new Call(meta, encoding, true);
+          c = { req, call, r: await rpcCall(dispatcher, req, call) };
         }
-        const call = new Call(meta, encoding, true);
-        const r = await rpcCall(dispatcher, req, call);
-        out.add(r, call.kept);
-        calls.push({ req, call, r });
+        put(out, c);
+        calls.push(c);
       }
     } finally {
       release();
@@ -75,30 +59,31 @@ export function jrpcProcessor(dispatcher: Dispatcher, writes: WriteHold, limits:
     })));
     if (failed) {
       out = new BatchAnswer(packed, maxAnswer);
-      for (const c of calls) {
-        if (c.call) out.add(c.r, c.call.kept);
-        else out.notRun(c.req);
-      }
+      for (const c of calls) put(out, c);
     }
     // every request a notification: 202 with an empty body
     if (out.empty) send(res, 202, NoCacheHeaders);
     else sendPieces(res, 200, packed ? MsgpackHeaders : JsonHeaders, out.body());
   };
 
-  /** Answers a request or a batch, then `done`. */
-  const answer = (
-    req: IncomingMessage, res: ServerResponse, payload: unknown, packed: boolean, ip: string, signal: (() => AbortSignal) | undefined, done: () => void,
-  ): void => {
-    const xkey = req.headers['x-auth-key'];
-    const meta: CallMeta = {
-      ip, transport: 'jrpc', headers: req.headers, headerKey: typeof xkey === 'string' && xkey ? xkey : undefined, signal,
-      assign: !foreignOrigin(req, eitherScheme),
-    };
+  /** Answers a request, then calls `done`. */
+  return (req: IncomingMessage, res: ServerResponse, meta: CallMeta, done: () => void): void => {
     const bug = (err: unknown) => {
       escaped(req, res, err);
       done();
     };
-    if (!Array.isArray(payload)) {
+    /** an answer that is no call's (the payload's own error), in the request's encoding */
+    const refuse = (packed: boolean, status: number, code: number, message: string) => {
+      const body = rpcError(null, code, message);
+      send(res, status, packed ? MsgpackHeaders : JsonHeaders, packed ? bytes(body) : JSON.stringify(body));
+      done();
+    };
+    const answer = (payload: unknown, packed: boolean): void => {
+      if (Array.isArray(payload)) {
+        if (payload.length === 0 || payload.length > maxBatch) refuse(packed, 200, -32600, payload.length ? `batch larger than ${maxBatch}` : 'empty batch');
+        else batch(res, payload, packed, meta).then(done, bug);
+        return;
+      }
       const call = new Call(meta, packed ? 'msgpack' : 'json');
       rpcCall(dispatcher, payload, call).then((r) => {
         try {
@@ -109,39 +94,18 @@ export function jrpcProcessor(dispatcher: Dispatcher, writes: WriteHold, limits:
         }
         done();
       }, bug);
-    } else if (payload.length === 0 || payload.length > maxBatch) {
-      reply(res, packed, 200, rpcError(null, -32600, payload.length ? `batch larger than ${maxBatch}` : 'empty batch'));
-      done();
-    } else {
-      batch(res, payload, packed, meta).then(done, bug);
-    }
-  };
-
-  /** The payload of the GET form, or undefined when its params are no JSON (answered 400). */
-  const fromQuery = (req: IncomingMessage, res: ServerResponse): unknown => {
-    const q = new URLSearchParams((req.url ?? '').split('?')[1] ?? '');
-    let params: unknown = {};
-    try {
-      const p = q.get('p');
-      if (p) params = JSON.parse(p);
-    } catch {
-      return reply(res, false, 400, rpcError(null, -32700, 'parse error'));
-    }
-    return { jsonrpc: '2.0', method: q.get('m') ?? undefined, params, id: q.get('i') ?? undefined };
-  };
-
-  /** Answers a request, then calls `done`. */
-  return (req: IncomingMessage, res: ServerResponse, ip: string, signal: (() => AbortSignal) | undefined, done: () => void): void => {
-    const refuse = (packed: boolean, status: number, code: number, message: string) => {
-      reply(res, packed, status, rpcError(null, code, message));
-      done();
     };
     try {
       if (req.method === 'GET') {
-        const payload = fromQuery(req, res);
-        if (payload === undefined) done();
-        else answer(req, res, payload, false, ip, signal, done);
-        return;
+        const q = new URLSearchParams((req.url ?? '').split('?')[1] ?? '');
+        let params: unknown = {};
+        try {
+          const p = q.get('p');
+          if (p) params = JSON.parse(p);
+        } catch {
+          return refuse(false, 400, -32700, 'parse error');
+        }
+        return answer({ jsonrpc: '2.0', method: q.get('m') ?? undefined, params, id: q.get('i') ?? undefined }, false);
       }
       if (req.method !== 'POST') return refuse(false, 405, -32600, `method ${req.method} not allowed`);
       const type = mediaType(req);
@@ -160,15 +124,13 @@ export function jrpcProcessor(dispatcher: Dispatcher, writes: WriteHold, limits:
           } catch {
             return refuse(packed, 400, -32700, 'parse error');
           }
-          answer(req, res, payload, packed, ip, signal, done);
-        } catch (err) {
-          escaped(req, res, err);
-          done();
+          answer(payload, packed);
+        } catch (e) {
+          bug(e);
         }
       });
     } catch (err) {
-      escaped(req, res, err);
-      done();
+      bug(err);
     }
   };
 }

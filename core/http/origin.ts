@@ -3,16 +3,12 @@ import type { TLSSocket } from 'node:tls';
 
 /**
  * Whether a request comes from a page of another origin, as the browser
- * says it: `Sec-Fetch-Site` other than same-origin or none (same-site too:
- * a page on another port of the same host is another origin), an `Origin`
- * other than the request's own (scheme and Host header; `null` included),
- * else a `Referer` of another origin. Such a request never gets the key
- * `hosts_assign` gives its address: a page open in a browser on that host
- * could otherwise run functions with it (cross-site request forgery).
- * Clients that are not browsers send none of these headers.
- *
- * `eitherScheme`: behind a proxy that ends TLS (x_real_ip), the scheme the
- * browser used is not the socket's, so both count as own.
+ * says it: `Sec-Fetch-Site` other than same-origin or none (same-site is
+ * another port, another origin), an `Origin` other than the request's own
+ * (scheme and Host; `null` too), else a `Referer` of another origin. Such
+ * a request never gets the key `hosts_assign` gives its address (cross-site
+ * request forgery); clients that are not browsers send none of these.
+ * `eitherScheme`: behind a proxy that ends TLS both schemes count as own.
  */
 export function foreignOrigin(req: IncomingMessage, eitherScheme: boolean): boolean {
   const h = req.headers;

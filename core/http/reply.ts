@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Piece } from './encode';
 
 /** Headers of every function answer (spec, transport rule 7). */
 export const NoCacheHeaders = {
@@ -14,7 +15,7 @@ export const MsgpackHeaders = { ...NoCacheHeaders, 'Content-Type': 'application/
 /** Answers a request whose handler let `err` escape (a bug): logged, answered 500 without details (server.ts). */
 export type Escaped = (req: IncomingMessage, res: ServerResponse, err: unknown) => void;
 
-/** header objects as node's flat [name, value, ...] lists, made once each: writeHead takes those without walking an object */
+/** header objects as node's flat [name, value, ...] lists, made once each (test/bench/README.md) */
 const flat = new WeakMap<Record<string, string>, string[]>();
 function headerList(headers: Record<string, string>): string[] {
   let list = flat.get(headers);
@@ -22,12 +23,7 @@ function headerList(headers: Record<string, string>): string[] {
   return list;
 }
 
-/**
- * Answer straight on node:http, with Content-Length (never chunked). A
- * string body goes out in the same write as the head: one syscall. It is
- * UTF-8 text, or with `latin1` bytes as text, one character a byte (a
- * MessagePack answer: encodeResponse).
- */
+/** Answer with Content-Length (never chunked); a string body goes in the head's write: UTF-8, or `latin1` (encodeResponse). */
 export function send(res: ServerResponse, status: number, headers: Record<string, string>, body: string | Buffer = '', latin1 = false): void {
   const length = typeof body !== 'string' || latin1 ? body.length : Buffer.byteLength(body);
   res.writeHead(status, [...headerList(headers), 'Content-Length', String(length)]);
@@ -41,11 +37,8 @@ export function sendNoContent(res: ServerResponse): void {
   res.end();
 }
 
-/** An answer made of pieces (a batch answer): its bytes as they are, none joined; `length` is their total. */
-export interface Pieces { pieces: (string | Buffer)[]; length: number }
-
-/** Answer in pieces, with Content-Length; the pieces go out in one write (corked), each referenced, not copied. */
-export function sendPieces(res: ServerResponse, status: number, headers: Record<string, string>, body: Pieces): void {
+/** Answer in pieces (a batch answer: `length` bytes in all), in one write (corked), none copied. */
+export function sendPieces(res: ServerResponse, status: number, headers: Record<string, string>, body: { pieces: Piece[]; length: number }): void {
   res.writeHead(status, [...headerList(headers), 'Content-Length', String(body.length)]);
   res.cork();
   for (const p of body.pieces) res.write(p);
@@ -53,12 +46,7 @@ export function sendPieces(res: ServerResponse, status: number, headers: Record<
   res.uncork();
 }
 
-/** A JSON answer (Koa's routes too: they hand it their `ctx.res`). */
-export function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  send(res, status, JsonHeaders, JSON.stringify(body));
-}
-
-/** The direct API error body, on node:http. */
+/** The direct API's error answer (Koa's routes too: they hand it their `ctx.res`). */
 export function sendDirectError(res: ServerResponse, status: number, message: string): void {
-  sendJson(res, status, { result: 'ERROR', _error: message });
+  send(res, status, JsonHeaders, JSON.stringify({ result: 'ERROR', _error: message }));
 }

@@ -21,8 +21,12 @@ import { directHandler, directRoute } from './direct';
 import { jrpcProcessor } from './jrpc';
 import { WriteHold } from '../toolkit/group-commit';
 import { clientGone } from './gone';
-import { JsonHeaders, NoCacheHeaders, send, sendDirectError, sendJson, type Escaped } from './reply';
+import { foreignOrigin } from './origin';
+import type { CallMeta } from '../call';
+import type { ApiSpace } from '../functions';
+import { JsonHeaders, NoCacheHeaders, send, sendDirectError, type Escaped } from './reply';
 import { onFirstUse } from '../toolkit/lazy-module';
+import { within } from '../toolkit/time-limit';
 import { rpcError } from '../rpc';
 import { HttpHooks } from './hooks';
 import { Health } from '../health';
@@ -36,21 +40,17 @@ const koa = onFirstUse<typeof Koa>('koa');
 const koaRouter = onFirstUse<typeof Router>('@koa/router');
 
 /**
- * The HTTP(S) front. Function calls (/jrpc, /sys-api/<fn>,
- * /<product>-api/<fn>), GET /health and an exact path a plugin took
- * (httpPath: MCP's /mcp) are answered on node:http itself; Koa, loaded on
- * first use, answers the rest: GET /metrics, the routes and upgrade paths
- * plugins add (HttpHooks), else 404. An exception that escapes a handler
- * is logged and answered 500 without details. It listens from the start
- * of the controller to its end: until open() and from drain() on, /health
- * says so (503) and every other request is answered 503.
+ * The HTTP(S) front. Function calls, GET /health and an exact path a plugin
+ * took (MCP's /mcp) are answered on node:http itself; Koa, loaded on first
+ * use, answers the rest (GET /metrics, plugins' routes, 404). An exception
+ * that escapes a handler is logged and answered 500 without details. Until
+ * open() and from drain() on, every request but /health is answered 503.
  */
 @injectable()
 export class HttpServer {
   private readonly servers: (http.Server | https.Server)[] = [];
   private readonly log: ModuleLogger;
   private koaCallback?: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>;
-  private readonly koaApp: () => Koa;
   /** requests not answered yet: stop lets them finish (within stop_grace) */
   private inflight = 0;
   private drained: (() => void) | undefined;
@@ -68,8 +68,8 @@ export class HttpServer {
   private readonly gate: ReturnType<typeof unreadGate>;
 
   constructor(
-    private readonly config: Config, private readonly paths: Paths, dispatcher: Dispatcher, logger: Logger,
-    metrics: Metrics, private readonly hooks: HttpHooks, healthReports: Health, writes: WriteHold,
+    private readonly config: Config, private readonly paths: Paths, private readonly dispatcher: Dispatcher, logger: Logger,
+    private readonly metrics: Metrics, private readonly hooks: HttpHooks, healthReports: Health, writes: WriteHold,
   ) {
     this.log = logger.module('webapi');
     const w = config.webapi;
@@ -83,9 +83,9 @@ export class HttpServer {
       const uptime = Math.round(performance.now() - this.since) / 1000;
       // what keeps the controller from working fully (a plugin not started, an unreadable user db): still 200
       const { degraded, states } = healthReports.read();
-      sendJson(res, ok ? 200 : 503, {
+      send(res, ok ? 200 : 503, JsonHeaders, JSON.stringify({
         ok, state: this.state, product: paths.product, version: Version, uptime, ...(degraded.length ? { degraded } : {}), ...states,
-      });
+      }));
     };
     const failed = (internal: string): Escaped => (req, res, err) => {
       // the path only: a query may hold a key
@@ -94,16 +94,23 @@ export class HttpServer {
       else res.end();
     };
     const directFailed = failed(JSON.stringify({ result: 'ERROR', _error: 'internal error' }));
-    // behind a proxy that ends TLS (x_real_ip) the browser's scheme is not the socket's
-    const jrpc = jrpcProcessor(dispatcher, writes, { maxBody: w.max_body_size, maxBatch: w.max_batch, maxAnswer: w.max_answer_size }, w.x_real_ip,
+    const jrpc = jrpcProcessor(dispatcher, writes, { maxBody: w.max_body_size, maxBatch: w.max_batch, maxAnswer: w.max_answer_size },
       failed(JSON.stringify(rpcError(null, 10, 'internal error'))));
-    const direct = directHandler(dispatcher, { maxBody: w.max_body_size, maxAnswer: w.max_answer_size }, clientIp, w.x_real_ip, directFailed);
+    const direct = directHandler(dispatcher, { maxBody: w.max_body_size, maxAnswer: w.max_answer_size }, directFailed);
+    /** Where a call comes from; a page of another origin gets no hosts_assign key (foreignOrigin; x_real_ip: behind a TLS proxy). */
+    const metaOf = (req: http.IncomingMessage, res: http.ServerResponse, transport: string, space?: ApiSpace): CallMeta => {
+      const xkey = req.headers['x-auth-key'];
+      return {
+        ip: clientIp(req), transport, headers: req.headers, headerKey: typeof xkey === 'string' && xkey ? xkey : undefined, space,
+        signal: clientGone(req, res), assign: !foreignOrigin(req, w.x_real_ip),
+      };
+    };
     this.gate = unreadGate(w.max_unread, w.max_waiting);
     const route = directRoute(paths.product);
     this.hot = (req, res, done) => {
       const url = req.url ?? '/';
       if (url === '/jrpc' || url.startsWith('/jrpc?')) {
-        jrpc(req, res, clientIp(req), clientGone(req, res), done);
+        jrpc(req, res, metaOf(req, res, 'jrpc'), done);
         return true;
       }
       if ((req.method === 'GET' || req.method === 'HEAD') && isHealth(url)) {
@@ -113,29 +120,22 @@ export class HttpServer {
       }
       const call = route(url);
       if (call) {
-        direct(req, res, call, done);
+        direct(req, res, call, metaOf(req, res, 'direct', call.space), done);
         return true;
       }
       const taken = this.hooks.pathFor(url.split('?')[0]);
       if (!taken) return false;
-      let answered: boolean | Promise<boolean>;
-      try {
-        answered = taken(req, res, clientIp(req));
-      } catch (err) {
-        directFailed(req, res, err);
-        done();
-        return true;
-      }
-      void Promise.resolve(answered).then((handled) => {
+      // run in a promise: a handler that throws is answered as one that rejects
+      void Promise.resolve().then(() => taken(req, res, clientIp(req))).then((handled) => {
         if (!handled && !res.headersSent) sendDirectError(res, 404, 'not found');
       }, (err: unknown) => directFailed(req, res, err)).finally(done);
       return true;
     };
-    this.koaApp = () => this.buildKoa(dispatcher, metrics);
   }
 
-  /** The Koa application for every request that is not a function call or /health; it answers with reply.ts's send, as they do. */
-  private buildKoa(dispatcher: Dispatcher, metrics: Metrics): Koa {
+  /** The Koa application for the requests node:http does not answer itself. */
+  private buildKoa(): Koa {
+    const { dispatcher, metrics } = this;
     const koaIp = (ctx: Context) => this.clientIp(ctx.req);
     const reply = (ctx: Context, status: number, message: string) => {
       ctx.respond = false;
@@ -199,13 +199,12 @@ export class HttpServer {
       }
       this.inflight++;
       const end = answered ? () => { done(); answered(); } : done;
-      if (!this.hot(req, res, end)) void (this.koaCallback ??= this.koaApp().callback())(req, res).finally(end);
+      if (!this.hot(req, res, end)) void (this.koaCallback ??= this.buildKoa().callback())(req, res).finally(end);
     };
     const done = () => {
       if (--this.inflight === 0) this.drained?.();
     };
-    // node checks the request and headers timeouts every connectionsCheckingInterval (30 s by
-    // default): a quarter of request_timeout, so a slow client is answered near its time
+    // node checks request timeouts every connectionsCheckingInterval (30 s by default): a quarter of request_timeout
     const checks = { connectionsCheckingInterval: Math.min(30_000, Math.max(100, (w.request_timeout * 1000) / 4)) };
     await this.listen(http.createServer(checks, cb), 'listen', false);
     if (w.ssl_listen) {
@@ -221,8 +220,7 @@ export class HttpServer {
     server.requestTimeout = this.config.webapi.request_timeout * 1000;
     server.headersTimeout = Math.min(server.requestTimeout, 60_000);
     await new Promise<void>((resolve, reject) => {
-      // a port another process holds is a failure of this start, not of the settings (the supervisor
-      // tries again), told with the setting and where it is written
+      // a port held by another process: a failure of this start (the supervisor tries again), not of the settings
       const failed = (err: Error) => reject(new Error(`[webapi] ${setting} = ${listen}${whereSet(this.config.doc, 'webapi', setting)}: ${err.message}`));
       server.once('error', failed);
       server.listen(port, host, () => {
@@ -232,13 +230,12 @@ export class HttpServer {
     });
     server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => this.upgrade(req, socket, head));
     server.on('clientError', (_err, socket: Duplex) => {
-      // answered, then closed: a client that keeps its end open (one that timed out sending its
-      // headers, say) would otherwise keep the descriptor until it closes
+      // answered, then closed: a client that keeps its end open would keep the descriptor
       if (!socket.writable) {
         socket.destroy();
         return;
       }
-      // the 400 may take as long as a request to go out (a client that reads nothing), then the connection ends anyway
+      // a client that reads nothing: the connection ends after request_timeout anyway
       const timer = setTimeout(() => socket.destroy(), this.config.webapi.request_timeout * 1000);
       timer.unref();
       socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n', () => {
@@ -287,22 +284,11 @@ export class HttpServer {
   /** Take no more calls (503), and let answers in flight go out, within stop_grace. */
   drain(): Promise<void> {
     this.state = 'stopping';
-    this.draining ??= this.waitInflight();
-    return this.draining;
-  }
-
-  private async waitInflight(): Promise<void> {
-    if (this.inflight > 0) {
-      let timer: NodeJS.Timeout | undefined;
-      await new Promise<void>((resolve) => {
-        this.drained = resolve;
-        timer = setTimeout(resolve, this.config.webapi.stop_grace * 1000);
-      });
-      clearTimeout(timer);
-      this.drained = undefined;
-    }
-    // calls that outlived the grace lose their connection; the listener stays for /health
-    if (this.inflight > 0) for (const s of this.servers) s.closeAllConnections();
+    return (this.draining ??= (async () => {
+      if (this.inflight > 0) await within(new Promise<void>((resolve) => { this.drained = resolve; }), this.config.webapi.stop_grace * 1000);
+      // calls that outlived the grace lose their connection; the listener stays for /health
+      if (this.inflight > 0) for (const s of this.servers) s.closeAllConnections();
+    })());
   }
 
   /** Drain, stop listening and close every connection. */

@@ -9,14 +9,11 @@ type Tracked = Socket & { [State]?: Waiting };
 
 /**
  * Answers a client leaves unread count against its connection: past `max`
- * bytes, its next request is not run until the client has read enough (a
- * client that pipelines requests and reads nothing holds about one answer
- * and `max` bytes). node:http gives a pipelined request's response the
- * socket only once every earlier answer went out: a response without a
- * socket is the sign that something is still unread. node:http stops
- * reading the connection while its output waits, so what waits here is what
- * came with the requests already taken; past `maxWaiting` waiting requests
- * the connection is closed.
+ * bytes, its next request waits until the client has read enough. node:http
+ * gives a pipelined request's response the socket only once every earlier
+ * answer went out (no socket: something is unread), and stops reading the
+ * connection while its output waits; past `maxWaiting` waiting requests the
+ * connection is closed.
  */
 export function unreadGate(max: number, maxWaiting: number) {
   /** Bytes of answers unread: in the socket's buffer and in responses still waiting for it. */
@@ -42,12 +39,8 @@ export function unreadGate(max: number, maxWaiting: number) {
     });
     return w;
   };
-  /** Run the request now, or once what its connection left unread is within the bound; `run` calls `answered` once its answer is made. */
-  return (req: IncomingMessage, res: ServerResponse, run: (answered?: () => void) => void): void => {
-    if (res.socket !== null) {
-      run();
-      return;
-    }
+  /** Run a request whose response has no socket yet once its connection's unread answers are within the bound. */
+  return (req: IncomingMessage, res: ServerResponse, run: (answered: () => void) => void): void => {
     const socket = req.socket as Tracked;
     const w = state(socket);
     if (w.runs.length >= maxWaiting) {

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { definePlugin } from '../../core/plugin';
-import type { CallMeta } from '../../core/dispatch';
+import type { Call, CallMeta } from '../../core/call';
 import type { ResolvedKey } from '../../core/auth/keys';
 import { ApiError } from '../../core/errors';
 import { PackageVersion } from '../../core/version';
@@ -32,7 +32,7 @@ export const plugin = definePlugin({
     // rpc.discover's title: the registry keeps one document, made again only when the title differs
     const title = `${Product_names[ctx.paths.product]} API`;
     const server = { name: `eva-${ctx.paths.product}`, version: PackageVersion };
-    const call = (fn: string, params: Record<string, unknown>, meta: CallMeta) => ctx.call(fn, params, meta);
+    const call = (fn: string, params: Record<string, unknown>, c: Call) => ctx.call(fn, params, c);
     const describe = () => ctx.describeFunctions(title);
 
     const reply = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = JsonHeaders) =>

@@ -1,5 +1,5 @@
 import type { ResolvedKey } from '../../core/auth/keys';
-import type { CallMeta } from '../../core/dispatch';
+import { Call, type CallMeta } from '../../core/call';
 import { ApiError } from '../../core/errors';
 import { rpcResult } from '../../core/results';
 import { mayRun, toolsFor } from './tools';
@@ -26,7 +26,7 @@ const ResourceNotFound = -32002;
 export interface McpCaller {
   who: ResolvedKey;
   meta: CallMeta;
-  call(name: string, params: Record<string, unknown>, meta: CallMeta): Promise<unknown>;
+  call(name: string, params: Record<string, unknown>, call: Call): Promise<unknown>;
   describe(): Record<string, unknown>;
   server: { name: string; version: string };
 }
@@ -57,7 +57,7 @@ function resourceFailure(err: unknown, oid?: string): never {
 /** The states of every item the key may read (the items' `state` function: checked, counted, logged); none without items. */
 async function states(c: McpCaller): Promise<Record<string, unknown>[]> {
   try {
-    const r = await c.call('state', {}, c.meta);
+    const r = await c.call('state', {}, new Call(c.meta));
     return Array.isArray(r) ? (r as Record<string, unknown>[]) : [];
   } catch (err) {
     if (err instanceof ApiError && err.kind === 'method_not_found') return [];
@@ -96,8 +96,9 @@ export async function answer(c: McpCaller, method: string, params: Record<string
       // the bearer is the key: a k among the arguments would run the call as another key
       if (args !== undefined && Object.hasOwn(args, 'k')) return toolError(new ApiError('invalid_params', 'k: the key is the bearer token of the request'));
       try {
-        const r = await c.call(tool.shown.name, args ?? {}, c.meta);
-        return { content: [{ type: 'text', text: JSON.stringify(rpcResult(r)) }] };
+        const call = new Call(c.meta);
+        const r = await c.call(tool.shown.name, args ?? {}, call);
+        return { content: [{ type: 'text', text: JSON.stringify(rpcResult(r, call)) }] };
       } catch (err) {
         if (err instanceof ApiError) return toolError(err);
         throw err;
@@ -119,7 +120,7 @@ export async function answer(c: McpCaller, method: string, params: Record<string
       const oid = oidOf(params.uri);
       let state: unknown;
       try {
-        state = await c.call('state', { i: oid }, c.meta);
+        state = await c.call('state', { i: oid }, new Call(c.meta));
       } catch (err) {
         resourceFailure(err, oid);
       }

@@ -106,6 +106,13 @@ test('names of the object prototype are unknown parameters, never an unchecked w
     t.is(q.status, 400, query);
     t.regex(((await q.json()) as any)._error, /unknown parameter: __proto__/);
   }
+  // and in an urlencoded form, read as a query string is
+  for (const form of ['__proto__=1', '__proto__=a&__proto__=b']) {
+    const headers = { 'Content-Type': 'application/x-www-form-urlencoded' };
+    const f = await fetch(`${url}/sys-api/echo`, { method: 'POST', headers, body: `k=${Keys.ops}&s=x&${form}` });
+    t.is(f.status, 400, form);
+    t.regex(((await f.json()) as any)._error, /unknown parameter: __proto__/);
+  }
   for (const name of ['toString', 'constructor', 'hasOwnProperty']) {
     const q = await client.get('echo', { k: Keys.ops, s: 'x', [name]: '1' });
     t.is(q.status, 400, name);

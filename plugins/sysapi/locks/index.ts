@@ -3,7 +3,6 @@ import { bound, int, text, seconds } from '../../../core/schema';
 import { busy, functionFailed, invalidParams, notFound } from '../../../core/errors';
 import { MAX_TIMER_SECONDS } from '../../../core/defaults';
 import { healthReason } from '../../../core/health';
-import { withStatus } from '../../../core/results';
 import type { LocksService } from '../contract';
 import { ClusterSection } from '../../cluster/contract';
 
@@ -275,7 +274,8 @@ export const plugin = definePlugin({
         const token = await shared.acquire(p.l, p.t ?? timeout, p.e, call.signal);
         // the answer is not out yet: a caller found gone before it went out gives the grant back
         call.signal?.addEventListener('abort', () => shared.giveBack(p.l, token), { once: true });
-        return withStatus({ token });
+        call.withStatus = true;
+        return { token };
       },
     });
     ctx.register({

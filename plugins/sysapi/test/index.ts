@@ -1,6 +1,6 @@
 import { definePlugin } from '../../../core/plugin';
 import { Build, Product_names, Version } from '../../../core/defaults';
-import { KeptAnswer, withStatus } from '../../../core/results';
+import { KeptAnswer } from '../../../core/results';
 import { Levels } from '../../../core/log';
 import type { ApiKey } from '../../../core/auth/apikey';
 import type { CallContext } from '../../../core/functions';
@@ -70,7 +70,8 @@ export const plugin = definePlugin({
           fixed = { revision: key.revision, debug: logger.debugMode, threads: n, part: new KeptAnswer(fixedInfo(call, n)) };
           if (!call.token) made.set(key, fixed);
         }
-        return withStatus(fixed.part.for(call, { time: now / 1000, uptime: Math.floor((now - started) / 1000) }));
+        call.withStatus = true;
+        return fixed.part.for(call, { time: now / 1000, uptime: Math.floor((now - started) / 1000) });
       },
     });
   },

@@ -22,7 +22,7 @@ import type { RouteHandler, UpgradeHandler } from './http/hooks';
  * plugin written for the previous one may break). A plugin states the range it
  * was written for with `kernel`, e.g. '^2'.
  */
-export const KERNEL_API = '2.6.0';
+export const KERNEL_API = '2.7.0';
 
 /**
  * The services plugins offer each other, by name. Empty here: the plugin that

@@ -88,8 +88,21 @@ export class Item {
     if (this.isUnit && idle) this.setTarget(this.status, this.value);
     const visible = this.status !== status || this.shownValue() !== shown
       || (this.isUnit && (this.nstatus !== nstatus || this.nvalue !== nvalue));
-    if (changed || visible) this.t = Date.now() / 1000;
+    if (changed || visible) this.stamp();
     return { changed, visible };
+  }
+
+  /**
+   * Time a change: now, but always after the item's last time when the clock
+   * has not moved past it (two changes in one millisecond, or a clock set back
+   * less than a second). An item's events are thus ordered by `t` alone:
+   * a notifier that was given the item's state can tell an older event from
+   * a newer one (the Sparkplug node, history after a birth). A clock set back
+   * further is believed: states are not kept in the future.
+   */
+  stamp(): void {
+    const now = Date.now() / 1000;
+    this.t = now > this.t || this.t - now > 1 ? now : this.t + 1e-6;
   }
 
   /** Set the unit's next state (an action starts or ends); true when that changed what events show. */

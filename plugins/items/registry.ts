@@ -421,13 +421,13 @@ export class ItemRegistry implements ItemsService {
     if (change.value !== undefined && change.value !== null && typeof change.value !== 'string') throw invalidParams('value must be a string or null');
     checkValueSize(change.value, this.limits);
     const { changed, visible } = item.apply(change, idle);
-    if (visible) this.emitState(item, source);
+    if (visible) this.emitState(item, source, false); // apply timed it
     if (changed) this.marked(item.o.oid);
     return changed;
   }
 
-  private emitState(item: Item, source?: string): void {
-    item.t = Date.now() / 1000;
+  private emitState(item: Item, source?: string, stamp = true): void {
+    if (stamp) item.stamp();
     this.ctx.emit('state', publishable(item.event(), source));
   }
 

@@ -1,5 +1,6 @@
 import http from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { Socket } from 'node:net';
+import { listenAt } from './ports';
 import type { ExecutionContext } from 'ava';
 
 /** A request as a receiver got it. */
@@ -75,15 +76,9 @@ export class Receiver {
     return `http://127.0.0.1:${this.port}/hook`;
   }
 
-  listen(): Promise<void> {
-    if (this.server.listening) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(this.port, '127.0.0.1', () => {
-        this.port = (this.server.address() as AddressInfo).port;
-        resolve();
-      });
-    });
+  async listen(): Promise<void> {
+    if (this.server.listening) return;
+    this.port = await listenAt(this.server, this.port);
   }
 
   async close(): Promise<void> {

@@ -1,7 +1,8 @@
 import net from 'node:net';
+import { listenAt } from './ports';
 
 /**
- * A server on an ephemeral port that can go away and come back on the same
+ * A server on a free port (below the ephemeral range: ports.ts) that can go away and come back on the same
  * port (an outage): `stop` closes it and every connection it took, `listen`
  * makes a new one with `make` and listens again.
  */
@@ -19,12 +20,8 @@ export function switchableServer(make: () => net.Server): SwitchableServer {
         sockets.add(sock);
         sock.once('close', () => sockets.delete(sock));
       });
-      await new Promise<void>((resolve, reject) => {
-        s.once('error', reject);
-        s.listen(port, '127.0.0.1', () => resolve());
-      });
+      port = await listenAt(s, port);
       server = s;
-      port = (s.address() as net.AddressInfo).port;
     },
     async stop() {
       const s = server;

@@ -23,6 +23,22 @@ test('a state event goes out for every change and only then', async (t) => {
   t.true(Object.isFrozen(states()[0]), 'listeners share the event object: it cannot be changed');
 });
 
+test('an item\'s changes are timed in order, strictly, also many in one millisecond (one batch): t alone orders its events', async (t) => {
+  const { ok, states, url } = await startItemsController(t);
+  await ok('create', { i: 'lvar:g/fast' });
+  const n = 200;
+  const batch = Array.from({ length: n }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'update', params: { k: ItemKeys.master, i: 'lvar:g/fast', v: String(i) } }));
+  const r = await fetch(`${url}/jrpc`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(batch) });
+  t.is(((await r.json()) as unknown[]).length, n);
+  const times = states('lvar:g/fast').map((e) => e.t as number);
+  t.is(times.length, n + 1);
+  const ms = new Set(times.map((x) => Math.round(x * 1000)));
+  t.true(ms.size < times.length, `some changes shared a millisecond (${ms.size} milliseconds for ${times.length} changes)`);
+  const out = times.filter((x, i) => i > 0 && !(x > times[i - 1]));
+  t.deepEqual(out, [], 'each after the one before');
+  t.is((await ok('state', { i: 'lvar:g/fast' })).t, times.at(-1), 'the state carries the last change\'s time');
+});
+
 test('a sensor in error status (-1) sends no value until the value is null', async (t) => {
   const { ok, states, client } = await withProbe(t);
   await ok('create', { i: 'sensor:env/t1' });

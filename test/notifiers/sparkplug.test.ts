@@ -6,7 +6,7 @@ import path from 'node:path';
 import { startBroker } from '../helpers/broker';
 import { Keys, makeDir, spawnController } from '../helpers/controller';
 import { controllerWith } from '../helpers/mqtt-notifier';
-import { notifierFiles, stats } from '../helpers/notifiers';
+import { notifierFiles, stateEvent, stats } from '../helpers/notifiers';
 import { keysIni } from '../helpers/keys';
 import { SparkplugHost, Types } from '../helpers/sparkplug-host';
 import { NODE, sparkplugNotifier } from '../helpers/sparkplug-node';
@@ -191,6 +191,30 @@ test('rebirth on NCMD; DCMD runs a unit action and sets a sensor with the comman
   t.is(st.rebirth_requests, 1);
   t.is(st.births, 2);
   t.is((await c.ok('state', { i: 'unit:g2/valve' })).status, 0);
+  t.deepEqual(host.problems, []);
+});
+
+test('an event from the millisecond of the state a birth carried: an older one goes out historical, a newer one live', async (t) => {
+  const { host, c } = await bornWith(t, 'ms');
+  await c.ok('update', { i: 'sensor:g1/ms', s: 1, v: '5' });
+  await host.until('5 live', () => host.value(NODE, 'g1', 'sensor/ms/value') === 5);
+  // born again: the birth carries the state of the update
+  const before = host.messages.length;
+  await host.command(NODE, '', [{ name: 'Node Control/Rebirth', datatype: Types.Boolean, value: true }]);
+  await host.until('reborn', () => host.messages.slice(before).some((m) => m.kind === 'DBIRTH' && m.device === 'g1'));
+  const st = await c.ok('state', { i: 'sensor:g1/ms' });
+  const born = host.messages.slice(before).find((m) => m.kind === 'DBIRTH' && m.device === 'g1')!.metrics.find((m) => m.name === 'sensor/ms/value')!;
+  t.is(born.value, 5);
+  // 0.3 ms either side of the state: the same millisecond on the wire, in the item's order one before, one after
+  const at = (v: string, dt: number) => ({ ...stateEvent('sensor:g1/ms', 1, v), t: st.t + dt });
+  t.is(Math.round((st.t - 0.0003) * 1000), Math.round(st.t * 1000));
+  const after = host.messages.length;
+  await c.ok('t_emit', { s: 'state', d: [at('4', -0.0003)] });
+  await c.ok('t_emit', { s: 'state', d: [at('6', 0.0003)] });
+  const data = () => host.messages.slice(after).filter((m) => m.kind === 'DDATA').flatMap((m) => m.metrics.filter((x) => x.alias === born.alias));
+  await host.until('both', () => data().length >= 2);
+  t.deepEqual(data().map((m) => [m.value, !!m.is_historical]), [[4, true], [6, false]]);
+  t.is(host.value(NODE, 'g1', 'sensor/ms/value'), 6, 'the host holds the newer');
   t.deepEqual(host.problems, []);
 });
 

@@ -56,7 +56,11 @@ interface MetricRef { oid: string; type: string; field: Field; device: string; n
 interface Device { name: string; topic: string; topicBytes: Buffer; epoch: number; slots: Slot[]; events: StateEvent[] }
 
 /** One item as born: its two metrics, its device, and what was last reported of it (data reports changes only). */
-/** `bornAt`: the time (ms) of the item's state its birth carried; an event before it is history to the host */
+/**
+ * `bornAt`: the time (s, as the item gives it) of the item's state its birth carried; an event before it is
+ * history to the host. Compared as given, not in the birth's milliseconds: an item's changes are timed in
+ * order (Item.stamp), two of them in one millisecond included.
+ */
 interface Slot { status: MetricRef; value: MetricRef; device: string; dev: Device; lastStatus: number; lastValue: string | null; bornAt: number }
 
 /** An event held while the host or the broker was away. */
@@ -357,7 +361,8 @@ export class SparkplugNode implements Endpoint {
     const dev: Device = { name: device, topic, topicBytes: Buffer.from(topic), epoch: 0, slots: [], events: [] };
     for (const it of items) {
       const state = st?.state(it.oid);
-      const t = state ? Math.round(state.t * 1000) : Date.now();
+      const bornAt = state ? state.t : Date.now() / 1000;
+      const t = Math.round(bornAt * 1000);
       const status = Number(state?.status ?? 0);
       const v = state?.value ?? null;
       const datatype = valueType(v) ?? this.slots.get(it.oid)?.value.datatype ?? DataType.String;
@@ -366,7 +371,7 @@ export class SparkplugNode implements Endpoint {
       const r: MetricRef = { oid: it.oid, type: it.type, field: 'value', device, name: this.metricName(it, 'value'), alias: alias + 1, datatype };
       into.set(s.name, s);
       into.set(r.name, r);
-      this.slots.set(it.oid, { status: s, value: r, device, dev, lastStatus: status, lastValue: v, bornAt: t });
+      this.slots.set(it.oid, { status: s, value: r, device, dev, lastStatus: status, lastValue: v, bornAt });
       w.open(s.name, s.alias, t, DataType.Int32);
       w.value(DataType.Int32, status);
       w.open(r.name, r.alias, t, datatype);
@@ -454,7 +459,7 @@ export class SparkplugNode implements Endpoint {
         if (!historical && this.subs.some((x) => itemSelected(x, e))) (reborn ??= new Set()).add(this.deviceOf(e));
         continue;
       }
-      if (!historical && Math.round(e.t * 1000) >= slot.bornAt) {
+      if (!historical && e.t >= slot.bornAt) {
         const vt = valueType(e.value);
         if (vt !== undefined && vt !== slot.value.datatype) {
           (reborn ??= new Set()).add(slot.device);
@@ -490,7 +495,7 @@ export class SparkplugNode implements Endpoint {
         // sent live, it would take the host's value back to a past one
         // data metrics by alias alone, without their data type: the birth gave both (Sparkplug 3.0: names
         // only in births, no data type in data)
-        if (historical || t < slot.bornAt) {
+        if (historical || e.t < slot.bornAt) {
           w.open(undefined, slot.status.alias, t, undefined);
           w.flags(true, false);
           w.value(DataType.Int32, e.status);

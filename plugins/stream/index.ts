@@ -361,10 +361,21 @@ function startStream(ctx: PluginContext): void {
     });
   }
 
-  // pings find dead peers; the same round ends clients whose key or token is gone
-  ctx.interval(() => {
+  // pings find dead peers; the same round ends clients whose key or token is gone. The round runs after the I/O
+  // waiting in the loop (setImmediate), so pongs that came while this process was busy are read before anyone is
+  // judged; and a round that itself comes more than an interval late (this process stalled: a GC, a long call, a
+  // starved machine) drops no one, it pings again: a peer is dead when it missed a pong it had time to send.
+  const every = w.ws_ping_interval * 1000;
+  let lastRound = Date.now();
+  let round: NodeJS.Immediate | undefined;
+  ctx.interval(() => { round ??= setImmediate(pingRound); }, every);
+  function pingRound(): void {
+    round = undefined;
+    const now = Date.now();
+    const stalled = now - lastRound > 2 * every;
+    lastRound = now;
     for (const c of clients) {
-      if (!c.alive) {
+      if (!c.alive && !stalled) {
         if (!c.closing) stats.dropped_dead++;
         forget(c);
         c.ws.terminate();
@@ -378,7 +389,7 @@ function startStream(ctx: PluginContext): void {
       }
       c.ws.ping();
     }
-  }, w.ws_ping_interval * 1000);
+  }
 
   /**
    * Does the client's key or token still let it in from its address? The
@@ -412,6 +423,7 @@ function startStream(ctx: PluginContext): void {
   ctx.onStop(() => {
     stopListening();
     if (recheck) clearImmediate(recheck);
+    if (round) clearImmediate(round);
     refusals.flush();
     closeAll();
     for (const c of clients) c.ws.terminate();

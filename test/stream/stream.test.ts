@@ -101,6 +101,21 @@ test('pings find a peer that stopped answering and drop it', async (t) => {
   t.like(await client.ok('stream_stats', { k: Keys.master }), { clients: 1, dropped_dead: 1 });
 });
 
+test('a stall of the controller\'s own loop drops no peer that answered the ping meanwhile', async (t) => {
+  const { url, client } = await startStreamController(t, { webapi: { ws_ping_interval: 0.3 } });
+  const s = await TestStream.open(t, url, Keys.master);
+  // the client answers the ping at once (ws pongs before it tells of the ping); then this process, the
+  // controller's too, is busy for five intervals before the controller can read that pong
+  await new Promise<void>((resolve) => s.ws.once('ping', () => {
+    const end = Date.now() + 1500;
+    while (Date.now() < end) { /* a stalled event loop */ }
+    resolve();
+  }));
+  await sleep(1000); // rounds after the stall
+  t.is(s.ws.readyState, s.ws.OPEN, 'still connected');
+  t.is((await client.ok('stream_stats', { k: Keys.master })).dropped_dead, 0);
+});
+
 test('the stream ends its connections when the controller stops', async (t) => {
   const { url, stop } = await startStreamController(t);
   const s = await TestStream.open(t, url, Keys.master);

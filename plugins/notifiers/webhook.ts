@@ -1,4 +1,4 @@
-import { Pool, type Dispatcher } from 'undici';
+import { Client, type Dispatcher } from 'undici';
 import type { Subject } from './contract';
 import { describe } from '../../core/log';
 import type { DeliveryError, Endpoint, FrameInfo, NotifierConfig, NotifierType, SettingsSchema } from './contract';
@@ -74,34 +74,37 @@ export function answerIsSuccess(status: number, body: string): boolean {
 }
 
 /**
- * The keep-alive connections of one notifier: an undici Pool for its
+ * The keep-alive connection of one notifier: an undici Client for its
  * receiver's origin, made at its first request, destroyed at its stop.
  * undici's dispatcher is driven directly (a handler of its own, no answer
  * stream): node:http's ClientRequest, its agent and IncomingMessage cost
- * most of a json hook's CPU per event, fetch (undici with web streams)
- * more still (test/bench/README.md, "Where a json web hook's CPU goes").
- * Each notifier has a pool of its own: no socket goes from one notifier to
- * another, so a notifier's first request (its start-up test) always opens
- * its own connection. One request at a time per connection (no
- * pipelining): a frame never waits behind another on one socket, and a
- * connection closed under a request fails that request only.
+ * most of a json hook's request, fetch (undici with web streams) more
+ * still (test/bench/README.md, "Where a json web hook's CPU goes").
+ * Each notifier has a connection of its own: none goes from one notifier
+ * to another, so a notifier's first request (its start-up test) always
+ * opens its own. One request at a time on it, in the order made (no
+ * pipelining): the sends of a notifier are one after the other anyway, and
+ * a connection closed under a request fails that request only. A Client,
+ * not a Pool: a Pool takes a connection as free only once undici has
+ * drained it, after the answer that lets the next send go, so it opened a
+ * second connection and went back and forth between the two.
  */
 export class HookAgents {
-  private pool: Pool | undefined;
+  private client: Client | undefined;
   private origin = '';
 
-  of(url: URL): Pool {
-    if (this.pool && this.origin === url.origin) return this.pool;
-    void this.pool?.destroy();
+  of(url: URL): Client {
+    if (this.client && this.origin === url.origin) return this.client;
+    this.close();
     this.origin = url.origin;
     // no redirect is followed (a dispatcher's own requests follow none); TLS checks the certificate as node:https does
-    return (this.pool = new Pool(url.origin, { pipelining: 1 }));
+    return (this.client = new Client(url.origin, { pipelining: 1 }));
   }
 
   close(): void {
     // destroy, not close: a request still in hand at stop is not waited for
-    void this.pool?.destroy().catch(() => undefined);
-    this.pool = undefined;
+    void this.client?.destroy().catch(() => undefined);
+    this.client = undefined;
   }
 }
 

@@ -97,8 +97,10 @@ export class HookAgents {
     if (this.client && this.origin === url.origin) return this.client;
     this.close();
     this.origin = url.origin;
-    // no redirect is followed (a dispatcher's own requests follow none); TLS checks the certificate as node:https does
-    return (this.client = new Client(url.origin, { pipelining: 1 }));
+    // no redirect is followed (a dispatcher's own requests follow none); TLS checks the certificate as node:https does.
+    // The host's clock (the notifier's timeout, any length) is a request's only one: undici's own (10 s to connect,
+    // 300 s for the head and between body parts) are off, as node:http had none
+    return (this.client = new Client(url.origin, { pipelining: 1, connectTimeout: 0, headersTimeout: 0, bodyTimeout: 0 }));
   }
 
   close(): void {
@@ -190,7 +192,7 @@ class HookCall implements Dispatcher.DispatchHandler {
 function request(url: URL, method: 'GET' | 'POST', headers: string[], body: string | undefined, limit: number, signal: AbortSignal, agents: HookAgents, also?: AbortSignal): Promise<HookAnswer> {
   return new Promise((resolve, reject) => {
     if (signal.aborted || also?.aborted) {
-      reject(signal.aborted ? signal.reason : also?.reason);
+      reject((signal.aborted ? signal.reason : also?.reason) as Error);
       return;
     }
     const call = new HookCall(limit, signal, also, resolve, reject);

@@ -1,5 +1,4 @@
-import http from 'node:http';
-import https from 'node:https';
+import { Client, type Dispatcher } from 'undici';
 import type { Subject } from './contract';
 import { describe } from '../../core/log';
 import type { DeliveryError, Endpoint, FrameInfo, NotifierConfig, NotifierType, SettingsSchema } from './contract';
@@ -75,74 +74,129 @@ export function answerIsSuccess(status: number, body: string): boolean {
 }
 
 /**
- * The keep-alive connections of one notifier (one agent per scheme, made at
- * its first request, closed at its stop). Requests go through node:http(s),
- * not fetch: fetch (undici, web streams for the body and the answer) cost
- * about twice the CPU a request, most of a json hook's cost per event
- * (test/bench/README.md, "What each notifier costs on the defaults"). Each
- * notifier has agents of its own: no socket goes from one notifier to
- * another, so a notifier's first request (its start-up test) always opens
- * its own connection.
+ * The keep-alive connection of one notifier: an undici Client for its
+ * receiver's origin, made at its first request, destroyed at its stop.
+ * undici's dispatcher is driven directly (a handler of its own, no answer
+ * stream): node:http's ClientRequest, its agent and IncomingMessage cost
+ * most of a json hook's request, fetch (undici with web streams) more
+ * still (test/bench/README.md, "Where a json web hook's CPU goes").
+ * Each notifier has a connection of its own: none goes from one notifier
+ * to another, so a notifier's first request (its start-up test) always
+ * opens its own. One request at a time on it, in the order made (no
+ * pipelining): the sends of a notifier are one after the other anyway, and
+ * a connection closed under a request fails that request only. A Client,
+ * not a Pool: a Pool takes a connection as free only once undici has
+ * drained it, after the answer that lets the next send go, so it opened a
+ * second connection and went back and forth between the two.
  */
 export class HookAgents {
-  private http: http.Agent | undefined;
-  private https: https.Agent | undefined;
+  private client: Client | undefined;
+  private origin = '';
 
-  of(tls: boolean): http.Agent {
-    return tls ? (this.https ??= new https.Agent({ keepAlive: true })) : (this.http ??= new http.Agent({ keepAlive: true }));
+  of(url: URL): Client {
+    if (this.client && this.origin === url.origin) return this.client;
+    this.close();
+    this.origin = url.origin;
+    // no redirect is followed (a dispatcher's own requests follow none); TLS checks the certificate as node:https does.
+    // The host's clock (the notifier's timeout, any length) is a request's only one: undici's own (10 s to connect,
+    // 300 s for the head and between body parts) are off, as node:http had none
+    return (this.client = new Client(url.origin, { pipelining: 1, connectTimeout: 0, headersTimeout: 0, bodyTimeout: 0 }));
   }
 
   close(): void {
-    this.http?.destroy();
-    this.https?.destroy();
-    this.http = undefined;
-    this.https = undefined;
+    // destroy, not close: a request still in hand at stop is not waited for
+    void this.client?.destroy().catch(() => undefined);
+    this.client = undefined;
+  }
+}
+
+/** An answer: its status and at most the bound's bytes of its body (undefined: it was longer). */
+interface HookAnswer { status: number; body: string | undefined }
+
+/**
+ * One request as an undici dispatch handler. The signals (the host's clock,
+ * the endpoint's stop) end it by one listener each (this object, as their
+ * event listener), taken off when it ends; aborted before undici has taken
+ * it on a connection, it is cut as soon as it is.
+ */
+class HookCall implements Dispatcher.DispatchHandler {
+  private controller: Dispatcher.DispatchController | undefined;
+  private status = 0;
+  private size = 0;
+  private readonly parts: Buffer[] = [];
+  private done = false;
+
+  constructor(
+    private readonly limit: number,
+    private readonly signal: AbortSignal,
+    private readonly also: AbortSignal | undefined,
+    private readonly resolve: (a: HookAnswer) => void,
+    private readonly reject: (err: unknown) => void,
+  ) {
+    signal.addEventListener('abort', this, { once: true });
+    also?.addEventListener('abort', this, { once: true });
+  }
+
+  /** A signal aborted: the request ends with its reason, its connection closed. */
+  handleEvent(): void {
+    const reason = (this.signal.aborted ? this.signal.reason : this.also?.reason) as Error;
+    this.settle(undefined, reason);
+    this.controller?.abort(reason);
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.done) controller.abort(new Error('ended before it was sent'));
+  }
+
+  onResponseStart(_c: Dispatcher.DispatchController, status: number): void {
+    this.status = status;
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.done) return;
+    this.size += chunk.length;
+    if (this.size > this.limit) {
+      // the rest is not read: the connection goes with it
+      this.settle({ status: this.status, body: undefined });
+      controller.abort(new Error('answer too long'));
+      return;
+    }
+    this.parts.push(chunk);
+  }
+
+  onResponseEnd(): void {
+    const p = this.parts;
+    this.settle({ status: this.status, body: p.length === 1 ? p[0].toString('utf8') : Buffer.concat(p).toString('utf8') });
+  }
+
+  onResponseError(_c: Dispatcher.DispatchController, err: Error): void {
+    this.settle(undefined, err);
+  }
+
+  private settle(answer: HookAnswer | undefined, err?: unknown): void {
+    if (this.done) return;
+    this.done = true;
+    this.signal.removeEventListener('abort', this);
+    this.also?.removeEventListener('abort', this);
+    if (answer) this.resolve(answer);
+    else this.reject(err);
   }
 }
 
 /**
  * One request; resolves with the status and at most `limit` bytes of the
- * answer (undefined: it was longer). No redirect is followed. The signals
- * (`also`: a second one, the endpoint's stop) end it by one listener each,
- * not by node:http's `signal` option and AbortSignal.any: those cost a
- * stream watcher per request and a signal per send (test/bench/README.md,
- * "What each notifier costs on the defaults").
+ * answer (undefined: it was longer). No redirect is followed. `also`: a
+ * second signal that ends it, the endpoint's stop.
  */
-function request(url: URL, method: string, headers: Record<string, string>, body: string | undefined, limit: number, signal: AbortSignal, agents: HookAgents, also?: AbortSignal): Promise<{ status: number; body: string | undefined }> {
+function request(url: URL, method: 'GET' | 'POST', headers: string[], body: string | undefined, limit: number, signal: AbortSignal, agents: HookAgents, also?: AbortSignal): Promise<HookAnswer> {
   return new Promise((resolve, reject) => {
-    const tls = url.protocol === 'https:';
-    const cut = () => req.destroy((signal.aborted ? signal.reason : also?.reason) as Error);
-    const settle = <T>(fn: (v: T) => void) => (v: T) => {
-      signal.removeEventListener('abort', cut);
-      also?.removeEventListener('abort', cut);
-      fn(v);
-    };
-    const ok = settle(resolve);
-    const fail = settle(reject);
-    const req = (tls ? https : http).request(url, { method, headers, agent: agents.of(tls) }, (res) => {
-      const parts: Buffer[] = [];
-      let size = 0;
-      res.on('data', (d: Buffer) => {
-        size += d.length;
-        if (size > limit) {
-          res.destroy();
-          ok({ status: res.statusCode ?? 0, body: undefined });
-          return;
-        }
-        parts.push(d);
-      });
-      res.on('end', () => ok({ status: res.statusCode ?? 0, body: parts.length === 1 ? parts[0].toString('utf8') : Buffer.concat(parts).toString('utf8') }));
-      res.on('error', fail);
-      res.on('aborted', () => fail(Object.assign(new Error('answer cut off'), { code: 'ECONNRESET' })));
-    });
-    req.on('error', fail);
     if (signal.aborted || also?.aborted) {
-      cut();
+      reject((signal.aborted ? signal.reason : also?.reason) as Error);
       return;
     }
-    signal.addEventListener('abort', cut, { once: true });
-    also?.addEventListener('abort', cut, { once: true });
-    req.end(body);
+    const call = new HookCall(limit, signal, also, resolve, reject);
+    agents.of(url).dispatch({ path: url.pathname + url.search, method, headers, body }, call);
   });
 }
 
@@ -193,17 +247,16 @@ export async function sendHook(cfg: NotifierConfig, req: HookRequest, signal: Ab
     url = new URL(url);
     for (const k in req.query) url.searchParams.append(k, req.query[k]);
   }
-  const headers: Record<string, string> = req.contentType ? { 'Content-Type': req.contentType } : {};
-  if (signing) headers['webhook-id'] = signing.id;
+  // a flat list of names and values: what undici's dispatcher takes without making one (the length it adds itself)
+  const headers: string[] = req.contentType ? ['Content-Type', req.contentType] : [];
+  if (signing) headers.push('webhook-id', signing.id);
   if (signing?.keys.length) {
     // each try is signed anew (its own timestamp) under the frame's one id
     const timestamp = Math.floor(Date.now() / 1000);
-    headers['webhook-timestamp'] = String(timestamp);
-    headers['webhook-signature'] = signature(signing.keys, signing.id, timestamp, req.body ?? url.search.slice(1));
+    headers.push('webhook-timestamp', String(timestamp), 'webhook-signature', signature(signing.keys, signing.id, timestamp, req.body ?? url.search.slice(1)));
   }
-  if (target.authorization) headers.Authorization = target.authorization;
-  if (req.body !== undefined) headers['Content-Length'] = String(Buffer.byteLength(req.body));
-  let r: { status: number; body: string | undefined };
+  if (target.authorization) headers.push('Authorization', target.authorization);
+  let r: HookAnswer;
   try {
     r = await request(url, req.method, headers, req.body, WebhookDefaults.max_answer_bytes, signal, agents, also);
   } catch (err) {

@@ -9,7 +9,8 @@
 type Answered = { readonly withStatus?: boolean };
 
 // The success field is added by a store of its name, never of a name held in a variable: V8 adds a member
-// through a computed name by its slow path once the store site has seen many objects (0.4 µs against 0.05 here).
+// through a computed name by its slow path once the store site has seen many objects (test/bench/README.md,
+// "Why the call path is shaped this way").
 
 /** A handler's result as the direct API answers it. */
 export function directResult(r: unknown, call: Answered): unknown {

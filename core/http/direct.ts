@@ -5,7 +5,7 @@ import type { Dispatcher } from '../dispatch';
 import { ApiError } from '../errors';
 import { ApiSpace } from '../functions';
 import { BodyTooLarge, mediaType, readBody, readMultipart } from '../toolkit/request-body';
-import { JsonHeaders, send, sendDirectError, sendNoContent, type Escaped } from './reply';
+import { JsonHeaders, NoCacheHeaders, send, sendDirectError, type Escaped } from './reply';
 import { directResult } from '../results';
 import { jsonOf, overLimit, tooLarge } from './encode';
 
@@ -68,7 +68,7 @@ export function directRoute(product: string): (url: string) => DirectRoute | und
 export function directHandler(dispatcher: Dispatcher, { maxBody, maxAnswer }: { maxBody: number; maxAnswer: number }, escaped: Escaped) {
   /** The success answer; an empty one is 204 with no body, as in 3.3 (get_cvar of no cvars). */
   const ok = (res: ServerResponse, call: Call): void => {
-    if (empty(call)) return sendNoContent(res);
+    if (empty(call)) return send(res, 204, NoCacheHeaders);
     const body = jsonOf(directResult(call.result, call), call.kept);
     if (overLimit(body, maxAnswer)) sendDirectError(res, 413, tooLarge(maxAnswer));
     else send(res, 200, JsonHeaders, body);
@@ -97,23 +97,17 @@ export function directHandler(dispatcher: Dispatcher, { maxBody, maxAnswer }: { 
     return body as Params;
   };
 
-  /** The parameters of a POST body, to `then` once read, or its failure. */
-  const bodyParams = (req: IncomingMessage, query: Params, meta: CallMeta, then: (err: unknown, params?: Params) => void): void => {
+  /** The parameters of a POST body, to `then` once read, or its failure (an Error: params are never one). */
+  const bodyParams = (req: IncomingMessage, query: Params, meta: CallMeta, then: (params: Params | Error) => void): void => {
     const type = mediaType(req);
-    if (type !== 'multipart/form-data') {
-      return readBody(req, maxBody, (err, raw) => {
-        const params = err ?? parsed(type, raw);
-        if (params instanceof Error) then(params);
-        else then(undefined, params);
-      });
-    }
+    if (type !== 'multipart/form-data') return readBody(req, maxBody, (err, raw) => then(err ?? parsed(type, raw)));
     try {
       const k = query.k ?? meta.headerKey;
       if (k !== undefined && k !== '') dispatcher.identify(k, meta.ip);
     } catch (err) {
-      return then(err);
+      return then(err as Error);
     }
-    readMultipart(req, maxBody).then((params) => then(undefined, params), then);
+    readMultipart(req, maxBody).then(then, then);
   };
 
   /** Answers the call, then calls `done`; what escapes (a bug) goes to `escaped`. */
@@ -126,17 +120,17 @@ export function directHandler(dispatcher: Dispatcher, { maxBody, maxAnswer }: { 
       }
       done();
     };
-    /** runs the call with `params`, or answers `err` (no params: the body could not be read) */
-    const run = (err: unknown, params?: Params): void => {
-      if (params === undefined) return end(() => failed(req, res, err));
+    /** runs the call with `params`, or answers their failure */
+    const run = (params: Params | Error): void => {
+      if (params instanceof Error) return end(() => failed(req, res, params));
       const call = new Call(meta, 'json');
       dispatcher.call(route.fn, params, call).then(() => end(() => ok(res, call)), (e: unknown) => end(() => failed(req, res, e)));
     };
     try {
-      if (req.method === 'GET') return run(undefined, queryParams(route.query));
+      if (req.method === 'GET') return run(queryParams(route.query));
       if (req.method !== 'POST') return run(new ApiError('not_implemented', `method ${req.method} not allowed`));
       const query = queryParams(route.query);
-      bodyParams(req, query, meta, (err, body) => run(err, body && { ...query, ...body }));
+      bodyParams(req, query, meta, (body) => run(body instanceof Error ? body : { ...query, ...body }));
     } catch (err) {
       end(() => escaped(req, res, err));
     }

@@ -1,7 +1,7 @@
 import { ErrorKinds } from '../errors';
 import { rpcError, rpcNotRun, type RpcResponse } from '../rpc';
 import type { KeptAnswer } from '../results';
-import { packed, packedRef } from '../toolkit/msgpack';
+import { headLength, mapSize, packed, packedRef, writeHead } from '../toolkit/msgpack';
 
 // the MQTT API reads and writes MessagePack as /jrpc does
 export { packed, unpacked } from '../toolkit/msgpack';
@@ -49,8 +49,7 @@ function splicedPacked(k: KeptAnswer, r: Record<string, unknown>, before: Uint8A
   const kept = keptPacked(k);
   const keptAt = headLength(k.names.length);
   const rest = packedRef(changing(k, r));
-  // the map's head says how many members it has: fixmap, map 16 or map 32
-  const restCount = rest[0] === 0xde ? (rest[1] << 8) | rest[2] : rest[0] === 0xdf ? new DataView(rest.buffer, rest.byteOffset).getUint32(1) : rest[0] & 0x0f;
+  const restCount = mapSize(rest);
   const restAt = headLength(restCount);
   const n = k.names.length + restCount;
   const length = before.length + headLength(n) + kept.length - keptAt + rest.length - restAt;
@@ -65,21 +64,6 @@ function splicedPacked(k: KeptAnswer, r: Record<string, unknown>, before: Uint8A
 /** Where spliced MessagePack answers are made, one at a time; a larger one gets bytes of its own. */
 const scratch = Buffer.allocUnsafe(16 * 1024);
 
-/** The length of the head of a MessagePack map or array of `n` entries. */
-const headLength = (n: number): number => (n < 16 ? 1 : n < 0x10000 ? 3 : 5);
-
-/** Writes the head of a MessagePack map or array of `n` entries at `o`; returns where it ends. */
-function writeHead(out: Uint8Array, o: number, n: number, array: boolean): number {
-  if (n < 16) {
-    out[o] = (array ? 0x90 : 0x80) | n;
-    return o + 1;
-  }
-  const size = n < 0x10000 ? 2 : 4;
-  out[o] = size === 2 ? (array ? 0xdc : 0xde) : (array ? 0xdd : 0xdf);
-  for (let i = size; i > 0; i--) out[o + i] = (n >>> (8 * (size - i))) & 0xff;
-  return o + 1 + size;
-}
-
 /** A direct answer as JSON: a kept answer's bytes as they are, or its changing members spliced after them. */
 export function jsonOf(value: unknown, kept: KeptAnswer | undefined): Piece {
   if (kept === undefined) return JSON.stringify(value);
@@ -89,20 +73,18 @@ export function jsonOf(value: unknown, kept: KeptAnswer | undefined): Piece {
 /** A JSON RPC response up to its result (JSON: closed by '}' after it); MessagePack's of kept bytes around the id's. */
 function responseHead(isPacked: boolean, id: unknown): Piece {
   if (!isPacked) return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`;
-  const small = typeof id === 'number' && Number.isInteger(id) && id >= 0 && id < 128;
-  const idBytes = small ? undefined : packedRef(id);
-  const n = small ? 1 : idBytes!.length;
-  const head = Buffer.allocUnsafe(HeadStart.length + n + HeadEnd.length);
+  const idBytes = typeof id === 'number' && Number.isInteger(id) && id >= 0 && id < 128 ? SmallIds[id] : packedRef(id);
+  const head = Buffer.allocUnsafe(HeadStart.length + idBytes.length + HeadEnd.length);
   head.set(HeadStart, 0);
-  if (small) head[HeadStart.length] = id;
-  else head.set(idBytes!, HeadStart.length);
-  head.set(HeadEnd, HeadStart.length + n);
+  head.set(idBytes, HeadStart.length);
+  head.set(HeadEnd, HeadStart.length + idBytes.length);
   return head;
 }
 
-/** A MessagePack response's head around its id: a map of three, `jsonrpc`, `2.0`, `id`, then `result`. */
+/** A MessagePack response's head around its id: a map of three, `jsonrpc`, `2.0`, `id`, then `result`; ids 0–127 as their one byte. */
 const HeadStart = Buffer.concat([Uint8Array.of(0x83), packed('jsonrpc'), packed('2.0'), packed('id')]);
 const HeadEnd = packed('result');
+const SmallIds = Array.from({ length: 128 }, (_, i) => Uint8Array.of(i));
 
 /** A JSON RPC response: JSON text, MessagePack bytes to be copied at once, or a kept answer's bytes and the pieces around them. */
 function encodeOne(isPacked: boolean, r: RpcResponse, kept: KeptAnswer | undefined): string | Uint8Array | [Piece, Buffer, Piece] {

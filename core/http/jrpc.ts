@@ -10,9 +10,6 @@ import type { WriteHold } from '../toolkit/group-commit';
 
 const MSGPACK_TYPES = new Set(['application/msgpack', 'application/x-msgpack']);
 
-/** What bounds a JSON RPC request: the body read, the requests of a batch, the answer's bytes (a batch's as a whole). */
-export interface JrpcLimits { maxBody: number; maxBatch: number; maxAnswer: number }
-
 /** A request of a batch, with its call and response once run. */
 type Entry = { req: unknown; call?: Call; r?: RpcResponse };
 
@@ -23,8 +20,9 @@ type Entry = { req: unknown; call?: Call; r?: RpcResponse };
  * browser sends a body cross-site unasked only as text/plain or a form: a
  * request with an `Origin` must be JSON or MessagePack (415); other clients'
  * bodies of any type are read as JSON. What escapes (a bug) goes to `escaped`.
+ * Bounds: the body read, the requests of a batch, the answer's bytes (a batch's as a whole).
  */
-export function jrpcProcessor(dispatcher: Dispatcher, writes: WriteHold, { maxBody, maxBatch, maxAnswer }: JrpcLimits, escaped: Escaped) {
+export function jrpcProcessor(dispatcher: Dispatcher, writes: WriteHold, { maxBody, maxBatch, maxAnswer }: Record<'maxBody' | 'maxBatch' | 'maxAnswer', number>, escaped: Escaped) {
   /**
    * A batch: its calls one after another (it may lock, work and unlock in
    * order), encoded as they come. Its calls are `batched` and the
@@ -40,11 +38,9 @@ export function jrpcProcessor(dispatcher: Dispatcher, writes: WriteHold, { maxBo
     const release = writes.hold();
     try {
       for (const req of payload) {
-        let c: Entry = { req };
-        if (!out.full) {
-          const call = new Call(meta, encoding, true);
-          c = { req, call, r: await rpcCall(dispatcher, req, call) };
-        }
+        // once the answer is full, the rest is not run
+        const call = out.full ? undefined : new Call(meta, encoding, true);
+        const c: Entry = { req, call, r: call && await rpcCall(dispatcher, req, call) };
         put(out, c);
         calls.push(c);
       }

@@ -23,18 +23,15 @@ function headerList(headers: Record<string, string>): string[] {
   return list;
 }
 
-/** Answer with Content-Length (never chunked); a string body goes in the head's write: UTF-8, or `latin1` (encodeResponse). */
+/**
+ * Answer with Content-Length (never chunked; a 204 has none: RFC 9110 forbids
+ * it there); a string body goes in the head's write: UTF-8, or `latin1` (encodeResponse).
+ */
 export function send(res: ServerResponse, status: number, headers: Record<string, string>, body: string | Buffer = '', latin1 = false): void {
   const length = typeof body !== 'string' || latin1 ? body.length : Buffer.byteLength(body);
-  res.writeHead(status, [...headerList(headers), 'Content-Length', String(length)]);
+  res.writeHead(status, status === 204 ? headerList(headers) : [...headerList(headers), 'Content-Length', String(length)]);
   if (latin1) res.end(body, 'latin1');
   else res.end(body);
-}
-
-/** 204 No Content: the no-cache headers, no type, no length (RFC 9110 forbids Content-Length on a 204), no body. */
-export function sendNoContent(res: ServerResponse): void {
-  res.writeHead(204, headerList(NoCacheHeaders));
-  res.end();
 }
 
 /** Answer in pieces (a batch answer: `length` bytes in all), in one write (corked), none copied. */

@@ -1,11 +1,11 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';
+import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import type Koa from 'koa';
-import type { Context } from 'koa';
+import type { default as Koa, Context } from 'koa';
 import type Router from '@koa/router';
 import { injectable } from 'tsyringe';
 import { Config, parseListen } from '../config';
@@ -63,7 +63,6 @@ export class HttpServer {
   private draining: Promise<void> | undefined;
   /** connections handed to plugins' upgrade handlers: the server no longer tracks them, stop ends them */
   private readonly upgraded = new Set<Duplex>();
-  private readonly clientIp: (req: http.IncomingMessage) => string;
   /** runs a request now, or once its connection's unread answers are within max_unread (unread.ts) */
   private readonly gate: ReturnType<typeof unreadGate>;
 
@@ -73,11 +72,6 @@ export class HttpServer {
   ) {
     this.log = logger.module('webapi');
     const w = config.webapi;
-    const clientIp = (req: http.IncomingMessage): string => {
-      const real = w.x_real_ip ? req.headers['x-real-ip'] : undefined;
-      return normalizeIp((typeof real === 'string' && real) || req.socket.remoteAddress || '');
-    };
-    this.clientIp = clientIp;
     const health = (res: http.ServerResponse) => {
       const ok = this.state === 'serving';
       const uptime = Math.round(performance.now() - this.since) / 1000;
@@ -101,7 +95,7 @@ export class HttpServer {
     const metaOf = (req: http.IncomingMessage, res: http.ServerResponse, transport: string, space?: ApiSpace): CallMeta => {
       const xkey = req.headers['x-auth-key'];
       return {
-        ip: clientIp(req), transport, headers: req.headers, headerKey: typeof xkey === 'string' && xkey ? xkey : undefined, space,
+        ip: this.clientIp(req), transport, headers: req.headers, headerKey: typeof xkey === 'string' && xkey ? xkey : undefined, space,
         signal: clientGone(req, res), assign: !foreignOrigin(req, w.x_real_ip),
       };
     };
@@ -126,17 +120,22 @@ export class HttpServer {
       const taken = this.hooks.pathFor(url.split('?')[0]);
       if (!taken) return false;
       // run in a promise: a handler that throws is answered as one that rejects
-      void Promise.resolve().then(() => taken(req, res, clientIp(req))).then((handled) => {
+      void Promise.resolve().then(() => taken(req, res, this.clientIp(req))).then((handled) => {
         if (!handled && !res.headersSent) sendDirectError(res, 404, 'not found');
       }, (err: unknown) => directFailed(req, res, err)).finally(done);
       return true;
     };
   }
 
+  /** The caller's address (x_real_ip: the proxy's X-Real-IP). */
+  private clientIp(req: http.IncomingMessage): string {
+    const real = this.config.webapi.x_real_ip ? req.headers['x-real-ip'] : undefined;
+    return normalizeIp((typeof real === 'string' && real) || req.socket.remoteAddress || '');
+  }
+
   /** The Koa application for the requests node:http does not answer itself. */
   private buildKoa(): Koa {
     const { dispatcher, metrics } = this;
-    const koaIp = (ctx: Context) => this.clientIp(ctx.req);
     const reply = (ctx: Context, status: number, message: string) => {
       ctx.respond = false;
       if (!ctx.res.headersSent) sendDirectError(ctx.res, status, message);
@@ -148,11 +147,10 @@ export class HttpServer {
     router.get('/metrics', async (ctx) => {
       const k = typeof ctx.query.k === 'string' ? ctx.query.k : ctx.get('x-auth-key') || undefined;
       try {
-        metrics.check(dispatcher.identify(k, koaIp(ctx)));
+        metrics.check(dispatcher.identify(k, this.clientIp(ctx.req)));
       } catch (err) {
         if (!(err instanceof ApiError)) throw err;
-        reply(ctx, err.status, err.message);
-        return;
+        return reply(ctx, err.status, err.message);
       }
       const text = await metrics.text();
       ctx.respond = false;
@@ -172,7 +170,7 @@ export class HttpServer {
       if (ctx.respond === false) return;
       // routes plugins added (PluginContext.httpRoute) answer the rest, themselves
       for (const route of this.hooks.routesFor(ctx.path)) {
-        if (await route(ctx.req, ctx.res, koaIp(ctx))) {
+        if (await route(ctx.req, ctx.res, this.clientIp(ctx.req))) {
           ctx.respond = false;
           return;
         }
@@ -219,15 +217,12 @@ export class HttpServer {
     const { host, port } = parseListen(listen);
     server.requestTimeout = this.config.webapi.request_timeout * 1000;
     server.headersTimeout = Math.min(server.requestTimeout, 60_000);
-    await new Promise<void>((resolve, reject) => {
+    try {
+      await once(server.listen(port, host), 'listening');
+    } catch (err) {
       // a port held by another process: a failure of this start (the supervisor tries again), not of the settings
-      const failed = (err: Error) => reject(new Error(`[webapi] ${setting} = ${listen}${whereSet(this.config.doc, 'webapi', setting)}: ${err.message}`));
-      server.once('error', failed);
-      server.listen(port, host, () => {
-        server.off('error', failed);
-        resolve();
-      });
-    });
+      throw new Error(`[webapi] ${setting} = ${listen}${whereSet(this.config.doc, 'webapi', setting)}: ${(err as Error).message}`);
+    }
     server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => this.upgrade(req, socket, head));
     server.on('clientError', (_err, socket: Duplex) => {
       // answered, then closed: a client that keeps its end open would keep the descriptor
@@ -276,9 +271,7 @@ export class HttpServer {
   open(): void {
     if (this.state !== 'starting') return;
     this.state = 'serving';
-    for (const { host, port, tls } of this.bound) {
-      this.log.info(`listening on ${tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`);
-    }
+    for (const { host, port, tls } of this.bound) this.log.info(`listening on ${tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`);
   }
 
   /** Take no more calls (503), and let answers in flight go out, within stop_grace. */

@@ -4,9 +4,6 @@ import type { Socket } from 'node:net';
 /** A connection's requests that wait, and its answers made but not yet handed to the socket. */
 interface Waiting { runs: (() => void)[]; held: Set<ServerResponse>; /** a waiting request was run and is not answered yet */ running: boolean }
 
-const State = Symbol('unread');
-type Tracked = Socket & { [State]?: Waiting };
-
 /**
  * Answers a client leaves unread count against its connection: past `max`
  * bytes, its next request waits until the client has read enough. node:http
@@ -26,22 +23,24 @@ export function unreadGate(max: number, maxWaiting: number) {
     // one at a time: the next is run once this one's answer is made and counted
     while (!w.running && w.runs.length > 0 && unread(socket, w) <= max) w.runs.shift()!();
   };
-  const state = (socket: Tracked): Waiting => {
-    let w = socket[State];
+  /** each connection's waiting requests and held answers, for as long as it lives */
+  const states = new WeakMap<Socket, Waiting>();
+  const state = (socket: Socket): Waiting => {
+    const w = states.get(socket);
     if (w) return w;
     const made: Waiting = { runs: [], held: new Set(), running: false };
-    socket[State] = w = made;
+    states.set(socket, made);
     // less is unread once the socket's buffer empties or a waiting answer went out
     socket.on('drain', () => pump(socket, made));
     socket.once('close', () => {
       made.runs.length = 0;
       made.held.clear();
     });
-    return w;
+    return made;
   };
   /** Run a request whose response has no socket yet once its connection's unread answers are within the bound. */
   return (req: IncomingMessage, res: ServerResponse, run: (answered: () => void) => void): void => {
-    const socket = req.socket as Tracked;
+    const socket = req.socket;
     const w = state(socket);
     if (w.runs.length >= maxWaiting) {
       // a client that sends on and on without reading: its connection ends

@@ -43,3 +43,25 @@ export const packedRef = (value: unknown): Uint8Array => encoder.encodeSharedRef
 
 /** A value as MessagePack, in a Buffer of its own. */
 export const packed = (value: unknown): Buffer => Buffer.from(encoder.encodeSharedRef(value));
+
+/** The length of the head of a MessagePack map or array of `n` entries (fix, 16-bit or 32-bit count). */
+export const headLength = (n: number): number => (n < 16 ? 1 : n < 0x10000 ? 3 : 5);
+
+/** Writes the head of a MessagePack map or array of `n` entries at `o`; returns where it ends. */
+export function writeHead(out: Uint8Array, o: number, n: number, array: boolean): number {
+  if (n < 16) {
+    out[o] = (array ? 0x90 : 0x80) | n;
+    return o + 1;
+  }
+  const size = n < 0x10000 ? 2 : 4;
+  out[o] = size === 2 ? (array ? 0xdc : 0xde) : (array ? 0xdd : 0xdf);
+  for (let i = size; i > 0; i--) out[o + i] = (n >>> (8 * (size - i))) & 0xff;
+  return o + 1 + size;
+}
+
+/** How many members the MessagePack map that `bytes` begins with has (fixmap, map 16 or map 32). */
+export function mapSize(bytes: Uint8Array): number {
+  if (bytes[0] === 0xde) return (bytes[1] << 8) | bytes[2];
+  if (bytes[0] === 0xdf) return new DataView(bytes.buffer, bytes.byteOffset).getUint32(1);
+  return bytes[0] & 0x0f;
+}

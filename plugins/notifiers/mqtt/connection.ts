@@ -50,7 +50,8 @@ export class NotConnected extends Error {
  * (`host` a list), every reconnect after a failure (refused, lost,
  * keepalive timed out) goes to the next one, round robin, on the same
  * back-off. Publications of QoS 1 and 2 that were in flight when the
- * connection dropped stay in the client's store and are sent again on
+ * connection dropped are in the client's store (QoS 1 batches of ours are
+ * put there at the drop, `handOver`) and are sent again on
  * reconnect (to whichever broker it is), so a send waiting for them
  * resolves then.
  */
@@ -400,9 +401,9 @@ export class Connection {
    * Publish a batch without waiting for the acknowledgements: resolves once
    * every message is handed to the client (QoS 0: written), with `acked`,
    * which resolves when the broker has acknowledged every QoS 1/2 message.
-   * Until then they stay in the client's store (sent again on reconnect).
+   * Until then they are kept (sent again on reconnect).
    * A batch of one QoS is framed here and goes out in one socket write: QoS 0
-   * as it is; QoS 1 and 2 each with the client's next message id, put in its
+   * as it is; QoS 1 with ids of our own (`publishOwn`); QoS 2 each with the client's next message id, put in its
    * store and its table of publications in flight as its own `publish` puts
    * them, so the client handles their acknowledgements (and refusals) and
    * sends them again after a reconnect exactly as its own.

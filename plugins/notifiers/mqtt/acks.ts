@@ -27,7 +27,7 @@ export class LibraryIds {
 }
 
 /** One QoS 1 batch in flight: its messages, their ids, what is still unacknowledged. */
-export interface Batch {
+export interface InFlightBatch {
   readonly messages: readonly Outgoing[];
   readonly ids: Uint16Array;
   /** its frames' bytes, counted against the bytes bound until the whole batch is acknowledged */
@@ -47,12 +47,12 @@ export interface Batch {
  * our own, handed out in turn, never one still in flight.
  */
 export class InFlightTable {
-  private readonly slots = new Array<Batch | undefined>(65_536);
+  private readonly slots = new Array<InFlightBatch | undefined>(65_536);
   /** each id's message within its batch */
   private readonly index = new Uint16Array(65_536);
   private nextId = OWN_IDS_FROM;
   /** the batches in the order they were sent, for the hand-over after a drop */
-  private readonly batches = new Set<Batch>();
+  private readonly batches = new Set<InFlightBatch>();
   count = 0;
   bytes = 0;
   private waiters: (() => void)[] = [];
@@ -88,14 +88,14 @@ export class InFlightTable {
    * Ids for a batch's first messages, as many as are free (the rest goes
    * through the client library), and the batch holding them.
    */
-  take(messages: readonly Outgoing[], bytes: number, done: () => void, failed: (err: unknown) => void): Batch {
+  take(messages: readonly Outgoing[], bytes: number, done: () => void, failed: (err: unknown) => void): InFlightBatch {
     const ids: number[] = [];
     for (let i = 0; i < messages.length; i++) {
       const id = this.allocate();
       if (id === undefined) break;
       ids.push(id);
     }
-    const batch: Batch = { messages, ids: Uint16Array.from(ids), bytes, left: ids.length, moved: false, done, failed };
+    const batch: InFlightBatch = { messages, ids: Uint16Array.from(ids), bytes, left: ids.length, moved: false, done, failed };
     for (let i = 0; i < ids.length; i++) {
       this.slots[ids[i]] = batch;
       this.index[ids[i]] = i;
@@ -138,7 +138,7 @@ export class InFlightTable {
     if (--b.left === 0) this.finish(b);
   }
 
-  private finish(b: Batch): void {
+  private finish(b: InFlightBatch): void {
     this.batches.delete(b);
     this.bytes -= b.bytes;
     b.done();
@@ -151,7 +151,7 @@ export class InFlightTable {
    * ids stay taken until their acknowledgement (`ack`, through the
    * library's callback) or `failAll`.
    */
-  *unacknowledged(): Generator<{ id: number; message: Outgoing; batch: Batch }> {
+  *unacknowledged(): Generator<{ id: number; message: Outgoing; batch: InFlightBatch }> {
     for (const b of this.batches) {
       b.moved = true;
       for (let i = 0; i < b.ids.length; i++) {

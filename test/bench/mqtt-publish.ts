@@ -14,7 +14,7 @@ import type { ModuleLogger } from '../../core/log';
  * message from the events of a batch to the socket (messagesOf, then
  * Connection.publishBatch: framed, one socket write per batch), beside the
  * same messages through the client library, one `publish` per message (what
- * publishBatch did before), and the same two ways at QoS 1 (with the
+ * publishBatch did before), and the same two ways at QoS 1 (framed: the connection's own ids and PUBACKs; with the
  * notifier's window of two batches, every acknowledgement awaited), over
  * MQTT 3.1.1 and 5, to mosquitto. Batches of 1 000 state events (3 000 messages: the JSON state,
  * status, value, retained, as the defaults publish them), BENCH_MQTT_N
@@ -86,7 +86,7 @@ async function main(): Promise<void> {
     }
     const label: Record<Way, string> = {
       framed: 'QoS 0, framed, one write a batch', client: 'QoS 0, one client publish a message (before)',
-      framed1: 'QoS 1, framed, in the client\'s store', client1: 'QoS 1, one client publish a message (before)',
+      framed1: 'QoS 1, framed, acknowledged by the connection', client1: 'QoS 1, one client publish a message (before)',
     };
     for (const [protocol, way] of ways) {
       const xs = results[`${protocol} ${way}`];

@@ -10,14 +10,16 @@ import { Routes, type FilterState } from './routes';
 import { hasWildcard, topicMatches } from './topics';
 import type { Outgoing } from './messages';
 import { PublishFrames } from './publish-frames';
+import { InFlightTable, LibraryIds, takeAcks } from './acks';
 
 /** The MQTT client library, loaded with the first connection: a controller without an mqtt notifier never loads it. */
 const mqtt = onFirstUse<typeof Mqtt>('mqtt');
 
-/** What publishBatch uses of the client's state for QoS 1 and 2 (mqtt.js 5): its next message id and its table of publications in flight. */
+/** What publishBatch uses of the client's state for QoS 2, and the hand-over of QoS 1 after a drop (mqtt.js 5): its next message id, its table of publications in flight, the builder of each connection's socket. */
 interface InFlight {
   _nextId(): number | null;
   outgoing: Record<number, { volatile: boolean; cmd: string; cb: (err: unknown) => void }>;
+  streamBuilder: (client: MqttClient) => MqttClient['stream'];
 }
 
 /** A refusal the broker answered with (an MQTT 5 reason code of 0x80 or more; 3.1.1 has only 0x80 for a subscription). */
@@ -48,7 +50,8 @@ export class NotConnected extends Error {
  * (`host` a list), every reconnect after a failure (refused, lost,
  * keepalive timed out) goes to the next one, round robin, on the same
  * back-off. Publications of QoS 1 and 2 that were in flight when the
- * connection dropped stay in the client's store and are sent again on
+ * connection dropped are in the client's store (QoS 1 batches of ours are
+ * put there at the drop, `handOver`) and are sent again on
  * reconnect (to whichever broker it is), so a send waiting for them
  * resolves then.
  */
@@ -69,6 +72,8 @@ export class Connection {
   private waiters: (() => void)[] = [];
   /** frames batches of QoS 0 publications (made with the first) */
   private frames?: PublishFrames;
+  /** QoS 1 batches framed here, whose PUBACKs this connection takes itself (bounded in messages and bytes) */
+  readonly inflight: InFlightTable;
   /** QoS 0 publications not yet written: a dropped connection fails them (the client would leave them waiting) */
   private readonly volatile = new Set<() => void>();
   readonly stats = { connects: 0, attempts: 0, messages_in: 0, messages_ignored: 0, publishes_refused: 0, subscriptions_refused: 0, broker_switches: 0 };
@@ -95,9 +100,13 @@ export class Connection {
    */
   private readonly allFilters: string[];
 
-  /** `from`: the broker of the list the first attempt goes to */
-  constructor(private readonly s: MqttSettings, private readonly log: ModuleLogger, private readonly clientId: string, from = 0) {
+  /** `from`: the broker of the list the first attempt goes to; `inflight`: the bounds of QoS 1 batches awaiting their PUBACKs */
+  constructor(
+    private readonly s: MqttSettings, private readonly log: ModuleLogger, private readonly clientId: string, from = 0,
+    inflight = { count: MqttDefaults.inflight_max, bytes: MqttDefaults.inflight_max_bytes },
+  ) {
     this.index = from % s.brokers.length;
+    this.inflight = new InFlightTable(inflight.count, inflight.bytes);
     // 3.3 wrote SPACE + '/' after a prefix that already ends with one ("sp//unit/#"): the intended filters are used
     this.allFilters = s.subscribeAll ? ['unit', 'sensor'].map((t) => `${s.prefix}${t}/#`) : [];
     this.routes.onFilter = (filter, now, before) => {
@@ -185,6 +194,8 @@ export class Connection {
       password: s.password,
       // mqtt.js logs every packet through `debug`; even switched off, asking it costs several % of a busy publisher
       log: () => {},
+      // its ids stay below those of the QoS 1 batches framed here, so a PUBACK's id says whose it is
+      messageIdProvider: new LibraryIds(),
     };
     if (s.tls) {
       opts.ca = fs.readFileSync(s.tls.ca);
@@ -195,6 +206,15 @@ export class Connection {
     if (this.will) opts.will = this.will();
     const client = mqtt().connect(opts);
     this.client = client;
+    // our PUBACKs are taken from each connection's socket before the client parses what it reads
+    const c = client as unknown as InFlight;
+    const build = c.streamBuilder;
+    const takeOurs = (stream: MqttClient['stream']) => {
+      takeAcks(stream, this.inflight, (id, code) => this.inflight.ack(id, code, this.refusedTopic));
+      return stream;
+    };
+    c.streamBuilder = (cl) => takeOurs(build(cl));
+    takeOurs(client.stream);
     this.stats.attempts++;
     client.on('connect', () => {
       this.stats.connects++;
@@ -225,6 +245,7 @@ export class Connection {
     client.on('close', () => {
       this.downSince ||= Date.now();
       for (const fail of [...this.volatile]) fail();
+      if (!this.stopped) this.handOver(client);
       this.scheduleReconnect();
     });
   }
@@ -250,6 +271,34 @@ export class Connection {
       this.refused('subscribe', sub.topic, code);
     });
     if (!refused) this.fail('subscribe', err);
+  }
+
+  /** A publication of ours the broker refused (its PUBACK's reason code). */
+  private readonly refusedTopic = (topic: string, code: number) => this.refused('publish', topic, code);
+
+  /**
+   * After a drop, the QoS 1 publications of ours still unacknowledged go
+   * into the client's store and its table of publications in flight, as
+   * its own `publish` puts them, after whatever it holds already: it sends
+   * them again on reconnect, in the order they were sent, before anything
+   * new (its store goes first), and matches their PUBACKs, which the
+   * socket then hands on (a moved id is no longer ours to take). Their
+   * ids stay taken until acknowledged.
+   */
+  private handOver(client: MqttClient): void {
+    const c = client as unknown as InFlight;
+    for (const { id, message: m } of this.inflight.unacknowledged()) {
+      const packet: Record<string, unknown> = { cmd: 'publish', topic: m.topic, payload: m.payload, qos: 1, retain: m.retain, messageId: id, dup: false };
+      if (this.s.protocol === 5) packet.properties = m.properties;
+      c.outgoing[id] = {
+        volatile: false, cmd: 'publish', cb: (err: unknown) => {
+          const code = err ? refusalCode(err) : 0;
+          if (code === undefined) this.inflight.drop(id, err);
+          else this.inflight.ack(id, code, this.refusedTopic);
+        },
+      };
+      this.outgoing.put(packet as never, () => {});
+    }
   }
 
   /** Count a refusal and tell it. */
@@ -352,9 +401,9 @@ export class Connection {
    * Publish a batch without waiting for the acknowledgements: resolves once
    * every message is handed to the client (QoS 0: written), with `acked`,
    * which resolves when the broker has acknowledged every QoS 1/2 message.
-   * Until then they stay in the client's store (sent again on reconnect).
+   * Until then they are kept (sent again on reconnect).
    * A batch of one QoS is framed here and goes out in one socket write: QoS 0
-   * as it is; QoS 1 and 2 each with the client's next message id, put in its
+   * as it is; QoS 1 with ids of our own (`publishOwn`); QoS 2 each with the client's next message id, put in its
    * store and its table of publications in flight as its own `publish` puts
    * them, so the client handles their acknowledgements (and refusals) and
    * sends them again after a reconnect exactly as its own.
@@ -363,6 +412,7 @@ export class Connection {
     const client = this.client;
     if (!client || !client.connected) throw new NotConnected();
     const qos = messages.length ? messages[0].qos : 0;
+    if (qos === 1 && !this.holding(client) && messages.every((m) => m.qos === 1)) return this.publishOwn(client, messages);
     // framed when the client holds nothing back and the batch has one QoS (a notifier's subject has one)
     if (!messages.length || this.holding(client) || !messages.every((m) => m.qos === qos)) return this.throughClient(messages);
     const frames = this.frames ??= new PublishFrames(this.s.protocol);
@@ -414,6 +464,40 @@ export class Connection {
     if (bytes.length) client.stream.write(bytes);
     if (rest.length) {
       const more = await this.throughClient(rest);
+      acked = Promise.all([acked, more.acked]).then(() => undefined);
+    } else if (client.stream.writableNeedDrain) await this.drained(client);
+    acked.catch(() => undefined); // the caller awaits it, maybe later: never an unhandled rejection meanwhile
+    return { acked };
+  }
+
+  /**
+   * A QoS 1 batch framed with ids of our own, its PUBACKs taken from the
+   * socket (`takeAcks`) and matched in our table: one resolve per batch,
+   * not the client's store, table and callback per message. It waits while
+   * the table is full (in messages or bytes); checked whole before it takes
+   * any id. After a drop its unacknowledged messages go to the client
+   * (`handOver`), which sends them again on reconnect.
+   */
+  private async publishOwn(client: MqttClient, messages: readonly Outgoing[]): Promise<{ acked: Promise<void> }> {
+    const frames = this.frames ??= new PublishFrames(this.s.protocol);
+    let bytes = 0;
+    for (const m of messages) bytes += frames.check(m.topic, m.payload, m.properties, 1);
+    while (!this.inflight.fits(messages.length, bytes)) {
+      await this.inflight.room();
+      // the connection dropped meanwhile, or the client now sends its store again: start over
+      if (this.client !== client || !client.connected || this.holding(client)) return this.publishBatch(messages);
+    }
+    let done!: () => void;
+    let failed!: (err: unknown) => void;
+    let acked = new Promise<void>((resolve, reject) => { done = resolve; failed = reject; });
+    const { ids } = this.inflight.take(messages, bytes, done, failed);
+    for (let i = 0; i < ids.length; i++) {
+      const m = messages[i];
+      frames.add(m.topic, undefined, m.payload, m.retain, m.properties, 1, ids[i]);
+    }
+    client.stream.write(frames.take().bytes);
+    if (ids.length < messages.length) { // every id of ours in flight: the rest through the client
+      const more = await this.throughClient(messages.slice(ids.length));
       acked = Promise.all([acked, more.acked]).then(() => undefined);
     } else if (client.stream.writableNeedDrain) await this.drained(client);
     acked.catch(() => undefined); // the caller awaits it, maybe later: never an unhandled rejection meanwhile
@@ -494,6 +578,8 @@ export class Connection {
     clearTimeout(this.timer);
     this.timer = undefined;
     for (const w of this.waiters.splice(0)) w();
+    // as the client fails its own publications in flight at a stop
+    this.inflight.failAll(new NotConnected());
     const client = this.client;
     if (!client) return;
     if (this.s.protocol === 5 && this.s.sessionExpiry > 0) return this.endClean(client, { sessionExpiryInterval: 0 });

@@ -124,10 +124,11 @@ export class PublishFrames {
   /**
    * Throws as `add` would for a publication the protocol cannot carry,
    * writing nothing: a batch is checked whole before any of it goes into
-   * the client's state (QoS 1 and 2).
+   * the client's state (QoS 1 and 2). Returns the frame's size in bytes.
    */
-  check(topic: string, payload: Uint8Array | string, properties?: PublishProperties, qos: 0 | 1 | 2 = 0): void {
-    carried(topic, utf8Length(topic), typeof payload === 'string' ? utf8Length(payload) : payload.length, this.propertyBytes(properties), qos);
+  check(topic: string, payload: Uint8Array | string, properties?: PublishProperties, qos: 0 | 1 | 2 = 0): number {
+    const remaining = carried(topic, utf8Length(topic), typeof payload === 'string' ? utf8Length(payload) : payload.length, this.propertyBytes(properties), qos);
+    return 1 + (remaining < 0x80 ? 1 : remaining < 0x4000 ? 2 : remaining < 0x200000 ? 3 : 4) + remaining;
   }
 
   /**

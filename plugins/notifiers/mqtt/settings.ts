@@ -18,6 +18,8 @@ export const MqttLimits = {
   api_max_pending: schema.bound(64, 'MQTT API requests being answered at once; more are refused with `busy`'),
   api_max_request: schema.bound(1024 * 1024, 'largest MQTT API request accepted, bytes', 'bytes'),
   api_replay_ids: schema.bound(100_000, 'request ids / token MACs of encrypted MQTT API frames remembered to refuse a replay; past it the oldest are forgotten'),
+  inflight_max: schema.bound(16_384, 'QoS 1 messages of batches awaiting their PUBACKs at once; a batch waits for room past it (one alone always goes)'),
+  inflight_max_bytes: schema.bound(16 * 1024 * 1024, 'bytes of QoS 1 batches awaiting their PUBACKs at once; a batch waits for room past it (one alone always goes)', 'bytes'),
   brokers_max: schema.bound(32, 'brokers one notifier\'s `host` may list'),
   api_token_window: schema.seconds(600, 'seconds a text (Fernet) frame is accepted after (or before, for clock skew) the time it was made'),
 };

@@ -55,11 +55,11 @@ export function grantElsewhere(userdb: string): Promise<unknown> {
  * with a Sparkplug node (edge node NODE), active and born; `files` for the
  * other members. `first`: the bdSeq of its birth.
  */
-export async function sparkplugActive(t: ExecutionContext, userdb: string, broker: BrokerOptions = {}): Promise<{ broker: Broker; host: SparkplugHost; files: Record<string, string>; a: Member; first: number }> {
+export async function sparkplugActive(t: ExecutionContext, userdb: string, broker: BrokerOptions = {}, more: Record<string, string | number> = {}): Promise<{ broker: Broker; host: SparkplugHost; files: Record<string, string>; a: Member; first: number }> {
   const b = await startBroker(t, broker);
   const host = await SparkplugHost.connect(t, b, 'plant');
   const files = notifierFiles({ sp1: sparkplugNotifier(b) });
-  const a = await startMember(t, userdb, 'a', {}, files);
+  const a = await startMember(t, userdb, 'a', more, files);
   await untilRole(a.url, 'active');
   await host.until('the active one\'s NBIRTH', () => host.online(NODE), 60_000);
   return { broker: b, host, files, a, first: host.bdSeq(NODE)! };

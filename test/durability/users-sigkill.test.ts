@@ -68,10 +68,16 @@ test('SIGKILL during streams of create_user, set_user_key and destroy_user (db_u
       await child.exited;
       break;
     }
-    const sizeBefore = known.size;
     const streams = Array.from({ length: STREAMS }, (_, s) => stream(child.client, `r${round}s${s}`, known));
-    // kill at a random moment once writes are flowing (hashing makes create_user slow on a busy machine)
-    for (const end = Date.now() + 30_000; known.size < sizeBefore + STREAMS + 1 && Date.now() < end;) await new Promise((r) => setTimeout(r, 10));
+    // kill at a random moment once a user of this round is acknowledged for good (moved to its last key, not one
+    // that is destroyed next): every later round checks it. Waited for, not timed: hashing makes create_user slow
+    // on a busy machine
+    const settled = () => [...known].some(([u, k]) => u.startsWith(`r${round}s`) && k.key === 'plain' && k.pending === undefined
+      && Number(u.slice(u.lastIndexOf('n') + 1)) % 3 !== 0);
+    for (const end = Date.now() + 300_000; !settled();) {
+      if (Date.now() > end) throw new Error(`round ${round}: no user change acknowledged in 300 s`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
     await new Promise((r) => setTimeout(r, 300 + Math.floor(Math.random() * 1000)));
     child.proc.kill('SIGKILL');
     await child.exited;

@@ -89,7 +89,45 @@ import type { Subject } from '../contract';
  * it); `replayed`: read at start; `bytes`: its share of the journal (the
  * write's bytes over its events: what compaction weighs).
  */
-export interface Boxed { seq: number; subject: Subject; event: unknown; t: number; g: number; bytes: number; replayed?: true; /** the journal segment holding it */ seg: number }
+export interface Boxed {
+  readonly seq: number; readonly subject: Subject; readonly event: unknown; readonly t: number; readonly g: number; readonly bytes: number; readonly replayed?: true;
+  /** the journal segment holding it */
+  readonly seg: number;
+}
+
+/** What the events of one write share: their group, each one's share of the write's bytes, the segment holding them; `replayed`: read at start. */
+class Write {
+  constructor(readonly g: number, readonly bytes: number, public seg: number, readonly replayed?: true) {}
+}
+
+/** The write of events not yet written. */
+const UNWRITTEN = new Write(0, 0, 0);
+
+/** Times are kept from this one (ms), so that a box's time is a small integer, not a number of its own on the heap. */
+const EPOCH = Date.now();
+
+/**
+ * The one object an event gets in the outbox, made when it is accepted and
+ * kept until it is done; the write that stores it gives its seq and its
+ * Write (group, share, segment: one object for all its events, no number
+ * of their own per event). The record's tuples are made from it only to be
+ * stringified, and die young: a tuple kept from accept to the write's end
+ * (an fsync later) outlived a young-generation collection, beside the box.
+ */
+class Box implements Boxed {
+  seq = 0;
+  w = UNWRITTEN;
+  private readonly since: number;
+  constructor(readonly subject: Subject, readonly event: unknown, t: number) {
+    this.since = t - EPOCH;
+  }
+
+  get t(): number { return EPOCH + this.since; }
+  get g(): number { return this.w.g; }
+  get bytes(): number { return this.w.bytes; }
+  get seg(): number { return this.w.seg; }
+  get replayed(): true | undefined { return this.w.replayed; }
+}
 
 /** An event as the journal holds it; the group is written only in a snapshot (else: the record's first seq). */
 type Accepted = [seq: number, subject: Subject, event: unknown, t: number, g?: number];
@@ -100,7 +138,7 @@ interface Entry { p?: string; n?: number; a?: Accepted[]; f?: number[][]; i?: [n
 interface Named { from: number; count: number; id: string }
 
 /** What waits for the next write; `named`: frames of `a` that keep their id, `i` their ids once their seqs are known. */
-interface Buffered { a: Accepted[]; f: number[][]; i: [number, string][]; named: Named[]; d: number[]; waiters: { resolve: () => void; reject: (e: unknown) => void }[] }
+interface Buffered { a: Box[]; f: number[][]; i: [number, string][]; named: Named[]; d: number[]; waiters: { resolve: () => void; reject: (e: unknown) => void }[] }
 type Rotation = Awaited<ReturnType<Journal['rotateAsync']>>;
 /** A write on disk: the compaction it was, if one, and how many events its record holds. */
 interface Written { compacted?: Rotation; tuples: number }
@@ -192,7 +230,7 @@ export class Outbox {
     const old = this.journal.segments();
     const last = old.at(-1)?.seq ?? 0;
     // which of the segments read holds a pending event is not kept: all of them, until a record holds those events
-    const sorted = [...found.values()].sort((x, y) => x[0] - y[0]).map((a) => ({ ...boxed(a, JSON.stringify(a).length, old[0]?.seq ?? 0), replayed: true as const }));
+    const sorted = [...found.values()].sort((x, y) => x[0] - y[0]).map((a) => boxOf(a, JSON.stringify(a).length, old[0]?.seq ?? 0));
     for (const b of sorted) this.hold(b);
     for (const f of recorded) if (f.length && f.every((q) => this.held.has(q))) this.frames.set(f[0], f);
     for (const [first, id] of named) if (this.frames.has(first)) this.names.set(first, id);
@@ -214,7 +252,7 @@ export class Outbox {
     this.firstSeg = this.seg;
     this.fresh = false;
     this.segBytes = this.journal.bytes;
-    for (const b of this.held.values()) b.seg = this.seg;
+    for (const b of this.held.values()) b.w.seg = this.seg;
     return { pending: sorted };
   }
 
@@ -232,7 +270,7 @@ export class Outbox {
   accept(subject: Subject, event: unknown): void {
     if (this.closed) return;
     // its seq comes with the write that holds it (see writeAll)
-    this.buffer.a.push([0, subject, event, Date.now()]);
+    this.buffer.a.push(new Box(subject, event, Date.now()));
     this.schedule();
   }
 
@@ -248,7 +286,7 @@ export class Outbox {
     if (!events.length) return Promise.resolve();
     const t = Date.now();
     this.buffer.named.push({ from: this.buffer.a.length, count: events.length, id });
-    for (const event of events) this.buffer.a.push([0, subject, event, t]);
+    for (const event of events) this.buffer.a.push(new Box(subject, event, t));
     return new Promise((resolve, reject) => {
       this.buffer.waiters.push({ resolve, reject });
       this.schedule();
@@ -264,7 +302,8 @@ export class Outbox {
 
   /** The frame recorded for a first seq (after a restart), if whole. */
   recordedFrame(first: number): number[] | undefined {
-    return this.frames.get(first);
+    // asked for every event a batch takes: mostly no frame is recorded
+    return this.frames.size ? this.frames.get(first) : undefined;
   }
 
   /**
@@ -345,10 +384,10 @@ export class Outbox {
       // gives its seqs back: a disk full for hours would otherwise leave a
       // hole per refused event between the held ones (writes never overlap).
       const firstSeq = this.nextSeq;
-      for (const a of b.a) a[0] = this.nextSeq++;
+      for (const a of b.a) a.seq = this.nextSeq++;
       // a frame that keeps its id is recorded in the write that holds its events
       for (const n of b.named) {
-        const seqs = b.a.slice(n.from, n.from + n.count).map((a) => a[0]);
+        const seqs = b.a.slice(n.from, n.from + n.count).map((a) => a.seq);
         this.frames.set(seqs[0], seqs);
         this.names.set(seqs[0], n.id);
         b.f.push(seqs);
@@ -389,14 +428,17 @@ export class Outbox {
       if (compacted) {
         this.journal.drop(compacted.upTo);
         this.firstSeg = this.seg;
-        for (const h of this.held.values()) h.seg = this.seg;
+        for (const h of this.held.values()) h.w.seg = this.seg;
       }
       if (b.a.length) {
-        const group = b.a[0][0];
+        const group = b.a[0].seq;
         const share = (this.journal.written - before) / tuples;
-        const boxes = b.a.map((a) => boxed(a, share, this.seg, group));
-        for (const x of boxes) this.hold(x);
-        this.stored(boxes);
+        const w = new Write(group, share, this.seg);
+        for (const x of b.a) {
+          x.w = w;
+          this.hold(x);
+        }
+        this.stored(b.a);
       }
     }
   }
@@ -421,15 +463,16 @@ export class Outbox {
       rotated = await this.journal.rotateAsync().catch(() => undefined);
       if (rotated) this.rotated(rotated);
     }
-    // one stringify for the whole write (one per event cost a call, a string and a join each)
+    // one stringify for the whole write (one per event cost a call, a string and a join each); its tuples
+    // and the text go as soon as made (appendJsonAsync keeps the bytes only)
     const entry: Entry = {};
     if (compacted) {
       // the first write of a segment: everything held, then this write's own (held: their dones are not)
-      const group = b.a[0]?.[0];
-      for (const a of b.a) a[4] = group;
+      const group = b.a[0]?.seq;
       entry.p = this.prefix;
       entry.n = this.nextSeq;
-      entry.a = [...this.tuples(), ...b.a];
+      entry.a = this.tuples();
+      for (const x of b.a) entry.a.push([x.seq, x.subject, x.event, x.t, group]);
       entry.f = [...this.frames.values()];
       if (this.names.size) entry.i = [...this.names];
       tuples = entry.a.length;
@@ -438,17 +481,17 @@ export class Outbox {
         entry.p = this.prefix;
         entry.n = this.nextSeq;
       }
-      if (b.a.length) entry.a = b.a;
+      if (b.a.length) entry.a = b.a.map((x) => [x.seq, x.subject, x.event, x.t]);
       if (b.f.length) entry.f = b.f;
       if (b.i.length) entry.i = b.i;
       if (b.d.length) entry.d = runs(b.d);
     }
-    await this.journal.appendAsync(entry);
+    await this.journal.appendJsonAsync(JSON.stringify(entry));
     await (compacted ?? rotated)?.syncDir?.();
     return { compacted, tuples };
   }
 
-  private hold(b: Boxed): void {
+  private hold(b: Box): void {
     this.held.add(b);
     this.heldBytes += b.bytes;
   }
@@ -507,7 +550,13 @@ export class Outbox {
 
 const empty = (): Buffered => ({ a: [], f: [], i: [], named: [], d: [], waiters: [] });
 
-const boxed = (a: Accepted, bytes: number, seg: number, group = a[4] ?? a[0]): Boxed => ({ seq: a[0], subject: a[1], event: a[2], t: a[3], g: group, bytes, seg });
+/** The box of an event read at start (a Write of its own: its group and share are its own). */
+function boxOf(a: Accepted, bytes: number, seg: number): Box {
+  const b = new Box(a[1], a[2], a[3]);
+  b.seq = a[0];
+  b.w = new Write(a[4] ?? a[0], bytes, seg, true);
+  return b;
+}
 
 /** Seqs as written in `d`: a run of consecutive ones (a frame, mostly) as [first, last]. */
 function runs(seqs: number[]): (number | [number, number])[] {
@@ -529,14 +578,14 @@ function runs(seqs: number[]): (number | [number, number])[] {
  * shrank, with a backlog of a hundred thousand events.
  */
 class Held {
-  private slots: (Boxed | undefined)[] = [];
+  private slots: (Box | undefined)[] = [];
   /** the seq of slots[0] */
   private first = 0;
   /** slots before it are empty */
   private lead = 0;
   size = 0;
 
-  add(b: Boxed): void {
+  add(b: Box): void {
     if (!this.size) this.reset(b.seq);
     let i = b.seq - this.first;
     if (i < 0) {
@@ -557,12 +606,12 @@ class Held {
   }
 
   /** The oldest held. */
-  oldest(): Boxed | undefined {
+  oldest(): Box | undefined {
     return this.size ? this.slots[this.lead] : undefined;
   }
 
   /** Let go of a seq; returns what was held. */
-  delete(seq: number): Boxed | undefined {
+  delete(seq: number): Box | undefined {
     const b = this.slot(seq);
     if (!b) return undefined;
     this.slots[seq - this.first] = undefined;
@@ -579,14 +628,14 @@ class Held {
     return b;
   }
 
-  *values(): Generator<Boxed> {
+  *values(): Generator<Box> {
     for (let i = this.lead; i < this.slots.length; i++) {
       const b = this.slots[i];
       if (b) yield b;
     }
   }
 
-  private slot(seq: number): Boxed | undefined {
+  private slot(seq: number): Box | undefined {
     const i = seq - this.first;
     return i >= this.lead && i < this.slots.length ? this.slots[i] : undefined;
   }

@@ -1,30 +1,51 @@
 import type { Subject } from '../contract';
 import { NotifierSubjects } from './defaults';
 
-/** A first-in first-out list that takes from the head without shifting the array each time. */
-class Fifo<T> {
-  private items: T[] = [];
+/**
+ * One subject's waiting events, first in first out: the events, their order
+ * in the queue and their byte estimates in three arrays side by side (no
+ * object per event), taken from the head without shifting the arrays each
+ * time.
+ */
+class Lane {
+  private events: unknown[] = [];
+  private seqs: number[] = [];
+  private sizes: number[] = [];
   private head = 0;
 
   get length(): number {
-    return this.items.length - this.head;
+    return this.events.length - this.head;
   }
 
-  push(v: T): void {
-    this.items.push(v);
+  push(event: unknown, seq: number, bytes: number): void {
+    this.events.push(event);
+    this.seqs.push(seq);
+    this.sizes.push(bytes);
   }
 
-  peek(): T | undefined {
-    return this.head < this.items.length ? this.items[this.head] : undefined;
+  /** the queue's order of the head event (Infinity: none) */
+  get firstSeq(): number {
+    return this.head < this.seqs.length ? this.seqs[this.head] : Infinity;
   }
 
-  shift(): T | undefined {
-    if (this.head >= this.items.length) return undefined;
-    const v = this.items[this.head];
-    this.items[this.head++] = undefined as T; // let it be collected
-    // compact now and then so the array does not keep growing at the front
-    if (this.head > 1024 && this.head * 2 > this.items.length) {
-      this.items = this.items.slice(this.head);
+  /** the head event and its bytes, not taken */
+  peek(): unknown {
+    return this.events[this.head];
+  }
+
+  peekBytes(): number {
+    return this.sizes[this.head];
+  }
+
+  /** Take the head (the caller checked there is one); its bytes are peekBytes() before. */
+  shift(): unknown {
+    const v = this.events[this.head];
+    this.events[this.head++] = undefined; // let it be collected
+    // compact now and then so the arrays do not keep growing at the front
+    if (this.head > 1024 && this.head * 2 > this.events.length) {
+      this.events = this.events.slice(this.head);
+      this.seqs = this.seqs.slice(this.head);
+      this.sizes = this.sizes.slice(this.head);
       this.head = 0;
     }
     return v;
@@ -32,13 +53,13 @@ class Fifo<T> {
 
   clear(): number {
     const n = this.length;
-    this.items = [];
+    this.events = [];
+    this.seqs = [];
+    this.sizes = [];
     this.head = 0;
     return n;
   }
 }
-
-interface Queued { seq: number; event: unknown; bytes: number }
 
 /**
  * The events waiting for one notifier, one list per subject under one bound
@@ -50,7 +71,7 @@ interface Queued { seq: number; event: unknown; bytes: number }
  * value and log message bounds keep that from happening with the defaults).
  */
 export class EventQueue {
-  private readonly lists = new Map<Subject, Fifo<Queued>>(NotifierSubjects.map((s) => [s, new Fifo<Queued>()]));
+  private readonly lists = new Map<Subject, Lane>(NotifierSubjects.map((s) => [s, new Lane()]));
   private seq = 0;
   private count = 0;
   private held = 0;
@@ -75,30 +96,35 @@ export class EventQueue {
   push(subject: Subject, event: unknown, bytes = 0, keep = false): number {
     let dropped = 0;
     while (!keep && this.count > 0 && (this.count >= this.bound || this.held + bytes > this.maxBytes)) {
-      const gone = this.oldest()!.shift()!;
+      const lane = this.oldest()!;
+      this.held -= lane.peekBytes();
+      const gone = lane.shift();
       this.count--;
-      this.held -= gone.bytes;
       dropped++;
-      this.dropped?.(gone.event);
+      this.dropped?.(gone);
     }
-    this.lists.get(subject)!.push({ seq: this.seq++, event, bytes });
+    this.lists.get(subject)!.push(event, this.seq++, bytes);
     this.count++;
     this.held += bytes;
     return dropped;
   }
 
-  private oldest(): Fifo<Queued> | undefined {
-    let best: Fifo<Queued> | undefined;
+  private oldest(): Lane | undefined {
+    let best: Lane | undefined;
+    let first = Infinity;
     for (const l of this.lists.values()) {
-      const h = l.peek();
-      if (h && (!best || h.seq < best.peek()!.seq)) best = l;
+      const s = l.firstSeq;
+      if (s < first) {
+        first = s;
+        best = l;
+      }
     }
     return best;
   }
 
   /** The oldest waiting event (the head of the next take), without taking it. */
   head(): unknown {
-    return this.oldest()?.peek()?.event;
+    return this.oldest()?.peek();
   }
 
   /**
@@ -112,10 +138,9 @@ export class EventQueue {
     const subject = [...this.lists].find(([, l]) => l === list)![0];
     const events: unknown[] = [];
     let bytes = 0;
-    while (events.length < max && list.length && (!events.length || (bytes + list.peek()!.bytes <= maxBytes && (!together || together(events[events.length - 1], list.peek()!.event, events.length))))) {
-      const q = list.shift()!;
-      events.push(q.event);
-      bytes += q.bytes;
+    while (events.length < max && list.length && (!events.length || (bytes + list.peekBytes() <= maxBytes && (!together || together(events[events.length - 1], list.peek(), events.length))))) {
+      bytes += list.peekBytes();
+      events.push(list.shift());
     }
     this.count -= events.length;
     this.held -= bytes;
@@ -126,7 +151,7 @@ export class EventQueue {
   clear(): number {
     let n = 0;
     for (const l of this.lists.values()) {
-      if (this.dropped) for (let q = l.shift(); q; q = l.shift(), n++) this.dropped(q.event);
+      if (this.dropped) for (; l.length; n++) this.dropped(l.shift());
       n += l.clear();
     }
     this.count = 0;

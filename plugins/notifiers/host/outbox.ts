@@ -103,7 +103,10 @@ class Write {
 /** The write of events not yet written. */
 const UNWRITTEN = new Write(0, 0, 0);
 
-/** Times are kept from this one (ms), so that a box's time is a small integer, not a number of its own on the heap. */
+/**
+ * Times are kept from this one (ms), so that a box's time is a small integer, not a number of its own on the
+ * heap: for about twelve days of a process's life (V8's small integers); after that they are plain numbers again.
+ */
 const EPOCH = Date.now();
 
 /**

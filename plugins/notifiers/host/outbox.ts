@@ -466,8 +466,8 @@ export class Outbox {
       rotated = await this.journal.rotateAsync().catch(() => undefined);
       if (rotated) this.rotated(rotated);
     }
-    // one stringify for the whole write (one per event cost a call, a string and a join each); its tuples
-    // and the text go as soon as made (appendJsonAsync keeps the bytes only)
+    // one stringify for the whole write (one per event cost a call, a string and a join each); the tuples
+    // die with it (the journal keeps only the record's bytes while it writes)
     const entry: Entry = {};
     if (compacted) {
       // the first write of a segment: everything held, then this write's own (held: their dones are not)
@@ -489,7 +489,7 @@ export class Outbox {
       if (b.i.length) entry.i = b.i;
       if (b.d.length) entry.d = runs(b.d);
     }
-    await this.journal.appendJsonAsync(JSON.stringify(entry));
+    await this.journal.appendAsync(entry);
     await (compacted ?? rotated)?.syncDir?.();
     return { compacted, tuples };
   }

@@ -28,7 +28,7 @@ class Lane {
     return this.head < this.seqs.length ? this.seqs[this.head] : Infinity;
   }
 
-  /** the head event and its bytes, not taken */
+  /** the head event, not taken (its bytes: peekBytes) */
   peek(): unknown {
     return this.events[this.head];
   }

@@ -107,9 +107,14 @@ export async function startPostgres(owner: Owner): Promise<Postgres> {
   const log: string[] = [];
 
   async function start(): Promise<void> {
+    // max_connections: a file's tests run at once, each with two or three
+    // controllers of up to six connections (pool and listener), and a
+    // controller stopped or paused keeps its own until the server notices;
+    // the failover file peaked at 40 alone, and 50 was once reached on a
+    // loaded machine (FATAL: too many clients). 200 leaves room.
     const p = spawn(path.join(bin!, 'postgres'), [
       '-D', data, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=',
-      '-c', 'fsync=off', '-c', 'max_connections=50',
+      '-c', 'fsync=off', '-c', 'max_connections=200',
     ], { ...ids, cwd: root, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_ALL: 'C' } });
     proc = p;
     await new Promise<void>((resolve, reject) => {

@@ -4,6 +4,7 @@ import { describe } from '../../core/log';
 import { onFirstUse } from '../../core/toolkit/lazy-module';
 import { bound, defaults, seconds } from '../../core/schema';
 import { maskUserdb } from './uri';
+import { within } from '../../core/toolkit/time-limit';
 
 /** The PostgreSQL driver, loaded only by a controller with `[server] userdb` or a PostgreSQL `[server] db`. */
 const pg = onFirstUse<typeof Pg>('pg');
@@ -13,8 +14,17 @@ export const PgLinkLimits = {
   connect_timeout: seconds(10, 'seconds to open a connection'),
   retry_delay: seconds(0.25, 'first reconnect delay, seconds; doubles up to retry_max_delay'),
   retry_max_delay: seconds(15, 'longest reconnect delay, seconds'),
+  answer_wait: seconds(10, 'seconds a change an API call waits on (keys, users, cvars) is given; past it the call answers 10 / 500 and the connection is dropped (a server that hangs with its connections open)'),
 };
 const Limits = defaults(PgLinkLimits);
+
+/** A statement an API call waited on got no answer within answer_wait (answered()): it may still take effect. */
+export class NoAnswer extends Error {
+  readonly seconds = Limits.answer_wait;
+  constructor(what: string) {
+    super(`${what} did not answer within ${Limits.answer_wait} s`);
+  }
+}
 
 /** Errors no retry cures: a wrong password or user (28), a missing database (3D). */
 export function isFatal(err: unknown): boolean {
@@ -48,6 +58,19 @@ export async function makeUnderLock(client: Pg.ClientBase, lock: number, stateme
     await client.query('COMMIT');
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  }
+}
+
+/** BEGIN, `fn`, COMMIT on one connection; ROLLBACK when something fails. */
+async function inTransaction<T>(c: Pg.PoolClient, fn: (c: Pg.PoolClient) => Promise<T>): Promise<T> {
+  await c.query('BEGIN');
+  try {
+    const r = await fn(c);
+    await c.query('COMMIT');
+    return r;
+  } catch (err) {
+    await c.query('ROLLBACK').catch(() => undefined);
     throw err;
   }
 }
@@ -171,20 +194,45 @@ export class PgLink {
     });
   }
 
-  /** Statements in one transaction; rolled back when one fails. */
+  /** Statements in one transaction; rolled back when one fails. A writer in the background: it waits as long as the server takes. */
   async transaction<T>(fn: (c: Pg.PoolClient) => Promise<T>): Promise<T> {
     const c = await this.pool.connect();
     try {
-      await c.query('BEGIN');
-      const r = await fn(c);
-      await c.query('COMMIT');
-      return r;
-    } catch (err) {
-      await c.query('ROLLBACK').catch(() => undefined);
-      throw err;
+      return await inTransaction(c, fn);
     } finally {
       c.release();
     }
+  }
+
+  /**
+   * `fn` for an API call that waits on it (a change of keys, users or
+   * cvars). A server that hangs with its connections open would hold that
+   * call for ever; after answer_wait the connection leaves the pool and is
+   * ended, and the call is answered with the error. The server rolls back
+   * an open transaction once it sees the connection gone; a COMMIT it
+   * already read may still take effect, and then reaches every controller,
+   * this one too, like any change (its trigger). A connection is waited for
+   * no longer than connect_timeout (the pool's own bound), so a call waits
+   * at most about the two together.
+   */
+  async answered<T>(fn: (c: Pg.PoolClient) => Promise<T>, transaction = false): Promise<T> {
+    const c = await this.pool.connect();
+    const work = transaction ? inTransaction(c, fn) : fn(c);
+    let done: boolean;
+    try {
+      done = await within(work, Limits.answer_wait * 1000);
+    } catch (err) {
+      c.release();
+      throw err;
+    }
+    if (done) {
+      c.release();
+      return work;
+    }
+    work.catch(() => undefined);
+    const err = new NoAnswer(`${this.role.name} ${this.file}`);
+    c.release(err); // released with an error, a connection is ended, not used again
+    throw err;
   }
 
   async stop(): Promise<void> {

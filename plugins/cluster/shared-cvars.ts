@@ -3,7 +3,7 @@ import type { ModuleLogger } from '../../core/log';
 import { describe } from '../../core/log';
 import { ApiError, busy, functionFailed } from '../../core/errors';
 import { bound, defaults } from '../../core/schema';
-import type { LinkUser, PgLink } from './pg-link';
+import { NoAnswer, type LinkUser, type PgLink } from './pg-link';
 import { ToldReader } from './told';
 import { Unfenced, type WriteFence } from './lease';
 
@@ -148,13 +148,18 @@ export class SharedCvars implements LinkUser {
     return false;
   }
 
-  private async write<R extends Pg.QueryResultRow>(name: string, fn: (c: Pg.Pool) => Promise<Pg.QueryResult<R>>): Promise<Pg.QueryResult<R>> {
+  private async write<R extends Pg.QueryResultRow>(name: string, fn: (c: Pg.PoolClient) => Promise<Pg.QueryResult<R>>): Promise<Pg.QueryResult<R>> {
     if (!this.link.connected) throw functionFailed('the shared user db is unreachable: cvars are not changed until it is back');
     try {
       // fn reads the fence's parameters first: a standby throws there (an ApiError), before any statement
-      return await fn(this.link.pool);
+      return await this.link.answered(fn);
     } catch (err) {
       if (err instanceof ApiError) throw err;
+      if (err instanceof NoAnswer) {
+        // one statement, sent: the server runs it when it goes on (the trigger then tells every controller)
+        this.log.error(`cvar ${name}: ${err.message}; it takes effect if the server runs the statement when it goes on`);
+        throw functionFailed(`cvar ${name}: the shared user db did not answer within ${err.seconds} s; the change takes effect if it runs the statement when it goes on`);
+      }
       this.log.error(`cvar ${name} not changed: ${this.link.file}: ${describe(err)}`);
       throw functionFailed(`cvar ${name} not changed: the shared user db failed, see the controller log`);
     }

@@ -7,7 +7,7 @@ import { functionFailed } from '../../core/errors';
 import {
   KeyExpiresTable, KEYS_SELECT, keyOfRow, rowOfKey, userOfRow, type KeyUserStore, type UserRecord,
 } from '../sysapi/contract';
-import type { LinkUser, PgLink } from './pg-link';
+import { NoAnswer, type LinkUser, type PgLink } from './pg-link';
 import { CHANNEL, ensureSchema } from './schema';
 import { ToldReader } from './told';
 
@@ -94,12 +94,15 @@ export class SharedUserDb implements KeyUserStore, LinkUser {
     if (!ops.length) return;
     try {
       // the trigger tells every controller, this one too (see told())
-      await this.link.transaction(async (c) => {
+      await this.link.answered(async (c) => {
         for (const op of ops) await c.query(op.sql, op.params);
-      });
+      }, true);
     } catch (err) {
       undo?.();
       // 22001: a value longer than its column, one 3.3.2 made and holds open (schema.ts)
+      if (err instanceof NoAnswer) {
+        throw functionFailed(`the shared user db did not answer within ${err.seconds} s: not changed here; a change it had taken already reaches every controller once it answers`);
+      }
       if ((err as { code?: string }).code === '22001') {
         throw functionFailed(this.narrowPasswords && !this.eva33Passwords
           ? 'the shared user db\'s users.p is EVA ICS 3.3.2\'s 64 characters (a 3.3.2 controller holds the table): set [cluster] eva33_passwords = yes while 3.3.2 shares it'

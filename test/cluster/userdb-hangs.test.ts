@@ -1,0 +1,61 @@
+import test from 'ava';
+import { startController, Keys } from '../helpers/controller';
+import { until } from '../helpers/wait';
+import { pgRows as rows, postgresUnavailable, startPostgres } from '../helpers/postgres';
+
+/**
+ * A shared user db whose server hangs with its connections open (SIGSTOP of
+ * PostgreSQL and every process it started): a change an API call waits on
+ * (a user, a cvar) is answered 10 after `answer_wait` (10 s), not never
+ * (plugins/cluster/pg-link.ts, answered()). Once the server goes on, the
+ * controller and the database agree: the user's transaction, cut before
+ * its COMMIT, left nothing; the cvar's one statement, already sent, ran.
+ */
+
+const reason = postgresUnavailable();
+if (reason) console.log(`PostgreSQL tests skipped: ${reason}`);
+const pgtest = reason ? test.skip : test;
+
+pgtest('a server that hangs: create_user and set_cvar answer 10 after answer_wait, not never; once it goes on, the controller and the database agree', async (t) => {
+  t.timeout(240_000);
+  const server = await startPostgres(t);
+  await server.createDatabase('userdb_hangs');
+  const uri = server.uri('userdb_hangs');
+  const a = await startController(t, { ini: { server: { userdb: uri }, cluster: { cvars: 'shared' } } });
+  const m = { k: Keys.master };
+  await a.client.ok('create_key', { ...m, i: 'op' });
+  await a.client.ok('create_user', { ...m, u: 'before', p: 'before-Pass-1', a: 'op' });
+  await a.client.ok('set_cvar', { ...m, i: 'c1', v: 'one' });
+
+  server.freeze(true);
+  // before the server's stop (teardowns run last first): a stopped server takes no signal to end
+  t.teardown(() => server.freeze(false));
+  const t0 = performance.now();
+  const timed = async (p: Promise<{ error?: { code: number; message: string } }>) => {
+    const r = await Promise.race([p, new Promise<string>((res) => setTimeout(() => res('no answer within 60 s'), 60_000))]);
+    return { r, ms: performance.now() - t0 };
+  };
+  const [user, cvar] = await Promise.all([
+    timed(a.client.rpc('create_user', { ...m, u: 'during', p: 'during-Pass-1', a: 'op' })),
+    timed(a.client.rpc('set_cvar', { ...m, i: 'c2', v: 'two' })),
+  ]);
+  t.log(`create_user answered after ${user.ms.toFixed(0)} ms, set_cvar after ${cvar.ms.toFixed(0)} ms`);
+  t.like(user.r, { error: { code: 10 } });
+  t.like(cvar.r, { error: { code: 10 } });
+  t.regex((user.r as { error: { message: string } }).error.message, /did not answer within 10 s: not changed here/);
+  t.regex((cvar.r as { error: { message: string } }).error.message, /cvar c2: the shared user db did not answer within 10 s/);
+  for (const x of [user, cvar]) t.true(x.ms >= 9_500, 'not before answer_wait');
+  // reads are served from memory meanwhile
+  t.deepEqual((await a.client.ok('list_users', m) as { user: string }[]).map((u) => u.user), ['before']);
+
+  server.freeze(false);
+  // the cvar's INSERT was on the wire: the server ran it, and its trigger told the controller
+  await until('the cvar on the controller', async () => (await a.client.rpc('get_cvar', { ...m, i: 'c2' })).result?.c2 === 'two', 60_000);
+  t.deepEqual(await rows(uri, "SELECT value FROM eva_cvars WHERE name = 'c2'"), [{ value: 'two' }]);
+  // the user's transaction had only its BEGIN sent: rolled back when its connection was seen gone
+  t.deepEqual(await rows(uri, 'SELECT u FROM users ORDER BY u'), [{ u: 'before' }]);
+  t.deepEqual((await a.client.ok('list_users', m) as { user: string }[]).map((u) => u.user), ['before']);
+  // and the link works again
+  await until('create_user again', async () => !(await a.client.rpc('create_user', { ...m, u: 'during', p: 'during-Pass-1', a: 'op' })).error, 60_000);
+  t.deepEqual(await rows(uri, 'SELECT u FROM users ORDER BY u'), [{ u: 'before' }, { u: 'during' }]);
+});

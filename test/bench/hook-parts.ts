@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fork } from 'node:child_process';
+import { Client } from 'undici';
 import { table, fmt, rangeOf } from './lib';
 
 /**
@@ -10,11 +11,13 @@ import { table, fmt, rangeOf } from './lib';
  * API): the notifier host's Delivery with a json endpoint, in memory and
  * durable (the outbox in a temporary folder), takes state events 1 000 a
  * turn of the event loop (as a JSON RPC batch of `update`s makes them)
- * until BENCH_HOOK_N (default 20 000) are sent, after a warm-up of 4 000.
- * Each run is one of three sends:
+ * until BENCH_HOOK_N (default 20 000) are sent, after a warm-up of
+ * BENCH_HOOK_WARM (default 4 000); BENCH_HOOK_BATCH sets max_batch (default
+ * the notifier's). Each run is one of four sends:
  *
  *   queue   the endpoint returns at once: the queue, the batches, the outbox
  *   + JSON  the endpoint makes the frame's JSON and returns
+ *   raw     the frame's JSON posted by a bare undici Client (no endpoint)
  *   + HTTP  the real endpoint, to a receiver in another process
  *
  * so the parts are the differences. CPU µs per event is this process's
@@ -27,10 +30,12 @@ import { table, fmt, rangeOf } from './lib';
  *   node dist/test/bench/hook-parts.js
  */
 const N = Number(process.env.BENCH_HOOK_N ?? 20_000);
+const WARM = Number(process.env.BENCH_HOOK_WARM ?? 4000);
+const BATCH = process.env.BENCH_HOOK_BATCH ? { max_batch: Number(process.env.BENCH_HOOK_BATCH) } : {};
 const ROUNDS = Number(process.env.BENCH_HOOK_ROUNDS ?? 5);
 const ROOT = path.resolve(__dirname, '../../..');
 
-type Send = 'queue' | 'json' | 'http';
+type Send = 'queue' | 'json' | 'raw' | 'http';
 
 const event = (i: number) => ({
   oid: 'sensor:bench/s', full_id: 'bench/s', type: 'sensor', group: 'bench', id: 's', status: 1, value: String(20 + (i % 100) / 10),
@@ -56,11 +61,18 @@ async function child(root: string, durable: boolean, send: Send): Promise<void> 
   const rx = fork(rxFile);
   try {
     const port = await new Promise<number>((r) => rx.once('message', (m) => r(Number(m))));
-    const d = new Delivery('hook', { ...DeliveryDefaults, queue_size: 3 * N }, 10, quiet);
+    const d = new Delivery('hook', { ...DeliveryDefaults, queue_size: 3 * (N + WARM), ...BATCH }, 10, quiet);
     if (durable) d.useOutbox({ outbox: path.join(dir, 'outbox/hook'), deadLetters: path.join(dir, 'dead.json'), maxAge: 0, writes: { hold() {}, held: false } as never });
     const real = jsonType.create!({ id: 'hook', type: 'json', uri: `http://127.0.0.1:${port}/hook`, events: [] } as never, undefined as never);
+    // raw: the frame's JSON posted by a bare undici Client, the floor the real endpoint is held against
+    const bare = new Client(`http://127.0.0.1:${port}`, { pipelining: 1 });
+    const post = (body: string) => bare.request({ path: '/hook', method: 'POST', body, headers: { 'content-type': 'application/json' } }).then((r) => r.body.dump());
     d.run(send === 'http' ? real : {
-      send: (subject: string, events: unknown[]) => { if (send === 'json') JSON.stringify({ subject, data: events }); return Promise.resolve(); },
+      send: (subject: string, events: unknown[]) => {
+        if (send === 'raw') return post(JSON.stringify({ subject, data: events }));
+        if (send === 'json') JSON.stringify({ subject, data: events });
+        return Promise.resolve();
+      },
       stop() {},
       test: () => Promise.resolve(),
     } as never);
@@ -71,15 +83,16 @@ async function child(root: string, durable: boolean, send: Send): Promise<void> 
       }
       while (d.stats().sent < before + n) await new Promise((r) => setTimeout(r, 5));
     };
-    await run(4000, 0);
+    await run(WARM, 0);
     await new Promise((r) => setTimeout(r, 700));
     const c0 = process.cpuUsage();
-    await run(N, 4000);
+    await run(N, WARM);
     await new Promise((r) => setTimeout(r, 700));
     const c = process.cpuUsage(c0);
     process.stdout.write(`${(c.user + c.system) / N}\n`);
     await d.stop();
     await real.stop();
+    await bare.close();
   } finally {
     rx.kill();
     fs.rmSync(dir, { recursive: true, force: true });
@@ -100,7 +113,7 @@ async function main(): Promise<void> {
   if (process.env.BENCH_HOOK_OTHER) builds.push(['other build', path.resolve(process.env.BENCH_HOOK_OTHER)]);
   const cases: [string, string, boolean, Send][] = [];
   for (const [name, root] of builds) {
-    for (const durable of [false, true]) for (const send of ['queue', 'json', 'http'] as Send[]) cases.push([name, root, durable, send]);
+    for (const durable of [false, true]) for (const send of ['queue', 'json', 'raw', 'http'] as Send[]) cases.push([name, root, durable, send]);
   }
   const results = new Map<string, number[]>();
   for (let round = 0; round < ROUNDS; round++) {

@@ -196,42 +196,58 @@ export class PgLink {
 
   /** Statements in one transaction; rolled back when one fails. A writer in the background: it waits as long as the server takes. */
   async transaction<T>(fn: (c: Pg.PoolClient) => Promise<T>): Promise<T> {
-    const c = await this.pool.connect();
+    const [c, release] = await this.borrow();
     try {
       return await inTransaction(c, fn);
     } finally {
-      c.release();
+      release();
     }
+  }
+
+  /**
+   * A connection of the pool for a few statements. Taken from the pool, a
+   * connection has no error listener of the pool's: what the server says
+   * between two statements (a shutdown's FATAL) would reach the process as
+   * an uncaught error. Here it fails the next statement instead.
+   */
+  private async borrow(): Promise<[Pg.PoolClient, (err?: Error) => void]> {
+    const c = await this.pool.connect();
+    const quiet = (): void => undefined;
+    c.on('error', quiet);
+    // released, it has the pool's listener again (with an error: until it is ended)
+    return [c, (err) => { c.removeListener('error', quiet); c.release(err); }];
   }
 
   /**
    * `fn` for an API call that waits on it (a change of keys, users or
    * cvars). A server that hangs with its connections open would hold that
    * call for ever; after answer_wait the connection leaves the pool and is
-   * ended, and the call is answered with the error. The server rolls back
-   * an open transaction once it sees the connection gone; a COMMIT it
+   * ended, the link counts as lost (connected again with back-off, every
+   * user reads again), and the call is answered with the error. The server
+   * rolls back an open transaction once it sees the connection gone; a COMMIT it
    * already read may still take effect, and then reaches every controller,
    * this one too, like any change (its trigger). A connection is waited for
    * no longer than connect_timeout (the pool's own bound), so a call waits
    * at most about the two together.
    */
   async answered<T>(fn: (c: Pg.PoolClient) => Promise<T>, transaction = false): Promise<T> {
-    const c = await this.pool.connect();
+    const [c, release] = await this.borrow();
     const work = transaction ? inTransaction(c, fn) : fn(c);
     let done: boolean;
     try {
       done = await within(work, Limits.answer_wait * 1000);
     } catch (err) {
-      c.release();
+      release();
       throw err;
     }
     if (done) {
-      c.release();
+      release();
       return work;
     }
     work.catch(() => undefined);
     const err = new NoAnswer(`${this.role.name} ${this.file}`);
-    c.release(err); // released with an error, a connection is ended, not used again
+    release(err); // released with an error, a connection leaves the pool and is ended
+    this.lost(err); // as unreachable: /health says so, later calls are answered at once, and all is read again once back
     throw err;
   }
 
@@ -281,7 +297,7 @@ export class PgLink {
     if (this.problem === undefined || this.problem === 'not connected yet') {
       this.log.error(`${this.role.name} ${this.file} unreachable (${reason}): ${this.role.whileAway}; connecting again`);
     }
-    this.problem = `unreachable (${(err as { code?: string })?.code ?? 'connection failed'})`;
+    this.problem = `unreachable (${err instanceof NoAnswer ? `no answer within ${err.seconds} s` : (err as { code?: string })?.code ?? 'connection failed'})`;
     const l = this.listener;
     this.listener = undefined;
     if (l) { l.removeAllListeners('end'); void l.end().catch(() => undefined); }

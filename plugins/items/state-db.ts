@@ -134,8 +134,9 @@ interface Row { oid: string; id: string; tp: string; state?: { status: number; v
  * transaction when both); a caller waits for the write that carries its
  * item. A row whose id holds an item of another type is left alone.
  *
- * Database away: waiting callers are released (their change is on the
- * local disk), `runtime/<product>_state_db_behind.json` is written before
+ * Database away (unreachable, or no answer within the link's answer_wait:
+ * a server that hangs with its connections open): waiting callers are
+ * released (their change is on the local disk), `runtime/<product>_state_db_behind.json` is written before
  * (so a controller that stops or dies now knows at its next start that
  * the table lacks changes), and changes wait, bounded; once the database
  * is back they are written and the file removed.
@@ -449,7 +450,7 @@ export class StateDb implements LinkUser {
     }
     const fenceCte = (n: number) => (f ? `${f.cte(n)},` : 'fence AS (SELECT true AS ok),');
     const judged = (ok: boolean | undefined) => { if (!ok) throw new Fenced(f!.refused()); };
-    const upsert = async (c: Pg.ClientBase | Pg.Pool): Promise<void> => {
+    const upsert = async (c: Pg.ClientBase): Promise<void> => {
       if (!up.length) return;
       const told = this.failover ? statePayload(up.map((x) => x.id)) : null;
       // a row of another type's item (one id, two types) is not overwritten: RETURNING tells which were written
@@ -466,21 +467,17 @@ export class StateDb implements LinkUser {
       const written = new Set(r.rows[0]?.ids ?? []);
       if (written.size < up.length) for (const x of up) if (!written.has(x.id)) this.warnForeign(x.oid);
     };
-    const remove = async (c: Pg.ClientBase | Pg.Pool): Promise<void> => {
+    const remove = async (c: Pg.ClientBase): Promise<void> => {
       if (!gone.length) return;
       const r = await c.query<{ ok: boolean }>(`WITH ${fenceCte(3)} d AS (DELETE FROM state s USING unnest($1::varchar[], $2::varchar[]) AS d(id, tp), fence
         WHERE fence.ok AND s.id = d.id AND s.tp = d.tp RETURNING s.id) SELECT (SELECT ok FROM fence) AS ok, (SELECT count(*) FROM d) AS n`,
       [gone.map((x) => x.id), gone.map((x) => x.tp), ...lease]);
       judged(r.rows[0]?.ok);
     };
-    if (up.length && gone.length) {
-      await this.link.transaction(async (c) => { await upsert(c); await remove(c); });
-      this.figures.statements += 2;
-    } else {
-      await upsert(this.link.pool);
-      await remove(this.link.pool);
-      this.figures.statements++;
-    }
+    // callers wait on it: a server that hangs gets answer_wait, then counts as lost (callers released, the behind file written)
+    const both = up.length > 0 && gone.length > 0;
+    await this.link.answered(async (c) => { await upsert(c); await remove(c); }, both);
+    this.figures.statements += both ? 2 : 1;
     this.figures.written += rows.length;
   }
 }

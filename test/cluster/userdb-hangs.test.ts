@@ -47,6 +47,12 @@ pgtest('a server that hangs: create_user and set_cvar answer 10 after answer_wai
   for (const x of [user, cvar]) t.true(x.ms >= 9_500, 'not before answer_wait');
   // reads are served from memory meanwhile
   t.deepEqual((await a.client.ok('list_users', m) as { user: string }[]).map((u) => u.user), ['before']);
+  // the link counts as lost: /health says so, and a change is refused at once (well before answer_wait)
+  const h = (await (await fetch(`${a.url}/health`)).json()) as { userdb: { connected: boolean } };
+  t.false(h.userdb.connected);
+  const t1 = performance.now();
+  t.like(await a.client.rpc('set_cvar', { ...m, i: 'c3', v: 'three' }), { error: { code: 10, message: 'the shared user db is unreachable: cvars are not changed until it is back' } });
+  t.true(performance.now() - t1 < 9_000);
 
   server.freeze(false);
   // the cvar's INSERT was on the wire: the server ran it, and its trigger told the controller

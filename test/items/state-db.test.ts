@@ -181,6 +181,40 @@ pgtest('PostgreSQL away: updates go on into the items file, /health names the st
   await tableHoldsLast('after a restart mid-traffic');
 });
 
+pgtest('PostgreSQL hangs with its connections open: an update waiting for its row is answered after answer_wait, the state db counts as away (behind file); once it goes on, the table catches up', async (t) => {
+  t.timeout(180_000);
+  const server = await startPostgres(t);
+  await server.createDatabase('hangs');
+  const uri = server.uri('hangs');
+  const a = await start(t, uri);
+  await a.ok('create', { i: 'sensor:hang/s' });
+  await a.ok('update', { i: 'sensor:hang/s', s: 1, v: '1' });
+  server.freeze(true);
+  // before the server's stop (teardowns run last first): a stopped server takes no signal to end
+  t.teardown(() => server.freeze(false));
+  const t0 = performance.now();
+  const r = await Promise.race([a.ok('update', { i: 'sensor:hang/s', v: '2' }).then(() => 'answered'), sleep(60_000).then(() => 'no answer within 60 s')]);
+  const took = performance.now() - t0;
+  t.log(`update answered after ${took.toFixed(0)} ms`);
+  t.is(r, 'answered', 'the change is in the items file; the table gets it once the server answers');
+  t.true(took >= 9_500, 'not before answer_wait');
+  const h = await health(a);
+  t.like(h.statedb, { connected: false, behind: true });
+  t.true(h.degraded?.some((d) => d.startsWith('state db ') && d.includes('no answer within 10 s')), JSON.stringify(h.degraded));
+  t.true(fs.existsSync(behindFile(a.dir)));
+  // while it counts as away, an update is answered at once (well before answer_wait)
+  const t1 = performance.now();
+  await a.ok('update', { i: 'sensor:hang/s', v: '3' });
+  t.true(performance.now() - t1 < 9_000);
+  server.freeze(false);
+  await until('connected, and caught up', async () => {
+    const x = await health(a);
+    return x.statedb?.connected && !x.statedb.behind && x.statedb.waiting === 0;
+  }, 60_000);
+  t.deepEqual(await row(uri, 'hang/s'), { id: 'hang/s', tp: 'S', status: 1, value: '3' });
+  t.false(fs.existsSync(behindFile(a.dir)));
+});
+
 pgtest('past the queue bound while away the changes are forgotten and every item is written once it is back; a start behind writes the items file\'s states', async (t) => {
   const server = await startPostgres(t);
   await server.createDatabase('bound');

@@ -92,6 +92,11 @@ export class SharedUserDb implements KeyUserStore, LinkUser {
       this.ops = undefined;
     }
     if (!ops.length) return;
+    if (!this.link.connected) {
+      // away, or it stopped answering: refused at once, not after a connection's timeout
+      undo?.();
+      throw functionFailed(`the shared user db is ${this.link.problem ?? 'unreachable'}: keys and users are not changed until it is back`);
+    }
     try {
       // the trigger tells every controller, this one too (see told())
       await this.link.answered(async (c) => {

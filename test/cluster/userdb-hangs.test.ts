@@ -52,7 +52,9 @@ pgtest('a server that hangs: create_user and set_cvar answer 10 after answer_wai
   t.false(h.userdb.connected);
   const t1 = performance.now();
   t.like(await a.client.rpc('set_cvar', { ...m, i: 'c3', v: 'three' }), { error: { code: 10, message: 'the shared user db is unreachable: cvars are not changed until it is back' } });
+  t.like(await a.client.rpc('create_user', { ...m, u: 'meanwhile', p: 'meanwhile-Pass-1', a: 'op' }), { error: { code: 10 } });
   t.true(performance.now() - t1 < 9_000);
+  t.deepEqual((await a.client.ok('list_users', m) as { user: string }[]).map((u) => u.user), ['before'], 'the refused user taken back');
 
   server.freeze(false);
   // the cvar's INSERT was on the wire: the server ran it, and its trigger told the controller

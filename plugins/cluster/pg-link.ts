@@ -14,7 +14,7 @@ export const PgLinkLimits = {
   connect_timeout: seconds(10, 'seconds to open a connection'),
   retry_delay: seconds(0.25, 'first reconnect delay, seconds; doubles up to retry_max_delay'),
   retry_max_delay: seconds(15, 'longest reconnect delay, seconds'),
-  answer_wait: seconds(10, 'seconds a change an API call waits on (keys, users, cvars) is given; past it the call answers 10 / 500 and the connection is dropped (a server that hangs with its connections open)'),
+  answer_wait: seconds(10, 'seconds a statement an API call waits on (a key, user or cvar change, an item\'s row) is given; past it the connection is dropped and the link counts as unreachable (a server that hangs with its connections open)'),
 };
 const Limits = defaults(PgLinkLimits);
 
@@ -219,12 +219,12 @@ export class PgLink {
   }
 
   /**
-   * `fn` for an API call that waits on it (a change of keys, users or
-   * cvars). A server that hangs with its connections open would hold that
-   * call for ever; after answer_wait the connection leaves the pool and is
-   * ended, the link counts as lost (connected again with back-off, every
-   * user reads again), and the call is answered with the error. The server
-   * rolls back an open transaction once it sees the connection gone; a COMMIT it
+   * `fn` for an API call that waits on it (a key, user or cvar change, an
+   * item's row). A server that hangs with its connections open would hold
+   * that call for ever; after answer_wait the connection leaves the pool
+   * and is ended, the link counts as lost (connected again with back-off,
+   * every user reads again), and the caller gets NoAnswer. The server rolls
+   * back an open transaction once it sees the connection gone; a COMMIT it
    * already read may still take effect, and then reaches every controller,
    * this one too, like any change (its trigger). A connection is waited for
    * no longer than connect_timeout (the pool's own bound), so a call waits

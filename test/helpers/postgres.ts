@@ -155,17 +155,25 @@ export async function startPostgres(owner: Owner): Promise<Postgres> {
     freeze(on) {
       const master = proc?.pid;
       if (master === undefined) throw new Error('postgres is not running');
-      const children = fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d)).filter((d) => {
+      const signal = (pid: number) => {
+        try {
+          process.kill(pid, on ? 'SIGSTOP' : 'SIGCONT');
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err; // a child that ended meanwhile (an autovacuum worker)
+        }
+      };
+      const children = () => fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d)).filter((d) => {
         try {
           const stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
           return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === master;
         } catch {
           return false; // gone meanwhile
         }
-      });
-      // the postmaster first when stopping (it starts no more), last when going on
-      const pids = on ? [master, ...children.map(Number)] : [...children.map(Number), master];
-      for (const pid of pids) process.kill(pid, on ? 'SIGSTOP' : 'SIGCONT');
+      }).map(Number);
+      // stopping: the postmaster first, so that it starts no child after the list is read; going on: it last
+      if (on) signal(master);
+      for (const pid of children()) signal(pid);
+      if (!on) signal(master);
     },
   };
 }

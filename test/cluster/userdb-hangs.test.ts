@@ -25,7 +25,12 @@ pgtest('a server that hangs: create_user and set_cvar answer 10 after answer_wai
   const m = { k: Keys.master };
   await a.client.ok('create_key', { ...m, i: 'op' });
   await a.client.ok('create_user', { ...m, u: 'before', p: 'before-Pass-1', a: 'op' });
-  await a.client.ok('set_cvar', { ...m, i: 'c1', v: 'one' });
+  // two connections in the pool, idle, just before the freeze: the two calls below each take one, rather than one
+  // waiting for a new connection (which a frozen server answers with connect_timeout's error, another message)
+  await until('two pool connections', async () => {
+    await Promise.all([a.client.ok('set_cvar', { ...m, i: 'c1', v: 'one' }), a.client.ok('set_cvar', { ...m, i: 'c0', v: 'zero' })]);
+    return (await rows(uri, "SELECT 1 FROM pg_stat_activity WHERE application_name = 'eva-userdb'")).length >= 2;
+  });
 
   server.freeze(true);
   // before the server's stop (teardowns run last first): a stopped server takes no signal to end

@@ -104,10 +104,10 @@ export class SharedUserDb implements KeyUserStore, LinkUser {
       }, true);
     } catch (err) {
       undo?.();
-      // 22001: a value longer than its column, one 3.3.2 made and holds open (schema.ts)
       if (err instanceof NoAnswer) {
         throw functionFailed(`the shared user db did not answer within ${err.seconds} s: not changed here; a change it had taken already reaches every controller once it answers`);
       }
+      // 22001: a value longer than its column, one 3.3.2 made and holds open (schema.ts)
       if ((err as { code?: string }).code === '22001') {
         throw functionFailed(this.narrowPasswords && !this.eva33Passwords
           ? 'the shared user db\'s users.p is EVA ICS 3.3.2\'s 64 characters (a 3.3.2 controller holds the table): set [cluster] eva33_passwords = yes while 3.3.2 shares it'

@@ -136,10 +136,11 @@ interface Row { oid: string; id: string; tp: string; state?: { status: number; v
  *
  * Database away (unreachable, or no answer within the link's answer_wait:
  * a server that hangs with its connections open): waiting callers are
- * released (their change is on the local disk), `runtime/<product>_state_db_behind.json` is written before
- * (so a controller that stops or dies now knows at its next start that
- * the table lacks changes), and changes wait, bounded; once the database
- * is back they are written and the file removed.
+ * released (their change is on the local disk),
+ * `runtime/<product>_state_db_behind.json` is written before (so a
+ * controller that stops or dies now knows at its next start that the
+ * table lacks changes), and changes wait, bounded; once the database is
+ * back they are written and the file removed.
  */
 export class StateDb implements LinkUser {
   readonly channel = 'eva_state';

@@ -137,7 +137,14 @@ export async function spawnListening(
 ): Promise<Child> {
   const proc = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env: opts.env, cwd: opts.cwd, detached: opts.group });
   let out = '';
-  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  // 'exit' can come before the last of the output is read: exited waits for
+  // the pipes to close too (or 2 s, when a grandchild still holds them)
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => {
+    if (!proc.stdout!.readable && !proc.stderr!.readable) return resolve(code);
+    const done = () => { clearTimeout(wait); resolve(code); };
+    const wait = setTimeout(done, 2000);
+    proc.once('close', done);
+  }));
   proc.once('error', (err) => { out += `${err.message}\n`; });
   t?.teardown(() => {
     if (opts.group) { try { process.kill(-proc.pid!, 'SIGKILL'); } catch { /* the group is gone */ } }

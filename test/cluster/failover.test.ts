@@ -403,9 +403,9 @@ pgtest('the active cut off from PostgreSQL (a TCP proxy closed) stands by within
   const dropped = performance.now() - t0;
   t.log(`A stood by ${dropped.toFixed(0)} ms after the cut (lease ${FastLease.lease} s)`);
   // it stops acting at lease - margin after its last renewal (before the cut); what is seen from here adds the
-  // /health polling and a busy machine's delays (3.07 s once with 15 tests at once): a second's room for those.
-  // Safety is the overlap check below.
-  t.true(dropped < FastLease.lease * 1000 + 1000, `${dropped} ms`);
+  // /health polling and a busy machine's delays (3.07 s once with 15 tests at once): 4 s of room for those,
+  // since a controller that never stood by fails the wait above. Safety is the overlap check below.
+  t.true(dropped < FastLease.lease * 1000 + 4000, `${dropped} ms`);
   t.is((await write(a.url, 'a')).error?.code, 5);
   await untilRole(b.url, 'active', 30_000);
   t.falsy((await write(b.url, 'b')).error);
@@ -431,7 +431,8 @@ pgtest('takeover after SIGKILL of the active: a few trials, the time until the s
   }
   t.log(`SIGKILL to a write taken by the standby, ms: ${times.map((x) => x.toFixed(0)).join(', ')} (lease ${FastLease.lease} s, renewed every ${FastLease.lease_renew} s)`);
   // the lease runs out, then the next try takes it: lease + renew at most, with room for a loaded machine
-  for (const x of times) t.true(x < (FastLease.lease + FastLease.lease_renew) * 1000 + 3000, `${x} ms`);
+  // (reaping the killed process, a PostgreSQL round trip and the write, each slowed by the file's other tests)
+  for (const x of times) t.true(x < (FastLease.lease + FastLease.lease_renew) * 1000 + 6000, `${x} ms`);
 });
 
 test('failover without [server] userdb or without a PostgreSQL [server] db, and a lease not longer than its renewal, are refused with their line (exit 3)', async (t) => {

@@ -37,6 +37,8 @@ async function rows(uri: string, sql: string): Promise<any[]> {
 
 const lock = (r: Running, l: string, more: Record<string, unknown> = {}) => r.client.rpc('lock', { k: ops, l, ...more });
 const unlock = (r: Running, l: string, more: Record<string, unknown> = {}) => r.client.rpc('unlock', { k: ops, l, ...more });
+/** The lock calls waiting on a controller, from its /health. */
+const waitingOn = async (r: Running) => ((await (await fetch(`${r.url}/health`)).json()) as { userdb: { locks: { waiting: number } } }).userdb.locks.waiting;
 const getLock = async (r: Running, l: string) => (await r.client.rpc('get_lock', { k: ops, l })).result as { id: string; locked: boolean; type: string; token: number };
 
 pgtest('every grant has a token larger than the one before, whichever controller grants it; get_lock and lock show it', async (t) => {
@@ -88,11 +90,13 @@ pgtest('grants taken at once through both controllers: tokens all different, eac
 pgtest('a waiter is woken at once by an unlock through another controller', async (t) => {
   const { a, b } = await pair(t);
   const latencies: number[] = [];
-  for (let i = 0; i < 5; i++) {
+  for (let i = 0; i < 7; i++) {
     t.falsy((await lock(a, 'wake', { t: 1 })).error);
     const waiting = lock(b, 'wake', { t: 20 });
-    // B's waiter has tried once and sleeps: get it to sleep past its first try
-    await new Promise((res) => setTimeout(res, 300));
+    // B's waiter is there (seen from B, not guessed by a sleep), has tried once and sleeps: the next poll
+    // is a second after that try, about 0.9 s after the unlock below
+    await until('B has a waiter', async () => (await waitingOn(b)) === 1);
+    await new Promise((res) => setTimeout(res, 100));
     const t0 = Date.now();
     t.falsy((await unlock(a, 'wake')).error);
     const got = await waiting;
@@ -102,8 +106,9 @@ pgtest('a waiter is woken at once by an unlock through another controller', asyn
   }
   latencies.sort((x, y) => x - y);
   t.log(`wake latency (unlock answered on A to grant answered on B), ms: ${latencies.join(', ')}`);
-  // the safety-net poll is every second: a median well under it is the notification's doing
-  t.true(latencies[2] < 400, `median ${latencies[2]} ms`);
+  // the safety-net poll would wake it about 0.9 s after the unlock: a median well under that is the
+  // notification's doing (with room for a loaded machine's delays on the way)
+  t.true(latencies[3] < 600, `median ${latencies[3]} ms`);
 });
 
 pgtest('a lock with e is free after e, by the database clock; a waiter gets it then; a late unlock with its token leaves the next grant alone', async (t) => {
@@ -116,7 +121,7 @@ pgtest('a lock with e is free after e, by the database clock; a waiter gets it t
   // granted first after `asked`, so it expires 1 s after `asked` at the earliest; the waiter is told by then
   const after = Date.now() - asked;
   t.log(`the waiter got it ${after} ms after the first lock was asked for (e = 1 s)`);
-  t.true(after >= 990 && after < 4000, `${after} ms`);
+  t.true(after >= 990 && after < 6000, `${after} ms`);
   t.is(g.result.token, first + 1);
   // the first holder unlocks late, with its token: B's grant stays
   t.falsy((await unlock(a, 'exp', { token: first })).error);
@@ -163,7 +168,7 @@ pgtest('PostgreSQL away: lock answers its error within t and grants nothing; unl
     t.like(r.error, { code: 10 });
     t.regex(r.error!.message, /unreachable|failed|did not answer/);
     t.log(`t = ${tt}: ${r.error!.message} after ${took} ms`);
-    t.true(took < Math.max(tt, 1) * 1000 + 1500, `answered after ${took} ms`);
+    t.true(took < Math.max(tt, 1) * 1000 + 3000, `answered after ${took} ms`);
   }
   t.like((await unlock(a, 'held')).error, { code: 10 });
   t.like((await a.client.rpc('get_lock', { k: ops, l: 'held' })).error, { code: 10 });
@@ -228,10 +233,9 @@ pgtest('a waiter whose caller went away leaves the queue: the next release leave
     body: JSON.stringify({ jsonrpc: '2.0', method: 'lock', params: { k: ops, l: 'gone', t: 30 }, id: 1 }),
   });
   call.catch(() => undefined);
-  const waiting = async () => ((await (await fetch(`${b.url}/health`)).json()) as { userdb: { locks: { waiting: number } } }).userdb.locks.waiting;
-  await until('B has a waiter', async () => (await waiting()) === 1);
+  await until('B has a waiter', async () => (await waitingOn(b)) === 1);
   ac.abort();
-  await until('the waiter left', async () => (await waiting()) === 0);
+  await until('the waiter left', async () => (await waitingOn(b)) === 0);
   t.falsy((await unlock(a, 'gone')).error);
   await new Promise((res) => setTimeout(res, 500));
   t.false((await getLock(b, 'gone')).locked, 'nobody holds it');

@@ -125,7 +125,7 @@ btest('console actions: debug, save, key edit/regenerate/destroy, user password,
 });
 
 btest('a login that expires sends the console back to the login form by itself', async (t) => {
-  const { url, client } = await startController(t, { ini: { webapi: { session_timeout: 2, session_no_prolong: true, ws_ping_interval: 1 } } });
+  const { url, client } = await startController(t, { ini: { webapi: { session_timeout: 5, session_no_prolong: true, ws_ping_interval: 1 } } });
   await client.ok('create_user', { k: Keys.master, u: 'op', p: 'S3cret-pass', a: 'masterkey' });
   const browser = await launch(t);
   const page = await browser.newPage();
@@ -135,13 +135,13 @@ btest('a login that expires sends the console back to the login form by itself',
   await page.keyboard.press('Enter');
   await page.waitForSelector('#live.on');
   // no click: the stream's ping round finds the token gone and the page notices
-  await page.waitForSelector('#login-error:has-text("session has ended")', { timeout: 15_000 });
+  await page.waitForSelector('#login-error:has-text("session has ended")', { timeout: 20_000 });
   t.is(await page.evaluate<string | null>("sessionStorage.getItem('console.token')"), null);
 });
 
 btest('a call refused because the token passed its lifetime (token expired) sends the console back to the login form', async (t) => {
   // no ping round to notice first: the refusal of the page's own calls must do it
-  const { url, client } = await startController(t, { ini: { webapi: { session_max_lifetime: 2, ws_ping_interval: 600 } } });
+  const { url, client } = await startController(t, { ini: { webapi: { session_max_lifetime: 5, ws_ping_interval: 600 } } });
   await client.ok('create_user', { k: Keys.master, u: 'op', p: 'S3cret-pass', a: 'masterkey' });
   const browser = await launch(t);
   const page = await browser.newPage({ viewport: { width: 1100, height: 800 } });
@@ -152,7 +152,7 @@ btest('a call refused because the token passed its lifetime (token expired) send
   await page.waitForSelector('#fact-system');
   const token = await page.evaluate<string | null>("sessionStorage.getItem('console.token')");
   await until('the token to pass its lifetime', async () => (await client.rpc('test', { k: token })).error?.message === 'token expired');
-  await page.waitForSelector('#login-error:has-text("session has ended")', { timeout: 15_000 });
+  await page.waitForSelector('#login-error:has-text("session has ended")', { timeout: 20_000 });
   t.is(await page.evaluate<string | null>("sessionStorage.getItem('console.token')"), null);
 });
 

@@ -1,6 +1,7 @@
 import type { ExecutionContext } from 'ava';
 import { startController, Keys, type DirOptions } from './controller';
-import { mqttProtocol, type Broker } from './broker';
+import { mqttProtocol, type Broker, type Subscriber } from './broker';
+import { until } from './wait';
 import { notifierFiles } from './notifiers';
 
 export const everything = [
@@ -30,4 +31,16 @@ export async function controllerWith(t: ExecutionContext, notifiers: Record<stri
     /** a JSON RPC call with the master key that must succeed */
     ok: (method: string, params: Record<string, unknown> = {}) => c.client.ok(method, { k, ...params }),
   };
+}
+
+/**
+ * A call that binds a topic (set_prop, create with a default, subscribe_corescripts_mqtt)
+ * answers before the broker has the new subscription: a message sent at once may come
+ * too early and is lost, so it is sent again until it is taken.
+ */
+export async function sendUntilTaken(ext: Subscriber, what: string, topic: string, payload: string, done: () => Promise<boolean>): Promise<void> {
+  await until(what, async () => {
+    await ext.publish(topic, payload);
+    return until(`${what} (one try)`, done, 1_000).catch(() => false);
+  }, 60_000);
 }

@@ -58,8 +58,9 @@ test('a script past its timeout is terminated with everything it started', async
   script(dir, 'stubborn', 'trap "" TERM; sleep 60 & echo $! > "$EVA_DIR/runtime/child2.pid"; wait; wait');
   await ok('create', { i: 'unit:g/slow' });
   await ok('create', { i: 'unit:g/stubborn' });
-  await ok('set_prop', { i: 'unit:g/slow', p: 'action_timeout', v: 0.5 });
-  await ok('set_prop', { i: 'unit:g/stubborn', p: 'action_timeout', v: 0.5 });
+  // 3 s: the script has written its child's pid (and set its trap) before the timeout, on a loaded machine too
+  await ok('set_prop', { i: 'unit:g/slow', p: 'action_timeout', v: 3 });
+  await ok('set_prop', { i: 'unit:g/stubborn', p: 'action_timeout', v: 3 });
   const a = await ok('action', { i: 'unit:g/slow', s: 1, w: 30 });
   t.like(a, { status: 'terminated', exitcode: -15 });
   const child = Number(fs.readFileSync(path.join(dir, 'runtime', 'child.pid'), 'utf8'));

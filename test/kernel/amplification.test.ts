@@ -60,8 +60,9 @@ test('20 keyless batches of 1,000 rpc.discover whose senders never read: RSS und
   }
   t.log(`RSS ${before.toFixed(0)} MB before, peak ${peak.toFixed(0)} MB (+${(peak - before).toFixed(0)} MB); slowest /health ${slowest.toFixed(0)} ms (before: ${quiet.toFixed(0)} ms)`);
   t.true(peak - before < 300, `RSS grew by ${(peak - before).toFixed(0)} MB`);
-  // 2 s; on a machine already slow before the batches, ten times its slowest /health then
-  const limit = Math.max(2000, 10 * quiet);
+  // 4 s (the machine's other tests load it meanwhile); on one already slow before the batches, ten times
+  // its slowest /health then
+  const limit = Math.max(4000, 10 * quiet);
   t.true(slowest < limit, `/health took ${slowest.toFixed(0)} ms, limit ${limit.toFixed(0)} ms`);
 
   // one client reads now: its answer is the bound, not 70 MB

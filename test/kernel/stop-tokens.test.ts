@@ -48,9 +48,11 @@ test(`SIGTERM with ${KEYS} dynamic keys and ${TOKENS} tokens stops within 2 s`, 
   const last = await batch(child.url, [{ method: 'login', params: { k: values[0] } }]);
   t.regex(last[0].token, /^token:/);
   const took = await stopMs(t, child);
-  t.log(`stop with ${KEYS} keys and ${TOKENS} tokens: ${took} ms; a bare controller's: ${bare} ms`);
+  // and a bare one again: the load of the machine's other tests may have changed meanwhile
+  const bareAfter = await stopMs(t, await spawnController(t, makeDir(t, { ini })));
+  t.log(`stop with ${KEYS} keys and ${TOKENS} tokens: ${took} ms; a bare controller's: ${bare} ms before, ${bareAfter} ms after`);
   // 2 s; on a machine whose bare stop is already slow, five times that (a stop that paid per token took
   // many seconds more than the bare one)
-  const limit = Math.max(2_000, 5 * bare);
+  const limit = Math.max(2_000, 5 * Math.max(bare, bareAfter));
   t.true(took < limit, `stop took ${took} ms, limit ${limit} ms`);
 });

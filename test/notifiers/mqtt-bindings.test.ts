@@ -2,7 +2,7 @@ import test from 'ava';
 import { startBroker, Subscriber } from '../helpers/broker';
 import { controllerLog } from '../helpers/notifiers';
 import { until } from '../helpers/wait';
-import { controllerWith, mqttNotifier } from '../helpers/mqtt-notifier';
+import { controllerWith, mqttNotifier, sendUntilTaken } from '../helpers/mqtt-notifier';
 
 test('mqtt_control and mqtt_update take <id>, <id>:<qos> and <id>;<qos> through set_prop and from the items file', async (t) => {
   const broker = await startBroker(t);
@@ -26,12 +26,10 @@ test('mqtt_control and mqtt_update take <id>, <id>:<qos> and <id>;<qos> through 
   let n = 0;
   for (const oid of ['unit:g/a', 'unit:g/b', 'unit:g/c', 'unit:f/semi']) {
     const status = ++n;
-    await ext.publish(`sp/unit/${oid.slice(5)}/control`, String(status));
-    await until(`control of ${oid}`, async () => (await state(oid)).status === status, 10_000);
+    await sendUntilTaken(ext, `control of ${oid}`, `sp/unit/${oid.slice(5)}/control`, String(status), async () => (await state(oid)).status === status);
   }
   for (const oid of ['sensor:g/s', 'sensor:f/colon']) {
-    await ext.publish(`sp/sensor/${oid.slice(7)}/status`, '5');
-    await until(`update of ${oid}`, async () => (await state(oid)).status === 5, 10_000);
+    await sendUntilTaken(ext, `update of ${oid}`, `sp/sensor/${oid.slice(7)}/status`, '5', async () => (await state(oid)).status === 5);
   }
   // malformed or unknown bindings are refused with the form expected
   for (const v of ['m1;3', 'm1:1:1', 'm1;', 'nope;1']) {
@@ -50,8 +48,8 @@ test('unit control messages in 3.3 JSON form as well as the text form', async (t
   await until('connected', async () => (await c.ok('get_notifier', { i: 'm1' })).stats.connected, 10_000);
   const state = async () => c.ok('state', { i: 'unit:g/u' });
   const control = async (body: unknown, status: number, value: string | null) => {
-    await ext.publish('sp/unit/g/u/control', typeof body === 'string' ? body : JSON.stringify(body));
-    await until(JSON.stringify(body), async () => { const s = await state(); return s.status === status && s.value === value; }, 10_000);
+    await sendUntilTaken(ext, JSON.stringify(body), 'sp/unit/g/u/control', typeof body === 'string' ? body : JSON.stringify(body),
+      async () => { const s = await state(); return s.status === status && s.value === value; });
   };
   await control({ status: 1, value: 'on', priority: 50 }, 1, 'on');
   await control({ status: '2', value: 42 }, 2, '42');

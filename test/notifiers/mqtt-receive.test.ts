@@ -3,7 +3,7 @@ import { brokerKind, dynsecPlugin, startBroker, Subscriber } from '../helpers/br
 import { Keys } from '../helpers/controller';
 import { controllerLog } from '../helpers/notifiers';
 import { until } from '../helpers/wait';
-import { controllerWith, mqttNotifier } from '../helpers/mqtt-notifier';
+import { controllerWith, mqttNotifier, sendUntilTaken } from '../helpers/mqtt-notifier';
 import { skipWhen } from '../helpers/tools';
 
 test('unit control through mqtt_control: status [value [priority]], none for no value; malformed dropped', async (t) => {
@@ -14,14 +14,7 @@ test('unit control through mqtt_control: status [value [priority]], none for no 
   await c.ok('create', { i: 'unit:g1/free' });
   await c.ok('set_prop', { i: 'unit:g1/u1', p: 'mqtt_control', v: 'm1:1' });
   const state = async (oid: string) => c.ok('state', { i: oid });
-
-  // set_prop answers before the broker has the new subscription: a message sent at once may come too early, so it is sent again
-  const sendUntil = async (what: string, topic: string, payload: string, done: () => Promise<boolean>) => {
-    await until(what, async () => {
-      await ext.publish(topic, payload);
-      return until(`${what} (one try)`, done, 1_000).catch(() => false);
-    }, 60_000);
-  };
+  const sendUntil = (what: string, topic: string, payload: string, done: () => Promise<boolean>) => sendUntilTaken(ext, what, topic, payload, done);
   await sendUntil('control 1 on', 'sp/unit/g1/u1/control', '1 on', async () => { const s = await state('unit:g1/u1'); return s.status === 1 && s.value === 'on'; });
   // the form the spec's table writes, without the type level; `none` keeps the value out
   await ext.publish('sp/g1/u1/control', '0 none 50');
@@ -57,8 +50,9 @@ test('state updates through mqtt_update, no loop on own messages, malformed upda
     w: mqttNotifier(broker, { space: 'watch', qos: 1, events: [{ subject: 'state', types: ['#'], groups: ['#'] }] }),
   }, { ini: { server: { mqtt_update_default: 'm1:2' } } });
   await c.ok('create', { i: 'sensor:g1/s1' });
-
-  await ext.publish('sp/sensor/g1/s1/status', '1');
+  // the created state's empty value first (the order asserted below), then a status until the subscription takes it
+  await ext.waitFor((m) => m.some((x) => x.topic === 'sp/sensor/g1/s1/value'), 10_000, 'the created state');
+  await sendUntilTaken(ext, 'status 1', 'sp/sensor/g1/s1/status', '1', async () => (await c.ok('state', { i: 'sensor:g1/s1' })).status === 1);
   await ext.publish('sp/sensor/g1/s1/value', '42');
   await until('update', async () => { const s = await c.ok('state', { i: 'sensor:g1/s1' }); return s.status === 1 && s.value === '42'; }, 10_000);
   await ext.publish('sp/sensor/g1/s1/value', '');
@@ -102,10 +96,12 @@ test('core scripts: topics subscribed through the notifier reach on("mqtt"), mqt
   });
   await c.ok('subscribe_corescripts_mqtt', { t: 'cs-in/+/x', q: 1 });
   await c.ok('subscribe_corescripts_mqtt', { t: 'm1:cs-two/#', q: 0 });
-  await ext.publish('cs-in/a/x', 'hello');
+  const echoed = (topic: string) => async () => ext.on(`cs-out/${topic}`).length > 0;
+  await sendUntilTaken(ext, 'hello echoed', 'cs-in/a/x', 'hello', echoed('cs-in/a/x'));
+  await sendUntilTaken(ext, 'two echoed', 'cs-two/deep/er', 'two', echoed('cs-two/deep/er'));
   await ext.publish('cs-in/a/y', 'not matched');
-  await ext.publish('cs-two/deep/er', 'two');
-  await ext.waitFor((m) => m.some((x) => x.topic === 'cs-out/cs-in/a/x') && m.some((x) => x.topic === 'cs-out/cs-two/deep/er'), 15_000, 'script echoes');
+  await ext.publish('cs-two/after-y', 'm'); // the broker keeps one client's order: once this is echoed, y was handled
+  await ext.waitFor((m) => m.some((x) => x.topic === 'cs-out/cs-two/after-y'), 15_000, 'the marker after y');
   t.is(ext.on('cs-out/cs-in/a/x')[0].payload, 'hello');
   t.is(ext.on('cs-out/cs-in/a/y').length, 0);
   await c.ok('unsubscribe_corescripts_mqtt', { t: 'cs-in/+/x' });
@@ -229,17 +225,16 @@ test('a disabled mqtt notifier acts on nothing it receives until it is enabled a
   await c.ok('create', { i: 'sensor:g1/s1' });
   await c.ok('set_prop', { i: 'unit:g1/u1', p: 'mqtt_control', v: 'm1' });
   await c.ok('set_prop', { i: 'sensor:g1/s1', p: 'mqtt_update', v: 'm1' });
-  await ext.publish('sp/unit/g1/u1/control', '1');
-  await until('control while enabled', async () => (await c.ok('state', { i: 'unit:g1/u1' })).status === 1, 10_000);
+  await sendUntilTaken(ext, 'control while enabled', 'sp/unit/g1/u1/control', '1', async () => (await c.ok('state', { i: 'unit:g1/u1' })).status === 1);
+  await sendUntilTaken(ext, 'update while enabled', 'sp/sensor/g1/s1/status', '2', async () => (await c.ok('state', { i: 'sensor:g1/s1' })).status === 2);
 
   await c.ok('disable_notifier', { i: 'm1' });
   await ext.publish('sp/unit/g1/u1/control', '5');
   await ext.publish('sp/sensor/g1/s1/status', '7');
   await until('messages counted as ignored', async () => (await c.ok('get_notifier', { i: 'm1' })).stats.messages_ignored >= 2, 10_000);
   t.is((await c.ok('state', { i: 'unit:g1/u1' })).status, 1);
-  t.is((await c.ok('state', { i: 'sensor:g1/s1' })).status, 0);
+  t.is((await c.ok('state', { i: 'sensor:g1/s1' })).status, 2);
 
   await c.ok('enable_notifier', { i: 'm1' });
-  await ext.publish('sp/unit/g1/u1/control', '3');
-  await until('control after enable', async () => (await c.ok('state', { i: 'unit:g1/u1' })).status === 3, 10_000);
+  await sendUntilTaken(ext, 'control after enable', 'sp/unit/g1/u1/control', '3', async () => (await c.ok('state', { i: 'unit:g1/u1' })).status === 3);
 });

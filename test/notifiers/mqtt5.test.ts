@@ -5,7 +5,7 @@ import { controllerLog, stats } from '../helpers/notifiers';
 import { startProxy } from '../helpers/tcp-proxy';
 import { needs, skipWhen } from '../helpers/tools';
 import { until } from '../helpers/wait';
-import { controllerWith, mqttNotifier } from '../helpers/mqtt-notifier';
+import { controllerWith, mqttNotifier, sendUntilTaken } from '../helpers/mqtt-notifier';
 
 /**
  * The mqtt notifier over MQTT 5 (`protocol: 5`): what 3.1.1 cannot do. These
@@ -118,8 +118,7 @@ m5('session_expiry: updates published while the link is down reach the controlle
   }, 20_000);
   await until('m0 back', async () => (await stats(c.client, c.k, 'm0')).connected, 20_000);
   // m0 subscribed again, but nothing kept what came meanwhile: a later update shows it is listening
-  await ext.publish('nos/sensor/nos/s2/status', '3');
-  await until('m0 listening again', async () => (await c.ok('state', { i: 'sensor:nos/s2' })).status === 3, 10_000);
+  await sendUntilTaken(ext, 'm0 listening again', 'nos/sensor/nos/s2/status', '3', async () => (await c.ok('state', { i: 'sensor:nos/s2' })).status === 3);
   t.is((await c.ok('state', { i: 'sensor:nos/s2' })).value, 'first');
 
   // the next start connects under a new client id: the stop tells the broker to drop this session

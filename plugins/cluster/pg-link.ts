@@ -251,6 +251,18 @@ export class PgLink {
     throw err;
   }
 
+  /**
+   * Work already under way in the background (a writer's send) that an API
+   * call must see done first: waited for at most answer_wait, then as in
+   * answered(), except that its connection is the writer's and stays with it.
+   */
+  async waitFor(work: Promise<unknown>): Promise<void> {
+    if (await within(work, Limits.answer_wait * 1000)) return;
+    const err = new NoAnswer(`${this.role.name} ${this.file}`);
+    this.lost(err);
+    throw err;
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.retryTimer);

@@ -7,7 +7,7 @@ import { bound, defaults, seconds } from '../../core/schema';
 import {
   ApiLogColumns, CallRing, TextFields, whereOf, type ApiLogBackend, type ApiLogLimits, type Batch, type Query,
 } from '../sysapi/contract';
-import type { PgLink } from './pg-link';
+import { NoAnswer, type PgLink } from './pg-link';
 
 export const SharedApiLogLimits = {
   batch_rows: bound(2000, 'API call log rows per INSERT into the shared database'),
@@ -210,10 +210,15 @@ export class SharedApiLog implements ApiLogBackend {
     }
   }
 
-  private async ready(): Promise<void> {
+  /** The table made if it is not (once, and again after a failure), on `on` or a connection of the pool. */
+  private async ready(on?: Pg.ClientBase): Promise<void> {
     if (this.tableReady) return;
-    const c = await this.link.pool.connect();
-    try { await ensureApiLogTable(c); } finally { c.release(); }
+    if (on) {
+      await ensureApiLogTable(on);
+    } else {
+      const c = await this.link.pool.connect();
+      try { await ensureApiLogTable(c); } finally { c.release(); }
+    }
     this.tableReady = true;
   }
 
@@ -226,16 +231,30 @@ export class SharedApiLog implements ApiLogBackend {
     else await this.sending;
   }
 
-  /** Records of the whole fleet; this controller's waiting records are sent first, so each answered call is there. */
+  /**
+   * Records of the whole fleet; this controller's waiting records are sent
+   * first, so each answered call is there. An API call waits on it: the send
+   * and the read each get at most answer_wait (a server that hangs).
+   */
   async query(q: Query): Promise<Record<string, unknown>[]> {
-    if (this.sending) await this.sending;
-    if (this.buffered > 0 && this.link.connected) await this.write();
-    if (!this.link.connected) throw functionFailed('the shared user db is unreachable: the API call log cannot be read until it is back');
-    await this.ready();
-    const { cond, args } = whereOf(q, (i) => `$${i}`, 'id');
-    const cols = COLUMNS.map((c) => (c === 't' || c === 'tf' ? `${c}::float8 AS ${c}` : c)).join(', ');
-    if (q.limit === undefined) return (await this.link.pool.query<Record<string, unknown>>(`SELECT ${cols} FROM api_log${cond} ORDER BY t, id`, args)).rows;
-    const r = await this.link.pool.query<Record<string, unknown>>(`SELECT ${cols} FROM api_log${cond} ORDER BY t DESC, id DESC LIMIT $${args.length + 1}`, [...args, q.limit]);
-    return r.rows.reverse();
+    const unreachable = 'the shared user db is unreachable: the API call log cannot be read until it is back';
+    try {
+      await this.link.waitFor((async () => {
+        if (this.sending) await this.sending;
+        if (this.buffered > 0 && this.link.connected) await this.write();
+      })());
+      if (!this.link.connected) throw functionFailed(unreachable);
+      const { cond, args } = whereOf(q, (i) => `$${i}`, 'id');
+      const cols = COLUMNS.map((c) => (c === 't' || c === 'tf' ? `${c}::float8 AS ${c}` : c)).join(', ');
+      return await this.link.answered(async (c) => {
+        await this.ready(c);
+        if (q.limit === undefined) return (await c.query<Record<string, unknown>>(`SELECT ${cols} FROM api_log${cond} ORDER BY t, id`, args)).rows;
+        const r = await c.query<Record<string, unknown>>(`SELECT ${cols} FROM api_log${cond} ORDER BY t DESC, id DESC LIMIT $${args.length + 1}`, [...args, q.limit]);
+        return r.rows.reverse();
+      });
+    } catch (err) {
+      if (err instanceof NoAnswer) throw functionFailed(`the shared user db did not answer within ${err.seconds} s: the API call log cannot be read now`);
+      throw err;
+    }
   }
 }

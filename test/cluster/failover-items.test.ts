@@ -5,7 +5,7 @@ import { until } from '../helpers/wait';
 import { pgRows, postgresTests } from '../helpers/postgres';
 import { readItemsState } from '../helpers/items-file';
 import { CS } from '../helpers/corescripts';
-import { grantElsewhere, health, longLeaseActive, startMember, untilRole, type Member } from '../helpers/failover';
+import { grantElsewhere, health, longLeaseActive, startMember, SteadyLease, untilRole, type Member } from '../helpers/failover';
 
 /**
  * `[cluster] failover`: the item definitions (create, destroy, set_prop)
@@ -50,14 +50,14 @@ pgtest('item definitions follow the active one: a fresh standby reads them at st
   t.timeout(300_000);
   const uri = await shared.database();
   // the first active one puts its items file in the table
-  const a = await startMember(t, uri, 'a', {}, itemsFile(['sensor:seed/s']));
+  const a = await startMember(t, uri, 'a', SteadyLease, itemsFile(['sensor:seed/s']));
   await untilRole(a.url, 'active');
   await until('the items file in the table', async () => (await pgRows(uri, "SELECT oid FROM eva_item WHERE name = 'uc/testhost'")).length === 1);
   for (const i of ['sensor:def/s1', 'unit:def/u1', 'lvar:def/l1']) t.falsy((await rpc(a.url, 'create', { k: master, i })).error, i);
   t.falsy((await rpc(a.url, 'set_prop', { k: master, i: 'unit:def/u1', p: 'action_timeout', v: 7 })).error);
   t.falsy((await rpc(a.url, 'update', { k: ops, i: 'sensor:def/s1', s: 1, v: 'one' })).error);
   // a standby started with an items file of its own that the table does not have: the table wins
-  const b = await startMember(t, uri, 'b', {}, itemsFile(['sensor:local/only']));
+  const b = await startMember(t, uri, 'b', SteadyLease, itemsFile(['sensor:local/only']));
   await untilRole(b.url, 'standby');
   const want = await defs(a);
   t.deepEqual(Object.keys(want).sort(), ['lvar:def/l1', 'sensor:def/s1', 'sensor:seed/s', 'unit:def/u1']);
@@ -113,11 +113,11 @@ pgtest('a change without a function call (a core script\'s items.update, called 
   try { items.update('sensor:cs/s', { status: 1, value: 'poked' }); return 'changed'; } catch (e) { return 'refused: ' + e.message; }
 }, { permission: 'any' });`;
   const files = { [`${CS}/a.js`]: script };
-  const a = await startMember(t, uri, 'a', {}, files);
+  const a = await startMember(t, uri, 'a', SteadyLease, files);
   await untilRole(a.url, 'active');
   t.falsy((await rpc(a.url, 'create', { k: master, i: 'sensor:cs/s' })).error);
   t.falsy((await rpc(a.url, 'update', { k: ops, i: 'sensor:cs/s', s: 1, v: 'active' })).error);
-  const b = await startMember(t, uri, 'b', {}, files);
+  const b = await startMember(t, uri, 'b', SteadyLease, files);
   await untilRole(b.url, 'standby');
   await until('the standby to hold the item and its state', async () => (await rpc(b.url, 'state', { k: master, i: 'sensor:cs/s' })).result?.value === 'active', 60_000);
   const poke = async (url: string) => (await until('the script loaded', async () => (await rpc(url, 'cs_poke', { k: master })).result as string | undefined));

@@ -15,7 +15,7 @@ import { mqttNotifier } from '../helpers/mqtt-notifier';
 import { notifierFiles } from '../helpers/notifiers';
 import { CS } from '../helpers/corescripts';
 import { NODE } from '../helpers/sparkplug-node';
-import { FastLease, grantElsewhere, sparkplugActive, health, killAndTime, longLeaseActive, startMember, untilRole, write, type FailoverHealth, type Member } from '../helpers/failover';
+import { FastLease, SteadyLease, grantElsewhere, sparkplugActive, health, killAndTime, longLeaseActive, startMember, untilRole, write, type FailoverHealth, type Member } from '../helpers/failover';
 import { freePort } from '../helpers/ports';
 
 /**
@@ -161,12 +161,12 @@ function itemsFileOf(m: Member): Record<string, string> {
 pgtest('the standby follows the active one\'s item states and takes over after SIGKILL with every acknowledged update', async (t) => {
   t.timeout(300_000);
   const uri = await shared.database();
-  const a = await startMember(t, uri, 'a');
+  const a = await startMember(t, uri, 'a', SteadyLease);
   await untilRole(a.url, 'active');
   const n = 20;
   const oids = Array.from({ length: n }, (_, i) => `sensor:fo/s${i}`);
   for (const i of [...oids, 'sensor:fo/quiet']) t.falsy((await rpc(a.url, 'create', { k: master, i })).error);
-  const b = await startMember(t, uri, 'b', {}, itemsFileOf(a));
+  const b = await startMember(t, uri, 'b', SteadyLease, itemsFileOf(a));
   await untilRole(b.url, 'standby');
   // reads on the standby: the active's value, after how long
   const lags: number[] = [];
@@ -185,7 +185,10 @@ pgtest('the standby follows the active one\'s item states and takes over after S
     for (let v = 0; !stop; v++) {
       sent[k] = v;
       const r = await rpc(a.url, 'update', { k: ops, i, s: 1, v: String(v) }).catch(() => undefined);
-      if (!r || r.error) return;
+      if (!r || r.error) {
+        if (!stop) t.log(`${i}: update ${v} not acknowledged before the kill: ${r ? JSON.stringify(r.error) : 'no answer'}`);
+        return;
+      }
       acked[k] = v;
     }
   });
@@ -215,11 +218,11 @@ pgtest('notifiers of a standby publish nothing; once it took over, its mqtt noti
   const sub = await Subscriber.connect(t, broker);
   await sub.subscribe('sp/#');
   const files = notifierFiles({ m1: mqttNotifier(broker, { events: [{ subject: 'state', types: ['#'], groups: ['#'] }] }) });
-  const a = await startMember(t, uri, 'a', {}, files);
+  const a = await startMember(t, uri, 'a', SteadyLease, files);
   await untilRole(a.url, 'active');
   await sub.waitFor((m) => m.some((x) => x.topic === 'sp/test'), 30_000, 'the active one\'s start-up test');
   t.falsy((await rpc(a.url, 'create', { k: master, i: 'sensor:pub/s' })).error);
-  const b = await startMember(t, uri, 'b', {}, { ...files, ...itemsFileOf(a) });
+  const b = await startMember(t, uri, 'b', SteadyLease, { ...files, ...itemsFileOf(a) });
   await untilRole(b.url, 'standby');
   t.falsy((await rpc(a.url, 'update', { k: ops, i: 'sensor:pub/s', s: 1, v: 'one' })).error);
   await until('the standby to follow', async () => (await rpc(b.url, 'state', { k: master, i: 'sensor:pub/s' })).result?.value === 'one');
@@ -230,8 +233,9 @@ pgtest('notifiers of a standby publish nothing; once it took over, its mqtt noti
   t.is(sub.on('sp/sensor/pub/s/value').filter((m) => m.payload === 'one').length, 1, 'one publisher');
   a.proc.kill('SIGKILL');
   await untilRole(b.url, 'active');
-  await sub.waitFor((m) => m.filter((x) => x.topic === 'sp/sensor/pub/s/value' && x.payload === 'one').length === 2, 30_000, 'the new active one\'s current state');
-  await sub.waitFor((m) => m.filter((x) => x.topic === 'sp/test').length === 2, 30_000, 'the new active one\'s start-up test');
+  // at least: a QoS 1 batch whose acknowledgement a loaded machine delays past its timeout goes again
+  await sub.waitFor((m) => m.filter((x) => x.topic === 'sp/sensor/pub/s/value' && x.payload === 'one').length >= 2, 30_000, 'the new active one\'s current state');
+  await sub.waitFor((m) => m.filter((x) => x.topic === 'sp/test').length >= 2, 30_000, 'the new active one\'s start-up test');
   t.falsy((await rpc(b.url, 'update', { k: ops, i: 'sensor:pub/s', v: 'two' })).error);
   await sub.waitFor((m) => m.some((x) => x.topic === 'sp/sensor/pub/s/value' && x.payload === 'two'), 30_000, 'a change after the takeover');
 });
@@ -239,8 +243,8 @@ pgtest('notifiers of a standby publish nothing; once it took over, its mqtt noti
 pgtest('a Sparkplug node: born by the active one only; after a takeover the new active one\'s NBIRTH has the next bdSeq under the same edge node id', async (t) => {
   t.timeout(300_000);
   const uri = await shared.database();
-  // a lease no stall of a loaded machine outlasts: the standby takes over only when the active one is killed
-  const lease = { lease: 10, lease_renew: 1 };
+  // the standby takes over only when the active one is killed
+  const lease = SteadyLease;
   const { host, files, a, first } = await sparkplugActive(t, uri, {}, lease);
   const b = await startMember(t, uri, 'b', lease, files);
   await untilRole(b.url, 'standby');
@@ -270,10 +274,10 @@ on('start', () => { started++; });
 on('state', (e) => { if (e.data.oid.startsWith('sensor:cs/')) states.push(e.data.value); });
 rpc('info', () => ({ started, states }), { permission: 'any' });`;
   const files = { [`${CS}/a.js`]: script };
-  const a = await startMember(t, uri, 'a', {}, files);
+  const a = await startMember(t, uri, 'a', SteadyLease, files);
   await untilRole(a.url, 'active');
   t.falsy((await rpc(a.url, 'create', { k: master, i: 'sensor:cs/s' })).error);
-  const b = await startMember(t, uri, 'b', {}, { ...files, ...itemsFileOf(a) });
+  const b = await startMember(t, uri, 'b', SteadyLease, { ...files, ...itemsFileOf(a) });
   await untilRole(b.url, 'standby');
   const info = async (m: Member) => (await rpc(m.url, 'cs_info', { k: master })).result as { started: number; states: string[] } | undefined;
   await until('the script loaded on the standby', async () => (await info(b)) !== undefined);

@@ -10,6 +10,8 @@ import { pgRows as rows, postgresUnavailable, startPostgres } from '../helpers/p
  * (plugins/cluster/pg-link.ts, answered()). Once the server goes on, the
  * controller and the database agree: the user's transaction, cut before
  * its COMMIT, left nothing; the cvar's one statement, already sent, ran.
+ * The API call log's read, and the send of the records it waits for, have
+ * the same bound.
  */
 
 const reason = postgresUnavailable();
@@ -71,4 +73,38 @@ pgtest('a server that hangs: create_user and set_cvar answer 10 after answer_wai
   // and the link works again
   await until('create_user again', async () => !(await a.client.rpc('create_user', { ...m, u: 'during', p: 'during-Pass-1', a: 'op' })).error, 60_000);
   t.deepEqual(await rows(uri, 'SELECT u FROM users ORDER BY u'), [{ u: 'before' }, { u: 'during' }]);
+});
+
+pgtest('a server that hangs: api_log_get answers 10 after answer_wait, not never; then at once until the server goes on', async (t) => {
+  t.timeout(180_000);
+  const server = await startPostgres(t);
+  await server.createDatabase('apilog_hangs');
+  const uri = server.uri('apilog_hangs');
+  const a = await startController(t, { ini: { server: { userdb: uri, keep_api_log: 3600 }, cluster: { cvars: 'shared' } } });
+  const m = { k: Keys.master };
+  t.true(Array.isArray(await a.client.ok('api_log_get', m)), 'the table is there and read');
+  // idle pool connections just before the freeze, for the send of the waiting records and the read (a new
+  // connection would meet connect_timeout's error instead, another message)
+  await until('three pool connections', async () => {
+    await Promise.all(['c0', 'c1', 'c2'].map((i) => a.client.ok('set_cvar', { ...m, i, v: i })));
+    return (await rows(uri, "SELECT 1 FROM pg_stat_activity WHERE application_name = 'eva-userdb'")).length >= 3;
+  });
+
+  server.freeze(true);
+  t.teardown(() => server.freeze(false));
+  const t0 = performance.now();
+  const r = await Promise.race([a.client.rpc('api_log_get', m), new Promise<string>((res) => setTimeout(() => res('no answer within 60 s'), 60_000))]);
+  const ms = performance.now() - t0;
+  t.log(`api_log_get answered after ${ms.toFixed(0)} ms`);
+  t.like(r, { error: { code: 10 } });
+  t.regex((r as { error: { message: string } }).error.message, /^the shared user db did not answer within 10 s: the API call log cannot be read now$/);
+  t.true(ms >= 9_500, 'not before answer_wait');
+  // the link counts as lost: the next read is refused at once
+  const t1 = performance.now();
+  t.like(await a.client.rpc('api_log_get', m), { error: { code: 10, message: 'the shared user db is unreachable: the API call log cannot be read until it is back' } });
+  t.true(performance.now() - t1 < 9_000);
+
+  server.freeze(false);
+  const back = await until('api_log_get again', async () => (await a.client.rpc('api_log_get', m)).result as { func: string }[] | undefined, 60_000);
+  t.true(back.some((x) => x.func === 'set_cvar'), 'the records sent meanwhile are there');
 });

@@ -25,6 +25,13 @@ export interface FailoverHealth {
 /** A short lease, so the tests take seconds: lease 3 s, renewed every 0.5 s. */
 export const FastLease = { lease: 3, lease_renew: 0.5 };
 
+/**
+ * A lease no stall of a loaded machine outlasts (10 s, renewed every second), for tests of what a takeover
+ * does rather than when: with FastLease a busy CI machine can stall the active one past its lease, and the
+ * standby then takes over before the test kills anything.
+ */
+export const SteadyLease = { lease: 10, lease_renew: 1 };
+
 /** A controller of the pair (node name `node`), item states, cvars and locks shared, with `more` [cluster] settings and `files` in its dir. */
 export async function startMember(t: Owner, userdb: string, node: string, more: Record<string, string | number> = {}, files?: Record<string, string>): Promise<Member> {
   const dir = makeDir(undefined, { files, ini: { server: { userdb, db: userdb }, cluster: { failover: 'yes', cvars: 'shared', locks: 'shared', node, ...FastLease, ...more } } });

@@ -44,11 +44,11 @@ const rpc = (url: string, method: string, params: Record<string, unknown>) => fe
 
 pgtest('one active, the other standby: /health says which and who holds the lease; the standby refuses changes with 5 / 503 saying standby, and reads as usual', async (t) => {
   t.timeout(180_000);
-  const { uri, a, b } = await pair(t);
+  const { uri, a, b } = await pair(t, SteadyLease);
   const hb = await untilRole(b.url, 'standby');
   const ha = await health(a.url);
   t.is(ha.role, 'active');
-  t.like(ha.failover, { name: 'uc/testhost', node: 'a', holder: 'a', lease: 3, lease_renew: 0.5 });
+  t.like(ha.failover, { name: 'uc/testhost', node: 'a', holder: 'a', lease: 10, lease_renew: 1 });
   t.true(Number.isInteger(ha.failover!.token) && ha.failover!.token! >= 1);
   t.like(hb.failover, { node: 'b', holder: 'a', token: null });
   t.deepEqual(await pgRows(uri, 'SELECT name, holder, token::int AS token FROM eva_lease'), [{ name: 'uc/testhost', holder: 'a', token: ha.failover!.token }]);
@@ -93,7 +93,7 @@ pgtest('one active, the other standby: /health says which and who holds the leas
 pgtest('three started at once: exactly one active, the others standby, all naming the same holder', async (t) => {
   t.timeout(180_000);
   const uri = await shared.database();
-  const members = await Promise.all(['a', 'b', 'c'].map((n) => startMember(t, uri, n)));
+  const members = await Promise.all(['a', 'b', 'c'].map((n) => startMember(t, uri, n, SteadyLease)));
   const all = await until('every one to know the holder', async () => {
     const hs = await Promise.all(members.map((m) => health(m.url)));
     return hs.every((h) => h.failover?.holder) ? hs : undefined;
@@ -471,7 +471,7 @@ function haproxyCheck(): string[] {
 const haproxy = which('haproxy');
 skipWhen(postgresUnavailable() ?? (!haproxy && 'needs haproxy'))('HAProxy with the snippet of etc/README.md sends calls to the active one only, and to the other after a takeover', async (t) => {
   t.timeout(240_000);
-  const { a, b } = await pair(t);
+  const { a, b } = await pair(t, SteadyLease);
   await untilRole(b.url, 'standby');
   const check = haproxyCheck();
   t.is(check.length, 3, check.join('\n'));

@@ -114,14 +114,15 @@ pgtest('a waiter is woken at once by an unlock through another controller', asyn
 pgtest('a lock with e is free after e, by the database clock; a waiter gets it then; a late unlock with its token leaves the next grant alone', async (t) => {
   const { a, b } = await pair(t);
   const asked = Date.now();
-  const first = (await lock(a, 'exp', { e: 1 })).result.token as number;
+  // e = 5 s: long enough that the read through B below comes before it on a loaded machine too
+  const first = (await lock(a, 'exp', { e: 5 })).result.token as number;
   t.true((await getLock(b, 'exp')).locked);
-  const g = await lock(b, 'exp', { t: 10 });
+  const g = await lock(b, 'exp', { t: 20 });
   t.falsy(g.error);
-  // granted first after `asked`, so it expires 1 s after `asked` at the earliest; the waiter is told by then
+  // granted first after `asked`, so it expires 5 s after `asked` at the earliest; the waiter is told by then
   const after = Date.now() - asked;
-  t.log(`the waiter got it ${after} ms after the first lock was asked for (e = 1 s)`);
-  t.true(after >= 990 && after < 6000, `${after} ms`);
+  t.log(`the waiter got it ${after} ms after the first lock was asked for (e = 5 s)`);
+  t.true(after >= 4990 && after < 15000, `${after} ms`);
   t.is(g.result.token, first + 1);
   // the first holder unlocks late, with its token: B's grant stays
   t.falsy((await unlock(a, 'exp', { token: first })).error);

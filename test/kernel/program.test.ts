@@ -59,12 +59,14 @@ test('a time limit past what a timer can wait is as good as none, not a stop at 
 });
 
 test('at the time limit the whole group gets SIGTERM, and SIGKILL after the grace for what ignores it', async (t) => {
-  const opts = options(t, { timeout: 1, killGrace: 1 });
+  // 3 s: the tree below is in place (its trap set) before the limit, on a loaded machine too
+  const opts = options(t, { timeout: 3, killGrace: 1 });
   const tree = [
     // a child that ignores SIGTERM (the ignore survives exec): only SIGKILL ends it; it keeps the output pipe
     `sh -c 'trap "" TERM; echo $$ > stubborn.pid; exec sleep 60' &`,
     'sleep 60 &',
     'echo $! > sleeper.pid',
+    'while [ ! -s stubborn.pid ]; do sleep 0.05; done',
     'echo started',
     'wait',
   ].join('\n');

@@ -12,13 +12,13 @@ test('list_notifiers and get_notifier show the notifier objects; get_notifier ad
   const rcv = await Receiver.start(t);
   const { client } = await startController(t, {
     files: notifierFiles({
-      a: { type: 'json', uri: rcv.uri, notify_key: 'nk', space: 'sp', timeout: 2, skip_test: true, events: subscribeAll },
+      a: { type: 'json', uri: rcv.uri, notify_key: 'nk', space: 'sp', timeout: 30, skip_test: true, events: subscribeAll },
       b: { type: 'http', uri: rcv.uri, enabled: false, stop_on_error: true, events: [{ subject: 'log', level: 40 }] },
     }),
   });
   const list = await client.ok('list_notifiers', { k });
   t.deepEqual(list, [
-    { id: 'a', type: 'json', enabled: true, events: subscribeAll, space: 'sp', timeout: 2, skip_test: true, uri: rcv.uri, notify_key: 'nk' },
+    { id: 'a', type: 'json', enabled: true, events: subscribeAll, space: 'sp', timeout: 30, skip_test: true, uri: rcv.uri, notify_key: 'nk' },
     { id: 'b', type: 'http', enabled: false, events: [{ subject: 'log', level: 40 }], uri: rcv.uri, stop_on_error: true },
   ]);
   await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/a')] });

@@ -95,7 +95,8 @@ test('a slow endpoint blocks neither the API nor the other notifiers', async (t)
   slow.hold();
   const { client } = await startController(t, {
     files: notifierFiles({
-      slow: { type: 'json', uri: slow.uri, skip_test: true, events: subscribeAll },
+      // the held request must not time out and go again however long a loaded machine takes meanwhile
+      slow: { type: 'json', uri: slow.uri, skip_test: true, timeout: 120, events: subscribeAll },
       fast: { type: 'json', uri: fast.uri, skip_test: true, events: subscribeAll },
     }),
   });

@@ -9,7 +9,7 @@ const k = Keys.master;
 test('http-post sends the json frame form-encoded, data as JSON text', async (t) => {
   const rcv = await Receiver.start(t);
   const { client } = await startController(t, {
-    files: notifierFiles({ form: { type: 'http-post', uri: rcv.uri, notify_key: 'nk', space: 'site', events: subscribeAll } }),
+    files: notifierFiles({ form: { type: 'http-post', uri: rcv.uri, notify_key: 'nk', space: 'site', timeout: 120, events: subscribeAll } }),
   });
   const [probe] = await rcv.waitFor(1);
   t.is(probe.method, 'POST');

@@ -9,7 +9,7 @@ const k = Keys.master;
 test('http sends one GET per event with k, s, space and the event fields in the query', async (t) => {
   const rcv = await Receiver.start(t);
   const { client } = await startController(t, {
-    files: notifierFiles({ get: { type: 'http', uri: `${rcv.uri}?fixed=1`, notify_key: 'nk', space: 'site', events: subscribeAll } }),
+    files: notifierFiles({ get: { type: 'http', uri: `${rcv.uri}?fixed=1`, notify_key: 'nk', space: 'site', timeout: 120, events: subscribeAll } }),
   });
   const [probe] = await rcv.waitFor(1);
   t.is(probe.method, 'GET');
@@ -40,7 +40,7 @@ async function orderWith(t: any, stopOnError: boolean): Promise<(string | null)[
   };
   const { client } = await startController(t, {
     files: notifierFiles({
-      get: { type: 'http', uri: rcv.uri, skip_test: true, stop_on_error: stopOnError, retry_delay: 0.01, events: subscribeAll },
+      get: { type: 'http', uri: rcv.uri, skip_test: true, stop_on_error: stopOnError, retry_delay: 0.01, timeout: 120, events: subscribeAll },
     }),
   });
   rcv.hold();

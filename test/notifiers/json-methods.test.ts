@@ -12,7 +12,7 @@ test('method jsonrpc: one event is a JSON RPC 2.0 notification, several a batch 
   // the test must be answered with its own id
   rcv.answer = (r) => (r.json?.id ? { body: JSON.stringify({ jsonrpc: '2.0', result: true, id: r.json.id }) } : { body: '' });
   const { client } = await startController(t, {
-    files: notifierFiles({ rpc: { type: 'http-json', method: 'jsonrpc', uri: rcv.uri, notify_key: 'nk', space: 'sp', events: subscribeAll } }),
+    files: notifierFiles({ rpc: { type: 'http-json', method: 'jsonrpc', uri: rcv.uri, notify_key: 'nk', space: 'sp', timeout: 120, events: subscribeAll } }),
   });
   const [first] = await rcv.waitFor(1);
   t.is(first.json.jsonrpc, '2.0');

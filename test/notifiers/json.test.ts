@@ -38,7 +38,8 @@ test('http-json files are read as json', async (t) => {
 test('events queued while a request is out go together in the next request', async (t) => {
   const rcv = await Receiver.start(t);
   const { client } = await startController(t, {
-    files: notifierFiles({ hook: { type: 'json', uri: rcv.uri, skip_test: true, events: subscribeAll } }),
+    // held requests must not time out and go again (a loaded machine): timeout 120
+    files: notifierFiles({ hook: { type: 'json', uri: rcv.uri, skip_test: true, timeout: 120, events: subscribeAll } }),
   });
   rcv.hold();
   await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/s0', 0)] });
@@ -124,7 +125,7 @@ test('a batch holds at most max_batch events', async (t) => {
   const rcv = await Receiver.start(t);
   rcv.hold();
   const { client } = await startController(t, {
-    files: notifierFiles({ hook: { type: 'json', uri: rcv.uri, skip_test: true, max_batch: 2, events: subscribeAll } }),
+    files: notifierFiles({ hook: { type: 'json', uri: rcv.uri, skip_test: true, timeout: 120, max_batch: 2, events: subscribeAll } }),
   });
   await client.ok('t_emit', { k, s: 'state', d: [stateEvent('sensor:g/s', 0)] });
   await rcv.waitFor(1);

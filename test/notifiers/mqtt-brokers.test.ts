@@ -136,7 +136,8 @@ mosq('a broker that stops answering (keepalive timed out) is left for the next',
   const b = await startBroker(t, { kind: 'mosquitto' });
   const proxy = await startProxy(t, a);
   const [onA, onB] = [await watch(t, a), await watch(t, b)];
-  const c = await controllerWith(t, { m1: mqttNotifier(a, { host: list(proxy, b), keepalive: 1, qos: 1, events: stateOnly }) });
+  // keepalive 5 s: a loaded machine's stall before the freeze must not already look like a silent broker
+  const c = await controllerWith(t, { m1: mqttNotifier(a, { host: list(proxy, b), keepalive: 5, qos: 1, events: stateOnly }) });
   await c.ok('create', { i: 'lvar:g/v' });
   await c.ok('update', { i: 'lvar:g/v', v: 'through the proxy' });
   await onA.waitFor(got(onA, 'through the proxy'), 30_000, 'the value on a');

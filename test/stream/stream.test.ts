@@ -127,7 +127,7 @@ test('the stream ends its connections when the controller stops', async (t) => {
 
 test('a client that does not authenticate in time is closed; others keep streaming', async (t) => {
   // (a zero ws_max_buffer or ws_ping_interval stops the start: test/kernel/config-start.test.ts)
-  const { url, client } = await startStreamController(t, { webapi: { ws_auth_timeout: 0.3 } });
+  const { url, client } = await startStreamController(t, { webapi: { ws_auth_timeout: 3 } });
   const quiet = new TestStream(t, url);
   await quiet.opened;
   t.is((await quiet.closed).code, 4001);

@@ -114,14 +114,16 @@ test('a timeout terminates the whole process group, SIGKILL for what ignores SIG
     `sh -c 'trap "" TERM; echo $$ > runtime/stubborn.pid; exec sleep 60' &`,
     'sleep 60 &',
     'echo $! > runtime/sleeper.pid',
+    'while [ ! -s runtime/stubborn.pid ]; do sleep 0.05; done',
     'echo started',
     'wait',
   ].join('\n');
-  const { client, dir } = await withScripts(t, { tree }, { server: { timeout: 3 }, sysapi: { cmd_kill_grace: 1 } });
+  // 5 s: the tree is in place (its trap set) before the limit, on a loaded machine too
+  const { client, dir } = await withScripts(t, { tree }, { server: { timeout: 5 }, sysapi: { cmd_kill_grace: 1 } });
   const r = await client.ok('cmd', { k: Keys.master, c: 'tree', w: 30 });
   t.is(r.status, 'terminated');
   t.is(r.exitcode, -15);
-  t.is(r.timeout, 3);
+  t.is(r.timeout, 5);
   t.is(r.out, 'started\n');
   t.is(typeof r.time.terminated, 'number');
   for (const f of ['stubborn.pid', 'sleeper.pid']) {
@@ -145,7 +147,7 @@ test('a process that leaves the group cannot keep the command running past the g
     const pid = Number(fs.existsSync(pidFile) ? fs.readFileSync(pidFile, 'utf8') : 0);
     if (pid > 0 && alive(pid)) process.kill(pid, 'SIGKILL');
   });
-  const r = await client.ok('cmd', { k: Keys.master, c: 'escape', t: 3, w: 30 });
+  const r = await client.ok('cmd', { k: Keys.master, c: 'escape', t: 6, w: 30 });
   t.is(r.status, 'terminated');
   t.is(r.exitcode, -15);
   // the escaped process is still there, with the pipe: the command finished all the same
@@ -210,10 +212,10 @@ test('finished results are kept for a bounded count: past it the oldest goes', a
 });
 
 test('finished results are kept for a bounded time', async (t) => {
-  const { client } = await withScripts(t, { args: ARGS }, { sysapi: { cmd_keep_seconds: 3 } });
+  const { client } = await withScripts(t, { args: ARGS }, { sysapi: { cmd_keep_seconds: 10 } });
   const { id } = await client.ok('cmd', { k: Keys.master, c: 'args', a: 'kept', w: 10 });
   t.is((await client.ok('cmd_result', { k: Keys.master, i: id })).out, '[kept]\n');
-  await until('the result to expire', async () => (await client.rpc('cmd_result', { k: Keys.master, i: id })).error?.code === 1, 30_000);
+  await until('the result to expire', async () => (await client.rpc('cmd_result', { k: Keys.master, i: id })).error?.code === 1, 60_000);
 });
 
 test('at the bound of running commands one more is busy; a finished one frees its place', async (t) => {

@@ -12,6 +12,8 @@ async function abandoned(
   run: Running, how: 'direct' | 'jrpc', fn: string, params: Record<string, unknown>,
   /** how many callers the controller holds waiting: when given, the wait is for the call to arrive and to leave, not a time */
   waiting?: () => Promise<number>,
+  /** when given (and not waiting), the call is seen started before its caller goes, not after a time */
+  started?: () => Promise<boolean>,
 ) {
   const before = waiting ? await waiting() : 0;
   const ctl = new AbortController();
@@ -22,6 +24,7 @@ async function abandoned(
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: fn, params }),
     });
   if (waiting) await until(`${fn} waiting`, async () => (await waiting()) > before);
+  else if (started) await until(`${fn} started`, started);
   else await sleep(300);
   ctl.abort();
   await req.catch(() => undefined);
@@ -113,8 +116,9 @@ test('an item action with w stops waiting when the caller goes away', async (t) 
   fs.chmodSync(path.join(dir, 'xc', 'uc', 'slow'), 0o755);
   const run = await startController(t, { dir });
   await run.client.ok('create', { ...m, i: 'unit:g/slow' });
-  await abandoned(run, 'jrpc', 'action', { ...m, i: 'unit:g/slow', s: 1, w: 30 });
-  await until('the action runs', async () => (await run.client.ok('result', { ...m, i: 'unit:g/slow' }))[0]?.status === 'running');
+  const running = async () => (await run.client.ok('result', { ...m, i: 'unit:g/slow' }))[0]?.status === 'running';
+  await abandoned(run, 'jrpc', 'action', { ...m, i: 'unit:g/slow', s: 1, w: 30 }, undefined, running);
+  t.true(await running(), 'the action runs on after its caller went');
   const took = await stopTime(run);
   t.true(took < STOP_BOUND, `stop took ${took} ms`);
 });

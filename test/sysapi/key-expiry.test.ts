@@ -34,15 +34,15 @@ for (const tr of Transports) {
     t.is((await okVia(client, tr, 'test', { k: far.key })).acl.key_id, 'far');
     // keys without an expiry answer as EVA ICS 3.3 did: no such fields
     t.false('expires' in await listed('ops'));
-    // one that expires soon (5 s: room for the two calls that need it alive on a loaded machine)
-    const expires = inSeconds(5);
+    // one that expires soon (15 s: room for the two calls that need it alive on a loaded machine)
+    const expires = inSeconds(15);
     const created = await okVia(client, tr, 'create_key', { ...m, i: 'k1', expires });
     t.is(created.expires, expires);
     const { token } = await okVia(client, tr, 'login', { k: created.key });
     const refused = await until('the key to expire', async () => {
       const r = await via(client, tr, 'test', { k: created.key });
       return 'error' in r && r;
-    });
+    }, 60_000);
     t.is(refused.error, errOf(tr, Err.denied));
     t.regex(refused.message!, /^API key expired at \d{4}-\d\d-\d\dT/);
     // a token made from it is refused too, saying why
@@ -150,7 +150,8 @@ test('key file: an expires that is no time stops the start and --check-config wi
 
 test('a stream opened with a key closes when the key expires (4001, saying so), well before the ping round', async (t) => {
   const { url, client } = await startStreamController(t, { webapi: { ws_ping_interval: 600 } });
-  const { key } = await client.ok('create_key', { ...m, i: 's1', expires: inSeconds(5) });
+  // 15 s: the stream is open and authenticated before it, on a loaded machine too
+  const { key } = await client.ok('create_key', { ...m, i: 's1', expires: inSeconds(15) });
   await client.ok('set_key_prop', { ...m, i: 's1', p: 'groups', v: '#' });
   const s = await TestStream.open(t, url, key, STATE);
   const other = await TestStream.open(t, url, Keys.master, STATE);
@@ -186,8 +187,9 @@ test('session_max_lifetime: a token in constant use ends that long after login, 
 });
 
 test('session_max_lifetime: a stream opened with a token closes at the ping round past its lifetime', async (t) => {
-  // a ping round each second: a round of 0.3 s judged the test's own client (in this process) gone on a loaded machine (1006)
-  const { url, client } = await startStreamController(t, { webapi: { session_max_lifetime: 3, ws_ping_interval: 1 } });
+  // a ping round each second: a round of 0.3 s judged the test's own client (in this process) gone on a loaded machine (1006);
+  // a lifetime of 10 s: the login, the connection and its authentication come well before it
+  const { url, client } = await startStreamController(t, { webapi: { session_max_lifetime: 10, ws_ping_interval: 1 } });
   const { token } = await client.ok('login', m);
   const s = await TestStream.open(t, url, token, STATE);
   const closed = await Promise.race([s.closed, sleep(60_000).then(() => undefined)]);

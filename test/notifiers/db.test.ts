@@ -322,6 +322,8 @@ needs('sqlite3')('the last events reach the file at controller stop; actions and
 needs('sqlite3')('a db file in a folder that does not exist yet: the folder is made and the history kept', async (t) => {
   const c = await controllerWithHistory(t, { db: 'history/site1/h.db' });
   const file = path.join(c.dir, 'history', 'site1', 'h.db');
+  // notifiers start after the controller listens: a stop before this one started would leave no file (as above)
+  t.true(await until('the history file', () => fs.existsSync(file)));
   await c.client.ok('create', { k: Keys.master, i: 'sensor:env/t' });
   await c.client.ok('update', { k: Keys.master, i: 'sensor:env/t', s: 1, v: '21' });
   await c.stop();

@@ -14,11 +14,11 @@ export const PgLinkLimits = {
   connect_timeout: seconds(10, 'seconds to open a connection'),
   retry_delay: seconds(0.25, 'first reconnect delay, seconds; doubles up to retry_max_delay'),
   retry_max_delay: seconds(15, 'longest reconnect delay, seconds'),
-  answer_wait: seconds(10, 'seconds a statement an API call waits on (a key, user or cvar change, an item\'s row) is given; past it the connection is dropped and the link counts as unreachable (a server that hangs with its connections open)'),
+  answer_wait: seconds(10, 'seconds a statement is given (an API call\'s change, an item\'s row, a background writer\'s batch); past it the connection is dropped, the pool\'s idle ones too, and the link counts as unreachable (a server or a path that hangs with its connections open)'),
 };
 const Limits = defaults(PgLinkLimits);
 
-/** A statement an API call waited on got no answer within answer_wait (answered()): it may still take effect. */
+/** A statement got no answer within answer_wait (answered()): it may still take effect. */
 export class NoAnswer extends Error {
   readonly seconds = Limits.answer_wait;
   constructor(what: string) {
@@ -114,7 +114,9 @@ const UserDbRole: LinkRole = {
 export class PgLink {
   /** the URI with its password masked: for messages and /health */
   readonly file: string;
-  readonly pool: Pg.Pool;
+  /** renewed after a statement that got no answer (see lost()): read it at each use */
+  get pool(): Pg.Pool { return this.current; }
+  private current: Pg.Pool;
   private listener: Pg.Client | undefined;
   private readonly users: LinkUser[] = [];
   private readonly waiting = new Set<() => void>();
@@ -127,15 +129,36 @@ export class PgLink {
 
   constructor(private readonly connectionString: string, uri: string, private readonly log: ModuleLogger, private readonly role: LinkRole = UserDbRole) {
     this.file = maskUserdb(uri);
-    this.pool = new (pg().Pool)({
-      connectionString,
+    this.current = this.newPool();
+  }
+
+  private newPool(): Pg.Pool {
+    const pool = new (pg().Pool)({
+      connectionString: this.connectionString,
       max: Limits.pool_size,
       connectionTimeoutMillis: Limits.connect_timeout * 1000,
       idleTimeoutMillis: 30_000,
-      application_name: role.application,
+      application_name: this.role.application,
     });
     // an idle connection lost (server restart) must not crash the process; the pool opens another
-    this.pool.on('error', (err) => this.lost(err));
+    pool.on('error', (err) => this.lost(err));
+    return pool;
+  }
+
+  /**
+   * A statement got no answer: the pool's idle connections go too (ended in
+   * the background), and the next statement opens a fresh one. A path that
+   * dropped its flows without a word (a firewall or NAT that restarted)
+   * leaves every open connection hanging while new ones work; kept, each
+   * idle one would cost a statement answer_wait in turn. Connections out of
+   * the old pool are ended when given back.
+   */
+  private renewPool(): void {
+    const old = this.current;
+    this.current = this.newPool();
+    old.removeAllListeners('error');
+    old.on('error', () => undefined);
+    void old.end().catch(() => undefined);
   }
 
   /** Does this link connect to the database of `connectionString` (one link per database: what else uses it registers on it)? */
@@ -194,14 +217,9 @@ export class PgLink {
     });
   }
 
-  /** Statements in one transaction; rolled back when one fails. A writer in the background: it waits as long as the server takes. */
-  async transaction<T>(fn: (c: Pg.PoolClient) => Promise<T>): Promise<T> {
-    const [c, release] = await this.borrow();
-    try {
-      return await inTransaction(c, fn);
-    } finally {
-      release();
-    }
+  /** Statements in one transaction, rolled back when one fails; bounded as answered() is. */
+  transaction<T>(fn: (c: Pg.PoolClient) => Promise<T>): Promise<T> {
+    return this.answered(fn, true);
   }
 
   /**
@@ -219,16 +237,18 @@ export class PgLink {
   }
 
   /**
-   * `fn` for an API call that waits on it (a key, user or cvar change, an
-   * item's row). A server that hangs with its connections open would hold
-   * that call for ever; after answer_wait the connection leaves the pool
-   * and is ended, the link counts as lost (connected again with back-off,
-   * every user reads again), and the caller gets NoAnswer. The server rolls
-   * back an open transaction once it sees the connection gone; a COMMIT it
-   * already read may still take effect, and then reaches every controller,
-   * this one too, like any change (its trigger). A connection is waited for
-   * no longer than connect_timeout (the pool's own bound), so a call waits
-   * at most about the two together.
+   * `fn` on a connection of the pool, bounded: for an API call that waits
+   * on it (a key, user or cvar change, an item's row) and for the writers in
+   * the background (token changes, the API call log). A server that hangs
+   * with its connections open would hold them for ever; after answer_wait
+   * the connection leaves the pool and is ended, the link counts as lost
+   * (connected again with back-off, every user reads again), and the caller
+   * gets NoAnswer (a writer keeps its batch for the next send). The server
+   * rolls back an open transaction once it sees the connection gone; a
+   * COMMIT it already read may still take effect, and then reaches every
+   * controller, this one too, like any change (its trigger). A connection
+   * is waited for no longer than connect_timeout (the pool's own bound), so
+   * a call waits at most about the two together.
    */
   async answered<T>(fn: (c: Pg.PoolClient) => Promise<T>, transaction = false): Promise<T> {
     const [c, release] = await this.borrow();
@@ -310,6 +330,7 @@ export class PgLink {
       this.log.error(`${this.role.name} ${this.file} unreachable (${reason}): ${this.role.whileAway}; connecting again`);
     }
     this.problem = `unreachable (${err instanceof NoAnswer ? `no answer within ${err.seconds} s` : (err as { code?: string })?.code ?? 'connection failed'})`;
+    if (err instanceof NoAnswer) this.renewPool();
     const l = this.listener;
     this.listener = undefined;
     if (l) { l.removeAllListeners('end'); void l.end().catch(() => undefined); }

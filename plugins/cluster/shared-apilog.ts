@@ -176,7 +176,7 @@ export class SharedApiLog implements ApiLogBackend {
           const { batch, start, end } = this.ring.peek(Limits.batch_rows, next);
           if (batch.n === 0) break;
           next = end;
-          flights.push({ batch, end, done: insertApiLog(this.link.pool, batch, this.ids, start).then((rows) => ({ rows }), (err: unknown) => ({ err })) });
+          flights.push({ batch, end, done: this.link.answered((c) => insertApiLog(c, batch, this.ids, start)).then((rows) => ({ rows }), (err: unknown) => ({ err })) });
         }
         const f = flights.shift();
         if (!f) break;
@@ -196,7 +196,7 @@ export class SharedApiLog implements ApiLogBackend {
       }
       const now = Date.now();
       if (this.limits.keep > 0 && now - this.lastTrim >= 60_000) {
-        await this.link.pool.query('DELETE FROM api_log WHERE t < $1', [now / 1000 - this.limits.keep]);
+        await this.link.answered((c) => c.query('DELETE FROM api_log WHERE t < $1', [now / 1000 - this.limits.keep]));
         this.lastTrim = now;
       }
       if (this.failing) this.log.info(`the API call log is written to ${this.link.file} again`);
@@ -216,8 +216,7 @@ export class SharedApiLog implements ApiLogBackend {
     if (on) {
       await ensureApiLogTable(on);
     } else {
-      const c = await this.link.pool.connect();
-      try { await ensureApiLogTable(c); } finally { c.release(); }
+      await this.link.answered(ensureApiLogTable);
     }
     this.tableReady = true;
   }

@@ -221,8 +221,8 @@ export class SharedTokens implements TokenShare, LinkUser {
       try {
         // one statement needs no transaction (one round trip, not three)
         const mixed = batch.some(([, w]) => w.drop) && batch.some(([, w]) => !w.drop);
-        if (on || !mixed) await this.writeBatch(on ?? this.link.pool, batch);
-        else await this.link.transaction((c) => this.writeBatch(c, batch));
+        if (on) await this.writeBatch(on, batch);
+        else await this.link.answered((c) => this.writeBatch(c, batch), mixed);
       } catch (err) {
         // unless changed again meanwhile
         for (const [id, w] of batch) {
@@ -235,7 +235,7 @@ export class SharedTokens implements TokenShare, LinkUser {
     }
   }
 
-  private async writeBatch(c: Pg.ClientBase | Pg.Pool, batch: [string, Write][]): Promise<void> {
+  private async writeBatch(c: Pg.ClientBase, batch: [string, Write][]): Promise<void> {
     const drops = batch.filter(([, w]) => w.drop).map(([id]) => id);
     const changes = batch.filter(([, w]) => !w.drop);
     if (drops.length) await c.query('DELETE FROM eva_tokens WHERE h = ANY($1::text[])', [drops]);

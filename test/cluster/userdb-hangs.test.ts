@@ -1,4 +1,4 @@
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { startController, Keys } from '../helpers/controller';
 import { until } from '../helpers/wait';
 import { pgRows as rows, postgresUnavailable, startPostgres } from '../helpers/postgres';
@@ -11,12 +11,15 @@ import { pgRows as rows, postgresUnavailable, startPostgres } from '../helpers/p
  * controller and the database agree: the user's transaction, cut before
  * its COMMIT, left nothing; the cvar's one statement, already sent, ran.
  * The API call log's read, and the send of the records it waits for, have
- * the same bound.
+ * the same bound. So have the writers in the background: when only the
+ * pool's open connections hang (a path that dropped its flows), a cut
+ * write renews the pool once and goes again over a fresh connection.
  */
 
 const reason = postgresUnavailable();
 if (reason) console.log(`PostgreSQL tests skipped: ${reason}`);
 const pgtest = reason ? test.skip : test;
+const m = { k: Keys.master };
 
 pgtest('a server that hangs: create_user and set_cvar answer 10 after answer_wait, not never; once it goes on, the controller and the database agree', async (t) => {
   t.timeout(240_000);
@@ -24,7 +27,6 @@ pgtest('a server that hangs: create_user and set_cvar answer 10 after answer_wai
   await server.createDatabase('userdb_hangs');
   const uri = server.uri('userdb_hangs');
   const a = await startController(t, { ini: { server: { userdb: uri }, cluster: { cvars: 'shared' } } });
-  const m = { k: Keys.master };
   await a.client.ok('create_key', { ...m, i: 'op' });
   await a.client.ok('create_user', { ...m, u: 'before', p: 'before-Pass-1', a: 'op' });
   // two connections in the pool, idle, just before the freeze: the two calls below each take one, rather than one
@@ -75,20 +77,25 @@ pgtest('a server that hangs: create_user and set_cvar answer 10 after answer_wai
   t.deepEqual(await rows(uri, 'SELECT u FROM users ORDER BY u'), [{ u: 'before' }, { u: 'during' }]);
 });
 
-pgtest('a server that hangs: api_log_get answers 10 after answer_wait, not never; then at once until the server goes on', async (t) => {
-  t.timeout(180_000);
+/** A controller with the API call log in its own database of a server of its own, three connections in its pool. */
+async function apiLogController(t: ExecutionContext, db: string) {
   const server = await startPostgres(t);
-  await server.createDatabase('apilog_hangs');
-  const uri = server.uri('apilog_hangs');
+  await server.createDatabase(db);
+  const uri = server.uri(db);
   const a = await startController(t, { ini: { server: { userdb: uri, keep_api_log: 3600 }, cluster: { cvars: 'shared' } } });
-  const m = { k: Keys.master };
   t.true(Array.isArray(await a.client.ok('api_log_get', m)), 'the table is there and read');
-  // idle pool connections just before the freeze, for the send of the waiting records and the read (a new
-  // connection would meet connect_timeout's error instead, another message)
   await until('three pool connections', async () => {
     await Promise.all(['c0', 'c1', 'c2'].map((i) => a.client.ok('set_cvar', { ...m, i, v: i })));
     return (await rows(uri, "SELECT 1 FROM pg_stat_activity WHERE application_name = 'eva-userdb'")).length >= 3;
   });
+  return { server, uri, a };
+}
+
+pgtest('a server that hangs: api_log_get answers 10 after answer_wait, not never; then at once until the server goes on', async (t) => {
+  t.timeout(180_000);
+  // idle pool connections just before the freeze, for the send of the waiting records and the read (a new
+  // connection would meet connect_timeout's error instead, another message)
+  const { server, uri, a } = await apiLogController(t, 'apilog_hangs');
 
   server.freeze(true);
   t.teardown(() => server.freeze(false));
@@ -107,4 +114,58 @@ pgtest('a server that hangs: api_log_get answers 10 after answer_wait, not never
   server.freeze(false);
   const back = await until('api_log_get again', async () => (await a.client.rpc('api_log_get', m)).result as { func: string }[] | undefined, 60_000);
   t.true(back.some((x) => x.func === 'set_cvar'), 'the records sent meanwhile are there');
+});
+
+pgtest('the pool\'s connections hang while the server answers new ones: the API call log\'s writer is cut after answer_wait, the pool renewed once, and api_log_get reads the records sent meanwhile', async (t) => {
+  t.timeout(180_000);
+  // at least two idle pool connections: kept, each would cost a statement answer_wait in turn
+  const { uri, a } = await apiLogController(t, 'apilog_path_hangs');
+  // a path that dropped its flows: the pool's connections hang, the server and new connections answer
+  const pids = (await rows(uri, "SELECT pid FROM pg_stat_activity WHERE application_name = 'eva-userdb'")).map((r: { pid: number }) => r.pid);
+  for (const pid of pids) process.kill(pid, 'SIGSTOP');
+  t.teardown(() => { for (const pid of pids) { try { process.kill(pid, 'SIGCONT'); } catch { /* ended */ } } });
+  const t0 = performance.now();
+  await a.client.ok('test', m); // a call of memory only, recorded; its record goes to a hung connection first
+  const got = await until('api_log_get with the record', async () => {
+    const r = await a.client.rpc('api_log_get', m);
+    return (r.result as { func: string }[] | undefined)?.some((x) => x.func === 'test') ? r.result : undefined;
+  }, 60_000);
+  const ms = performance.now() - t0;
+  t.log(`api_log_get read the record after ${ms.toFixed(0)} ms (${pids.length} pool connections hung)`);
+  t.truthy(got);
+  // one cut (answer_wait), then fresh connections: not one cut per idle connection kept (>= 20 s)
+  t.true(ms < 19_000, `read after ${ms.toFixed(0)} ms`);
+  // the link is back, and the stopped backends are not among the pool's connections any more
+  const h = (await (await fetch(`${a.url}/health`)).json()) as { userdb: { connected: boolean } };
+  t.true(h.userdb.connected);
+  t.true((await rows(uri, "SELECT 1 FROM pg_stat_activity WHERE application_name = 'eva-userdb' AND NOT (pid = ANY($1::int[]))", [pids])).length >= 1);
+});
+
+pgtest('the pool\'s connections hang while the server answers new ones: a logout\'s write is cut after answer_wait and written again, and reaches the other controller', async (t) => {
+  t.timeout(180_000);
+  const server = await startPostgres(t);
+  await server.createDatabase('tokens_path_hangs');
+  const uri = server.uri('tokens_path_hangs');
+  const ini = { ini: { server: { userdb: uri }, cluster: { cvars: 'shared' } } };
+  const a = await startController(t, ini);
+  const b = await startController(t, ini);
+  const tok = (await a.client.ok('login', m)).token as string;
+  const onB = async () => (await b.client.get('test', { k: tok })).status;
+  await until('the token works on B', async () => (await onB()) === 200);
+  await until('two pool connections on A', async () => {
+    await Promise.all(['c0', 'c1'].map((i) => a.client.ok('set_cvar', { ...m, i, v: i })));
+    return (await rows(uri, "SELECT 1 FROM pg_stat_activity WHERE application_name = 'eva-userdb'")).length >= 2;
+  });
+  // the pools' connections hang (both controllers'); the listeners and new connections answer
+  const pids = (await rows(uri, "SELECT pid FROM pg_stat_activity WHERE application_name = 'eva-userdb'")).map((r: { pid: number }) => r.pid);
+  for (const pid of pids) process.kill(pid, 'SIGSTOP');
+  t.teardown(() => { for (const pid of pids) { try { process.kill(pid, 'SIGCONT'); } catch { /* ended */ } } });
+  const t0 = performance.now();
+  await a.client.ok('logout', { k: tok }); // answered at once; the token's end is written in the background
+  t.is((await a.client.get('test', { k: tok })).status, 403, 'ended on A at once');
+  await until('the end reaches B', async () => (await onB()) === 403, 60_000);
+  const ms = performance.now() - t0;
+  t.log(`the logout reached B after ${ms.toFixed(0)} ms (${pids.length} pool connections hung)`);
+  t.true(ms >= 9_000, 'its first write was cut, not written at once');
+  t.deepEqual(await rows(uri, 'SELECT h FROM eva_tokens'), [], 'the row is gone');
 });

@@ -283,6 +283,28 @@ export class PgLink {
     throw err;
   }
 
+  /**
+   * Ask the listening connection (an answer means every notice sent before
+   * it was delivered). No answer within answer_wait: the link counts as
+   * lost and listens again on a new connection, reading everything again.
+   * Idle, a listening connection whose path dropped its flows would
+   * otherwise look sound for as long as TCP takes to give up on it (a
+   * quarter of an hour), and every notice meanwhile would be missed.
+   */
+  async beat(): Promise<boolean> {
+    const l = this.listener;
+    if (!l || this.problem !== undefined) return false;
+    const q = l.query('SELECT 1');
+    q.catch(() => undefined);
+    try {
+      if (await within(q, Limits.answer_wait * 1000)) return true;
+    } catch {
+      return false; // its connection's error or end makes the link lost
+    }
+    this.lost(new NoAnswer(`${this.role.name} ${this.file}`), l);
+    return false;
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.retryTimer);

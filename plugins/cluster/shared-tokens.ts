@@ -83,7 +83,6 @@ export class SharedTokens implements TokenShare, LinkUser {
   /** while every row is read again: the tokens told meanwhile (what was told is as new as what is read, or newer) */
   private toldDuring: Set<string> | undefined;
   private flushing: Promise<void> | undefined;
-  private listener: Pg.ClientBase | undefined;
   private beating = false;
   private timer: NodeJS.Timeout | undefined;
   /** when what is held was last known current (ms) */
@@ -259,7 +258,6 @@ export class SharedTokens implements TokenShare, LinkUser {
       await client.query('ROLLBACK').catch(() => undefined);
       throw err;
     }
-    this.listener = client;
     // the link says connected only after every user's onConnect: what waits is written on this connection
     await this.writeWaiting(client);
     const told = (this.toldDuring = new Set());
@@ -311,8 +309,9 @@ export class SharedTokens implements TokenShare, LinkUser {
   }
 
   /**
-   * Every beat: ask the listening connection (an answer means every notice
-   * sent before it was delivered); tell the event streams when tokens begin
+   * Every beat: ask the listening connection (PgLink.beat: an answer means
+   * every notice sent before it was delivered, none within answer_wait
+   * makes the link listen again); tell the event streams when tokens begin
    * to be refused; remove rows unused past session_timeout now and then.
    */
   private tick(): void {
@@ -322,12 +321,11 @@ export class SharedTokens implements TokenShare, LinkUser {
       this.log.warning(`session tokens refused: the shared user db has been unreachable for more than ${this.cacheSeconds} s ([cluster] token_cache)`);
       this.store.recheck();
     }
-    const l = this.listener;
-    if (!this.link.connected || !l || this.beating) return;
+    if (!this.link.connected || this.beating) return;
     this.beating = true;
-    l.query('SELECT 1').then(() => {
-      if (this.link.connected) this.fresh();
-    }, () => undefined).finally(() => { this.beating = false; });
+    void this.link.beat().then((ok) => {
+      if (ok && this.link.connected) this.fresh();
+    }).finally(() => { this.beating = false; });
     if (this.writes.size) void this.flush();
     const now = Date.now();
     if (now - this.lastCleanup >= CLEANUP_MS && this.webapi.session_timeout > 0) {

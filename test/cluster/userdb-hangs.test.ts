@@ -169,3 +169,28 @@ pgtest('the pool\'s connections hang while the server answers new ones: a logout
   t.true(ms >= 9_000, 'its first write was cut, not written at once');
   t.deepEqual(await rows(uri, 'SELECT h FROM eva_tokens'), [], 'the row is gone');
 });
+
+pgtest('the listening connection hangs while the server answers: within answer_wait of a beat the controller listens again on a new one, and a change made elsewhere meanwhile reaches it', async (t) => {
+  t.timeout(180_000);
+  const server = await startPostgres(t);
+  await server.createDatabase('listener_hangs');
+  const uri = server.uri('listener_hangs');
+  const ini = { ini: { server: { userdb: uri } } };
+  const listeners = async () => (await rows(uri, "SELECT pid FROM pg_stat_activity WHERE application_name = 'eva-userdb-listen'")).map((r: { pid: number }) => r.pid);
+  const a = await startController(t, ini);
+  const [pid] = await until('A listens', async () => { const l = await listeners(); return l.length === 1 && l; }); // A's, before B is there
+  const b = await startController(t, ini);
+  await until('B listens', async () => (await listeners()).length === 2);
+  await b.client.ok('create_key', { ...m, i: 'op' });
+  await until('the key on A', async () => !(await a.client.rpc('list_key_props', { ...m, i: 'op' })).error);
+  // A's listening connection hangs (a path that dropped its flow); its pool, B and new connections answer
+  process.kill(pid, 'SIGSTOP');
+  t.teardown(() => { try { process.kill(pid, 'SIGCONT'); } catch { /* ended */ } });
+  await b.client.ok('create_user', { ...m, u: 'later', p: 'later-Pass-1', a: 'op' });
+  const t0 = performance.now();
+  await until('the user on A', async () => !(await a.client.rpc('get_user', { ...m, u: 'later' })).error, 60_000);
+  t.log(`the user reached A after ${(performance.now() - t0).toFixed(0)} ms`);
+  t.is((await listeners()).filter((p) => p !== pid).length, 2, 'B\'s and a new one of A\'s');
+  const h = (await (await fetch(`${a.url}/health`)).json()) as { userdb: { connected: boolean } };
+  t.true(h.userdb.connected);
+});

@@ -135,7 +135,7 @@ pgtest('the pool\'s connections hang while the server answers new ones: the API 
   t.truthy(got);
   // one cut (answer_wait), then fresh connections: not one cut per idle connection kept (>= 20 s)
   t.true(ms < 19_000, `read after ${ms.toFixed(0)} ms`);
-  // the link is back, and the stopped backends are not among the pool's connections any more
+  // the link is back, and the controller has a pool connection other than the stopped ones
   const h = (await (await fetch(`${a.url}/health`)).json()) as { userdb: { connected: boolean } };
   t.true(h.userdb.connected);
   t.true((await rows(uri, "SELECT 1 FROM pg_stat_activity WHERE application_name = 'eva-userdb' AND NOT (pid = ANY($1::int[]))", [pids])).length >= 1);
@@ -152,7 +152,8 @@ pgtest('the pool\'s connections hang while the server answers new ones: a logout
   const tok = (await a.client.ok('login', m)).token as string;
   const onB = async () => (await b.client.get('test', { k: tok })).status;
   await until('the token works on B', async () => (await onB()) === 200);
-  await until('two pool connections on A', async () => {
+  // pool connections of both controllers (A has at least the login's): all of them hang below
+  await until('two pool connections', async () => {
     await Promise.all(['c0', 'c1'].map((i) => a.client.ok('set_cvar', { ...m, i, v: i })));
     return (await rows(uri, "SELECT 1 FROM pg_stat_activity WHERE application_name = 'eva-userdb'")).length >= 2;
   });
